@@ -1,0 +1,16 @@
+#pragma once
+// Named model presets: the exact dimensions of Qwen3-30B-A3B and GLM-4.5-Air, and scaled-down
+// variants with the same routing structure that train on a CPU in minutes.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config/experiment.hpp"
+
+namespace lrmoe {
+
+std::optional<ModelConfig> find_preset(const std::string& name);
+std::vector<std::string> preset_names();
+
+}  // namespace lrmoe
