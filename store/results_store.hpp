@@ -87,28 +87,37 @@ class ResultsStore {
  public:
   // Opens (creating if needed) and migrates to the current schema. Throws StoreError.
   static std::unique_ptr<ResultsStore> open(const std::string& path);
-  // Opens an existing database without writing anything (for `runs`, `show`, `query`).
+  // Opens an existing database without writing anything (for `runs`, `show`, `query`). A file
+  // with an older schema opens too, but only `steps` and `query` read it; the summaries
+  // (`list_runs`, `find_run`) ask for the upgrade that any open() does. Runs are not settled
+  // as 'interrupted' here: that is a write.
   static std::unique_ptr<ResultsStore> open_read_only(const std::string& path);
 
   virtual ~ResultsStore() = default;
   virtual const std::string& path() const = 0;
 
+  // Records a new run as 'running', now. An empty `host` and a zero `pid` mean this host and
+  // this process: the pair that lets a later open() notice the process is gone.
   virtual int64_t begin_run(const RunInfo& info) = 0;
   virtual void add_step(int64_t run, const StepRecord& step) = 0;
   // pairs_per_expert[e]: token-expert pairs routed to expert e of `layer` in `step`.
   virtual void add_expert_load(int64_t run, int64_t step, int64_t layer,
                                const std::vector<int64_t>& pairs_per_expert) = 0;
   virtual void add_event(int64_t run, const std::string& level, const std::string& message) = 0;
-  // Commits everything buffered in one transaction.
+  // Commits everything buffered in one transaction (also done on its own past 20k buffered
+  // rows, and by the destructor). If it fails, the batch is dropped and the StoreError says
+  // how many rows were lost, so that one bad row cannot make every later flush fail.
   virtual void flush() = 0;
   // Flushes, then records the final status, end time and time-to-target.
   virtual void finish_run(int64_t run, const std::string& status,
                           const std::optional<TimeToTarget>& time_to_target) = 0;
 
+  // The readers see committed rows only: flush() first to read what this store buffered.
   virtual std::vector<RunSummary> list_runs() const = 0;
   virtual std::optional<RunSummary> find_run(int64_t id) const = 0;
   virtual std::vector<StepRecord> steps(int64_t run) const = 0;
-  // Runs one read-only SQL statement and returns its rows as text.
+  // Runs one read-only SQL statement and returns its rows as text. Several statements, or one
+  // that could write, are refused with a StoreError.
   virtual QueryResult query(const std::string& sql) const = 0;
 };
 

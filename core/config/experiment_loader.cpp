@@ -1,0 +1,86 @@
+#include "core/config/experiment_loader.hpp"
+
+#include <optional>
+
+#include "core/config/did_you_mean.hpp"
+#include "core/config/experiment_checks.hpp"
+#include "core/config/experiment_sources.hpp"
+#include "core/config/field_value.hpp"
+
+namespace lrmoe {
+namespace {
+
+// The index of the last assignment of model.preset: the one that wins.
+std::optional<std::size_t> last_preset(const std::vector<Assignment>& assignments) {
+  std::optional<std::size_t> preset;
+  for (std::size_t i = 0; i < assignments.size(); ++i) {
+    if (assignments[i].field == &model_preset_field()) preset = i;
+  }
+  return preset;
+}
+
+// Placed at the first [model] key when there is one: a model described without a preset.
+ConfigError missing_preset(const ExperimentSources& sources) {
+  std::string place = sources.experiment_name();
+  for (const Assignment& assignment : sources.assignments()) {
+    if (assignment.field->section == model_preset_field().section) {
+      place = assignment.place;
+      break;
+    }
+  }
+  return ConfigError(place + ": set model.preset to one of " +
+                     quoted_list(model_preset_field().choices));
+}
+
+// Applies the assignments in order onto a default Experiment, the model preset first, and
+// checks the result.
+Experiment resolve(const ExperimentSources& sources) {
+  const std::vector<Assignment>& assignments = sources.assignments();
+  // Every value is checked, including those a later layer overrides: each file must be valid
+  // on its own.
+  std::vector<FieldValue> values;
+  values.reserve(assignments.size());
+  for (const Assignment& assignment : assignments) {
+    values.push_back(read_field_value(*assignment.field, *assignment.value, assignment.place));
+  }
+
+  // The preset gives every model field its value, so it applies before any of them, whichever
+  // layer names it.
+  const std::optional<std::size_t> preset = last_preset(assignments);
+  if (!preset) throw missing_preset(sources);
+  Experiment experiment;
+  FieldPlaces places(sources.experiment_name());
+  model_preset_field().write(experiment, values[*preset]);
+  for (const FieldDescriptor& field : experiment_schema()) {
+    if (field.section == model_preset_field().section) {
+      places.record(field.name(), assignments[*preset].place);
+    }
+  }
+  for (std::size_t i = 0; i < assignments.size(); ++i) {
+    if (assignments[i].field == &model_preset_field()) continue;
+    assignments[i].field->write(experiment, values[i]);
+    places.record(assignments[i].field->name(), assignments[i].place);
+  }
+  check_consistency(experiment, places);
+  return experiment;
+}
+
+Experiment load(ExperimentSources sources, const std::vector<std::string>& overrides) {
+  for (const std::string& override_text : overrides) sources.add_override(override_text);
+  return resolve(sources);
+}
+
+}  // namespace
+
+Experiment load_experiment(const std::filesystem::path& file,
+                           const std::vector<std::string>& overrides) {
+  return load(ExperimentSources::from_file(file), overrides);
+}
+
+Experiment load_experiment_text(std::string_view toml, const std::string& source_name,
+                                const std::vector<std::string>& overrides,
+                                const std::filesystem::path& base_dir) {
+  return load(ExperimentSources::from_text(toml, source_name, base_dir), overrides);
+}
+
+}  // namespace lrmoe

@@ -1,0 +1,307 @@
+#include "core/config/experiment_schema.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "core/config/field_value.hpp"
+#include "core/model/presets.hpp"
+
+namespace lrmoe {
+namespace {
+
+constexpr std::string_view kPolicies = "policies";
+
+// Where a section's defaults come from: the member initialisers in experiment.hpp (read from a
+// default-constructed Experiment), or, in [model], the preset.
+enum class Defaults { FromMemberInitialisers, FromPreset };
+
+// Appends the descriptors of one section, each binding a key to a member of the section's struct.
+template <typename Section>
+class SectionRows {
+ public:
+  SectionRows(std::vector<FieldDescriptor>& rows, std::string section, Section Experiment::*member,
+              Defaults defaults)
+      : rows_(rows), section_(std::move(section)), member_(member), defaults_(defaults) {}
+
+  template <typename Integer>
+  SectionRows& integer(std::string key, Integer Section::*field, Range range, std::string meaning) {
+    return add(
+        std::move(key), FieldKind::Integer, field, range, {}, std::move(meaning),
+        [](Integer v) { return FieldValue{static_cast<int64_t>(v)}; },
+        [](const FieldValue& v) { return static_cast<Integer>(std::get<int64_t>(v)); });
+  }
+
+  SectionRows& real(std::string key, double Section::*field, Range range, std::string meaning) {
+    return add(
+        std::move(key), FieldKind::Float, field, range, {}, std::move(meaning),
+        [](double v) { return FieldValue{v}; },
+        [](const FieldValue& v) { return std::get<double>(v); });
+  }
+
+  SectionRows& boolean(std::string key, bool Section::*field, std::string meaning) {
+    return add(
+        std::move(key), FieldKind::Bool, field, {}, {}, std::move(meaning),
+        [](bool v) { return FieldValue{v}; },
+        [](const FieldValue& v) { return std::get<bool>(v); });
+  }
+
+  SectionRows& text(std::string key, std::string Section::*field, std::string meaning) {
+    return add(
+        std::move(key), FieldKind::String, field, {}, {}, std::move(meaning),
+        [](const std::string& v) { return FieldValue{v}; },
+        [](const FieldValue& v) { return std::get<std::string>(v); });
+  }
+
+  // `names` lists the enum's values in declaration order: the enum value is the name's index.
+  template <typename Enum>
+  SectionRows& choice(std::string key, Enum Section::*field, std::vector<std::string> names,
+                      std::string meaning) {
+    return add(
+        std::move(key), FieldKind::Choice, field, {}, names, std::move(meaning),
+        [names](Enum v) { return FieldValue{names.at(static_cast<std::size_t>(v))}; },
+        [names](const FieldValue& v) {
+          const auto it = std::find(names.begin(), names.end(), std::get<std::string>(v));
+          return static_cast<Enum>(it - names.begin());
+        });
+  }
+
+  SectionRows& byte_size(std::string key, uint64_t Section::*field, Range range,
+                         std::string meaning) {
+    return add(
+        std::move(key), FieldKind::ByteSize, field, range, {}, std::move(meaning),
+        [](uint64_t v) { return FieldValue{v}; },
+        [](const FieldValue& v) { return std::get<uint64_t>(v); });
+  }
+
+ private:
+  template <typename Member, typename ToValue, typename FromValue>
+  SectionRows& add(std::string key, FieldKind kind, Member Section::*field, Range range,
+                   std::vector<std::string> choices, std::string meaning, ToValue to_value,
+                   FromValue from_value) {
+    Section Experiment::*member = member_;
+    FieldDescriptor row{
+        section_,
+        std::move(key),
+        kind,
+        "",
+        range,
+        std::move(choices),
+        std::move(meaning),
+        [member, field, to_value](const Experiment& e) { return to_value(e.*member.*field); },
+        [member, field, from_value](Experiment& e, const FieldValue& v) {
+          e.*member.*field = from_value(v);
+        }};
+    row.default_text = defaults_ == Defaults::FromPreset ? "from preset"
+                                                         : field_value_toml(row.read(Experiment{}));
+    rows_.push_back(std::move(row));
+    return *this;
+  }
+
+  std::vector<FieldDescriptor>& rows_;
+  std::string section_;
+  Section Experiment::*member_;
+  Defaults defaults_;
+};
+
+FieldDescriptor preset_row() {
+  return FieldDescriptor{"model",
+                         "preset",
+                         FieldKind::Choice,
+                         "required",
+                         {},
+                         preset_names(),
+                         "named model whose dimensions every other [model] key starts from",
+                         [](const Experiment& e) { return FieldValue{e.model.preset}; },
+                         [](Experiment& e, const FieldValue& v) {
+                           // Only names from preset_names() get past read_field_value, so the
+                           // preset exists.
+                           e.model = *find_preset(std::get<std::string>(v));
+                         }};
+}
+
+std::vector<FieldDescriptor> build_schema() {
+  std::vector<FieldDescriptor> rows;
+
+  SectionRows<ExperimentInfo>(rows, "experiment", &Experiment::experiment,
+                              Defaults::FromMemberInitialisers)
+      .text("name", &ExperimentInfo::name, "name the run is stored under")
+      .integer("seed", &ExperimentInfo::seed, at_least(0),
+               "seed of every random choice (initialisation, data)")
+      .text("notes", &ExperimentInfo::notes, "free text stored with the run");
+
+  rows.push_back(preset_row());
+  SectionRows<ModelConfig>(rows, "model", &Experiment::model, Defaults::FromPreset)
+      .integer("vocab_size", &ModelConfig::vocab_size, at_least(0),
+               "vocabulary size; 0: take the vocabulary of the data source")
+      .integer("hidden_size", &ModelConfig::hidden_size, at_least(1),
+               "width of the residual stream")
+      .integer("num_layers", &ModelConfig::num_layers, at_least(1), "transformer layers")
+      .integer("num_heads", &ModelConfig::num_heads, at_least(1), "query heads per layer")
+      .integer("num_kv_heads", &ModelConfig::num_kv_heads, at_least(1),
+               "key/value heads per layer (grouped-query attention)")
+      .integer("head_dim", &ModelConfig::head_dim, at_least(1), "dimensions per attention head")
+      .real("rope_theta", &ModelConfig::rope_theta, above(0), "RoPE base frequency")
+      .real("partial_rotary", &ModelConfig::partial_rotary, {inclusive(0), inclusive(1)},
+            "fraction of each head's dimensions that RoPE rotates")
+      .boolean("qk_norm", &ModelConfig::qk_norm, "RMS-normalise queries and keys per head")
+      .boolean("qkv_bias", &ModelConfig::qkv_bias, "bias on the query/key/value projections")
+      .real("rms_eps", &ModelConfig::rms_eps, above(0), "epsilon of every RMSNorm")
+      .integer("first_k_dense", &ModelConfig::first_k_dense, at_least(0),
+               "the first k layers use a dense SwiGLU FFN instead of experts")
+      .integer("dense_ffn_size", &ModelConfig::dense_ffn_size, at_least(0),
+               "hidden width of the dense FFN")
+      .integer("num_experts", &ModelConfig::num_experts, at_least(0),
+               "routed experts per MoE layer")
+      .integer("top_k", &ModelConfig::top_k, at_least(0), "experts each token is routed to")
+      .integer("expert_ffn_size", &ModelConfig::expert_ffn_size, at_least(0),
+               "hidden width of each expert (routed and shared)")
+      .integer("shared_experts", &ModelConfig::shared_experts, at_least(0),
+               "experts every token passes through, each of size expert_ffn_size")
+      .choice("router", &ModelConfig::router, {"softmax", "sigmoid"}, "gate function of the router")
+      .boolean("norm_topk", &ModelConfig::norm_topk, "renormalise the top-k gates to sum to one")
+      .real("routed_scaling_factor", &ModelConfig::routed_scaling_factor, above(0),
+            "scale of the routed experts' combined output")
+      .real("aux_loss_coef", &ModelConfig::aux_loss_coef, at_least(0),
+            "weight of the load-balancing auxiliary loss")
+      .real("z_loss_coef", &ModelConfig::z_loss_coef, at_least(0), "weight of the router z-loss")
+      .real("bias_update_rate", &ModelConfig::bias_update_rate, at_least(0),
+            "step of the aux-loss-free selection-bias update (sigmoid router)")
+      .boolean("tie_embeddings", &ModelConfig::tie_embeddings,
+               "share the input embedding with the output projection")
+      .real("init_std", &ModelConfig::init_std, above(0),
+            "standard deviation of the weight initialisation");
+
+  SectionRows<DataConfig>(rows, "data", &Experiment::data, Defaults::FromMemberInitialisers)
+      .choice("kind", &DataConfig::kind, {"synthetic", "text", "tokens"},
+              "synthetic topic-Markov data, a text file or folder (bytes), or a token file")
+      .text("path", &DataConfig::path, "text: file or folder; tokens: flat binary token file")
+      .choice("token_dtype", &DataConfig::token_dtype, {"uint16", "uint32"},
+              "tokens: integer type of each token in the file")
+      .integer("vocab_size", &DataConfig::vocab_size, at_least(1),
+               "tokens: the file's vocabulary; synthetic: the generated vocabulary")
+      .real("val_fraction", &DataConfig::val_fraction, {exclusive(0), exclusive(1)},
+            "text/tokens: tail of the data held out for evaluation")
+      .integer("topics", &DataConfig::topics, at_least(1),
+               "synthetic: number of topic-specific Markov sources")
+      .integer("topic_vocab", &DataConfig::topic_vocab, at_least(1),
+               "synthetic: tokens each topic uses")
+      .integer("branching", &DataConfig::branching, at_least(1),
+               "synthetic: successors of each token within a topic");
+
+  SectionRows<TrainConfig>(rows, "train", &Experiment::train, Defaults::FromMemberInitialisers)
+      .integer("batch_size", &TrainConfig::batch_size, at_least(1), "sequences per micro-batch")
+      .integer("micro_batches", &TrainConfig::micro_batches, at_least(1),
+               "micro-batches accumulated into each optimiser step")
+      .integer("seq_len", &TrainConfig::seq_len, at_least(1), "tokens per sequence")
+      .integer("max_steps", &TrainConfig::max_steps, at_least(1), "optimiser steps at most")
+      .integer("warmup_steps", &TrainConfig::warmup_steps, at_least(0),
+               "steps of linear learning-rate warm-up")
+      .real("lr", &TrainConfig::lr, above(0), "peak learning rate")
+      .real("min_lr", &TrainConfig::min_lr, at_least(0), "learning rate at the end of the decay")
+      .real("weight_decay", &TrainConfig::weight_decay, at_least(0), "AdamW weight decay")
+      .real("beta1", &TrainConfig::beta1, {inclusive(0), exclusive(1)}, "AdamW beta1")
+      .real("beta2", &TrainConfig::beta2, {inclusive(0), exclusive(1)}, "AdamW beta2")
+      .real("eps", &TrainConfig::eps, above(0), "AdamW epsilon")
+      .real("grad_clip", &TrainConfig::grad_clip, at_least(0),
+            "clip the gradient norm to this; 0 disables clipping")
+      .integer("eval_every", &TrainConfig::eval_every, at_least(1), "steps between evaluations")
+      .integer("eval_batches", &TrainConfig::eval_batches, at_least(1), "batches per evaluation")
+      .real("target_loss", &TrainConfig::target_loss, at_least(0),
+            "stop when the evaluation loss reaches it; 0: run to max_steps")
+      .integer("log_every", &TrainConfig::log_every, at_least(1), "steps between log lines")
+      .integer("threads", &TrainConfig::threads, at_least(0), "intra-op threads; 0: one per core");
+
+  SectionRows<ClusterConfig>(rows, "cluster", &Experiment::cluster,
+                             Defaults::FromMemberInitialisers)
+      .integer("ranks", &ClusterConfig::ranks, at_least(1), "expert-parallel ranks")
+      .byte_size("memory_per_rank", &ClusterConfig::memory_per_rank, at_least(1),
+                 "memory of each rank (\"80GiB\", \"512MB\" or bytes)")
+      .integer("slots_per_rank", &ClusterConfig::slots_per_rank, at_least(0),
+               "expert slots per MoE layer on each rank; 0: experts / ranks");
+
+  SectionRows<StoreConfig>(rows, "store", &Experiment::store, Defaults::FromMemberInitialisers)
+      .text("path", &StoreConfig::path, "SQLite results database");
+
+  return rows;
+}
+
+std::string format_bound(double value) { return fmt::format("{}", value); }
+
+}  // namespace
+
+std::string_view kind_name(FieldKind kind) {
+  switch (kind) {
+    case FieldKind::Integer:
+      return "integer";
+    case FieldKind::Float:
+      return "float";
+    case FieldKind::Bool:
+      return "bool";
+    case FieldKind::String:
+      return "string";
+    case FieldKind::Choice:
+      return "choice";
+    case FieldKind::ByteSize:
+      return "byte size";
+  }
+  return "?";
+}
+
+bool Range::contains(double value) const {
+  if (low && !(low->inclusive ? value >= low->value : value > low->value)) return false;
+  if (high && !(high->inclusive ? value <= high->value : value < high->value)) return false;
+  return true;
+}
+
+std::string Range::describe() const {
+  std::string text;
+  if (low) text = (low->inclusive ? ">= " : "> ") + format_bound(low->value);
+  if (high) {
+    if (!text.empty()) text += " and ";
+    text += (high->inclusive ? "<= " : "< ") + format_bound(high->value);
+  }
+  return text;
+}
+
+const std::vector<FieldDescriptor>& experiment_schema() {
+  static const std::vector<FieldDescriptor> schema = build_schema();
+  return schema;
+}
+
+const std::vector<std::string>& section_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> sections;
+    for (const FieldDescriptor& field : experiment_schema()) {
+      if (sections.empty() || sections.back() != field.section) sections.push_back(field.section);
+    }
+    sections.emplace_back(kPolicies);
+    return sections;
+  }();
+  return names;
+}
+
+std::vector<std::string> section_keys(std::string_view section) {
+  std::vector<std::string> keys;
+  for (const FieldDescriptor& field : experiment_schema()) {
+    if (field.section == section) keys.push_back(field.key);
+  }
+  return keys;
+}
+
+bool is_reserved_section(std::string_view section) { return section == kPolicies; }
+
+const FieldDescriptor* find_field(std::string_view section, std::string_view key) {
+  for (const FieldDescriptor& field : experiment_schema()) {
+    if (field.section == section && field.key == key) return &field;
+  }
+  return nullptr;
+}
+
+const FieldDescriptor& model_preset_field() {
+  static const FieldDescriptor& preset = *find_field("model", "preset");
+  return preset;
+}
+
+}  // namespace lrmoe

@@ -1,0 +1,189 @@
+#include "core/config/experiment_sources.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <utility>
+
+#include "core/config/did_you_mean.hpp"
+#include "core/config/experiment_loader.hpp"
+#include "core/config/field_value.hpp"
+
+namespace fs = std::filesystem;
+
+namespace lrmoe {
+namespace {
+
+constexpr std::string_view kExtendsKey = "extends";
+constexpr std::string_view kSetForm = "use --set section.key=value, e.g. --set train.lr=1e-3";
+
+std::string place_in(const std::string& file, const toml::source_region& region) {
+  return fmt::format("{}:{}:{}", file, region.begin.line, region.begin.column);
+}
+
+std::string read_file(const fs::path& file, const std::string& place) {
+  std::ifstream in(file, std::ios::binary);
+  if (!fs::is_regular_file(file) || !in)
+    throw ConfigError(place + ": cannot read " + file.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+toml::table parse_toml(std::string_view text, const std::string& name) {
+  try {
+    return toml::parse(text, name);
+  } catch (const toml::parse_error& e) {
+    throw ConfigError(fmt::format("{}:{}:{}: {}", name, e.source().begin.line,
+                                  e.source().begin.column, e.description()));
+  }
+}
+
+// The value of a --set as TOML, or nothing when it is not valid TOML.
+std::optional<toml::table> parse_override_value(const std::string& value_text) {
+  try {
+    return toml::parse("v = " + value_text);
+  } catch (const toml::parse_error&) {
+    return std::nullopt;
+  }
+}
+
+std::string trim(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return "";
+  const auto last = text.find_last_not_of(" \t");
+  return std::string(text.substr(first, last - first + 1));
+}
+
+// "unknown key 'hiden_size' in [model]; did you mean 'hidden_size'?", or the list of valid
+// names when none is close. `subject` is what is unknown, e.g. "key 'hiden_size' in [model]".
+std::string unknown_name(const std::string& subject, const std::string& name,
+                         const std::vector<std::string>& valid, const std::string& valid_what) {
+  const std::string suggestion = did_you_mean(name, valid);
+  return "unknown " + subject +
+         (suggestion.empty() ? "; valid " + valid_what + ": " + quoted_list(valid) : suggestion);
+}
+
+void require_known_section(const std::string& section, const std::string& place) {
+  const std::vector<std::string>& sections = section_names();
+  if (std::find(sections.begin(), sections.end(), section) == sections.end()) {
+    throw ConfigError(place + ": " +
+                      unknown_name("section '" + section + "'", section, sections, "sections"));
+  }
+}
+
+const FieldDescriptor& known_field(const std::string& section, const std::string& key,
+                                   const std::string& place) {
+  if (is_reserved_section(section)) {
+    throw ConfigError(place + ": the [" + section +
+                      "] section is not available yet in this version; remove '" + key + "'");
+  }
+  const FieldDescriptor* field = find_field(section, key);
+  if (field == nullptr) {
+    throw ConfigError(
+        place + ": " +
+        unknown_name("key '" + key + "' in [" + section + "]", key, section_keys(section), "keys"));
+  }
+  return *field;
+}
+
+}  // namespace
+
+ExperimentSources::ExperimentSources(std::string experiment_name)
+    : experiment_name_(std::move(experiment_name)) {}
+
+ExperimentSources ExperimentSources::from_file(const fs::path& file) {
+  const std::string name = file.lexically_normal().string();
+  const std::string text = read_file(file, name);
+  ExperimentSources sources(name);
+  sources.add_chain_file(text, name, file.parent_path(), {fs::weakly_canonical(file)});
+  return sources;
+}
+
+ExperimentSources ExperimentSources::from_text(std::string_view text, const std::string& name,
+                                               const fs::path& base_dir) {
+  ExperimentSources sources(name);
+  sources.add_chain_file(text, name, base_dir, {});
+  return sources;
+}
+
+void ExperimentSources::add_chain_file(std::string_view text, const std::string& name,
+                                       const fs::path& base_dir, std::vector<fs::path> chain) {
+  const toml::table& document = documents_.emplace_back(parse_toml(text, name));
+  if (const toml::node* extends = document.get(kExtendsKey)) {
+    const std::string place = place_in(name, extends->source());
+    if (!extends->is_string()) {
+      throw ConfigError(place +
+                        ": extends must be a string, the path of the base experiment "
+                        "relative to this file, got " +
+                        toml_type_name(*extends));
+    }
+    const std::string& relative = extends->as_string()->get();
+    const fs::path base = (base_dir / relative).lexically_normal();
+    if (!fs::exists(base)) {
+      throw ConfigError(place + ": extends '" + relative + "', but " + base.string() +
+                        " does not exist");
+    }
+    const fs::path canonical = fs::weakly_canonical(base);
+    if (std::find(chain.begin(), chain.end(), canonical) != chain.end()) {
+      std::string cycle;
+      for (const fs::path& file : chain) cycle += file.string() + " -> ";
+      throw ConfigError(place + ": extends cycle: " + cycle + canonical.string());
+    }
+    chain.push_back(canonical);
+    add_chain_file(read_file(base, place), base.string(), base.parent_path(), std::move(chain));
+  }
+  // After the bases' keys, so that this file's keys override theirs.
+  add_document_keys(document, name);
+}
+
+void ExperimentSources::add_document_keys(const toml::table& document, const std::string& name) {
+  for (auto&& [section_key, section_node] : document) {
+    const std::string section(section_key.str());
+    if (section == kExtendsKey) continue;
+    const std::string section_place = place_in(name, section_key.source());
+    require_known_section(section, section_place);
+    const toml::table* table = section_node.as_table();
+    if (table == nullptr) {
+      throw ConfigError(section_place + ": " + section + " must be a table ([" + section +
+                        "]), got " + toml_type_name(section_node));
+    }
+    for (auto&& [key, value] : *table) {
+      const FieldDescriptor& field =
+          known_field(section, std::string(key.str()), place_in(name, key.source()));
+      assignments_.push_back({&field, &value, place_in(name, value.source())});
+    }
+  }
+}
+
+void ExperimentSources::add_override(const std::string& text) {
+  const auto equals = text.find('=');
+  if (equals == std::string::npos) {
+    throw ConfigError("--set " + text + ": no value; " + std::string(kSetForm));
+  }
+  const std::string name = trim(std::string_view(text).substr(0, equals));
+  const std::string value_text = trim(std::string_view(text).substr(equals + 1));
+  const std::string place = "--set " + name;
+  const auto dot = name.find('.');
+  if (dot == std::string::npos) {
+    throw ConfigError(place + ": no section; " + std::string(kSetForm));
+  }
+  const std::string section = name.substr(0, dot);
+  require_known_section(section, place);
+  const FieldDescriptor& field = known_field(section, name.substr(dot + 1), place);
+
+  // The value is TOML when it parses as TOML, otherwise plain text, so that paths and choice
+  // names need no quotes on a command line. For a string field anything is text: a run named
+  // 2024 is named "2024".
+  std::optional<toml::table> parsed = parse_override_value(value_text);
+  const bool as_text = !parsed || !parsed->get("v") ||
+                       (field.kind == FieldKind::String && !parsed->get("v")->is_string());
+  const toml::table& document =
+      documents_.emplace_back(as_text ? toml::table{{"v", value_text}} : std::move(*parsed));
+  assignments_.push_back({&field, document.get("v"), place});
+}
+
+}  // namespace lrmoe

@@ -1,0 +1,21 @@
+#pragma once
+// Parameter counts from the configuration alone, so that full-size presets (tens of billions of
+// parameters) can be sized without allocating them.
+
+#include <cstdint>
+
+#include "core/config/experiment.hpp"
+
+namespace lrmoe {
+
+struct ParameterCount {
+  int64_t total = 0;
+  // Parameters a token's computation multiplies with: attention, dense FFNs, shared experts,
+  // top_k routed experts, routers, norms and the LM head. The input embedding is a table lookup,
+  // not a matmul, so it is not counted as active.
+  int64_t active = 0;
+};
+
+ParameterCount count_parameters(const ModelConfig& config);
+
+}  // namespace lrmoe

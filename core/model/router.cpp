@@ -1,0 +1,66 @@
+#include "core/model/router.hpp"
+
+namespace lrmoe {
+
+RouterImpl::RouterImpl(const ModelConfig& config) : config_(config) {
+  weight_ = register_parameter("weight", torch::empty({config.num_experts, config.hidden_size}));
+  selection_bias_ = register_buffer("selection_bias", torch::zeros({config.num_experts}, torch::kFloat32));
+  step_counts_ = torch::zeros({config.num_experts}, torch::kInt64);
+}
+
+Routing RouterImpl::forward(const torch::Tensor& x) {
+  const auto math_dtype = x.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
+  const int64_t num_experts = config_.num_experts;
+  const int64_t tokens = x.size(0);
+  auto logits = torch::nn::functional::linear(x.to(math_dtype), weight_.to(math_dtype));
+
+  // Scores that become gates, and the per-token distribution the balancing loss looks at.
+  torch::Tensor scores, distribution;
+  if (config_.router == RouterKind::Softmax) {
+    scores = torch::softmax(logits, -1);
+    distribution = scores;
+  } else {
+    scores = torch::sigmoid(logits);
+    distribution = scores / scores.sum(-1, /*keepdim=*/true);
+  }
+
+  // The selection bias only decides which experts are picked; it is zero unless the
+  // aux-loss-free update is on.
+  auto choice = scores.detach() + selection_bias_.to(math_dtype);
+  auto experts = std::get<1>(choice.topk(config_.top_k, -1));
+  auto gates = scores.gather(1, experts);
+  if (config_.norm_topk && config_.top_k > 1) gates = gates / (gates.sum(-1, true) + 1e-20);
+  if (config_.routed_scaling_factor != 1.0) gates = gates * config_.routed_scaling_factor;
+
+  auto counts = torch::bincount(experts.reshape({-1}), /*weights=*/{}, num_experts);
+  if (torch::GradMode::is_enabled()) step_counts_ += counts;
+
+  auto aux = torch::zeros({}, logits.options());
+  if (config_.aux_loss_coef > 0) {
+    // Switch-style: E * sum_e f_e * P_e with f_e the share of pairs routed to e (no gradient)
+    // and P_e the mean routing probability of e.
+    auto fraction = counts.to(math_dtype) / static_cast<double>(tokens * config_.top_k);
+    aux = aux + config_.aux_loss_coef * static_cast<double>(num_experts) * (fraction * distribution.mean(0)).sum();
+  }
+  if (config_.z_loss_coef > 0) {
+    aux = aux + config_.z_loss_coef * torch::logsumexp(logits, -1).pow(2).mean();
+  }
+  return {experts, gates, aux};
+}
+
+torch::Tensor RouterImpl::take_step_counts() {
+  auto counts = step_counts_.clone();
+  step_counts_.zero_();
+  return counts;
+}
+
+void RouterImpl::update_selection_bias(const torch::Tensor& step_counts) {
+  if (config_.bias_update_rate <= 0) return;
+  torch::NoGradGuard no_grad;
+  auto counts = step_counts.to(torch::kFloat32);
+  auto step = config_.bias_update_rate * torch::sign(counts.mean() - counts);
+  selection_bias_ += step;
+  selection_bias_ -= selection_bias_.mean();
+}
+
+}  // namespace lrmoe

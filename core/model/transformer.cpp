@@ -1,0 +1,69 @@
+#include "core/model/transformer.hpp"
+
+#include <string>
+
+namespace lrmoe {
+
+BlockImpl::BlockImpl(const ModelConfig& c, bool dense) {
+  attention_norm_ = register_module("attention_norm", RMSNorm(c.hidden_size, c.rms_eps));
+  attention_ = register_module("attention", Attention(c));
+  ffn_norm_ = register_module("ffn_norm", RMSNorm(c.hidden_size, c.rms_eps));
+  if (dense) {
+    dense_ffn_ = register_module("dense_ffn", SwiGLU(c.hidden_size, c.dense_ffn_size));
+  } else {
+    moe_ = register_module("moe", MoELayer(c));
+  }
+}
+
+MoEOutput BlockImpl::forward(const torch::Tensor& x) {
+  auto h = x + attention_(attention_norm_(x));
+  auto normed = ffn_norm_(h);
+  if (dense_ffn_) return {h + dense_ffn_(normed), torch::zeros({}, x.options())};
+  MoEOutput moe = moe_(normed);
+  return {h + moe.hidden, moe.aux_loss};
+}
+
+TransformerImpl::TransformerImpl(const ModelConfig& c) {
+  embedding_ = register_module("embedding", torch::nn::Embedding(c.vocab_size, c.hidden_size));
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const bool dense = i < c.first_k_dense;
+    blocks_.push_back(register_module("block" + std::to_string(i), Block(c, dense)));
+    if (!dense) {
+      moe_layers_.push_back(blocks_.back()->moe());
+      moe_layer_indices_.push_back(i);
+    }
+  }
+  final_norm_ = register_module("final_norm", RMSNorm(c.hidden_size, c.rms_eps));
+  if (!c.tie_embeddings) {
+    lm_head_ = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(c.hidden_size, c.vocab_size).bias(false)));
+  }
+  initialise(c.init_std);
+}
+
+void TransformerImpl::initialise(double std) {
+  // Matrices (and stacked expert matrices) from N(0, std); biases zero; norm weights one.
+  torch::NoGradGuard no_grad;
+  for (auto& item : named_parameters()) {
+    auto& p = item.value();
+    if (p.dim() >= 2) {
+      p.normal_(0.0, std);
+    } else if (item.key().find("norm") == std::string::npos) {
+      p.zero_();
+    }
+  }
+}
+
+ModelOutput TransformerImpl::forward(const torch::Tensor& tokens) {
+  auto h = embedding_(tokens);
+  auto aux = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(h.device()));
+  for (auto& block : blocks_) {
+    MoEOutput out = block(h);
+    h = out.hidden;
+    aux = aux + out.aux_loss.to(aux.scalar_type());
+  }
+  h = final_norm_(h);
+  auto logits = lm_head_ ? lm_head_(h) : torch::matmul(h, embedding_->weight.t());
+  return {logits, aux};
+}
+
+}  // namespace lrmoe

@@ -1,0 +1,62 @@
+#pragma once
+// The decoder-only MoE transformer: token embedding; L blocks of
+// RMSNorm -> causal GQA attention -> residual -> RMSNorm -> FFN -> residual (the FFN is a dense
+// SwiGLU for the first first_k_dense layers and an MoE layer after); final RMSNorm; LM head
+// (untied unless tie_embeddings).
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "core/config/experiment.hpp"
+#include "core/model/attention.hpp"
+#include "core/model/moe_layer.hpp"
+#include "core/model/rms_norm.hpp"
+#include "core/model/swiglu.hpp"
+
+namespace lrmoe {
+
+struct ModelOutput {
+  torch::Tensor logits;    // [batch, seq, vocab]
+  torch::Tensor aux_loss;  // scalar: sum of the MoE layers' auxiliary losses
+};
+
+class BlockImpl : public torch::nn::Module {
+ public:
+  BlockImpl(const ModelConfig& config, bool dense);
+  MoEOutput forward(const torch::Tensor& x);
+  MoELayer moe() const { return moe_; }  // null for a dense block
+
+ private:
+  RMSNorm attention_norm_{nullptr}, ffn_norm_{nullptr};
+  Attention attention_{nullptr};
+  SwiGLU dense_ffn_{nullptr};
+  MoELayer moe_{nullptr};
+};
+TORCH_MODULE(Block);
+
+class TransformerImpl : public torch::nn::Module {
+ public:
+  // config.vocab_size must be resolved (non-zero) by the caller.
+  explicit TransformerImpl(const ModelConfig& config);
+  // tokens: [batch, seq] int64
+  ModelOutput forward(const torch::Tensor& tokens);
+
+  // The MoE layers in depth order.
+  const std::vector<MoELayer>& moe_layers() const { return moe_layers_; }
+  // Index of each MoE layer among all blocks (for records that name a layer).
+  const std::vector<int64_t>& moe_layer_indices() const { return moe_layer_indices_; }
+
+ private:
+  void initialise(double std);
+
+  torch::nn::Embedding embedding_{nullptr};
+  std::vector<Block> blocks_;
+  std::vector<MoELayer> moe_layers_;
+  std::vector<int64_t> moe_layer_indices_;
+  RMSNorm final_norm_{nullptr};
+  torch::nn::Linear lm_head_{nullptr};  // null when tied to the embedding
+};
+TORCH_MODULE(Transformer);
+
+}  // namespace lrmoe

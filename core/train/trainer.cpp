@@ -1,0 +1,147 @@
+#include "core/train/trainer.hpp"
+
+#include <chrono>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "core/train/lr_schedule.hpp"
+
+namespace lrmoe {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point started) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+}
+
+torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets) {
+  return torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}).to(torch::kFloat32),
+                                              targets.reshape({-1}));
+}
+
+// Weight decay applies to matrices only, not to norms, biases or the router's buffers.
+std::unique_ptr<torch::optim::AdamW> make_optimizer(torch::nn::Module& model, const TrainConfig& t) {
+  std::vector<torch::Tensor> decayed, plain;
+  for (auto& p : model.parameters()) (p.dim() >= 2 ? decayed : plain).push_back(p);
+  auto options = torch::optim::AdamWOptions(t.lr).betas({t.beta1, t.beta2}).eps(t.eps).weight_decay(t.weight_decay);
+  auto no_decay = options;
+  no_decay.weight_decay(0.0);
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(decayed, std::make_unique<torch::optim::AdamWOptions>(options));
+  groups.emplace_back(plain, std::make_unique<torch::optim::AdamWOptions>(no_decay));
+  return std::make_unique<torch::optim::AdamW>(std::move(groups), options);
+}
+
+std::vector<int64_t> to_vector(const torch::Tensor& counts) {
+  auto cpu = counts.to(torch::kCPU, torch::kInt64).contiguous();
+  return std::vector<int64_t>(cpu.data_ptr<int64_t>(), cpu.data_ptr<int64_t>() + cpu.numel());
+}
+
+}  // namespace
+
+ModelConfig resolve_model_vocabulary(const ModelConfig& model, int64_t data_vocab_size) {
+  ModelConfig resolved = model;
+  if (resolved.vocab_size == 0) {
+    resolved.vocab_size = data_vocab_size;
+  } else if (data_vocab_size > resolved.vocab_size) {
+    throw std::invalid_argument("the data has a vocabulary of " + std::to_string(data_vocab_size) +
+                                " tokens but model.vocab_size is " + std::to_string(resolved.vocab_size) +
+                                ": raise model.vocab_size or set it to 0 to take the data's");
+  }
+  return resolved;
+}
+
+Trainer::Trainer(const Experiment& experiment, const TokenSource& data)
+    : experiment_(experiment), data_(data) {
+  if (experiment.train.threads > 0) torch::set_num_threads(static_cast<int>(experiment.train.threads));
+  torch::manual_seed(experiment.experiment.seed);
+  model_config_ = resolve_model_vocabulary(experiment.model, data.vocab_size());
+  model_ = Transformer(model_config_);
+  optimizer_ = make_optimizer(*model_, experiment.train);
+}
+
+StepReport Trainer::train_step(int64_t step) {
+  const TrainConfig& t = experiment_.train;
+  const auto started = std::chrono::steady_clock::now();
+  model_->train();
+  StepReport report;
+  report.step = step;
+  report.lr = learning_rate(t, step);
+  for (auto& group : optimizer_->param_groups()) {
+    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(report.lr);
+  }
+
+  optimizer_->zero_grad();
+  for (int64_t micro = 0; micro < t.micro_batches; ++micro) {
+    Batch batch = data_.train_batch(step, micro, t.batch_size);
+    ModelOutput out = model_(batch.inputs);
+    auto ce = cross_entropy(out.logits, batch.targets);
+    ((ce + out.aux_loss) / static_cast<double>(t.micro_batches)).backward();
+    report.train_loss += ce.item<double>() / static_cast<double>(t.micro_batches);
+    report.aux_loss += out.aux_loss.item<double>() / static_cast<double>(t.micro_batches);
+    report.tokens += batch.inputs.numel();
+  }
+  const double max_norm = t.grad_clip > 0 ? t.grad_clip : std::numeric_limits<double>::infinity();
+  report.grad_norm = torch::nn::utils::clip_grad_norm_(model_->parameters(), max_norm);
+  optimizer_->step();
+
+  const auto& layers = model_->moe_layers();
+  for (size_t i = 0; i < layers.size(); ++i) {
+    MoELayer layer = layers[i];  // a handle; the list itself is const
+    auto counts = layer->router()->take_step_counts();
+    layer->router()->update_selection_bias(counts);
+    report.expert_load.push_back({model_->moe_layer_indices()[i], to_vector(counts)});
+    report.moe_seconds += layer->take_seconds();
+  }
+  report.step_seconds = seconds_since(started);
+  return report;
+}
+
+double Trainer::evaluate() {
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  double total = 0;
+  for (int64_t i = 0; i < experiment_.train.eval_batches; ++i) {
+    Batch batch = data_.val_batch(i, experiment_.train.batch_size);
+    total += cross_entropy(model_(batch.inputs).logits, batch.targets).item<double>();
+  }
+  // Evaluation time is not training time: drop what the MoE layers' clocks saw.
+  for (MoELayer layer : model_->moe_layers()) layer->take_seconds();
+  return total / static_cast<double>(experiment_.train.eval_batches);
+}
+
+TrainingOutcome Trainer::run(TrainingObserver& observer) {
+  const TrainConfig& t = experiment_.train;
+  TrainingOutcome outcome;
+  for (int64_t step = 1; step <= t.max_steps; ++step) {
+    StepReport report = train_step(step);
+    outcome.steps = step;
+    outcome.step_seconds += report.step_seconds;
+    outcome.moe_seconds += report.moe_seconds;
+    outcome.tokens += report.tokens;
+    outcome.final_train_loss = report.train_loss;
+    report.cumulative_step_seconds = outcome.step_seconds;
+    report.cumulative_moe_seconds = outcome.moe_seconds;
+
+    if (step % t.eval_every == 0 || step == t.max_steps) {
+      report.eval_loss = evaluate();
+      outcome.final_eval_loss = report.eval_loss;
+      if (t.target_loss > 0 && *report.eval_loss <= t.target_loss && !outcome.target) {
+        outcome.target = TargetReached{step, outcome.step_seconds, outcome.moe_seconds};
+      }
+    }
+    observer.on_step(report);
+    if (outcome.target) {
+      outcome.reason = StopReason::TargetReached;
+      return outcome;
+    }
+    if (observer.stop_requested()) {
+      outcome.reason = StopReason::Stopped;
+      return outcome;
+    }
+  }
+  outcome.reason = StopReason::MaxSteps;
+  return outcome;
+}
+
+}  // namespace lrmoe

@@ -1,0 +1,65 @@
+#pragma once
+// The training loop: AdamW with warm-up and cosine decay, gradient clipping, micro-batches with
+// gradient accumulation, periodic evaluation; stops at the target evaluation loss or max_steps.
+// Every source of randomness is seeded from the experiment: the same experiment gives the same
+// losses bit for bit on the same machine.
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <optional>
+
+#include "core/config/experiment.hpp"
+#include "core/data/token_source.hpp"
+#include "core/model/transformer.hpp"
+#include "core/train/training_observer.hpp"
+
+namespace lrmoe {
+
+enum class StopReason { TargetReached, MaxSteps, Stopped };
+
+struct TargetReached {
+  int64_t step = 0;
+  double step_seconds = 0;  // cumulative step time until then
+  double moe_seconds = 0;   // cumulative MoE-layer time until then
+};
+
+struct TrainingOutcome {
+  StopReason reason = StopReason::MaxSteps;
+  int64_t steps = 0;
+  double final_train_loss = 0;
+  std::optional<double> final_eval_loss;
+  std::optional<TargetReached> target;
+  double step_seconds = 0;
+  double moe_seconds = 0;
+  int64_t tokens = 0;
+};
+
+// The model's configuration with the vocabulary taken from the data when it is 0. Throws
+// std::invalid_argument when the data's vocabulary does not fit the model's.
+ModelConfig resolve_model_vocabulary(const ModelConfig& model, int64_t data_vocab_size);
+
+class Trainer {
+ public:
+  // Seeds torch, builds the model and the optimizer.
+  Trainer(const Experiment& experiment, const TokenSource& data);
+
+  TrainingOutcome run(TrainingObserver& observer);
+  // Mean cross-entropy over train.eval_batches validation batches.
+  double evaluate();
+
+  Transformer& model() { return model_; }
+  const ModelConfig& model_config() const { return model_config_; }
+
+ private:
+  // One optimizer step; returns its report without eval loss.
+  StepReport train_step(int64_t step);
+
+  Experiment experiment_;
+  const TokenSource& data_;
+  ModelConfig model_config_;
+  Transformer model_{nullptr};
+  std::unique_ptr<torch::optim::AdamW> optimizer_;
+};
+
+}  // namespace lrmoe

@@ -1,0 +1,39 @@
+#pragma once
+// What the trainer reports after every optimizer step, and how the caller (the runner: progress
+// display, results store, Ctrl-C) can ask it to stop. Core code knows nothing of the store.
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace lrmoe {
+
+struct LayerLoad {
+  int64_t layer = 0;                       // block index of the MoE layer
+  std::vector<int64_t> pairs_per_expert;   // token-expert pairs routed in this step
+};
+
+struct StepReport {
+  int64_t step = 0;  // from 1
+  double train_loss = 0;  // mean cross-entropy over the step's micro-batches (no aux loss)
+  double aux_loss = 0;
+  std::optional<double> eval_loss;  // set on evaluation steps
+  double lr = 0;
+  double grad_norm = 0;  // before clipping
+  int64_t tokens = 0;
+  double step_seconds = 0;  // forward, backward and optimizer; evaluation excluded
+  double moe_seconds = 0;   // inside MoE layers, forward and backward
+  double cumulative_step_seconds = 0;
+  double cumulative_moe_seconds = 0;
+  std::vector<LayerLoad> expert_load;
+};
+
+class TrainingObserver {
+ public:
+  virtual ~TrainingObserver() = default;
+  virtual void on_step(const StepReport& report) = 0;
+  // Checked between steps: true ends the run early (recorded as stopped).
+  virtual bool stop_requested() const { return false; }
+};
+
+}  // namespace lrmoe

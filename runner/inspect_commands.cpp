@@ -1,0 +1,148 @@
+#include "runner/inspect_commands.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <optional>
+#include <vector>
+
+#include "runner/sparkline.hpp"
+#include "runner/text_table.hpp"
+#include "store/results_store.hpp"
+
+namespace lrmoe {
+namespace {
+
+constexpr size_t kSparklineWidth = 60;
+
+std::optional<std::string> loss_text(const std::optional<double>& loss) {
+  if (!loss) return std::nullopt;
+  return fmt::format("{:.4f}", *loss);
+}
+
+std::string seconds_text(double seconds) { return fmt::format("{:.1f}", seconds); }
+
+// '2024-05-01T12:00:03.123Z' as '2024-05-01 12:00:03': seconds are precise enough to read.
+std::string readable_time(std::string iso_utc) {
+  std::replace(iso_utc.begin(), iso_utc.end(), 'T', ' ');
+  return iso_utc.substr(0, iso_utc.find('.'));
+}
+
+// 12345678 as "12,345,678".
+std::string with_thousands(int64_t value) {
+  std::string digits = std::to_string(value);
+  const size_t first_digit = value < 0 ? 1 : 0;
+  for (size_t i = digits.size(); i > first_digit + 3; i -= 3) digits.insert(i - 3, ",");
+  return digits;
+}
+
+QueryResult runs_table(const std::vector<RunSummary>& runs) {
+  QueryResult table;
+  table.columns = {"id",          "name",          "status",      "started (UTC)",
+                   "steps",       "train loss",    "eval loss",   "target",
+                   "target step", "target time s", "target MoE s"};
+  for (const RunSummary& run : runs) {
+    const auto& ttt = run.time_to_target;
+    table.rows.push_back({
+        std::to_string(run.id),
+        run.name,
+        run.status,
+        readable_time(run.started_at),
+        std::to_string(run.steps),
+        loss_text(run.final_train_loss),
+        loss_text(run.final_eval_loss),
+        loss_text(run.target_loss),
+        ttt ? std::optional(std::to_string(ttt->step)) : std::nullopt,
+        ttt ? std::optional(seconds_text(ttt->step_seconds)) : std::nullopt,
+        ttt ? std::optional(seconds_text(ttt->moe_seconds)) : std::nullopt,
+    });
+  }
+  return table;
+}
+
+// "▇▆▄▃▂▁  min 2.3100  max 7.8000", or "-" for a series with no finite value.
+std::string curve_text(const std::vector<double>& values) {
+  std::vector<double> finite;
+  std::copy_if(values.begin(), values.end(), std::back_inserter(finite),
+               [](double v) { return std::isfinite(v); });
+  if (finite.empty()) return "-";
+  const auto [low, high] = std::minmax_element(finite.begin(), finite.end());
+  return fmt::format("{}  min {:.4f}  max {:.4f}", sparkline(values, kSparklineWidth), *low, *high);
+}
+
+std::string_view dash_if_empty(std::string_view text) { return text.empty() ? "-" : text; }
+
+void print_field(std::ostream& out, std::string_view label, std::string_view value) {
+  out << fmt::format("  {:<16}{}\n", label, dash_if_empty(value));
+}
+
+void print_run(std::ostream& out, const RunSummary& run, const std::vector<StepRecord>& steps) {
+  std::vector<double> train_losses, eval_losses;
+  for (const StepRecord& step : steps) {
+    train_losses.push_back(step.train_loss);
+    if (step.eval_loss) eval_losses.push_back(*step.eval_loss);
+  }
+  const auto or_dash = [](const std::optional<std::string>& text) { return text.value_or("-"); };
+
+  out << fmt::format("run {}: {}\n", run.id, run.name);
+  print_field(out, "status", run.status);
+  print_field(out, "started", readable_time(run.started_at) + " UTC");
+  print_field(out, "ended", run.ended_at ? readable_time(*run.ended_at) + " UTC" : "-");
+  print_field(out, "host", run.host);
+  print_field(out, "code version", run.code_version);
+  print_field(out, "torch / BLAS",
+              fmt::format("{} / {}", dash_if_empty(run.torch_version), dash_if_empty(run.blas)));
+  print_field(out, "seed", std::to_string(run.seed));
+  print_field(out, "parameters",
+              fmt::format("{} total, {} active", with_thousands(run.params_total),
+                          with_thousands(run.params_active)));
+  print_field(out, "TOML sha256", run.toml_sha256);
+  print_field(out, "target loss", or_dash(loss_text(run.target_loss)));
+  const auto& ttt = run.time_to_target;
+  print_field(out, "time to target",
+              ttt ? fmt::format("step {}, {} s, {} s of it in MoE layers", ttt->step,
+                                seconds_text(ttt->step_seconds), seconds_text(ttt->moe_seconds))
+                  : "not reached");
+  print_field(out, "steps", with_thousands(run.steps));
+  print_field(out, "final train", or_dash(loss_text(run.final_train_loss)));
+  print_field(out, "final eval", or_dash(loss_text(run.final_eval_loss)));
+  print_field(out, "train loss", curve_text(train_losses));
+  print_field(out, "eval loss", curve_text(eval_losses));
+}
+
+}  // namespace
+
+int run_runs_command(const std::string& db_path, std::ostream& out) {
+  const auto store = ResultsStore::open_read_only(db_path);
+  const std::vector<RunSummary> runs = store->list_runs();
+  if (runs.empty()) {
+    out << fmt::format("no runs in {}\n", db_path);
+    return 0;
+  }
+  out << render_text_table(runs_table(runs), 40, "-");
+  return 0;
+}
+
+int run_show_command(const std::string& db_path, int64_t run_id, std::ostream& out) {
+  const auto store = ResultsStore::open_read_only(db_path);
+  const std::optional<RunSummary> run = store->find_run(run_id);
+  if (!run) {
+    std::cerr << fmt::format("lrmoe: no run {} in {}; `lrmoe runs --db {}` lists them\n", run_id,
+                             db_path, db_path);
+    return 1;
+  }
+  print_run(out, *run, store->steps(run_id));
+  return 0;
+}
+
+int run_query_command(const std::string& db_path, const std::string& sql, std::ostream& out) {
+  const auto store = ResultsStore::open_read_only(db_path);
+  const QueryResult result = store->query(sql);
+  out << render_text_table(result);
+  out << fmt::format("({} {})\n", result.rows.size(), result.rows.size() == 1 ? "row" : "rows");
+  return 0;
+}
+
+}  // namespace lrmoe

@@ -1,0 +1,81 @@
+// lrmoe: the command-line program. Subcommands train experiments, inspect them and the results
+// database. Every user error ends in one line "lrmoe: <place>: <what to do>" and exit code 1.
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+#include "bench_command.hpp"
+#include "core/config/experiment_loader.hpp"
+#include "core/data/token_source.hpp"
+#include "inspect_commands.hpp"
+#include "run_command.hpp"
+#include "store/results_store.hpp"
+
+namespace {
+
+void add_experiment_options(CLI::App* command, lrmoe::ExperimentSource& source, bool file_required) {
+  auto* file = command->add_option("experiment", source.file, "experiment TOML file")->check(CLI::ExistingFile);
+  if (file_required) file->required();
+  command->add_option("--set", source.overrides, "override a field: section.key=value (repeatable)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"lrmoe: memory-aware Mixture-of-Experts training harness"};
+  app.require_subcommand(1);
+  spdlog::set_pattern("[%H:%M:%S %^%l%$] %v");
+
+  lrmoe::ExperimentSource source;
+  std::string db = "lrmoe.db";
+  int64_t run_id = 0;
+  std::string sql;
+
+  auto* run = app.add_subcommand("run", "train an experiment (no file: the built-in default) and record it");
+  add_experiment_options(run, source, false);
+  run->add_option("--db", source.database, "results database (overrides store.path)");
+
+  auto* validate = app.add_subcommand("validate", "parse and resolve an experiment, print it, do not train");
+  add_experiment_options(validate, source, false);
+
+  auto* bench = app.add_subcommand("bench", "measure tokens/s, MoE-layer share and grouped-GEMM efficiency");
+  add_experiment_options(bench, source, false);
+  int64_t bench_steps = 20;
+  bench->add_option("--steps", bench_steps, "training steps to time")->check(CLI::PositiveNumber);
+
+  auto* runs = app.add_subcommand("runs", "list the runs in the results database");
+  runs->add_option("--db", db, "results database");
+
+  auto* show = app.add_subcommand("show", "summary and loss curve of one run");
+  show->add_option("run", run_id, "run id")->required();
+  show->add_option("--db", db, "results database");
+
+  auto* query = app.add_subcommand("query", "run one read-only SQL statement on the results database");
+  query->add_option("sql", sql, "SQL statement")->required();
+  query->add_option("--db", db, "results database");
+
+  app.add_subcommand("schema", "print the experiment schema: every section, key, default and range");
+
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    if (run->parsed()) return lrmoe::run_command(source);
+    if (validate->parsed()) {
+      std::cout << lrmoe::to_toml(lrmoe::load_experiment_source(source));
+      return 0;
+    }
+    if (bench->parsed()) return lrmoe::bench_command(source, bench_steps);
+    if (runs->parsed()) return lrmoe::run_runs_command(db);
+    if (show->parsed()) return lrmoe::run_show_command(db, run_id);
+    if (query->parsed()) return lrmoe::run_query_command(db, sql);
+    std::cout << lrmoe::schema_markdown();
+    return 0;
+  } catch (const std::exception& error) {
+    std::cout.flush();
+    fmt::print(stderr, "lrmoe: {}\n", error.what());
+    return 1;
+  }
+}

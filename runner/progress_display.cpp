@@ -1,0 +1,47 @@
+#include "progress_display.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace lrmoe {
+namespace {
+
+std::string duration_text(double seconds) {
+  const auto s = static_cast<int64_t>(seconds + 0.5);
+  if (s >= 3600) return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
+  if (s >= 60) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  return fmt::format("{}s", s);
+}
+
+}  // namespace
+
+ProgressDisplay::ProgressDisplay(int64_t max_steps, int64_t log_every)
+    : max_steps_(max_steps), log_every_(log_every), live_(isatty(STDOUT_FILENO) != 0) {}
+
+void ProgressDisplay::update(const StepReport& r) {
+  if (r.eval_loss) last_eval_ = r.eval_loss;
+  const double tokens_per_second = r.step_seconds > 0 ? static_cast<double>(r.tokens) / r.step_seconds : 0;
+  const double eta = r.cumulative_step_seconds / static_cast<double>(r.step) * static_cast<double>(max_steps_ - r.step);
+  const std::string eval = last_eval_ ? fmt::format("{:.4f}", *last_eval_) : "-";
+  const std::string line = fmt::format("step {:>5}/{}  loss {:.4f}  eval {}  lr {:.2e}  {:.0f} tok/s  moe {:.0f}%  ETA {}",
+                                       r.step, max_steps_, r.train_loss, eval, r.lr, tokens_per_second,
+                                       r.step_seconds > 0 ? 100.0 * r.moe_seconds / r.step_seconds : 0.0,
+                                       duration_text(eta));
+  if (live_) {
+    std::fprintf(stdout, "\r\033[2K%s", line.c_str());
+    std::fflush(stdout);
+    line_open_ = true;
+  } else if (r.step % log_every_ == 0 || r.eval_loss || r.step == 1) {
+    std::fprintf(stdout, "%s\n", line.c_str());
+    std::fflush(stdout);
+  }
+}
+
+void ProgressDisplay::finish() {
+  if (line_open_) std::fputc('\n', stdout);
+  line_open_ = false;
+}
+
+}  // namespace lrmoe

@@ -1,0 +1,134 @@
+#include "run_command.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <stdexcept>
+
+#include "core/config/experiment_loader.hpp"
+#include "core/data/token_source.hpp"
+#include "core/model/parameter_count.hpp"
+#include "core/system/blas_probe.hpp"
+#include "core/system/host_info.hpp"
+#include "core/system/sha256.hpp"
+#include "core/train/trainer.hpp"
+#include "default_experiment.hpp"
+#include "interrupt.hpp"
+#include "progress_display.hpp"
+#include "run_recorder.hpp"
+#include "store/results_store.hpp"
+
+namespace lrmoe {
+namespace {
+
+std::string billions(int64_t count) {
+  if (count >= 1'000'000'000) return fmt::format("{:.2f}B", static_cast<double>(count) / 1e9);
+  return fmt::format("{:.2f}M", static_cast<double>(count) / 1e6);
+}
+
+BlasReport log_blas() {
+  BlasReport blas = probe_blas();
+  spdlog::info("BLAS: {} ({:.0f} GFLOP/s fp32 matmul, {} threads)", blas.library, blas.matmul_gflops,
+               torch::get_num_threads());
+  if (blas.looks_like_reference) {
+    spdlog::warn("!!! LibTorch is running on the REFERENCE BLAS ({:.1f} GFLOP/s): training will be ~30x slower.",
+                 blas.matmul_gflops);
+    spdlog::warn("!!! Install an optimized BLAS: apt-get install libopenblas0-pthread (scripts/setup.sh does).");
+  }
+  return blas;
+}
+
+void print_summary(const Experiment& e, const TrainingOutcome& o, const std::string& db, int64_t run) {
+  const char* reason = o.reason == StopReason::TargetReached ? "target reached"
+                       : o.reason == StopReason::Stopped     ? "stopped by the user"
+                                                             : "max_steps reached";
+  fmt::print("\n== run {} '{}' ({}) ==\n", run, e.experiment.name, reason);
+  fmt::print("steps               {}\n", o.steps);
+  fmt::print("tokens              {}\n", o.tokens);
+  fmt::print("final train loss    {:.4f}\n", o.final_train_loss);
+  if (o.final_eval_loss) fmt::print("final eval loss     {:.4f}\n", *o.final_eval_loss);
+  if (e.train.target_loss > 0) {
+    fmt::print("target eval loss    {:.4f}: {}\n", e.train.target_loss, o.target ? "reached" : "NOT reached");
+  }
+  if (o.target) {
+    fmt::print("time to target      step {}, {:.2f} s of step time, {:.2f} s in MoE layers\n", o.target->step,
+               o.target->step_seconds, o.target->moe_seconds);
+  }
+  fmt::print("training time       {:.2f} s of step time ({:.0f} tokens/s), {:.2f} s in MoE layers ({:.0f}%)\n",
+             o.step_seconds, o.step_seconds > 0 ? static_cast<double>(o.tokens) / o.step_seconds : 0.0,
+             o.moe_seconds, o.step_seconds > 0 ? 100.0 * o.moe_seconds / o.step_seconds : 0.0);
+  fmt::print("database            {} (run id {})\n", db, run);
+  fmt::print("inspect with        lrmoe show {} --db {}\n", run, db);
+}
+
+}  // namespace
+
+Experiment load_experiment_source(const ExperimentSource& source) {
+  Experiment e = source.file ? load_experiment(*source.file, source.overrides)
+                             : load_experiment_text(default_experiment_toml(), "<built-in default experiment>",
+                                                    source.overrides);
+  if (source.database) e.store.path = *source.database;
+  return e;
+}
+
+int run_command(const ExperimentSource& source) {
+  Experiment experiment = load_experiment_source(source);
+  // Everything a user can get wrong is checked before the database is touched.
+  auto data = make_token_source(experiment.data, experiment.experiment.seed, experiment.train.seq_len);
+  try {
+    experiment.model = resolve_model_vocabulary(experiment.model, data->vocab_size());
+  } catch (const std::invalid_argument& error) {
+    throw std::runtime_error(fmt::format("{}: {}", source.file.value_or("<built-in default experiment>"), error.what()));
+  }
+  auto store = ResultsStore::open(experiment.store.path);
+
+  if (experiment.train.threads > 0) torch::set_num_threads(static_cast<int>(experiment.train.threads));
+  spdlog::info("experiment '{}' (seed {}), model {} ", experiment.experiment.name, experiment.experiment.seed,
+               experiment.model.preset);
+  spdlog::info("data: {}", data->describe());
+  const BlasReport blas = log_blas();
+  const ParameterCount params = count_parameters(experiment.model);
+  spdlog::info("parameters: {} total, {} active per token", billions(params.total), billions(params.active));
+
+  RunInfo info;
+  info.name = experiment.experiment.name;
+  info.resolved_toml = to_toml(experiment);
+  info.toml_sha256 = sha256_hex(info.resolved_toml);
+  info.code_version = code_version();
+  info.host = host_name();
+  info.pid = getpid();
+  info.torch_version = torch_version();
+  info.blas = fmt::format("{} ({:.0f} GFLOP/s)", blas.library, blas.matmul_gflops);
+  info.seed = experiment.experiment.seed;
+  info.params_total = params.total;
+  info.params_active = params.active;
+  if (experiment.train.target_loss > 0) info.target_loss = experiment.train.target_loss;
+  const int64_t run = store->begin_run(info);
+  store->add_event(run, "info", "data: " + data->describe());
+
+  install_interrupt_handler();
+  ProgressDisplay progress(experiment.train.max_steps, experiment.train.log_every);
+  RunRecorder recorder(*store, run, progress);
+  TrainingOutcome outcome;
+  try {
+    Trainer trainer(experiment, *data);
+    outcome = trainer.run(recorder);
+  } catch (const std::exception& error) {
+    progress.finish();
+    store->add_event(run, "error", error.what());
+    store->finish_run(run, "failed", std::nullopt);
+    throw;
+  }
+  progress.finish();
+
+  std::optional<TimeToTarget> time_to_target;
+  if (outcome.target) time_to_target = TimeToTarget{outcome.target->step, outcome.target->step_seconds, outcome.target->moe_seconds};
+  const bool stopped = outcome.reason == StopReason::Stopped;
+  store->add_event(run, stopped ? "warning" : "info", stopped ? "stopped by the user" : "finished");
+  store->finish_run(run, stopped ? "stopped" : "finished", time_to_target);
+  print_summary(experiment, outcome, store->path(), run);
+  return stopped ? 130 : 0;
+}
+
+}  // namespace lrmoe

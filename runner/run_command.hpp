@@ -1,0 +1,25 @@
+#pragma once
+// `lrmoe run [EXP.toml] [--set k=v]... [--db PATH]`: trains one experiment and records it.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config/experiment.hpp"
+
+namespace lrmoe {
+
+struct ExperimentSource {
+  std::optional<std::string> file;  // none: the embedded default experiment
+  std::vector<std::string> overrides;
+  std::optional<std::string> database;  // --db, overrides store.path
+};
+
+// Loads and resolves the experiment from its file or the embedded default. Throws ConfigError.
+Experiment load_experiment_source(const ExperimentSource& source);
+
+// Returns the process exit code: 0 finished (target reached or max_steps), 130 stopped by
+// Ctrl-C. Throws on user errors before the run starts.
+int run_command(const ExperimentSource& source);
+
+}  // namespace lrmoe

@@ -1,0 +1,60 @@
+#include "store/interrupted_runs.hpp"
+
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "store/local_process.hpp"
+#include "store/utc_timestamp.hpp"
+
+namespace lrmoe::store {
+namespace {
+
+struct RunningRun {
+  int64_t id;
+  int64_t pid;
+};
+
+std::vector<RunningRun> running_runs_of_host(const sqlite::Database& db, const std::string& host) {
+  sqlite::Statement select =
+      db.prepare("SELECT id, pid FROM runs WHERE status = 'running' AND host = ?1");
+  select.bind_text(1, host);
+  std::vector<RunningRun> runs;
+  while (select.step()) runs.push_back({select.column_int64(0), select.column_int64(1)});
+  return runs;
+}
+
+}  // namespace
+
+int64_t mark_interrupted_runs(sqlite::Database& db) {
+  const std::string host = this_host_name();
+  // Cheap check first, without the write lock: almost always there is nothing to do.
+  bool any_gone = false;
+  for (const RunningRun& run : running_runs_of_host(db, host)) {
+    any_gone = any_gone || !process_is_alive(run.pid);
+  }
+  if (!any_gone) return 0;
+
+  sqlite::Transaction transaction(db);
+  const std::string now = utc_timestamp_now();
+  sqlite::Statement mark = db.prepare(
+      "UPDATE runs SET status = 'interrupted', ended_at = ?2 "
+      "WHERE id = ?1 AND status = 'running'");
+  sqlite::Statement add_event =
+      db.prepare("INSERT INTO events (run, time, level, message) VALUES (?1, ?2, 'warning', ?3)");
+  int64_t marked = 0;
+  // Listed again under the write lock: another process may have settled some meanwhile.
+  for (const RunningRun& run : running_runs_of_host(db, host)) {
+    if (process_is_alive(run.pid)) continue;
+    mark.bind_int64(1, run.id).bind_text(2, now);
+    mark.execute();
+    add_event.bind_int64(1, run.id).bind_text(2, now).bind_text(
+        3, fmt::format("marked interrupted: its process (pid {} on {}) is gone", run.pid, host));
+    add_event.execute();
+    ++marked;
+  }
+  transaction.commit();
+  return marked;
+}
+
+}  // namespace lrmoe::store

@@ -1,0 +1,207 @@
+// ResultsStore on SQLite: opening (pragmas, schema checks, migration, settling interrupted
+// runs) and the public operations, each delegated to the file that owns its concern.
+
+#include "store/results_store.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <optional>
+#include <utility>
+
+#include "store/buffered_writer.hpp"
+#include "store/interrupted_runs.hpp"
+#include "store/local_process.hpp"
+#include "store/read_only_query.hpp"
+#include "store/run_reader.hpp"
+#include "store/schema.hpp"
+#include "store/sqlite_handle.hpp"
+#include "store/utc_timestamp.hpp"
+
+namespace lrmoe {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A reader or a second writer can hold the lock briefly (a flush); waiting beats failing.
+constexpr int kBusyTimeoutMilliseconds = 5000;
+
+class SqliteResultsStore final : public ResultsStore {
+ public:
+  SqliteResultsStore(const std::string& path, sqlite::OpenMode mode) : db_(path, mode) {
+    sqlite3_busy_timeout(db_.handle(), kBusyTimeoutMilliseconds);
+    if (mode == sqlite::OpenMode::kReadOnly) {
+      open_for_reading();
+    } else {
+      open_for_writing();
+    }
+  }
+
+  ~SqliteResultsStore() override {
+    if (!writer_) return;
+    try {
+      writer_->flush();
+    } catch (const std::exception& error) {
+      // A destructor must not throw; saying what was lost beats losing it silently.
+      fmt::print(stderr, "lrmoe: {}\n", error.what());
+    }
+  }
+
+  const std::string& path() const override { return db_.path(); }
+
+  int64_t begin_run(const RunInfo& info) override {
+    require_writable();
+    sqlite::Statement insert = db_.prepare(
+        "INSERT INTO runs (name, status, started_at, resolved_toml, toml_sha256, code_version, "
+        "host, pid, torch_version, blas, seed, params_total, params_active, target_loss) "
+        "VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
+    insert.bind_text(1, info.name)
+        .bind_text(2, store::utc_timestamp_now())
+        .bind_text(3, info.resolved_toml)
+        .bind_text(4, info.toml_sha256)
+        .bind_text(5, info.code_version)
+        .bind_text(6, info.host.empty() ? store::this_host_name() : info.host)
+        .bind_int64(7, info.pid != 0 ? info.pid : store::this_process_id())
+        .bind_text(8, info.torch_version)
+        .bind_text(9, info.blas)
+        .bind_int64(10, static_cast<int64_t>(info.seed))
+        .bind_int64(11, info.params_total)
+        .bind_int64(12, info.params_active)
+        .bind_optional_double(13, info.target_loss);
+    insert.execute();
+    return db_.last_insert_rowid();
+  }
+
+  void add_step(int64_t run, const StepRecord& step) override { writer().add_step(run, step); }
+
+  void add_expert_load(int64_t run, int64_t step, int64_t layer,
+                       const std::vector<int64_t>& pairs_per_expert) override {
+    writer().add_expert_load(run, step, layer, pairs_per_expert);
+  }
+
+  void add_event(int64_t run, const std::string& level, const std::string& message) override {
+    writer().add_event(run, level, message);
+  }
+
+  void flush() override { writer().flush(); }
+
+  void finish_run(int64_t run, const std::string& status,
+                  const std::optional<TimeToTarget>& time_to_target) override {
+    writer().flush();
+    sqlite::Statement update = db_.prepare(
+        "UPDATE runs SET status = ?2, ended_at = ?3, ttt_step = ?4, ttt_step_seconds = ?5, "
+        "ttt_moe_seconds = ?6 WHERE id = ?1");
+    update.bind_int64(1, run).bind_text(2, status).bind_text(3, store::utc_timestamp_now());
+    if (time_to_target) {
+      update.bind_int64(4, time_to_target->step)
+          .bind_double(5, time_to_target->step_seconds)
+          .bind_double(6, time_to_target->moe_seconds);
+    }
+    update.execute();
+    if (db_.changes() == 0) {
+      throw db_.error_with_message(fmt::format("cannot finish run {}: there is no such run", run));
+    }
+  }
+
+  std::vector<RunSummary> list_runs() const override {
+    require_current_schema();
+    return store::read_run_summaries(db_);
+  }
+
+  std::optional<RunSummary> find_run(int64_t id) const override {
+    require_current_schema();
+    std::vector<RunSummary> runs = store::read_run_summaries(db_, id);
+    if (runs.empty()) return std::nullopt;
+    return std::move(runs.front());
+  }
+
+  std::vector<StepRecord> steps(int64_t run) const override { return store::read_steps(db_, run); }
+
+  QueryResult query(const std::string& sql) const override {
+    return store::run_read_only_query(db_, sql);
+  }
+
+ private:
+  void open_for_writing() {
+    // A file we may not write would only fail later, on the first step of a run.
+    if (sqlite3_db_readonly(db_.handle(), "main") == 1) {
+      throw db_.error_with_message(
+          "the file is read-only; check its permissions or pass another --db path");
+    }
+    // Checked before anything is written, so a file that is not ours stays untouched.
+    store::checked_schema_version(db_);
+    // WAL: readers (lrmoe runs/show/query) never block a training run's writes, and a commit
+    // costs one sync. synchronous=NORMAL keeps every commit across a crash of the process;
+    // only a power loss can take back the last ones.
+    db_.execute("PRAGMA journal_mode = WAL", "switching to WAL mode");
+    db_.execute("PRAGMA synchronous = NORMAL");
+    db_.execute("PRAGMA foreign_keys = ON");
+    store::migrate(db_, current_schema_version());
+    schema_version_ = current_schema_version();
+    store::mark_interrupted_runs(db_);
+    writer_.emplace(db_);
+  }
+
+  // Reads whatever schema the file has, up to ours: `query` works on any, the summaries need
+  // the current one (see require_current_schema).
+  void open_for_reading() {
+    schema_version_ = store::checked_schema_version(db_);
+    if (schema_version_ == 0) {
+      throw db_.error_with_message(
+          "holds no lrmoe results (it is empty); pass the --db path of a results database");
+    }
+  }
+
+  void require_current_schema() const {
+    if (schema_version_ < current_schema_version()) {
+      throw db_.error_with_message(fmt::format(
+          "has the older schema {} (this build reads {}); any lrmoe command that writes to it "
+          "(such as `lrmoe run`) upgrades it, and `lrmoe query` reads it as it is",
+          schema_version_, current_schema_version()));
+    }
+  }
+
+  void require_writable() const {
+    if (!writer_) throw db_.error_with_message("was opened read-only; it cannot record runs");
+  }
+
+  store::BufferedWriter& writer() {
+    require_writable();
+    return *writer_;
+  }
+
+  sqlite::Database db_;
+  int schema_version_ = 0;
+  std::optional<store::BufferedWriter> writer_;  // absent when opened read-only
+};
+
+// Path problems SQLite reports poorly: a folder reads as "disk I/O error", a missing file as
+// "unable to open database file".
+void refuse_unusable_path(const std::string& path, bool must_exist) {
+  std::error_code ignored;
+  if (fs::is_directory(path, ignored)) {
+    throw StoreError(fmt::format(
+        "results database '{}': is a folder; pass the path of a database file, such as {}", path,
+        (fs::path(path) / "results.db").string()));
+  }
+  if (must_exist && !fs::exists(path, ignored)) {
+    throw StoreError(fmt::format(
+        "results database '{}': no such file; pass the --db path of an existing results "
+        "database",
+        path));
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<ResultsStore> ResultsStore::open(const std::string& path) {
+  refuse_unusable_path(path, false);
+  return std::make_unique<SqliteResultsStore>(path, sqlite::OpenMode::kReadWriteCreate);
+}
+
+std::unique_ptr<ResultsStore> ResultsStore::open_read_only(const std::string& path) {
+  refuse_unusable_path(path, true);
+  return std::make_unique<SqliteResultsStore>(path, sqlite::OpenMode::kReadOnly);
+}
+
+}  // namespace lrmoe

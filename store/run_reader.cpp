@@ -1,0 +1,70 @@
+#include "store/run_reader.hpp"
+
+namespace lrmoe::store {
+namespace {
+
+RunSummary summary_from_row(const sqlite::Statement& row) {
+  RunSummary run;
+  run.id = row.column_int64(0);
+  run.name = row.column_text(1);
+  run.status = row.column_text(2);
+  run.started_at = row.column_text(3);
+  run.ended_at = row.column_optional_text(4);
+  run.resolved_toml = row.column_text(5);
+  run.toml_sha256 = row.column_text(6);
+  run.code_version = row.column_text(7);
+  run.host = row.column_text(8);
+  run.torch_version = row.column_text(9);
+  run.blas = row.column_text(10);
+  run.seed = static_cast<uint64_t>(row.column_int64(11));
+  run.params_total = row.column_int64(12);
+  run.params_active = row.column_int64(13);
+  run.target_loss = row.column_optional_double(14);
+  if (const auto step = row.column_optional_int64(15)) {
+    run.time_to_target = TimeToTarget{*step, row.column_double(16), row.column_double(17)};
+  }
+  run.steps = row.column_int64(18);
+  run.final_train_loss = row.column_optional_double(19);
+  run.final_eval_loss = row.column_optional_double(20);
+  return run;
+}
+
+}  // namespace
+
+std::vector<RunSummary> read_run_summaries(const sqlite::Database& db, std::optional<int64_t> run) {
+  sqlite::Statement select = db.prepare(
+      "SELECT r.id, r.name, r.status, r.started_at, r.ended_at, r.resolved_toml, r.toml_sha256, "
+      "       r.code_version, r.host, r.torch_version, r.blas, r.seed, r.params_total, "
+      "       r.params_active, r.target_loss, r.ttt_step, r.ttt_step_seconds, "
+      "       r.ttt_moe_seconds, s.steps, s.final_train_loss, s.final_eval_loss "
+      "FROM runs r JOIN run_summary s ON s.id = r.id "
+      "WHERE ?1 IS NULL OR r.id = ?1 "
+      "ORDER BY r.id");
+  select.bind_optional_int64(1, run);
+  std::vector<RunSummary> runs;
+  while (select.step()) runs.push_back(summary_from_row(select));
+  return runs;
+}
+
+std::vector<StepRecord> read_steps(const sqlite::Database& db, int64_t run) {
+  sqlite::Statement select = db.prepare(
+      "SELECT step, train_loss, eval_loss, lr, grad_norm, tokens, step_seconds, moe_seconds "
+      "FROM steps WHERE run = ?1 ORDER BY step");
+  select.bind_int64(1, run);
+  std::vector<StepRecord> steps;
+  while (select.step()) {
+    StepRecord step;
+    step.step = select.column_int64(0);
+    step.train_loss = select.column_double(1);
+    step.eval_loss = select.column_optional_double(2);
+    step.lr = select.column_double(3);
+    step.grad_norm = select.column_double(4);
+    step.tokens = select.column_int64(5);
+    step.step_seconds = select.column_double(6);
+    step.moe_seconds = select.column_double(7);
+    steps.push_back(step);
+  }
+  return steps;
+}
+
+}  // namespace lrmoe::store

@@ -1,0 +1,190 @@
+// The real `lrmoe` program end to end: a tiny experiment trains to its target and lands in the
+// database; bad inputs fail with one line naming the place and leave the database as it was;
+// Ctrl-C records a stopped run; a killed run is marked interrupted with its committed steps.
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <fstream>
+#include <thread>
+
+#include "store/results_store.hpp"
+#include "support/child_process.hpp"
+#include "support/temp_dir.hpp"
+
+using lrmoe_test::ChildProcess;
+using lrmoe_test::run_lrmoe;
+using lrmoe_test::TempDir;
+
+namespace {
+
+const char* kTinyExperiment = R"(
+[experiment]
+name = "tiny-e2e"
+seed = 3
+
+[model]
+preset = "tiny-moe"
+
+[data]
+kind = "synthetic"
+vocab_size = 128
+topic_vocab = 24
+topics = 4
+branching = 2
+
+[train]
+batch_size = 8
+seq_len = 32
+max_steps = 400
+warmup_steps = 10
+lr = 0.01
+min_lr = 0.001
+eval_every = 10
+eval_batches = 2
+target_loss = 1.5
+)";
+
+std::string write_file(const TempDir& dir, const std::string& name, const std::string& text) {
+  std::ofstream(dir.file(name)) << text;
+  return dir.file(name);
+}
+
+int64_t run_count(const std::string& db) { return static_cast<int64_t>(lrmoe::ResultsStore::open_read_only(db)->list_runs().size()); }
+
+// Exactly one line on stderr/stdout combined that starts with "lrmoe: ".
+std::string error_line(const std::string& output) {
+  auto at = output.find("lrmoe: ");
+  REQUIRE(at != std::string::npos);
+  return output.substr(at, output.find('\n', at) - at);
+}
+
+}  // namespace
+
+TEST_CASE("lrmoe run trains a tiny experiment to its target and records every step", "[e2e][slow]") {
+  TempDir dir("e2e-run");
+  const std::string experiment = write_file(dir, "tiny.toml", kTinyExperiment);
+  const std::string db = dir.file("results.db");
+  auto [code, output] = run_lrmoe({"run", experiment, "--db", db}, dir.file("run.log"));
+  INFO(output);
+  REQUIRE(code == 0);
+  CHECK(output.find("target eval loss    1.5000: reached") != std::string::npos);
+  CHECK(output.find("BLAS:") != std::string::npos);
+
+  auto store = lrmoe::ResultsStore::open_read_only(db);
+  auto runs = store->list_runs();
+  REQUIRE(runs.size() == 1);
+  const auto& run = runs[0];
+  CHECK(run.status == "finished");
+  CHECK(run.name == "tiny-e2e");
+  REQUIRE(run.time_to_target);
+  CHECK(run.time_to_target->step == run.steps);
+  CHECK(run.time_to_target->moe_seconds > 0);
+  CHECK(run.time_to_target->moe_seconds < run.time_to_target->step_seconds);
+  CHECK(*run.final_eval_loss <= 1.5);
+  CHECK(run.resolved_toml.find("preset = \"tiny-moe\"") != std::string::npos);
+  CHECK(run.toml_sha256.size() == 64);
+  auto steps = store->steps(run.id);
+  REQUIRE(static_cast<int64_t>(steps.size()) == run.steps);
+  CHECK(steps.front().train_loss > steps.back().train_loss);
+  // Per-step expert load of both MoE layers, summing to tokens * top_k.
+  auto load = store->query("SELECT step, layer, SUM(pairs) FROM expert_load WHERE run = " + std::to_string(run.id) +
+                           " GROUP BY step, layer ORDER BY step, layer");
+  REQUIRE(static_cast<int64_t>(load.rows.size()) == 2 * run.steps);
+  CHECK(load.rows[0][2].value() == std::to_string(8 * 32 * 2));
+
+  // The read-side commands work on it.
+  auto [show_code, show] = run_lrmoe({"show", std::to_string(run.id), "--db", db}, dir.file("show.log"));
+  CHECK(show_code == 0);
+  CHECK(show.find("tiny-e2e") != std::string::npos);
+  auto [runs_code, listing] = run_lrmoe({"runs", "--db", db}, dir.file("runs.log"));
+  CHECK(runs_code == 0);
+  CHECK(listing.find("finished") != std::string::npos);
+}
+
+TEST_CASE("bad inputs fail with one line naming the place, and the database keeps its runs", "[e2e]") {
+  TempDir dir("e2e-bad");
+  const std::string db = dir.file("results.db");
+  // A database that already holds one (short) run.
+  const std::string good = write_file(dir, "good.toml", kTinyExperiment);
+  auto [seed_code, seed_output] = run_lrmoe({"run", good, "--db", db, "--set", "train.max_steps=2"}, dir.file("seed.log"));
+  INFO(seed_output);
+  REQUIRE(seed_code == 0);
+  REQUIRE(run_count(db) == 1);
+
+  SECTION("TOML: unknown key") {
+    const std::string bad = write_file(dir, "typo.toml", "[model]\npreset = \"tiny-moe\"\nhiden_size = 4\n");
+    auto [code, output] = run_lrmoe({"run", bad, "--db", db}, dir.file("out.log"));
+    CHECK(code == 1);
+    CHECK_THAT(error_line(output), Catch::Contains("typo.toml:3:1") && Catch::Contains("hidden_size"));
+  }
+  SECTION("TOML: --set out of range") {
+    auto [code, output] = run_lrmoe({"run", good, "--db", db, "--set", "train.lr=-1"}, dir.file("out.log"));
+    CHECK(code == 1);
+    CHECK_THAT(error_line(output), Catch::Contains("train.lr"));
+  }
+  SECTION("data: missing token file") {
+    auto [code, output] = run_lrmoe({"run", good, "--db", db, "--set", "data.kind=tokens", "--set",
+                                     "data.path=" + dir.file("missing.bin")},
+                                    dir.file("out.log"));
+    CHECK(code == 1);
+    CHECK_THAT(error_line(output), Catch::Contains("missing.bin"));
+  }
+  SECTION("database: a file that is not a database") {
+    const std::string not_db = write_file(dir, "notes.txt", "my precious notes\n");
+    auto [code, output] = run_lrmoe({"run", good, "--db", not_db}, dir.file("out.log"));
+    CHECK(code == 1);
+    CHECK_THAT(error_line(output), Catch::Contains("notes.txt"));
+    std::ifstream in(not_db);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(text == "my precious notes\n");
+  }
+  CHECK(run_count(db) == 1);
+}
+
+TEST_CASE("Ctrl-C stops a run cleanly; a killed run is marked interrupted with its steps", "[e2e][slow]") {
+  TempDir dir("e2e-signal");
+  const std::string experiment = write_file(dir, "tiny.toml", kTinyExperiment);
+  const std::string db = dir.file("results.db");
+  auto steps_recorded = [&] {
+    auto result = lrmoe::ResultsStore::open_read_only(db)->query("SELECT COUNT(*) FROM steps");
+    return std::stoll(result.rows[0][0].value());
+  };
+  auto wait_for_steps = [&](int64_t wanted) {
+    for (int i = 0; i < 600; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      try {
+        if (std::filesystem::exists(db) && steps_recorded() >= wanted) return;
+      } catch (const lrmoe::StoreError&) {
+        // the database is being created
+      }
+    }
+    FAIL("no steps were recorded in time");
+  };
+  const std::vector<std::string> args{LRMOE_BINARY, "run", experiment, "--db", db, "--set", "train.target_loss=0"};
+
+  {
+    ChildProcess child(args, dir.file("stop.log"));
+    wait_for_steps(12);
+    child.signal(SIGINT);
+    CHECK(child.wait(std::chrono::seconds(60)) == 130);
+  }
+  auto store = lrmoe::ResultsStore::open(db);
+  auto stopped = store->list_runs().back();
+  CHECK(stopped.status == "stopped");
+  CHECK(stopped.steps >= 12);
+  store.reset();
+
+  {
+    const int64_t before = steps_recorded();
+    ChildProcess child(args, dir.file("kill.log"));
+    wait_for_steps(before + 12);
+    child.signal(SIGKILL);
+    child.wait(std::chrono::seconds(30));
+  }
+  auto reopened = lrmoe::ResultsStore::open(db);
+  auto killed = reopened->list_runs().back();
+  CHECK(killed.status == "interrupted");
+  CHECK(killed.steps >= 10);
+  CHECK(static_cast<int64_t>(reopened->steps(killed.id).size()) == killed.steps);
+}

@@ -1,0 +1,100 @@
+// The training loop: bit-for-bit determinism, the learning-rate schedule, vocabulary resolution.
+
+#include <catch2/catch.hpp>
+
+#include "core/data/token_source.hpp"
+#include "core/model/presets.hpp"
+#include "core/train/lr_schedule.hpp"
+#include "core/train/trainer.hpp"
+
+using namespace lrmoe;
+
+namespace {
+
+Experiment tiny_experiment(uint64_t seed) {
+  Experiment e;
+  e.experiment.seed = seed;
+  e.model = *find_preset("tiny-moe");
+  e.data.vocab_size = 128;
+  e.data.topic_vocab = 32;
+  e.train.batch_size = 4;
+  e.train.micro_batches = 2;
+  e.train.seq_len = 16;
+  e.train.max_steps = 4;
+  e.train.warmup_steps = 1;
+  e.train.eval_every = 2;
+  e.train.eval_batches = 1;
+  return e;
+}
+
+struct Recording : TrainingObserver {
+  void on_step(const StepReport& r) override {
+    losses.push_back(r.train_loss);
+    grad_norms.push_back(r.grad_norm);
+    if (r.eval_loss) eval_losses.push_back(*r.eval_loss);
+    loads.push_back(r.expert_load);
+  }
+  std::vector<double> losses, grad_norms, eval_losses;
+  std::vector<std::vector<LayerLoad>> loads;
+};
+
+Recording train(const Experiment& e) {
+  auto data = make_token_source(e.data, e.experiment.seed, e.train.seq_len);
+  Trainer trainer(e, *data);
+  Recording recording;
+  trainer.run(recording);
+  return recording;
+}
+
+}  // namespace
+
+TEST_CASE("the same experiment and seed give the same losses bit for bit", "[training]") {
+  Recording first = train(tiny_experiment(42));
+  Recording second = train(tiny_experiment(42));
+  REQUIRE(first.losses.size() == 4);
+  REQUIRE(first.eval_losses.size() == 2);
+  CHECK(first.losses == second.losses);  // exact equality of doubles
+  CHECK(first.grad_norms == second.grad_norms);
+  CHECK(first.eval_losses == second.eval_losses);
+  REQUIRE(first.loads.back().size() == 2);  // tiny-moe: two MoE layers
+  CHECK(first.loads.back()[0].pairs_per_expert == second.loads.back()[0].pairs_per_expert);
+
+  Recording other_seed = train(tiny_experiment(43));
+  CHECK(other_seed.losses != first.losses);
+}
+
+TEST_CASE("every step records the routed pairs of every MoE layer", "[training]") {
+  Experiment e = tiny_experiment(1);
+  Recording r = train(e);
+  const int64_t pairs = e.train.batch_size * e.train.micro_batches * e.train.seq_len * e.model.top_k;
+  for (const auto& step : r.loads) {
+    for (const LayerLoad& layer : step) {
+      REQUIRE(layer.pairs_per_expert.size() == static_cast<size_t>(e.model.num_experts));
+      int64_t total = 0;
+      for (int64_t n : layer.pairs_per_expert) total += n;
+      CHECK(total == pairs);
+    }
+  }
+}
+
+TEST_CASE("learning rate: linear warm-up then cosine decay to min_lr", "[training]") {
+  TrainConfig t;
+  t.lr = 1.0;
+  t.min_lr = 0.1;
+  t.warmup_steps = 10;
+  t.max_steps = 110;
+  CHECK(learning_rate(t, 1) == Approx(0.1));
+  CHECK(learning_rate(t, 10) == Approx(1.0));
+  CHECK(learning_rate(t, 60) == Approx(0.55));
+  CHECK(learning_rate(t, 110) == Approx(0.1));
+  t.warmup_steps = 0;
+  CHECK(learning_rate(t, 1) == Approx(1.0).epsilon(1e-3));
+}
+
+TEST_CASE("the model vocabulary comes from the data unless set, and must hold it", "[training]") {
+  ModelConfig m = *find_preset("tiny-moe");
+  CHECK(resolve_model_vocabulary(m, 300).vocab_size == 300);
+  m.vocab_size = 256;
+  CHECK(resolve_model_vocabulary(m, 200).vocab_size == 256);
+  CHECK_THROWS_WITH(resolve_model_vocabulary(m, 300), Catch::Contains("raise model.vocab_size"));
+}
