@@ -11,6 +11,7 @@
 #include "core/data/token_source.hpp"
 #include "core/model/grouped_gemm.hpp"
 #include "core/system/blas_probe.hpp"
+#include "core/system/threads.hpp"
 #include "core/train/trainer.hpp"
 
 namespace lrmoe {
@@ -85,6 +86,7 @@ int bench_command(const ExperimentSource& source, int64_t steps) {
   e.train.eval_every = e.train.max_steps;  // evaluation is excluded from step time anyway
   e.train.target_loss = 0;
   auto data = make_token_source(e.data, e.experiment.seed, e.train.seq_len);
+  configure_threads(e.train.threads);  // as training will run, before measuring the BLAS
   const BlasReport blas = probe_blas();
   Trainer trainer(e, *data);
   CollectingObserver observer;

@@ -9,10 +9,8 @@
 
 #include "bench_command.hpp"
 #include "core/config/experiment_loader.hpp"
-#include "core/data/token_source.hpp"
 #include "inspect_commands.hpp"
 #include "run_command.hpp"
-#include "store/results_store.hpp"
 
 namespace {
 

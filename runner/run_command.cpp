@@ -12,6 +12,7 @@
 #include "core/system/blas_probe.hpp"
 #include "core/system/host_info.hpp"
 #include "core/system/sha256.hpp"
+#include "core/system/threads.hpp"
 #include "core/train/trainer.hpp"
 #include "default_experiment.hpp"
 #include "interrupt.hpp"
@@ -27,10 +28,10 @@ std::string billions(int64_t count) {
   return fmt::format("{:.2f}M", static_cast<double>(count) / 1e6);
 }
 
-BlasReport log_blas() {
+BlasReport log_blas(const ThreadSetting& threads) {
   BlasReport blas = probe_blas();
-  spdlog::info("BLAS: {} ({:.0f} GFLOP/s fp32 matmul, {} threads)", blas.library, blas.matmul_gflops,
-               torch::get_num_threads());
+  spdlog::info("BLAS: {} ({:.0f} GFLOP/s fp32 matmul{}), {} LibTorch intra-op threads", blas.library,
+               blas.matmul_gflops, threads.blas_single ? ", one thread per GEMM" : "", threads.intra_op);
   if (blas.looks_like_reference) {
     spdlog::warn("!!! LibTorch is running on the REFERENCE BLAS ({:.1f} GFLOP/s): training will be ~30x slower.",
                  blas.matmul_gflops);
@@ -83,11 +84,11 @@ int run_command(const ExperimentSource& source) {
   }
   auto store = ResultsStore::open(experiment.store.path);
 
-  if (experiment.train.threads > 0) torch::set_num_threads(static_cast<int>(experiment.train.threads));
+  const ThreadSetting threads = configure_threads(experiment.train.threads);
   spdlog::info("experiment '{}' (seed {}), model {} ", experiment.experiment.name, experiment.experiment.seed,
                experiment.model.preset);
   spdlog::info("data: {}", data->describe());
-  const BlasReport blas = log_blas();
+  const BlasReport blas = log_blas(threads);
   const ParameterCount params = count_parameters(experiment.model);
   spdlog::info("parameters: {} total, {} active per token", billions(params.total), billions(params.active));
 

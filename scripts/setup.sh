@@ -17,6 +17,11 @@ packages=(
   libssl-dev              # SHA-256 of plugin libraries and resolved experiments
 )
 
+# `--notebooks` adds what the notebooks in notebooks/ need.
+if [ "${1:-}" = "--notebooks" ]; then
+  packages+=(jupyter-nbconvert python3-nbconvert python3-ipykernel python3-pandas python3-matplotlib)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

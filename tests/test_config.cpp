@@ -205,7 +205,7 @@ preset = "tiny-moe"
   CHECK(overridden.model.hidden_size == 96);
 }
 
-TEST_CASE("--set overrides every kind of value", "[config]") {
+TEST_CASE("command-line overrides (--set) take every kind of value", "[config]") {
   const Experiment e = tiny_with({
       "model.hidden_size=48",
       "train.lr=2.5e-4",
@@ -463,7 +463,7 @@ TEST_CASE("extends errors name the file that extends and the line", "[config]") 
   }
 }
 
-TEST_CASE("--set errors name the override", "[config]") {
+TEST_CASE("command-line override (--set) errors name the override", "[config]") {
   CHECK_THAT(config_error([] { tiny_with({"model.router"}); }),
              StartsWith("--set model.router: no value; use --set section.key=value"));
   CHECK_THAT(config_error([] { tiny_with({"lr=1e-3"}); }),

@@ -18,32 +18,8 @@ using lrmoe_test::TempDir;
 
 namespace {
 
-const char* kTinyExperiment = R"(
-[experiment]
-name = "tiny-e2e"
-seed = 3
-
-[model]
-preset = "tiny-moe"
-
-[data]
-kind = "synthetic"
-vocab_size = 128
-topic_vocab = 24
-topics = 4
-branching = 2
-
-[train]
-batch_size = 8
-seq_len = 32
-max_steps = 400
-warmup_steps = 10
-lr = 0.01
-min_lr = 0.001
-eval_every = 10
-eval_batches = 2
-target_loss = 1.5
-)";
+// The tiny experiment from experiments/: 8 experts, top-2, target 0.75 nats on synthetic data.
+const std::string kTinyExperiment = std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml";
 
 std::string write_file(const TempDir& dir, const std::string& name, const std::string& text) {
   std::ofstream(dir.file(name)) << text;
@@ -63,12 +39,12 @@ std::string error_line(const std::string& output) {
 
 TEST_CASE("lrmoe run trains a tiny experiment to its target and records every step", "[e2e][slow]") {
   TempDir dir("e2e-run");
-  const std::string experiment = write_file(dir, "tiny.toml", kTinyExperiment);
+  const std::string experiment = kTinyExperiment;
   const std::string db = dir.file("results.db");
   auto [code, output] = run_lrmoe({"run", experiment, "--db", db}, dir.file("run.log"));
   INFO(output);
   REQUIRE(code == 0);
-  CHECK(output.find("target eval loss    1.5000: reached") != std::string::npos);
+  CHECK(output.find("target eval loss    0.7500: reached") != std::string::npos);
   CHECK(output.find("BLAS:") != std::string::npos);
 
   auto store = lrmoe::ResultsStore::open_read_only(db);
@@ -76,12 +52,12 @@ TEST_CASE("lrmoe run trains a tiny experiment to its target and records every st
   REQUIRE(runs.size() == 1);
   const auto& run = runs[0];
   CHECK(run.status == "finished");
-  CHECK(run.name == "tiny-e2e");
+  CHECK(run.name == "tiny-moe");
   REQUIRE(run.time_to_target);
   CHECK(run.time_to_target->step == run.steps);
   CHECK(run.time_to_target->moe_seconds > 0);
   CHECK(run.time_to_target->moe_seconds < run.time_to_target->step_seconds);
-  CHECK(*run.final_eval_loss <= 1.5);
+  CHECK(*run.final_eval_loss <= 0.75);
   CHECK(run.resolved_toml.find("preset = \"tiny-moe\"") != std::string::npos);
   CHECK(run.toml_sha256.size() == 64);
   auto steps = store->steps(run.id);
@@ -96,7 +72,7 @@ TEST_CASE("lrmoe run trains a tiny experiment to its target and records every st
   // The read-side commands work on it.
   auto [show_code, show] = run_lrmoe({"show", std::to_string(run.id), "--db", db}, dir.file("show.log"));
   CHECK(show_code == 0);
-  CHECK(show.find("tiny-e2e") != std::string::npos);
+  CHECK(show.find("tiny-moe") != std::string::npos);
   auto [runs_code, listing] = run_lrmoe({"runs", "--db", db}, dir.file("runs.log"));
   CHECK(runs_code == 0);
   CHECK(listing.find("finished") != std::string::npos);
@@ -106,8 +82,8 @@ TEST_CASE("bad inputs fail with one line naming the place, and the database keep
   TempDir dir("e2e-bad");
   const std::string db = dir.file("results.db");
   // A database that already holds one (short) run.
-  const std::string good = write_file(dir, "good.toml", kTinyExperiment);
-  auto [seed_code, seed_output] = run_lrmoe({"run", good, "--db", db, "--set", "train.max_steps=2"}, dir.file("seed.log"));
+  const std::string good = kTinyExperiment;
+  auto [seed_code, seed_output] = run_lrmoe({"run", good, "--db", db, "--set", "train.max_steps=2", "--set", "train.warmup_steps=1"}, dir.file("seed.log"));
   INFO(seed_output);
   REQUIRE(seed_code == 0);
   REQUIRE(run_count(db) == 1);
@@ -142,9 +118,9 @@ TEST_CASE("bad inputs fail with one line naming the place, and the database keep
   CHECK(run_count(db) == 1);
 }
 
-TEST_CASE("Ctrl-C stops a run cleanly; a killed run is marked interrupted with its steps", "[e2e][slow]") {
+TEST_CASE("Ctrl-C stops a run cleanly, and a killed run is marked interrupted with its steps", "[e2e][slow]") {
   TempDir dir("e2e-signal");
-  const std::string experiment = write_file(dir, "tiny.toml", kTinyExperiment);
+  const std::string experiment = kTinyExperiment;
   const std::string db = dir.file("results.db");
   auto steps_recorded = [&] {
     auto result = lrmoe::ResultsStore::open_read_only(db)->query("SELECT COUNT(*) FROM steps");
@@ -161,7 +137,8 @@ TEST_CASE("Ctrl-C stops a run cleanly; a killed run is marked interrupted with i
     }
     FAIL("no steps were recorded in time");
   };
-  const std::vector<std::string> args{LRMOE_BINARY, "run", experiment, "--db", db, "--set", "train.target_loss=0"};
+  const std::vector<std::string> args{LRMOE_BINARY, "run", experiment, "--db", db, "--set", "train.target_loss=0",
+                                      "--set", "train.max_steps=100000"};
 
   {
     ChildProcess child(args, dir.file("stop.log"));

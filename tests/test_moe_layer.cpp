@@ -164,7 +164,7 @@ TEST_CASE("routed experts match central finite differences in double precision",
   }
 }
 
-TEST_CASE("a backward planner decides each pair's expert backward; gate gradients stay exact", "[moe]") {
+TEST_CASE("a backward planner decides each pair's expert backward, and gate gradients stay exact", "[moe]") {
   torch::manual_seed(5);
   const int64_t tokens = 8, hidden = 6, ffn = 3, experts = 3;
   auto make = [&](auto... sizes) { return torch::randn({sizes...}, torch::kFloat64); };

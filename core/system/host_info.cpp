@@ -16,6 +16,4 @@ std::string host_name() {
 
 std::string torch_version() { return TORCH_VERSION; }
 
-std::string code_version() { return std::string(LRMOE_VERSION) + " (" + LRMOE_GIT_VERSION + ")"; }
-
 }  // namespace lrmoe

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/system/threads.hpp"
 #include "core/train/lr_schedule.hpp"
 
 namespace lrmoe {
@@ -53,7 +54,7 @@ ModelConfig resolve_model_vocabulary(const ModelConfig& model, int64_t data_voca
 
 Trainer::Trainer(const Experiment& experiment, const TokenSource& data)
     : experiment_(experiment), data_(data) {
-  if (experiment.train.threads > 0) torch::set_num_threads(static_cast<int>(experiment.train.threads));
+  configure_threads(experiment.train.threads);
   torch::manual_seed(experiment.experiment.seed);
   model_config_ = resolve_model_vocabulary(experiment.model, data.vocab_size());
   model_ = Transformer(model_config_);

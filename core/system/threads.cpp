@@ -1,0 +1,27 @@
+#include "core/system/threads.hpp"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <thread>
+
+#include <torch/torch.h>
+
+namespace lrmoe {
+
+ThreadSetting configure_threads(int64_t requested) {
+  ThreadSetting setting;
+  const int threads = requested > 0 ? static_cast<int>(requested)
+                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  torch::set_num_threads(threads);
+  setting.intra_op = torch::get_num_threads();
+  // Looked up at run time: only OpenBLAS has it, and the build does not link OpenBLAS directly.
+  using SetThreads = void (*)(int);
+  if (auto set_blas_threads = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
+    set_blas_threads(1);
+    setting.blas_single = true;
+  }
+  return setting;
+}
+
+}  // namespace lrmoe
