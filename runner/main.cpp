@@ -15,7 +15,7 @@
 namespace {
 
 void add_experiment_options(CLI::App* command, lrmoe::ExperimentSource& source, bool file_required) {
-  auto* file = command->add_option("experiment", source.file, "experiment TOML file")->check(CLI::ExistingFile);
+  auto* file = command->add_option("experiment", source.file, "experiment TOML file");
   if (file_required) file->required();
   command->add_option("--set", source.overrides, "override a field: section.key=value (repeatable)");
 }

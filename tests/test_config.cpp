@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "support/temp_folder.hpp"
 #include "core/config/byte_size.hpp"
 #include "core/config/did_you_mean.hpp"
 #include "core/config/experiment_loader.hpp"
@@ -23,38 +24,9 @@ using lrmoe::Experiment;
 using lrmoe::load_experiment;
 using lrmoe::load_experiment_text;
 using lrmoe::to_toml;
+using lrmoe_test::TempFolder;
 
 namespace {
-
-// A fresh folder under the system temporary directory, removed with everything in it.
-class TempFolder {
- public:
-  TempFolder() {
-    static std::atomic<int> counter{0};
-    const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
-    path_ = fs::temp_directory_path() /
-            ("lrmoe_test_config_" + std::to_string(stamp) + "_" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempFolder() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TempFolder(const TempFolder&) = delete;
-  TempFolder& operator=(const TempFolder&) = delete;
-
-  // Writes `text` to `name` (which may contain folders) and returns its path.
-  fs::path write(const std::string& name, const std::string& text) const {
-    const fs::path file = path_ / name;
-    fs::create_directories(file.parent_path());
-    std::ofstream(file) << text;
-    return file;
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 // The message of the ConfigError that `load` throws, or a note that it threw none.
 std::string config_error(const std::function<void()>& load) {

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "support/temp_folder.hpp"
 #include "core/data/markov_chain.hpp"
 #include "core/data/seeded_rng.hpp"
 #include "core/data/synthetic_source.hpp"
@@ -23,38 +24,9 @@
 
 namespace fs = std::filesystem;
 using namespace lrmoe;
+using lrmoe_test::TempFolder;
 
 namespace {
-
-// A fresh folder under the system temporary directory, removed with its contents at scope exit.
-class TempFolder {
- public:
-  TempFolder() {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() /
-            ("lrmoe_test_data_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempFolder() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TempFolder(const TempFolder&) = delete;
-  TempFolder& operator=(const TempFolder&) = delete;
-
-  const fs::path& path() const { return path_; }
-
-  // Writes `bytes` to `name` (parent folders created) and returns its path.
-  fs::path write(const std::string& name, const std::string& bytes) const {
-    const fs::path file = path_ / name;
-    fs::create_directories(file.parent_path());
-    std::ofstream(file, std::ios::binary) << bytes;
-    return file;
-  }
-
- private:
-  fs::path path_;
-};
 
 // `count` pseudo-random lower-case letters: windows of a few letters occur only once, so a
 // window locates itself in the text.

@@ -10,21 +10,16 @@
 
 #include "store/results_store.hpp"
 #include "support/child_process.hpp"
-#include "support/temp_dir.hpp"
+#include "support/temp_folder.hpp"
 
 using lrmoe_test::ChildProcess;
 using lrmoe_test::run_lrmoe;
-using lrmoe_test::TempDir;
+using lrmoe_test::TempFolder;
 
 namespace {
 
 // The tiny experiment from experiments/: 8 experts, top-2, target 0.75 nats on synthetic data.
 const std::string kTinyExperiment = std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml";
-
-std::string write_file(const TempDir& dir, const std::string& name, const std::string& text) {
-  std::ofstream(dir.file(name)) << text;
-  return dir.file(name);
-}
 
 int64_t run_count(const std::string& db) { return static_cast<int64_t>(lrmoe::ResultsStore::open_read_only(db)->list_runs().size()); }
 
@@ -38,7 +33,7 @@ std::string error_line(const std::string& output) {
 }  // namespace
 
 TEST_CASE("lrmoe run trains a tiny experiment to its target and records every step", "[e2e][slow]") {
-  TempDir dir("e2e-run");
+  TempFolder dir;
   const std::string experiment = kTinyExperiment;
   const std::string db = dir.file("results.db");
   auto [code, output] = run_lrmoe({"run", experiment, "--db", db}, dir.file("run.log"));
@@ -79,7 +74,7 @@ TEST_CASE("lrmoe run trains a tiny experiment to its target and records every st
 }
 
 TEST_CASE("bad inputs fail with one line naming the place, and the database keeps its runs", "[e2e]") {
-  TempDir dir("e2e-bad");
+  TempFolder dir;
   const std::string db = dir.file("results.db");
   // A database that already holds one (short) run.
   const std::string good = kTinyExperiment;
@@ -89,7 +84,7 @@ TEST_CASE("bad inputs fail with one line naming the place, and the database keep
   REQUIRE(run_count(db) == 1);
 
   SECTION("TOML: unknown key") {
-    const std::string bad = write_file(dir, "typo.toml", "[model]\npreset = \"tiny-moe\"\nhiden_size = 4\n");
+    const std::string bad = dir.write("typo.toml", "[model]\npreset = \"tiny-moe\"\nhiden_size = 4\n").string();
     auto [code, output] = run_lrmoe({"run", bad, "--db", db}, dir.file("out.log"));
     CHECK(code == 1);
     CHECK_THAT(error_line(output), Catch::Contains("typo.toml:3:1") && Catch::Contains("hidden_size"));
@@ -107,7 +102,7 @@ TEST_CASE("bad inputs fail with one line naming the place, and the database keep
     CHECK_THAT(error_line(output), Catch::Contains("missing.bin"));
   }
   SECTION("database: a file that is not a database") {
-    const std::string not_db = write_file(dir, "notes.txt", "my precious notes\n");
+    const std::string not_db = dir.write("notes.txt", "my precious notes\n").string();
     auto [code, output] = run_lrmoe({"run", good, "--db", not_db}, dir.file("out.log"));
     CHECK(code == 1);
     CHECK_THAT(error_line(output), Catch::Contains("notes.txt"));
@@ -119,7 +114,7 @@ TEST_CASE("bad inputs fail with one line naming the place, and the database keep
 }
 
 TEST_CASE("Ctrl-C stops a run cleanly, and a killed run is marked interrupted with its steps", "[e2e][slow]") {
-  TempDir dir("e2e-signal");
+  TempFolder dir;
   const std::string experiment = kTinyExperiment;
   const std::string db = dir.file("results.db");
   auto steps_recorded = [&] {

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 
+#include "support/temp_folder.hpp"
 #include "inspect_commands.hpp"
 #include "sparkline.hpp"
 #include "text_table.hpp"
@@ -27,31 +28,9 @@ namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using lrmoe::ResultsStore;
 using lrmoe::StoreError;
+using lrmoe_test::TempFolder;
 
 namespace {
-
-// A fresh folder under the system temp folder, removed with everything in it at scope exit.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
-    path_ = fs::temp_directory_path() / ("lrmoe-test-store-" + std::to_string(getpid()) + "-" +
-                                         std::to_string(counter++) + "-" + std::to_string(now));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
 
 lrmoe::RunInfo sample_run(const std::string& name) {
   lrmoe::RunInfo info;
@@ -133,7 +112,7 @@ bool is_utc_timestamp(const std::string& text) {
 }  // namespace
 
 TEST_CASE("a run round-trips with its steps, expert load, events and time to target", "[store]") {
-  TempDir dir;
+  TempFolder dir;
   const std::string db_path = dir.file("results.db");
   int64_t run = 0;
   {
@@ -208,7 +187,7 @@ TEST_CASE("a run round-trips with its steps, expert load, events and time to tar
 }
 
 TEST_CASE("a run without evaluation or target reads back empty optionals", "[store]") {
-  TempDir dir;
+  TempFolder dir;
   auto store = ResultsStore::open(dir.file("results.db"));
   lrmoe::RunInfo info = sample_run("no-target");
   info.target_loss.reset();
@@ -226,7 +205,7 @@ TEST_CASE("a run without evaluation or target reads back empty optionals", "[sto
 }
 
 TEST_CASE("buffered rows reach other connections only when flushed", "[store]") {
-  TempDir dir;
+  TempFolder dir;
   const std::string db_path = dir.file("results.db");
   auto writer = ResultsStore::open(db_path);
   const int64_t run = writer->begin_run(sample_run("batched"));
@@ -267,7 +246,7 @@ TEST_CASE("buffered rows reach other connections only when flushed", "[store]") 
 }
 
 TEST_CASE("a failed flush drops its batch, says so, and the store keeps working", "[store]") {
-  TempDir dir;
+  TempFolder dir;
   auto store = ResultsStore::open(dir.file("results.db"));
   const int64_t run = store->begin_run(sample_run("duplicate-step"));
   store->add_step(run, sample_step(1));
@@ -282,7 +261,7 @@ TEST_CASE("a failed flush drops its batch, says so, and the store keeps working"
 }
 
 TEST_CASE("finishing an unknown run or with an unknown status is refused", "[store]") {
-  TempDir dir;
+  TempFolder dir;
   auto store = ResultsStore::open(dir.file("results.db"));
   const int64_t run = store->begin_run(sample_run("statuses"));
   CHECK_THAT(store_error_of([&] { store->finish_run(run + 1, "finished", std::nullopt); }),
@@ -293,7 +272,7 @@ TEST_CASE("finishing an unknown run or with an unknown status is refused", "[sto
 }
 
 TEST_CASE("the database uses WAL, a 5 s busy timeout and foreign keys", "[store]") {
-  TempDir dir;
+  TempFolder dir;
   auto store = ResultsStore::open(dir.file("results.db"));
   {
     // WAL is a property of the file, so a second connection sees it. (The store's `query`
@@ -312,7 +291,7 @@ TEST_CASE("the database uses WAL, a 5 s busy timeout and foreign keys", "[store]
 }
 
 TEST_CASE("a read-only store refuses to record runs", "[store]") {
-  TempDir dir;
+  TempFolder dir;
   const std::string db_path = dir.file("results.db");
   ResultsStore::open(db_path);
   auto store = ResultsStore::open_read_only(db_path);
@@ -321,7 +300,7 @@ TEST_CASE("a read-only store refuses to record runs", "[store]") {
 }
 
 TEST_CASE("a version 1 database migrates to the current schema", "[store]") {
-  TempDir dir;
+  TempFolder dir;
   const std::string db_path = dir.file("v1.db");
   {
     // A genuine version 1 file: migration 1 only, then rows written by hand as v1 would have.
@@ -379,7 +358,7 @@ TEST_CASE("a version 1 database migrates to the current schema", "[store]") {
 }
 
 TEST_CASE("a database from a newer lrmoe is refused", "[store]") {
-  TempDir dir;
+  TempFolder dir;
   const std::string db_path = dir.file("future.db");
   const int newer = lrmoe::current_schema_version() + 1;
   {
@@ -398,7 +377,7 @@ TEST_CASE("a database from a newer lrmoe is refused", "[store]") {
 }
 
 TEST_CASE("files that are not results databases are refused and left untouched", "[store]") {
-  TempDir dir;
+  TempFolder dir;
 
   SECTION("a text file") {
     const std::string path = dir.file("notes.txt");
@@ -436,7 +415,7 @@ TEST_CASE("files that are not results databases are refused and left untouched",
 }
 
 TEST_CASE("paths that cannot be opened are refused, naming the path", "[store]") {
-  TempDir dir;
+  TempFolder dir;
 
   SECTION("a missing folder") {
     const std::string path = dir.file("missing-folder/results.db");
@@ -464,7 +443,7 @@ TEST_CASE("paths that cannot be opened are refused, naming the path", "[store]")
 }
 
 TEST_CASE("opening settles runs whose process is gone as interrupted", "[store]") {
-  TempDir dir;
+  TempFolder dir;
   const std::string db_path = dir.file("results.db");
   int64_t gone = 0, alive = 0, elsewhere = 0;
   {
@@ -493,7 +472,7 @@ TEST_CASE("opening settles runs whose process is gone as interrupted", "[store]"
 }
 
 TEST_CASE("query runs exactly one read-only statement", "[store]") {
-  TempDir dir;
+  TempFolder dir;
   const std::string db_path = dir.file("results.db");
   auto store = ResultsStore::open(db_path);
   const int64_t run = store->begin_run(sample_run("queried"));
@@ -541,7 +520,7 @@ TEST_CASE("query runs exactly one read-only statement", "[store]") {
 }
 
 TEST_CASE("the runs, show and query commands print a database", "[store][runner]") {
-  TempDir dir;
+  TempFolder dir;
   const std::string db_path = dir.file("results.db");
   int64_t run = 0;
   {

@@ -2,11 +2,12 @@
 // Routed SwiGLU experts over compacted token-expert pairs, with a custom backward.
 //
 // Pairs arrive sorted by expert, so the pairs of expert e are one contiguous slice
-// [off[e], off[e+1]). Forward runs a variable-size grouped GEMM over those slices (one GEMM per
-// non-empty expert, no padding to a capacity, no per-token loop) and scatter-adds the
-// gate-weighted outputs into the tokens. Backward recomputes nothing it saved, gives every pair
-// its exact gate gradient, and runs the expert backward only for the pairs the
-// PairBackwardPlanner keeps (pair_backward_plan.hpp).
+// [off[e], off[e+1]). Forward runs a variable-size grouped GEMM over those slices
+// (grouped_gemm.hpp) and scatter-adds the gate-weighted outputs into the tokens. It saves each pair's expert pre-activations and
+// ungated output; backward gives every pair its exact gate gradient from them, and runs the
+// expert backward (grouped GEMMs again) only for the pairs the PairBackwardPlanner keeps
+// (pair_backward_plan.hpp). A pair that is not kept loses both its weight-gradient and its
+// input-gradient contributions through the expert.
 
 #include <torch/torch.h>
 
