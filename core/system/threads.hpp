@@ -19,4 +19,7 @@ struct ThreadSetting {
 // `requested` intra-op threads, or one per core when 0.
 ThreadSetting configure_threads(int64_t requested);
 
+// Threads OpenBLAS may use inside one GEMM; false when the BLAS is not OpenBLAS.
+bool set_blas_threads(int threads);
+
 }  // namespace lrmoe
