@@ -85,7 +85,7 @@ int run_command(const ExperimentSource& source) {
   auto store = ResultsStore::open(experiment.store.path);
 
   const ThreadSetting threads = configure_threads(experiment.train.threads);
-  spdlog::info("experiment '{}' (seed {}), model {} ", experiment.experiment.name, experiment.experiment.seed,
+  spdlog::info("experiment '{}' (seed {}), model {}", experiment.experiment.name, experiment.experiment.seed,
                experiment.model.preset);
   spdlog::info("data: {}", data->describe());
   const BlasReport blas = log_blas(threads);
