@@ -320,6 +320,8 @@ TEST_CASE("text from a file: training windows from the head, validation from the
 TEST_CASE("text from a folder: every file under it, recursively, in sorted path order", "[data]") {
   TempFolder folder;
   folder.write("b.txt", "BBB");
+  folder.write(".git/objects/pack", "hidden folder");
+  folder.write(".notes.swp", "hidden file");
   folder.write("a/sub/z.txt", "zz");
   folder.write("a/2.txt", "22");
   folder.write("a/1.txt", "11");

@@ -47,6 +47,11 @@ std::vector<std::filesystem::path> files_under(const std::filesystem::path& fold
   std::error_code error;
   for (auto it = std::filesystem::recursive_directory_iterator(folder, error);
        !error && it != std::filesystem::recursive_directory_iterator(); it.increment(error)) {
+    // Hidden entries (.git, editor swap files) are tooling, not corpus.
+    if (it->path().filename().string().rfind('.', 0) == 0) {
+      if (it->is_directory()) it.disable_recursion_pending();
+      continue;
+    }
     if (it->is_regular_file()) files.push_back(it->path());
   }
   if (error) {
