@@ -32,15 +32,12 @@ class MoELayerImpl : public torch::nn::Module {
   // Wall time of this layer's forward and backward since the last call.
   double take_seconds();
 
-  torch::Tensor& expert_gate_up() { return w_gate_up_; }  // [experts, 2 * ffn, hidden]
-  torch::Tensor& expert_down() { return w_down_; }        // [experts, hidden, ffn]
-
  private:
   int64_t num_experts_;
   int64_t top_k_;
   Router router_{nullptr};
-  torch::Tensor w_gate_up_;
-  torch::Tensor w_down_;
+  torch::Tensor w_gate_up_;  // [experts, 2 * ffn, hidden]
+  torch::Tensor w_down_;     // [experts, hidden, ffn]
   SwiGLU shared_{nullptr};
   PairBackwardPlanner planner_;
   BackwardStopwatch backward_clock_;

@@ -12,7 +12,6 @@ class RotaryEmbedding {
   RotaryEmbedding(int64_t head_dim, double partial_rotary, double theta);
   // x: [batch, heads, seq, head_dim]; positions 0..seq-1.
   torch::Tensor apply(const torch::Tensor& x) const;
-  int64_t rotary_dim() const { return rotary_dim_; }
 
  private:
   int64_t rotary_dim_;

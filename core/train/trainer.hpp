@@ -48,7 +48,6 @@ class Trainer {
   // Mean cross-entropy over train.eval_batches validation batches.
   double evaluate();
 
-  Transformer& model() { return model_; }
   const ModelConfig& model_config() const { return model_config_; }
 
  private:
