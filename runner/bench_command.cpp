@@ -10,6 +10,7 @@
 
 #include "core/data/token_source.hpp"
 #include "core/model/grouped_gemm.hpp"
+#include "core/plugins/policy_set.hpp"
 #include "core/system/blas_probe.hpp"
 #include "core/system/threads.hpp"
 #include "core/train/trainer.hpp"
@@ -94,7 +95,7 @@ int bench_command(const ExperimentSource& source, int64_t steps) {
   auto data = make_token_source(e.data, e.experiment.seed, e.train.seq_len);
   configure_threads(e.train.threads);  // as training will run, before measuring the BLAS
   const BlasReport blas = probe_blas();
-  Trainer trainer(e, *data);
+  Trainer trainer(e, *data, std::make_shared<const PolicySet>(load_policy_set(e.policies)));
   CollectingObserver observer;
   trainer.run(observer);
 

@@ -2,6 +2,7 @@
 // database. Every user error ends in one line "lrmoe: <place>: <what to do>" and exit code 1.
 
 #include <CLI/CLI.hpp>
+#include <c10/util/Exception.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -10,6 +11,8 @@
 #include "bench_command.hpp"
 #include "core/config/experiment_loader.hpp"
 #include "inspect_commands.hpp"
+#include "pipeline_bench_command.hpp"
+#include "plugins_command.hpp"
 #include "run_command.hpp"
 
 namespace {
@@ -44,6 +47,18 @@ int main(int argc, char** argv) {
   int64_t bench_steps = 20;
   bench->add_option("--steps", bench_steps, "training steps to time")->check(CLI::PositiveNumber);
 
+  auto* bench_pipeline = app.add_subcommand(
+      "bench-pipeline", "time one MoE layer's forward+backward keeping all pairs vs 50% and 25% quotas");
+  lrmoe::PipelineBenchOptions pipeline_bench;
+  bench_pipeline->add_option("--tokens", pipeline_bench.tokens, "tokens per pass")->check(CLI::PositiveNumber);
+  bench_pipeline->add_option("--hidden", pipeline_bench.hidden, "hidden size")->check(CLI::PositiveNumber);
+  bench_pipeline->add_option("--expert-ffn", pipeline_bench.expert_ffn, "expert FFN size")->check(CLI::PositiveNumber);
+  bench_pipeline->add_option("--experts", pipeline_bench.experts, "routed experts")->check(CLI::PositiveNumber);
+  bench_pipeline->add_option("--top-k", pipeline_bench.top_k, "experts per token")->check(CLI::PositiveNumber);
+  bench_pipeline->add_option("--ranks", pipeline_bench.ranks, "logical ranks (must divide experts)")
+      ->check(CLI::PositiveNumber);
+  bench_pipeline->add_option("--rounds", pipeline_bench.rounds, "timed rounds per variant")->check(CLI::PositiveNumber);
+
   auto* runs = app.add_subcommand("runs", "list the runs in the results database");
   runs->add_option("--db", db, "results database");
 
@@ -55,22 +70,30 @@ int main(int argc, char** argv) {
   query->add_option("sql", sql, "SQL statement")->required();
   query->add_option("--db", db, "results database");
 
+  auto* plugins = app.add_subcommand("plugins", "list the policy plugins found, with their parameters and defaults");
+  std::vector<std::string> plugin_folders;
+  plugins->add_option("--path", plugin_folders, "another plugin folder to search (repeatable)");
+
   app.add_subcommand("schema", "print the experiment schema: every section, key, default and range");
 
   CLI11_PARSE(app, argc, argv);
 
   try {
     if (run->parsed()) return lrmoe::run_command(source);
-    if (validate->parsed()) {
-      std::cout << lrmoe::to_toml(lrmoe::load_experiment_source(source));
-      return 0;
-    }
+    if (validate->parsed()) return lrmoe::validate_command(source);
     if (bench->parsed()) return lrmoe::bench_command(source, bench_steps);
+    if (bench_pipeline->parsed()) return lrmoe::pipeline_bench_command(pipeline_bench);
     if (runs->parsed()) return lrmoe::run_runs_command(db);
     if (show->parsed()) return lrmoe::run_show_command(db, run_id);
     if (query->parsed()) return lrmoe::run_query_command(db, sql);
+    if (plugins->parsed()) return lrmoe::plugins_command(plugin_folders);
     std::cout << lrmoe::schema_markdown();
     return 0;
+  } catch (const c10::Error& error) {
+    // LibTorch's own errors carry a C++ backtrace that says nothing to a user.
+    std::cout.flush();
+    fmt::print(stderr, "lrmoe: {}\n", error.what_without_backtrace());
+    return 1;
   } catch (const std::exception& error) {
     std::cout.flush();
     fmt::print(stderr, "lrmoe: {}\n", error.what());

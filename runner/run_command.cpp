@@ -4,11 +4,13 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <sstream>
 #include <stdexcept>
 
 #include "core/config/experiment_loader.hpp"
 #include "core/data/token_source.hpp"
 #include "core/model/parameter_count.hpp"
+#include "core/plugins/policy_set.hpp"
 #include "core/system/blas_probe.hpp"
 #include "core/system/host_info.hpp"
 #include "core/system/sha256.hpp"
@@ -53,12 +55,14 @@ void print_summary(const Experiment& e, const TrainingOutcome& o, const std::str
     fmt::print("target eval loss    {:.4f}: {}\n", e.train.target_loss, o.target ? "reached" : "NOT reached");
   }
   if (o.target) {
-    fmt::print("time to target      step {}, {:.2f} s of step time, {:.2f} s in MoE layers\n", o.target->step,
-               o.target->step_seconds, o.target->moe_seconds);
+    fmt::print("time to target      step {}, {:.2f} s of step time, {:.2f} s in MoE layers ({:.4f} s modeled)\n",
+               o.target->step, o.target->step_seconds, o.target->moe_seconds, o.target->moe_modeled_seconds);
   }
   fmt::print("training time       {:.2f} s of step time ({:.0f} tokens/s), {:.2f} s in MoE layers ({:.0f}%)\n",
              o.step_seconds, o.step_seconds > 0 ? static_cast<double>(o.tokens) / o.step_seconds : 0.0,
              o.moe_seconds, o.step_seconds > 0 ? 100.0 * o.moe_seconds / o.step_seconds : 0.0);
+  fmt::print("modeled MoE time    {:.4f} s on {} ranks with {:.1f} GB/s, {:.1f} us links\n", o.moe_modeled_seconds,
+             e.cluster.ranks, static_cast<double>(e.cluster.link_bandwidth) / 1e9, e.cluster.link_latency * 1e6);
   fmt::print("database            {} (run id {})\n", db, run);
   fmt::print("inspect with        lrmoe show {} --db {}\n", run, db);
 }
@@ -73,6 +77,18 @@ Experiment load_experiment_source(const ExperimentSource& source) {
   return e;
 }
 
+int validate_command(const ExperimentSource& source) {
+  const Experiment experiment = load_experiment_source(source);
+  const PolicySet policies = load_policy_set(experiment.policies);
+  fmt::print("{}\n# the plugins, with every parameter:\n", to_toml(experiment));
+  for (const PluginRecord& plugin : policies.records) {
+    fmt::print("# {} {} {} ({})\n", plugin.kind, plugin.name, plugin.version, plugin.path);
+    std::istringstream lines(plugin.parameters);
+    for (std::string line; std::getline(lines, line);) fmt::print("#   {}\n", line);
+  }
+  return 0;
+}
+
 int run_command(const ExperimentSource& source) {
   Experiment experiment = load_experiment_source(source);
   // Everything a user can get wrong is checked before the database is touched.
@@ -82,6 +98,7 @@ int run_command(const ExperimentSource& source) {
   } catch (const std::invalid_argument& error) {
     throw std::runtime_error(fmt::format("{}: {}", source.file.value_or("<built-in default experiment>"), error.what()));
   }
+  auto policies = std::make_shared<const PolicySet>(load_policy_set(experiment.policies));
   auto store = ResultsStore::open(experiment.store.path);
 
   const ThreadSetting threads = configure_threads(experiment.train.threads);
@@ -91,6 +108,7 @@ int run_command(const ExperimentSource& source) {
   const BlasReport blas = log_blas(threads);
   const ParameterCount params = count_parameters(experiment.model);
   spdlog::info("parameters: {} total, {} active per token", billions(params.total), billions(params.active));
+  spdlog::info("policies: {} on {} logical ranks", policy_names(experiment.policies), experiment.cluster.ranks);
 
   RunInfo info;
   info.name = experiment.experiment.name;
@@ -105,7 +123,12 @@ int run_command(const ExperimentSource& source) {
   info.params_total = params.total;
   info.params_active = params.active;
   if (experiment.train.target_loss > 0) info.target_loss = experiment.train.target_loss;
+  info.ranks = experiment.cluster.ranks;
+  info.policies = policy_names(experiment.policies);
   const int64_t run = store->begin_run(info);
+  std::vector<PluginRecordRow> plugins;
+  for (const PluginRecord& p : policies->records) plugins.push_back({p.kind, p.name, p.version, p.parameters, p.path, p.sha256});
+  store->add_plugins(run, plugins);
   store->add_event(run, "info", "data: " + data->describe());
 
   install_interrupt_handler();
@@ -113,7 +136,7 @@ int run_command(const ExperimentSource& source) {
   RunRecorder recorder(*store, run, progress);
   TrainingOutcome outcome;
   try {
-    Trainer trainer(experiment, *data);
+    Trainer trainer(experiment, *data, policies);
     outcome = trainer.run(recorder);
   } catch (const std::exception& error) {
     progress.finish();
@@ -124,7 +147,10 @@ int run_command(const ExperimentSource& source) {
   progress.finish();
 
   std::optional<TimeToTarget> time_to_target;
-  if (outcome.target) time_to_target = TimeToTarget{outcome.target->step, outcome.target->step_seconds, outcome.target->moe_seconds};
+  if (outcome.target) {
+    const TargetReached& t = *outcome.target;
+    time_to_target = TimeToTarget{t.step, t.step_seconds, t.moe_seconds, t.moe_modeled_seconds};
+  }
   const bool stopped = outcome.reason == StopReason::Stopped;
   store->add_event(run, stopped ? "warning" : "info", stopped ? "stopped by the user" : "finished");
   store->finish_run(run, stopped ? "stopped" : "finished", time_to_target);

@@ -1,5 +1,6 @@
 #pragma once
-// `lrmoe run [EXP.toml] [--set k=v]... [--db PATH]`: trains one experiment and records it.
+// `lrmoe run [EXP.toml] [--set k=v]... [--db PATH]`: trains one experiment and records it;
+// `lrmoe validate` checks one without training.
 
 #include <optional>
 #include <string>
@@ -17,6 +18,10 @@ struct ExperimentSource {
 
 // Loads and resolves the experiment from its file or the embedded default. Throws ConfigError.
 Experiment load_experiment_source(const ExperimentSource& source);
+
+// `lrmoe validate`: prints the resolved experiment, then each policy plugin with every
+// parameter, as TOML comments. Loading the plugins checks their names and parameters.
+int validate_command(const ExperimentSource& source);
 
 // Returns the process exit code: 0 finished (target reached or max_steps), 130 stopped by
 // Ctrl-C. Throws on user errors before the run starts.

@@ -1,11 +1,48 @@
 #include "run_recorder.hpp"
 
+#include <algorithm>
+#include <numeric>
+#include <tuple>
+
 #include "interrupt.hpp"
 
 namespace lrmoe {
 namespace {
 
 constexpr double kFlushEverySeconds = 2.0;
+
+// Largest and mean pairs per rank.
+std::pair<int64_t, double> max_and_mean(const std::vector<int64_t>& load) {
+  if (load.empty()) return {0, 0.0};
+  return {*std::max_element(load.begin(), load.end()),
+          static_cast<double>(std::accumulate(load.begin(), load.end(), int64_t{0})) / static_cast<double>(load.size())};
+}
+
+LayerStepRecord layer_step_record(int64_t step, const LayerStepStatistics& s) {
+  LayerStepRecord record;
+  record.step = step;
+  record.layer = s.layer;
+  record.pairs_routed = s.pairs_routed;
+  record.pairs_dropped = s.pairs_dropped;
+  record.pairs_kept = s.pairs_kept;
+  record.replicas = s.replicas;
+  std::tie(record.forward_load_max, record.forward_load_mean) = max_and_mean(s.forward_load);
+  std::tie(record.backward_load_max, record.backward_load_mean) = max_and_mean(s.backward_load);
+  record.bytes_forward_dispatch = s.traffic.forward_dispatch;
+  record.bytes_forward_combine = s.traffic.forward_combine;
+  record.bytes_backward_dispatch = s.traffic.backward_dispatch;
+  record.bytes_backward_return = s.traffic.backward_return;
+  record.bytes_replica_sync = s.traffic.replica_sync;
+  record.forward_seconds = s.forward_seconds;
+  record.backward_seconds = s.backward_seconds;
+  record.modeled_seconds = s.modeled_seconds;
+  record.placement_seconds = s.overhead.placement;
+  record.metric_seconds = s.overhead.metric;
+  record.selection_seconds = s.overhead.selection;
+  record.routing_seconds = s.overhead.routing;
+  record.compaction_seconds = s.overhead.compaction;
+  return record;
+}
 
 }  // namespace
 
@@ -22,8 +59,15 @@ void RunRecorder::on_step(const StepReport& r) {
   record.tokens = r.tokens;
   record.step_seconds = r.step_seconds;
   record.moe_seconds = r.moe_seconds;
+  record.moe_modeled_seconds = r.moe_modeled_seconds;
   store_.add_step(run_, record);
   for (const LayerLoad& load : r.expert_load) store_.add_expert_load(run_, r.step, load.layer, load.pairs_per_expert);
+  for (const LayerStepStatistics& layer : r.layers) store_.add_layer_step(run_, layer_step_record(r.step, layer));
+  for (std::size_t rank = 0; rank < r.rank_memory.size(); ++rank) {
+    const RankMemory& m = r.rank_memory[rank];
+    store_.add_rank_memory(run_, {r.step, static_cast<int64_t>(rank), m.owned, m.replicas, m.gradients, m.optimizer,
+                                  m.forward_tokens, m.backward_tokens, m.dense});
+  }
 
   const auto now = std::chrono::steady_clock::now();
   if (r.eval_loss || std::chrono::duration<double>(now - last_flush_).count() >= kFlushEverySeconds) {

@@ -8,11 +8,25 @@ namespace lrmoe::store {
 
 BufferedWriter::BufferedWriter(sqlite::Database& db)
     : db_(db),
-      insert_step_(
-          db.prepare("INSERT INTO steps (run, step, train_loss, eval_loss, lr, grad_norm, tokens, "
-                     "step_seconds, moe_seconds) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")),
+      insert_step_(db.prepare(
+          "INSERT INTO steps (run, step, train_loss, eval_loss, lr, grad_norm, tokens, "
+          "step_seconds, moe_seconds, moe_modeled_seconds) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)")),
       insert_expert_load_(db.prepare("INSERT INTO expert_load (run, step, layer, expert, pairs) "
                                      "VALUES (?1, ?2, ?3, ?4, ?5)")),
+      insert_layer_step_(db.prepare(
+          "INSERT INTO moe_layer_steps (run, step, layer, pairs_routed, pairs_dropped, "
+          "pairs_kept, replicas, forward_load_max, forward_load_mean, backward_load_max, "
+          "backward_load_mean, bytes_forward_dispatch, bytes_forward_combine, "
+          "bytes_backward_dispatch, bytes_backward_return, bytes_replica_sync, forward_seconds, "
+          "backward_seconds, modeled_seconds, placement_seconds, metric_seconds, "
+          "selection_seconds, routing_seconds, compaction_seconds) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, "
+          "?18, ?19, ?20, ?21, ?22, ?23, ?24)")),
+      insert_rank_memory_(db.prepare(
+          "INSERT INTO rank_memory (run, step, rank, owned, replicas, gradients, optimizer, "
+          "forward_tokens, backward_tokens, dense) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)")),
       insert_event_(
           db.prepare("INSERT INTO events (run, time, level, message) VALUES (?1, ?2, ?3, ?4)")) {}
 
@@ -30,6 +44,16 @@ void BufferedWriter::add_expert_load(int64_t run, int64_t step, int64_t layer,
   flush_if_large();
 }
 
+void BufferedWriter::add_layer_step(int64_t run, const LayerStepRecord& record) {
+  layer_steps_.push_back({run, record});
+  flush_if_large();
+}
+
+void BufferedWriter::add_rank_memory(int64_t run, const RankMemoryRecord& record) {
+  rank_memory_.push_back({run, record});
+  flush_if_large();
+}
+
 void BufferedWriter::add_event(int64_t run, const std::string& level, const std::string& message) {
   // Stamped now, not at flush time: the event happened now.
   events_.push_back({run, utc_timestamp_now(), level, message});
@@ -37,7 +61,8 @@ void BufferedWriter::add_event(int64_t run, const std::string& level, const std:
 }
 
 size_t BufferedWriter::buffered_rows() const {
-  return steps_.size() + expert_load_.size() + events_.size();
+  return steps_.size() + expert_load_.size() + layer_steps_.size() + rank_memory_.size() +
+         events_.size();
 }
 
 void BufferedWriter::flush_if_large() {
@@ -59,7 +84,7 @@ void BufferedWriter::flush() {
 void BufferedWriter::write_buffered_rows() {
   sqlite::Transaction transaction(db_);
   // Steps first: they are what a reader of a half-finished run looks at.
-  for (const StepRow& row : steps_) {
+  for (const RunRow<StepRecord>& row : steps_) {
     const StepRecord& r = row.record;
     insert_step_.bind_int64(1, row.run)
         .bind_int64(2, r.step)
@@ -69,7 +94,8 @@ void BufferedWriter::write_buffered_rows() {
         .bind_double(6, r.grad_norm)
         .bind_int64(7, r.tokens)
         .bind_double(8, r.step_seconds)
-        .bind_double(9, r.moe_seconds);
+        .bind_double(9, r.moe_seconds)
+        .bind_double(10, r.moe_modeled_seconds);
     insert_step_.execute();
   }
   for (const ExpertLoadRow& row : expert_load_) {
@@ -79,6 +105,48 @@ void BufferedWriter::write_buffered_rows() {
         .bind_int64(4, row.expert)
         .bind_int64(5, row.pairs);
     insert_expert_load_.execute();
+  }
+  for (const RunRow<LayerStepRecord>& row : layer_steps_) {
+    const LayerStepRecord& r = row.record;
+    insert_layer_step_.bind_int64(1, row.run)
+        .bind_int64(2, r.step)
+        .bind_int64(3, r.layer)
+        .bind_int64(4, r.pairs_routed)
+        .bind_int64(5, r.pairs_dropped)
+        .bind_int64(6, r.pairs_kept)
+        .bind_int64(7, r.replicas)
+        .bind_int64(8, r.forward_load_max)
+        .bind_double(9, r.forward_load_mean)
+        .bind_int64(10, r.backward_load_max)
+        .bind_double(11, r.backward_load_mean)
+        .bind_int64(12, r.bytes_forward_dispatch)
+        .bind_int64(13, r.bytes_forward_combine)
+        .bind_int64(14, r.bytes_backward_dispatch)
+        .bind_int64(15, r.bytes_backward_return)
+        .bind_int64(16, r.bytes_replica_sync)
+        .bind_double(17, r.forward_seconds)
+        .bind_double(18, r.backward_seconds)
+        .bind_double(19, r.modeled_seconds)
+        .bind_double(20, r.placement_seconds)
+        .bind_double(21, r.metric_seconds)
+        .bind_double(22, r.selection_seconds)
+        .bind_double(23, r.routing_seconds)
+        .bind_double(24, r.compaction_seconds);
+    insert_layer_step_.execute();
+  }
+  for (const RunRow<RankMemoryRecord>& row : rank_memory_) {
+    const RankMemoryRecord& r = row.record;
+    insert_rank_memory_.bind_int64(1, row.run)
+        .bind_int64(2, r.step)
+        .bind_int64(3, r.rank)
+        .bind_int64(4, r.owned)
+        .bind_int64(5, r.replicas)
+        .bind_int64(6, r.gradients)
+        .bind_int64(7, r.optimizer)
+        .bind_int64(8, r.forward_tokens)
+        .bind_int64(9, r.backward_tokens)
+        .bind_int64(10, r.dense);
+    insert_rank_memory_.execute();
   }
   for (const EventRow& row : events_) {
     insert_event_.bind_int64(1, row.run)
@@ -93,6 +161,8 @@ void BufferedWriter::write_buffered_rows() {
 void BufferedWriter::clear() {
   steps_.clear();
   expert_load_.clear();
+  layer_steps_.clear();
+  rank_memory_.clear();
   events_.clear();
 }
 

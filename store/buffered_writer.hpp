@@ -1,7 +1,8 @@
 #pragma once
-// The hot-path writer: steps, expert load and events are collected in memory and written by
-// flush() in one transaction, through prepared statements that are reused for every row. One
-// transaction per row would cost a disk sync per row; one per flush costs one.
+// The hot-path writer: steps, expert load, layer statistics, rank memory and events are
+// collected in memory and written by flush() in one transaction, through prepared statements
+// that are reused for every row. One transaction per row would cost a disk sync per row; one per
+// flush costs one.
 
 #include <cstddef>
 #include <cstdint>
@@ -16,7 +17,7 @@ namespace lrmoe::store {
 class BufferedWriter {
  public:
   // Past this many buffered rows an add flushes on its own, bounding memory on long runs that
-  // flush rarely (a step with 12 layers x 64 experts adds 769 rows).
+  // flush rarely (a step with 12 MoE layers x 64 experts on 8 ranks adds 789 rows).
   static constexpr size_t kAutoFlushRows = 20000;
 
   explicit BufferedWriter(sqlite::Database& db);
@@ -24,6 +25,8 @@ class BufferedWriter {
   void add_step(int64_t run, const StepRecord& step);
   void add_expert_load(int64_t run, int64_t step, int64_t layer,
                        const std::vector<int64_t>& pairs_per_expert);
+  void add_layer_step(int64_t run, const LayerStepRecord& record);
+  void add_rank_memory(int64_t run, const RankMemoryRecord& record);
   void add_event(int64_t run, const std::string& level, const std::string& message);
 
   // Writes every buffered row in one transaction. On failure nothing of the batch is written
@@ -34,9 +37,10 @@ class BufferedWriter {
   size_t buffered_rows() const;
 
  private:
-  struct StepRow {
+  template <typename Record>
+  struct RunRow {
     int64_t run;
-    StepRecord record;
+    Record record;
   };
   struct ExpertLoadRow {
     int64_t run, step, layer, expert, pairs;
@@ -53,9 +57,13 @@ class BufferedWriter {
   sqlite::Database& db_;
   sqlite::Statement insert_step_;
   sqlite::Statement insert_expert_load_;
+  sqlite::Statement insert_layer_step_;
+  sqlite::Statement insert_rank_memory_;
   sqlite::Statement insert_event_;
-  std::vector<StepRow> steps_;
+  std::vector<RunRow<StepRecord>> steps_;
   std::vector<ExpertLoadRow> expert_load_;
+  std::vector<RunRow<LayerStepRecord>> layer_steps_;
+  std::vector<RunRow<RankMemoryRecord>> rank_memory_;
   std::vector<EventRow> events_;
 };
 

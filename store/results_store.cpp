@@ -53,8 +53,9 @@ class SqliteResultsStore final : public ResultsStore {
     require_writable();
     sqlite::Statement insert = db_.prepare(
         "INSERT INTO runs (name, status, started_at, resolved_toml, toml_sha256, code_version, "
-        "host, pid, torch_version, blas, seed, params_total, params_active, target_loss) "
-        "VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
+        "host, pid, torch_version, blas, seed, params_total, params_active, target_loss, ranks, "
+        "policies) VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+        "?15)");
     insert.bind_text(1, info.name)
         .bind_text(2, store::utc_timestamp_now())
         .bind_text(3, info.resolved_toml)
@@ -67,9 +68,30 @@ class SqliteResultsStore final : public ResultsStore {
         .bind_int64(10, static_cast<int64_t>(info.seed))
         .bind_int64(11, info.params_total)
         .bind_int64(12, info.params_active)
-        .bind_optional_double(13, info.target_loss);
+        .bind_optional_double(13, info.target_loss)
+        .bind_int64(14, info.ranks)
+        .bind_text(15, info.policies);
     insert.execute();
     return db_.last_insert_rowid();
+  }
+
+  void add_plugins(int64_t run, const std::vector<PluginRecordRow>& plugins) override {
+    require_writable();
+    sqlite::Transaction transaction(db_);
+    sqlite::Statement insert = db_.prepare(
+        "INSERT INTO run_plugins (run, kind, name, version, parameters, path, sha256) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+    for (const PluginRecordRow& plugin : plugins) {
+      insert.bind_int64(1, run)
+          .bind_text(2, plugin.kind)
+          .bind_text(3, plugin.name)
+          .bind_text(4, plugin.version)
+          .bind_text(5, plugin.parameters)
+          .bind_text(6, plugin.path)
+          .bind_text(7, plugin.sha256);
+      insert.execute();
+    }
+    transaction.commit();
   }
 
   void add_step(int64_t run, const StepRecord& step) override { writer().add_step(run, step); }
@@ -77,6 +99,14 @@ class SqliteResultsStore final : public ResultsStore {
   void add_expert_load(int64_t run, int64_t step, int64_t layer,
                        const std::vector<int64_t>& pairs_per_expert) override {
     writer().add_expert_load(run, step, layer, pairs_per_expert);
+  }
+
+  void add_layer_step(int64_t run, const LayerStepRecord& record) override {
+    writer().add_layer_step(run, record);
+  }
+
+  void add_rank_memory(int64_t run, const RankMemoryRecord& record) override {
+    writer().add_rank_memory(run, record);
   }
 
   void add_event(int64_t run, const std::string& level, const std::string& message) override {
@@ -90,12 +120,13 @@ class SqliteResultsStore final : public ResultsStore {
     writer().flush();
     sqlite::Statement update = db_.prepare(
         "UPDATE runs SET status = ?2, ended_at = ?3, ttt_step = ?4, ttt_step_seconds = ?5, "
-        "ttt_moe_seconds = ?6 WHERE id = ?1");
+        "ttt_moe_seconds = ?6, ttt_moe_modeled_seconds = ?7 WHERE id = ?1");
     update.bind_int64(1, run).bind_text(2, status).bind_text(3, store::utc_timestamp_now());
     if (time_to_target) {
       update.bind_int64(4, time_to_target->step)
           .bind_double(5, time_to_target->step_seconds)
-          .bind_double(6, time_to_target->moe_seconds);
+          .bind_double(6, time_to_target->moe_seconds)
+          .bind_double(7, time_to_target->moe_modeled_seconds);
     }
     update.execute();
     if (db_.changes() == 0) {
@@ -115,7 +146,9 @@ class SqliteResultsStore final : public ResultsStore {
     return std::move(runs.front());
   }
 
-  std::vector<StepRecord> steps(int64_t run) const override { return store::read_steps(db_, run); }
+  std::vector<StepRecord> steps(int64_t run) const override {
+    return store::read_steps(db_, run, schema_version_);
+  }
 
   QueryResult query(const std::string& sql) const override {
     return store::run_read_only_query(db_, sql);

@@ -1,8 +1,10 @@
 #pragma once
-// The results database (SQLite). One file holds every run of a project: runs, steps, per-step
-// expert load and events. Schema and migrations: store/schema.cpp.
+// The results database (SQLite). One file holds every run of a project: runs, the policy plugins
+// they used, steps, per-step expert load, per-step statistics of each MoE layer and memory of
+// each rank, and events. Schema and migrations: store/schema.cpp.
 //
-// Writes on the training hot path (steps, expert load, events) are buffered and committed in one
+// Writes on the training hot path (steps, expert load, layer statistics, rank memory, events)
+// are buffered and committed in one
 // transaction per flush; a killed process therefore loses at most the unflushed tail, and every
 // committed step stays readable. Opening a database marks runs whose process is gone as
 // 'interrupted'.
@@ -35,7 +37,20 @@ struct RunInfo {
   uint64_t seed = 0;
   int64_t params_total = 0;
   int64_t params_active = 0;
+  int64_t ranks = 1;  // logical ranks the experts are placed on
+  // The policies' names, placement/metric/selection/routing: "fixed_ownership/gate/keep_all/owner".
+  std::string policies;
   std::optional<double> target_loss;
+};
+
+// A policy plugin a run used (recorded once, at begin).
+struct PluginRecordRow {
+  std::string kind;  // placement | metric | selection | routing: one plugin of each per run
+  std::string name;
+  std::string version;
+  std::string parameters;  // every parameter with its value, as TOML text
+  std::string path;        // the shared library
+  std::string sha256;      // of that library
 };
 
 struct StepRecord {
@@ -47,6 +62,35 @@ struct StepRecord {
   int64_t tokens = 0;          // tokens in this step
   double step_seconds = 0;     // wall time of the step
   double moe_seconds = 0;      // wall time inside MoE layers (forward + backward)
+  // Modeled MoE-layer time of the step (cost model). Reads back as NaN for steps written
+  // before schema 3, which did not record it.
+  double moe_modeled_seconds = 0;
+};
+
+// One MoE layer in one step (layer = index among the MoE layers).
+struct LayerStepRecord {
+  int64_t step = 0, layer = 0;
+  int64_t pairs_routed = 0, pairs_dropped = 0, pairs_kept = 0, replicas = 0;
+  // Pairs per rank: the busiest rank's and the mean over ranks.
+  int64_t forward_load_max = 0;
+  double forward_load_mean = 0;
+  int64_t backward_load_max = 0;
+  double backward_load_mean = 0;
+  // Bytes over all ranks: the four all-to-alls and the replica traffic.
+  int64_t bytes_forward_dispatch = 0, bytes_forward_combine = 0, bytes_backward_dispatch = 0,
+          bytes_backward_return = 0, bytes_replica_sync = 0;
+  // Measured wall time of the layer, and its cost-model time.
+  double forward_seconds = 0, backward_seconds = 0, modeled_seconds = 0;
+  // The parts of the measured time spent deciding and rearranging rather than computing.
+  double placement_seconds = 0, metric_seconds = 0, selection_seconds = 0, routing_seconds = 0,
+         compaction_seconds = 0;
+};
+
+// Memory of one logical rank in one step, bytes by category (peak over the step).
+struct RankMemoryRecord {
+  int64_t step = 0, rank = 0;
+  int64_t owned = 0, replicas = 0, gradients = 0, optimizer = 0, forward_tokens = 0,
+          backward_tokens = 0, dense = 0;
 };
 
 // Cumulative times until the evaluation loss first reached the target.
@@ -54,6 +98,7 @@ struct TimeToTarget {
   int64_t step = 0;
   double step_seconds = 0;
   double moe_seconds = 0;
+  double moe_modeled_seconds = 0;  // NaN for runs finished before schema 3
 };
 
 struct RunSummary {
@@ -71,6 +116,8 @@ struct RunSummary {
   uint64_t seed = 0;
   int64_t params_total = 0;
   int64_t params_active = 0;
+  int64_t ranks = 1;     // 1 for runs begun before schema 3
+  std::string policies;  // empty for runs begun before schema 3
   std::optional<double> target_loss;
   std::optional<TimeToTarget> time_to_target;
   int64_t steps = 0;
@@ -99,10 +146,15 @@ class ResultsStore {
   // Records a new run as 'running', now. An empty `host` and a zero `pid` mean this host and
   // this process: the pair that lets a later open() notice the process is gone.
   virtual int64_t begin_run(const RunInfo& info) = 0;
+  // Written at once, all or none in one transaction: a run records its plugins once, before
+  // its first step.
+  virtual void add_plugins(int64_t run, const std::vector<PluginRecordRow>& plugins) = 0;
   virtual void add_step(int64_t run, const StepRecord& step) = 0;
   // pairs_per_expert[e]: token-expert pairs routed to expert e of `layer` in `step`.
   virtual void add_expert_load(int64_t run, int64_t step, int64_t layer,
                                const std::vector<int64_t>& pairs_per_expert) = 0;
+  virtual void add_layer_step(int64_t run, const LayerStepRecord& record) = 0;
+  virtual void add_rank_memory(int64_t run, const RankMemoryRecord& record) = 0;
   virtual void add_event(int64_t run, const std::string& level, const std::string& message) = 0;
   // Commits everything buffered in one transaction (also done on its own past 20k buffered
   // rows, and by the destructor). If it fails, the batch is dropped and the StoreError says

@@ -1,5 +1,7 @@
 #include "store/run_reader.hpp"
 
+#include <fmt/format.h>
+
 namespace lrmoe::store {
 namespace {
 
@@ -19,13 +21,16 @@ RunSummary summary_from_row(const sqlite::Statement& row) {
   run.seed = static_cast<uint64_t>(row.column_int64(11));
   run.params_total = row.column_int64(12);
   run.params_active = row.column_int64(13);
-  run.target_loss = row.column_optional_double(14);
-  if (const auto step = row.column_optional_int64(15)) {
-    run.time_to_target = TimeToTarget{*step, row.column_double(16), row.column_double(17)};
+  run.ranks = row.column_int64(14);
+  run.policies = row.column_text(15);
+  run.target_loss = row.column_optional_double(16);
+  if (const auto step = row.column_optional_int64(17)) {
+    run.time_to_target = TimeToTarget{*step, row.column_double(18), row.column_double(19),
+                                      row.column_double(20)};
   }
-  run.steps = row.column_int64(18);
-  run.final_train_loss = row.column_optional_double(19);
-  run.final_eval_loss = row.column_optional_double(20);
+  run.steps = row.column_int64(21);
+  run.final_train_loss = row.column_optional_double(22);
+  run.final_eval_loss = row.column_optional_double(23);
   return run;
 }
 
@@ -35,8 +40,9 @@ std::vector<RunSummary> read_run_summaries(const sqlite::Database& db, std::opti
   sqlite::Statement select = db.prepare(
       "SELECT r.id, r.name, r.status, r.started_at, r.ended_at, r.resolved_toml, r.toml_sha256, "
       "       r.code_version, r.host, r.torch_version, r.blas, r.seed, r.params_total, "
-      "       r.params_active, r.target_loss, r.ttt_step, r.ttt_step_seconds, "
-      "       r.ttt_moe_seconds, s.steps, s.final_train_loss, s.final_eval_loss "
+      "       r.params_active, r.ranks, r.policies, r.target_loss, r.ttt_step, "
+      "       r.ttt_step_seconds, r.ttt_moe_seconds, r.ttt_moe_modeled_seconds, s.steps, "
+      "       s.final_train_loss, s.final_eval_loss "
       "FROM runs r JOIN run_summary s ON s.id = r.id "
       "WHERE ?1 IS NULL OR r.id = ?1 "
       "ORDER BY r.id");
@@ -46,10 +52,13 @@ std::vector<RunSummary> read_run_summaries(const sqlite::Database& db, std::opti
   return runs;
 }
 
-std::vector<StepRecord> read_steps(const sqlite::Database& db, int64_t run) {
-  sqlite::Statement select = db.prepare(
-      "SELECT step, train_loss, eval_loss, lr, grad_norm, tokens, step_seconds, moe_seconds "
-      "FROM steps WHERE run = ?1 ORDER BY step");
+std::vector<StepRecord> read_steps(const sqlite::Database& db, int64_t run, int schema_version) {
+  // The column arrived with schema 3.
+  const char* moe_modeled_seconds = schema_version >= 3 ? "moe_modeled_seconds" : "NULL";
+  sqlite::Statement select = db.prepare(fmt::format(
+      "SELECT step, train_loss, eval_loss, lr, grad_norm, tokens, step_seconds, moe_seconds, {} "
+      "FROM steps WHERE run = ?1 ORDER BY step",
+      moe_modeled_seconds));
   select.bind_int64(1, run);
   std::vector<StepRecord> steps;
   while (select.step()) {
@@ -62,6 +71,7 @@ std::vector<StepRecord> read_steps(const sqlite::Database& db, int64_t run) {
     step.tokens = select.column_int64(5);
     step.step_seconds = select.column_double(6);
     step.moe_seconds = select.column_double(7);
+    step.moe_modeled_seconds = select.column_double(8);
     steps.push_back(step);
   }
   return steps;

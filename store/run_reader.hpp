@@ -10,11 +10,12 @@
 
 namespace lrmoe::store {
 
-// Every run in id order, or only `run` when given. Needs the run_summary view (schema 2).
+// Every run in id order, or only `run` when given. Needs the current schema.
 std::vector<RunSummary> read_run_summaries(const sqlite::Database& db,
                                            std::optional<int64_t> run = std::nullopt);
 
-// A run's steps in step order.
-std::vector<StepRecord> read_steps(const sqlite::Database& db, int64_t run);
+// A run's steps in step order, from a file of any schema version (`schema_version`, the
+// file's): steps of files older than schema 3 read moe_modeled_seconds as NaN.
+std::vector<StepRecord> read_steps(const sqlite::Database& db, int64_t run, int schema_version);
 
 }  // namespace lrmoe::store

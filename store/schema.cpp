@@ -110,6 +110,129 @@ SELECT run,
 FROM expert_load
 GROUP BY run, layer, expert;
 )sql"},
+
+    // The LRMoE pipeline: the plugins a run used, per-step statistics of each MoE layer and
+    // memory of each logical rank, and the modeled (cost-model) MoE time beside the measured
+    // one. Older rows get NULL modeled times (never recorded), one rank and no policies (the
+    // single-process model before the pipeline). The primary keys of the two per-step tables
+    // begin with (run, step), so they serve as those tables' (run, step) indexes.
+    Migration{3, R"sql(
+ALTER TABLE runs ADD COLUMN ranks INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE runs ADD COLUMN policies TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN ttt_moe_modeled_seconds REAL;
+ALTER TABLE steps ADD COLUMN moe_modeled_seconds REAL;
+
+CREATE TABLE run_plugins (
+  run        INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  kind       TEXT NOT NULL CHECK (kind IN ('placement', 'metric', 'selection', 'routing')),
+  name       TEXT NOT NULL,
+  version    TEXT NOT NULL,
+  parameters TEXT NOT NULL,
+  path       TEXT NOT NULL,
+  sha256     TEXT NOT NULL,
+  PRIMARY KEY (run, kind)
+) WITHOUT ROWID;
+
+CREATE TABLE moe_layer_steps (
+  run                     INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  step                    INTEGER NOT NULL,
+  layer                   INTEGER NOT NULL,
+  pairs_routed            INTEGER NOT NULL,
+  pairs_dropped           INTEGER NOT NULL,
+  pairs_kept              INTEGER NOT NULL,
+  replicas                INTEGER NOT NULL,
+  forward_load_max        INTEGER NOT NULL,
+  forward_load_mean       REAL,
+  backward_load_max       INTEGER NOT NULL,
+  backward_load_mean      REAL,
+  bytes_forward_dispatch  INTEGER NOT NULL,
+  bytes_forward_combine   INTEGER NOT NULL,
+  bytes_backward_dispatch INTEGER NOT NULL,
+  bytes_backward_return   INTEGER NOT NULL,
+  bytes_replica_sync      INTEGER NOT NULL,
+  forward_seconds         REAL,
+  backward_seconds        REAL,
+  modeled_seconds         REAL,
+  placement_seconds       REAL,
+  metric_seconds          REAL,
+  selection_seconds       REAL,
+  routing_seconds         REAL,
+  compaction_seconds      REAL,
+  PRIMARY KEY (run, step, layer)
+) WITHOUT ROWID;
+
+CREATE TABLE rank_memory (
+  run             INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  step            INTEGER NOT NULL,
+  rank            INTEGER NOT NULL,
+  owned           INTEGER NOT NULL,
+  replicas        INTEGER NOT NULL,
+  gradients       INTEGER NOT NULL,
+  optimizer       INTEGER NOT NULL,
+  forward_tokens  INTEGER NOT NULL,
+  backward_tokens INTEGER NOT NULL,
+  dense           INTEGER NOT NULL,
+  PRIMARY KEY (run, step, rank)
+) WITHOUT ROWID;
+
+DROP VIEW run_summary;
+CREATE VIEW run_summary AS
+SELECT r.id,
+       r.name,
+       r.status,
+       r.started_at,
+       r.ended_at,
+       r.ranks,
+       r.policies,
+       (SELECT count(*) FROM steps s WHERE s.run = r.id) AS steps,
+       (SELECT s.train_loss FROM steps s WHERE s.run = r.id
+        ORDER BY s.step DESC LIMIT 1) AS final_train_loss,
+       (SELECT s.eval_loss FROM steps s WHERE s.run = r.id AND s.eval_loss IS NOT NULL
+        ORDER BY s.step DESC LIMIT 1) AS final_eval_loss,
+       r.target_loss,
+       r.ttt_step,
+       r.ttt_step_seconds,
+       r.ttt_moe_seconds,
+       r.ttt_moe_modeled_seconds,
+       r.params_total,
+       r.params_active
+FROM runs r;
+
+-- Per run and rank, the largest memory of any step: the paper's subtotal (what placement and
+-- routing decide: owned and replica experts, forward and backward token buffers) and the total
+-- of every category. The two peaks may fall in different steps.
+CREATE VIEW memory_peak AS
+SELECT run,
+       rank,
+       max(owned + replicas + forward_tokens + backward_tokens) AS peak_subtotal,
+       max(owned + replicas + gradients + optimizer + forward_tokens + backward_tokens + dense)
+         AS peak_total
+FROM rank_memory
+GROUP BY run, rank;
+
+-- Per run and MoE layer, over its steps: pairs, bytes of each all-to-all and of replica sync,
+-- seconds, and the mean load imbalance (busiest rank over the mean rank; steps without load
+-- are left out).
+CREATE VIEW layer_summary AS
+SELECT run,
+       layer,
+       count(*) AS steps,
+       sum(pairs_routed) AS pairs_routed,
+       sum(pairs_dropped) AS pairs_dropped,
+       sum(pairs_kept) AS pairs_kept,
+       sum(bytes_forward_dispatch) AS bytes_forward_dispatch,
+       sum(bytes_forward_combine) AS bytes_forward_combine,
+       sum(bytes_backward_dispatch) AS bytes_backward_dispatch,
+       sum(bytes_backward_return) AS bytes_backward_return,
+       sum(bytes_replica_sync) AS bytes_replica_sync,
+       sum(forward_seconds) AS forward_seconds,
+       sum(backward_seconds) AS backward_seconds,
+       sum(modeled_seconds) AS modeled_seconds,
+       avg(forward_load_max / NULLIF(forward_load_mean, 0)) AS forward_imbalance,
+       avg(backward_load_max / NULLIF(backward_load_mean, 0)) AS backward_imbalance
+FROM moe_layer_steps
+GROUP BY run, layer;
+)sql"},
 };
 
 constexpr bool numbered_in_order() {

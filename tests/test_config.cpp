@@ -13,6 +13,7 @@
 #include "core/config/byte_size.hpp"
 #include "core/config/did_you_mean.hpp"
 #include "core/config/experiment_loader.hpp"
+#include "core/config/policy_sections.hpp"
 #include "core/config/experiment_schema.hpp"
 #include "core/model/presets.hpp"
 
@@ -103,6 +104,7 @@ TEST_CASE("keys that are not given keep the defaults of experiment.hpp", "[confi
   const Experiment e = load_experiment_text(kTinyModel, "tiny.toml");
   Experiment expected;
   expected.model = *lrmoe::find_preset("tiny-moe");
+  lrmoe::apply_bundle(expected.policies);  // the default bundle names the policies
   CHECK(to_toml(e) == to_toml(expected));
   CHECK(e.data.kind == lrmoe::DataKind::Synthetic);
   CHECK(e.data.vocab_size == 512);
@@ -329,11 +331,47 @@ TEST_CASE("unknown sections and keys suggest the name that was meant", "[config]
     const FileError error = file_error("train = 3\n" + kTinyModel);
     CHECK_THAT(error.message, StartsWith(error.file + ":1:1: train must be a table"));
   }
-  SECTION("keys in the reserved [policies] section") {
+  SECTION("a policy named as a key of [policies] rather than in its own table") {
     const FileError error = file_error(kTinyModel + "[policies]\nplacement = \"greedy\"\n");
-    CHECK_THAT(error.message, StartsWith(error.file + ":4:1: "));
-    CHECK_THAT(error.message, Contains("[policies] section is not available yet"));
-    CHECK_NOTHROW(load_experiment_text(kTinyModel + "[policies]\n", "empty-policies.toml"));
+    CHECK_THAT(error.message, StartsWith(error.file + ":4:1: unknown key 'placement' in [policies]"));
+  }
+  SECTION("a plugin parameter that is not a plain value") {
+    const FileError error = file_error(kTinyModel + "[policies.placement]\nsizes = [1, 2]\n");
+    CHECK_THAT(error.message, StartsWith(error.file + ":4:9: a plugin parameter must be"));
+  }
+}
+
+TEST_CASE("policies: a bundle names all four, tables override one, other keys are plugin parameters",
+          "[config]") {
+  SECTION("the default bundle is fixed ownership") {
+    const Experiment e = tiny_with({});
+    CHECK(e.policies.placement.name == "fixed_ownership");
+    CHECK(e.policies.metric.name == "gate");
+    CHECK(e.policies.selection.name == "keep_all");
+    CHECK(e.policies.routing.name == "owner");
+  }
+  SECTION("--set policies.bundle picks another bundle; a named policy wins over it") {
+    const Experiment e = tiny_with({"policies.bundle=lrmoe", "policies.routing.name=round_robin"});
+    CHECK(e.policies.placement.name == "lrmoe");
+    CHECK(e.policies.metric.name == "grad_contribution");
+    CHECK(e.policies.selection.name == "quota_topk");
+    CHECK(e.policies.routing.name == "round_robin");
+  }
+  SECTION("parameters keep their type and where they were set; a later one wins") {
+    const Experiment e = load_experiment_text(kTinyModel +
+                                                  "[policies]\nbundle = \"symi\"\n"
+                                                  "[policies.placement]\ncapacity_factor = 2\nnote = \"x\"\n",
+                                              "p.toml", {"policies.placement.capacity_factor=1.5"});
+    const auto& settings = e.policies.placement.settings;
+    REQUIRE(settings.size() == 2);
+    CHECK(std::get<double>(settings.at("capacity_factor").value) == 1.5);
+    CHECK(settings.at("capacity_factor").place == "--set policies.placement.capacity_factor");
+    CHECK(std::get<std::string>(settings.at("note").value) == "x");
+    CHECK(settings.at("note").place == "p.toml:7:8");
+    // The resolved TOML names every plugin and keeps the parameters.
+    const std::string toml = to_toml(e);
+    CHECK_THAT(toml, Contains("[policies.placement]\nname = \"symi\"\ncapacity_factor = 1.5\nnote = \"x\"\n"));
+    CHECK(to_toml(load_experiment_text(toml, "again.toml")) == toml);
   }
 }
 
@@ -450,7 +488,8 @@ TEST_CASE("command-line override (--set) errors name the override", "[config]") 
   CHECK_THAT(config_error([] { tiny_with({"model.num_layers=many"}); }),
              Contains("model.num_layers must be an integer, got string"));
   CHECK_THAT(config_error([] { tiny_with({"policies.placement=greedy"}); }),
-             StartsWith("--set policies.placement: the [policies] section is not available"));
+             StartsWith("--set policies.placement: unknown key 'placement' in [policies]"));
+  CHECK_THAT(config_error([] { tiny_with({"policies.bundle=symmi"}); }), Contains("did you mean 'symi'"));
 }
 
 TEST_CASE("fields that contradict each other are reported where the last was set", "[config]") {

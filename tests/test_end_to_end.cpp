@@ -110,7 +110,72 @@ TEST_CASE("bad inputs fail with one line naming the place, and the database keep
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     CHECK(text == "my precious notes\n");
   }
+  SECTION("plugin: a name no plugin has") {
+    auto [code, output] =
+        run_lrmoe({"run", good, "--db", db, "--set", "policies.placement.name=symmi"}, dir.file("out.log"));
+    CHECK(code == 1);
+    CHECK_THAT(error_line(output), Catch::Contains("[policies.placement] name = \"symmi\"") &&
+                                       Catch::Contains("did you mean 'symi'?"));
+  }
   CHECK(run_count(db) == 1);
+}
+
+TEST_CASE("a plan that does not fit the memory budget stops the run with the numbers", "[e2e]") {
+  TempFolder dir;
+  const std::string db = dir.file("results.db");
+  auto [code, output] = run_lrmoe({"run", kTinyExperiment, "--db", db, "--set", "cluster.ranks=2", "--set",
+                                   "cluster.memory_per_rank=1200KB"},
+                                  dir.file("out.log"));
+  CHECK(code == 1);
+  CHECK_THAT(error_line(output), Catch::Contains("step 1, MoE layer 0: the plan of placement 'fixed_ownership' "
+                                                 "does not fit rank 0 as planned: 4 instances x") &&
+                                     Catch::Contains("raise cluster.memory_per_rank"));
+  auto store = lrmoe::ResultsStore::open_read_only(db);
+  auto runs = store->list_runs();
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].status == "failed");
+  auto events = store->query("SELECT message FROM events WHERE level = 'error'");
+  REQUIRE(events.rows.size() == 1);
+  CHECK_THAT(*events.rows[0][0], Catch::Contains("does not fit rank 0"));
+}
+
+TEST_CASE("the three bundles train the tiny model to its target and record what the pipeline did",
+          "[e2e][slow]") {
+  TempFolder dir;
+  const std::string db = dir.file("results.db");
+  for (const std::string bundle : {"fixed", "symi", "lrmoe"}) {
+    auto [code, output] = run_lrmoe({"run", kTinyExperiment, "--db", db, "--set", "policies.bundle=" + bundle, "--set",
+                                     "cluster.ranks=2", "--set", "cluster.slots_per_rank=5"},
+                                    dir.file(bundle + ".log"));
+    INFO(output);
+    REQUIRE(code == 0);
+    CHECK(output.find("target eval loss    0.7500: reached") != std::string::npos);
+  }
+  auto store = lrmoe::ResultsStore::open_read_only(db);
+  for (const lrmoe::RunSummary& run : store->list_runs()) {
+    INFO("run " << run.id << " " << run.policies);
+    CHECK(run.status == "finished");
+    CHECK(run.ranks == 2);
+    REQUIRE(run.time_to_target);
+    CHECK(run.time_to_target->moe_modeled_seconds > 0);
+    const std::string id = std::to_string(run.id);
+    auto count = [&](const std::string& table) {
+      return std::stoll(*store->query("SELECT COUNT(*) FROM " + table + " WHERE run = " + id).rows[0][0]);
+    };
+    CHECK(count("run_plugins") == 4);
+    CHECK(count("moe_layer_steps") == 2 * run.steps);  // two MoE layers
+    CHECK(count("rank_memory") == 2 * run.steps);      // two ranks
+  }
+  auto policies = store->query("SELECT policies FROM runs ORDER BY id");
+  REQUIRE(policies.rows.size() == 3);
+  CHECK(*policies.rows[0][0] == "fixed_ownership/gate/keep_all/owner");
+  CHECK(*policies.rows[1][0] == "symi/gate/keep_all/round_robin");
+  CHECK(*policies.rows[2][0] == "lrmoe/grad_contribution/quota_topk/capacity_aware");
+  // LRMoE keeps about half of the pairs in backward; the others keep all of them.
+  auto kept = store->query("SELECT r.id, SUM(m.pairs_kept) * 1.0 / SUM(m.pairs_routed - m.pairs_dropped) "
+                           "FROM moe_layer_steps m JOIN runs r ON r.id = m.run GROUP BY r.id ORDER BY r.id");
+  CHECK(std::stod(*kept.rows[0][1]) == 1.0);
+  CHECK(std::stod(*kept.rows[2][1]) == Approx(0.5).margin(0.02));
 }
 
 TEST_CASE("Ctrl-C stops a run cleanly, and a killed run is marked interrupted with its steps", "[e2e][slow]") {

@@ -1,5 +1,5 @@
-// The results store: round trips, batching, pragmas, migrations, refusing files that are not
-// ours, settling interrupted runs, and the read-only query.
+// The results store: round trips, batching, pragmas, migrations, the summary views, refusing
+// files that are not ours, settling interrupted runs, and the read-only query.
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,6 +43,8 @@ lrmoe::RunInfo sample_run(const std::string& name) {
   info.seed = 0xFEDCBA9876543210ULL;  // above INT64_MAX: checks the bit-pattern round trip
   info.params_total = 1'000'000;
   info.params_active = 250'000;
+  info.ranks = 4;
+  info.policies = "fixed_ownership/gate/keep_all/owner";
   info.target_loss = 2.5;
   return info;
 }
@@ -57,6 +59,36 @@ lrmoe::StepRecord sample_step(int64_t step, std::optional<double> eval_loss = st
   record.tokens = 4096;
   record.step_seconds = 0.5;
   record.moe_seconds = 0.2;
+  record.moe_modeled_seconds = 0.0625;
+  return record;
+}
+
+// Every field differs from the others, so that two swapped columns show.
+lrmoe::LayerStepRecord sample_layer_step(int64_t step, int64_t layer) {
+  lrmoe::LayerStepRecord record;
+  record.step = step;
+  record.layer = layer;
+  record.pairs_routed = 100;
+  record.pairs_dropped = 3;
+  record.pairs_kept = 90;
+  record.replicas = 2;
+  record.forward_load_max = 40;
+  record.forward_load_mean = 24.25;
+  record.backward_load_max = 30;
+  record.backward_load_mean = 22.5;
+  record.bytes_forward_dispatch = 1001;
+  record.bytes_forward_combine = 1002;
+  record.bytes_backward_dispatch = 1003;
+  record.bytes_backward_return = 1004;
+  record.bytes_replica_sync = 1005;
+  record.forward_seconds = 0.5;
+  record.backward_seconds = 0.75;
+  record.modeled_seconds = 0.375;
+  record.placement_seconds = 0.0625;
+  record.metric_seconds = 0.03125;
+  record.selection_seconds = 0.015625;
+  record.routing_seconds = 0.125;
+  record.compaction_seconds = 0.25;
   return record;
 }
 
@@ -128,7 +160,7 @@ TEST_CASE("a run round-trips with its steps, expert load, events and time to tar
     store->add_expert_load(run, 2, 0, {30, 10, 0, 60});
     store->add_expert_load(run, 2, 1, {25, 25, 25, 25});
     store->add_event(run, "info", "evaluation reached the target");
-    store->finish_run(run, "finished", lrmoe::TimeToTarget{2, 1.0, 0.4});
+    store->finish_run(run, "finished", lrmoe::TimeToTarget{2, 1.0, 0.4, 0.125});
   }
 
   auto store = ResultsStore::open_read_only(db_path);
@@ -150,11 +182,14 @@ TEST_CASE("a run round-trips with its steps, expert load, events and time to tar
   CHECK(summary->seed == 0xFEDCBA9876543210ULL);
   CHECK(summary->params_total == 1'000'000);
   CHECK(summary->params_active == 250'000);
+  CHECK(summary->ranks == 4);
+  CHECK(summary->policies == "fixed_ownership/gate/keep_all/owner");
   CHECK(summary->target_loss == 2.5);
   REQUIRE(summary->time_to_target);
   CHECK(summary->time_to_target->step == 2);
   CHECK(summary->time_to_target->step_seconds == 1.0);
   CHECK(summary->time_to_target->moe_seconds == 0.4);
+  CHECK(summary->time_to_target->moe_modeled_seconds == 0.125);
   CHECK(summary->steps == 4);
   CHECK_FALSE(summary->final_train_loss);  // the last step's loss was NaN
   CHECK(summary->final_eval_loss == 3.5);  // the last evaluated step, not the last step
@@ -170,6 +205,7 @@ TEST_CASE("a run round-trips with its steps, expert load, events and time to tar
   CHECK(steps[1].tokens == 4096);
   CHECK(steps[1].step_seconds == 0.5);
   CHECK(steps[1].moe_seconds == 0.2);
+  CHECK(steps[1].moe_modeled_seconds == 0.0625);
   CHECK(std::isnan(steps[3].train_loss));
 
   CHECK(scalar(*store, "SELECT sum(pairs) FROM expert_load WHERE layer = 0") == "100");
@@ -179,6 +215,8 @@ TEST_CASE("a run round-trips with its steps, expert load, events and time to tar
   CHECK(scalar(*store, "SELECT level || ': ' || message FROM events") ==
         "info: evaluation reached the target");
   CHECK(is_utc_timestamp(scalar(*store, "SELECT time FROM events")));
+  CHECK(row_text(store->query("SELECT ranks, policies, ttt_moe_modeled_seconds FROM run_summary")
+                     .rows.at(0)) == "4|fixed_ownership/gate/keep_all/owner|0.125");
 
   const auto runs = store->list_runs();
   REQUIRE(runs.size() == 1);
@@ -202,6 +240,157 @@ TEST_CASE("a run without evaluation or target reads back empty optionals", "[sto
   CHECK_FALSE(summary->time_to_target);
   CHECK_FALSE(summary->final_eval_loss);
   CHECK(summary->final_train_loss == sample_step(1).train_loss);
+}
+
+TEST_CASE("a run's plugins are written at once, all or none", "[store]") {
+  TempFolder dir;
+  const std::string db_path = dir.file("results.db");
+  auto writer = ResultsStore::open(db_path);
+  auto reader = ResultsStore::open_read_only(db_path);
+  const int64_t run = writer->begin_run(sample_run("plugins"));
+  const std::string id = std::to_string(run);
+  const std::vector<lrmoe::PluginRecordRow> plugins = {
+      {"placement", "fixed_ownership", "1.0.0", "", "/p/placement.so", "aa"},
+      {"metric", "gate", "1.1.0", "power = 2.0\n", "/p/metric.so", "bb"},
+      {"selection", "keep_all", "1.2.0", "", "/p/selection.so", "cc"},
+      {"routing", "owner", "1.3.0", "", "/p/routing.so", "dd"}};
+
+  SECTION("without a flush") {
+    writer->add_plugins(run, plugins);
+    const lrmoe::QueryResult rows = reader->query("SELECT * FROM run_plugins ORDER BY version");
+    CHECK(rows.columns == std::vector<std::string>{"run", "kind", "name", "version", "parameters",
+                                                   "path", "sha256"});
+    REQUIRE(rows.rows.size() == 4);
+    CHECK(row_text(rows.rows[0]) == id + "|placement|fixed_ownership|1.0.0||/p/placement.so|aa");
+    CHECK(row_text(rows.rows[1]) == id + "|metric|gate|1.1.0|power = 2.0\n|/p/metric.so|bb");
+    CHECK(row_text(rows.rows[2]) == id + "|selection|keep_all|1.2.0||/p/selection.so|cc");
+    CHECK(row_text(rows.rows[3]) == id + "|routing|owner|1.3.0||/p/routing.so|dd");
+  }
+
+  SECTION("a bad plugin keeps the others out too") {
+    std::vector<lrmoe::PluginRecordRow> two_metrics = plugins;
+    two_metrics.push_back(plugins[1]);
+    CHECK_THAT(store_error_of([&] { writer->add_plugins(run, two_metrics); }),
+               Contains("UNIQUE constraint failed"));
+    std::vector<lrmoe::PluginRecordRow> unknown_kind = plugins;
+    unknown_kind.back().kind = "router";
+    CHECK_THAT(store_error_of([&] { writer->add_plugins(run, unknown_kind); }),
+               Contains("CHECK constraint failed"));
+    CHECK(scalar(*reader, "SELECT count(*) FROM run_plugins") == "0");
+    writer->add_plugins(run, plugins);  // the store keeps working
+    CHECK(scalar(*reader, "SELECT count(*) FROM run_plugins") == "4");
+  }
+}
+
+TEST_CASE("layer statistics and rank memory round-trip, buffered until a flush", "[store]") {
+  TempFolder dir;
+  const std::string db_path = dir.file("results.db");
+  auto writer = ResultsStore::open(db_path);
+  auto reader = ResultsStore::open_read_only(db_path);
+  const int64_t run = writer->begin_run(sample_run("statistics"));
+  const std::string id = std::to_string(run);
+  writer->add_layer_step(run, sample_layer_step(3, 1));
+  writer->add_rank_memory(run, {3, 2, 11, 12, 13, 14, 15, 16, 17});
+  CHECK(scalar(*reader, "SELECT count(*) FROM moe_layer_steps") == "0");
+  CHECK(scalar(*reader, "SELECT count(*) FROM rank_memory") == "0");
+  writer->flush();
+
+  SECTION("every field reads back in its column") {
+    const lrmoe::QueryResult layer = reader->query("SELECT * FROM moe_layer_steps");
+    CHECK(layer.columns ==
+          std::vector<std::string>{
+              "run", "step", "layer", "pairs_routed", "pairs_dropped", "pairs_kept", "replicas",
+              "forward_load_max", "forward_load_mean", "backward_load_max", "backward_load_mean",
+              "bytes_forward_dispatch", "bytes_forward_combine", "bytes_backward_dispatch",
+              "bytes_backward_return", "bytes_replica_sync", "forward_seconds",
+              "backward_seconds", "modeled_seconds", "placement_seconds", "metric_seconds",
+              "selection_seconds", "routing_seconds", "compaction_seconds"});
+    REQUIRE(layer.rows.size() == 1);
+    CHECK(row_text(layer.rows[0]) ==
+          id + "|3|1|100|3|90|2|40|24.25|30|22.5|1001|1002|1003|1004|1005|0.5|0.75|0.375|"
+               "0.0625|0.03125|0.015625|0.125|0.25");
+
+    const lrmoe::QueryResult memory = reader->query("SELECT * FROM rank_memory");
+    CHECK(memory.columns == std::vector<std::string>{"run", "step", "rank", "owned", "replicas",
+                                                     "gradients", "optimizer", "forward_tokens",
+                                                     "backward_tokens", "dense"});
+    REQUIRE(memory.rows.size() == 1);
+    CHECK(row_text(memory.rows[0]) == id + "|3|2|11|12|13|14|15|16|17");
+  }
+
+  SECTION("one row per run, step and layer or rank") {
+    writer->add_layer_step(run, sample_layer_step(3, 1));
+    CHECK_THAT(store_error_of([&] { writer->flush(); }),
+               Contains("UNIQUE constraint failed: moe_layer_steps.run"));
+    writer->add_rank_memory(run, {3, 2, 0, 0, 0, 0, 0, 0, 0});
+    CHECK_THAT(store_error_of([&] { writer->flush(); }),
+               Contains("UNIQUE constraint failed: rank_memory.run"));
+    writer->add_layer_step(run, sample_layer_step(3, 2));
+    writer->add_rank_memory(run, {4, 2, 0, 0, 0, 0, 0, 0, 0});
+    writer->flush();
+    CHECK(scalar(*reader, "SELECT count(*) FROM moe_layer_steps") == "2");
+    CHECK(scalar(*reader, "SELECT count(*) FROM rank_memory") == "2");
+  }
+}
+
+TEST_CASE("memory_peak and layer_summary aggregate the per-step rows", "[store]") {
+  TempFolder dir;
+  auto store = ResultsStore::open(dir.file("results.db"));
+  const int64_t run = store->begin_run(sample_run("views"));
+  const int64_t other = store->begin_run(sample_run("other"));
+  const std::string id = std::to_string(run);
+
+  SECTION("memory_peak: the largest subtotal and total of any step, per run and rank") {
+    // Rank 0's subtotal peaks in step 2, its total (optimizer state) in step 3; adding up each
+    // category's own maximum would give a subtotal of 250.
+    //                           step rank owned replicas gradients optimizer fwd bwd dense
+    store->add_rank_memory(run, {1, 0, 100, 0, 10, 10, 70, 40, 5});   // 210, total 235
+    store->add_rank_memory(run, {2, 0, 100, 30, 10, 10, 60, 50, 5});  // 240, total 265
+    store->add_rank_memory(run, {3, 0, 100, 0, 10, 200, 50, 40, 5});  // 190, total 405
+    store->add_rank_memory(run, {1, 1, 80, 0, 8, 8, 20, 10, 5});      // 110, total 131
+    store->add_rank_memory(other, {1, 0, 1000, 0, 0, 0, 0, 0, 0});
+    store->flush();
+    const lrmoe::QueryResult peaks = store->query(
+        "SELECT run, rank, peak_subtotal, peak_total FROM memory_peak ORDER BY run, rank");
+    REQUIRE(peaks.rows.size() == 3);
+    CHECK(row_text(peaks.rows[0]) == id + "|0|240|405");
+    CHECK(row_text(peaks.rows[1]) == id + "|1|110|131");
+    CHECK(row_text(peaks.rows[2]) == std::to_string(other) + "|0|1000|1000");
+  }
+
+  SECTION("layer_summary: sums over the steps and the mean imbalance, per run and layer") {
+    lrmoe::LayerStepRecord record = sample_layer_step(1, 0);
+    record.forward_load_max = 6;  // imbalance 1.5
+    record.forward_load_mean = 4;
+    record.backward_load_max = 3;  // 1.0
+    record.backward_load_mean = 3;
+    store->add_layer_step(run, record);
+    record.step = 2;
+    record.forward_load_max = 5;  // 1.0
+    record.forward_load_mean = 5;
+    record.backward_load_max = 4;  // 2.0
+    record.backward_load_mean = 2;
+    store->add_layer_step(run, record);
+    record.step = 3;  // no load at all: left out of the imbalance
+    record.forward_load_max = record.backward_load_max = 0;
+    record.forward_load_mean = record.backward_load_mean = 0;
+    store->add_layer_step(run, record);
+    store->add_layer_step(run, sample_layer_step(1, 1));
+    store->add_layer_step(other, sample_layer_step(1, 0));
+    store->flush();
+
+    const lrmoe::QueryResult layers = store->query(
+        "SELECT layer, steps, pairs_routed, pairs_dropped, pairs_kept, bytes_forward_dispatch, "
+        "bytes_forward_combine, bytes_backward_dispatch, bytes_backward_return, "
+        "bytes_replica_sync, forward_seconds, backward_seconds, modeled_seconds, "
+        "forward_imbalance, backward_imbalance FROM layer_summary WHERE run = " +
+        id + " ORDER BY layer");
+    REQUIRE(layers.rows.size() == 2);
+    CHECK(row_text(layers.rows[0]) ==
+          "0|3|300|9|270|3003|3006|3009|3012|3015|1.5|2.25|1.125|1.25|1.5");
+    CHECK(row_text(layers.rows[1]).rfind("1|1|100|3|90|1001|", 0) == 0);
+    CHECK(scalar(*store, "SELECT count(*) FROM layer_summary") == "3");
+  }
 }
 
 TEST_CASE("buffered rows reach other connections only when flushed", "[store]") {
@@ -299,13 +488,15 @@ TEST_CASE("a read-only store refuses to record runs", "[store]") {
              Contains("opened read-only"));
 }
 
-TEST_CASE("a version 1 database migrates to the current schema", "[store]") {
+TEST_CASE("an older database migrates to the current schema", "[store]") {
+  const int old_version = GENERATE(1, 2);
+  CAPTURE(old_version);
   TempFolder dir;
-  const std::string db_path = dir.file("v1.db");
+  const std::string db_path = dir.file("old.db");
   {
-    // A genuine version 1 file: migration 1 only, then rows written by hand as v1 would have.
+    // A genuine older file: its migrations only, then rows written by hand as it would have.
     lrmoe::sqlite::Database db(db_path, lrmoe::sqlite::OpenMode::kReadWriteCreate);
-    lrmoe::store::migrate(db, 1);
+    lrmoe::store::migrate(db, old_version);
     db.execute(
         "INSERT INTO runs (id, name, status, started_at, ended_at, resolved_toml, toml_sha256, "
         "code_version, host, pid, torch_version, blas, seed, params_total, params_active, "
@@ -318,19 +509,23 @@ TEST_CASE("a version 1 database migrates to the current schema", "[store]") {
         "INSERT INTO expert_load VALUES (7, 1, 0, 0, 1), (7, 1, 0, 1, 3);");
     lrmoe::sqlite::Statement version = db.prepare("PRAGMA user_version");
     REQUIRE(version.step());
-    REQUIRE(version.column_int64(0) == 1);
-    lrmoe::sqlite::Statement views =
-        db.prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'view'");
-    REQUIRE(views.step());
-    REQUIRE(views.column_int64(0) == 0);
+    REQUIRE(version.column_int64(0) == old_version);
+    lrmoe::sqlite::Statement objects =
+        db.prepare("SELECT sum(type = 'table'), sum(type = 'view') FROM sqlite_schema");
+    REQUIRE(objects.step());
+    REQUIRE(objects.column_int64(0) == 4);  // runs, steps, expert_load, events
+    REQUIRE(objects.column_int64(1) == (old_version == 1 ? 0 : 2));
   }
 
   SECTION("read-only, an older file answers queries and steps but asks to upgrade") {
     auto store = ResultsStore::open_read_only(db_path);
     CHECK(scalar(*store, "SELECT name FROM runs") == "old");
-    CHECK(store->steps(7).size() == 3);
+    const auto steps = store->steps(7);
+    REQUIRE(steps.size() == 3);
+    CHECK(steps[1].moe_seconds == 1.5);
+    CHECK(std::isnan(steps[1].moe_modeled_seconds));  // not recorded before schema 3
     CHECK_THAT(store_error_of([&] { store->list_runs(); }),
-               Contains("older schema 1") && Contains("upgrades it"));
+               Contains("older schema " + std::to_string(old_version)) && Contains("upgrades it"));
   }
 
   SECTION("opening it for writing upgrades it, keeping its rows") {
@@ -338,19 +533,32 @@ TEST_CASE("a version 1 database migrates to the current schema", "[store]") {
       auto store = ResultsStore::open(db_path);
       CHECK(scalar(*store, "PRAGMA user_version") ==
             std::to_string(lrmoe::current_schema_version()));
+      // The new tables take rows of the old run (the destructor flushes).
+      store->add_plugins(7, {{"metric", "gate", "1.0.0", "", "/p/metric.so", "bb"}});
+      store->add_layer_step(7, sample_layer_step(4, 0));
+      store->add_rank_memory(7, {4, 0, 1, 2, 3, 4, 5, 6, 7});
     }
     auto store = ResultsStore::open_read_only(db_path);
-    const lrmoe::QueryResult summary = store->query(
-        "SELECT id, steps, final_train_loss, final_eval_loss, ttt_step FROM run_summary");
-    CHECK(summary.columns == std::vector<std::string>{"id", "steps", "final_train_loss",
-                                                      "final_eval_loss", "ttt_step"});
+    const lrmoe::QueryResult summary =
+        store->query("SELECT id, ranks, policies, steps, final_train_loss, final_eval_loss, "
+                     "ttt_step, ttt_moe_modeled_seconds FROM run_summary");
+    CHECK(summary.columns == std::vector<std::string>{"id", "ranks", "policies", "steps",
+                                                      "final_train_loss", "final_eval_loss",
+                                                      "ttt_step", "ttt_moe_modeled_seconds"});
     REQUIRE(summary.rows.size() == 1);
-    CHECK(row_text(summary.rows[0]) == "7|3|3.5|2.9|2");
+    CHECK(row_text(summary.rows[0]) == "7|1||3|3.5|2.9|2|NULL");
     CHECK(scalar(*store, "SELECT share FROM expert_load_share WHERE expert = 1") == "0.75");
     const auto runs = store->list_runs();
     REQUIRE(runs.size() == 1);
     CHECK(runs[0].status == "finished");  // another host's run: left alone
     CHECK(runs[0].time_to_target->step_seconds == 8.5);
+    CHECK(std::isnan(runs[0].time_to_target->moe_modeled_seconds));
+    CHECK(runs[0].ranks == 1);
+    CHECK(runs[0].policies.empty());
+    CHECK(std::isnan(store->steps(7).at(0).moe_modeled_seconds));
+    CHECK(scalar(*store, "SELECT (SELECT count(*) FROM run_plugins) || '|' || "
+                         "(SELECT pairs_routed FROM layer_summary) || '|' || "
+                         "(SELECT peak_total FROM memory_peak WHERE run = 7)") == "1|100|28");
     CHECK(scalar(*store,
                  "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name "
                  "IN ('runs_by_name', 'runs_by_status', 'events_by_run')") == "3");

@@ -4,7 +4,10 @@
 // (`lrmoe schema` prints it).
 
 #include <cstdint>
+#include <map>
 #include <string>
+
+#include "lrmoe/parameters.hpp"
 
 namespace lrmoe {
 
@@ -77,6 +80,39 @@ struct ClusterConfig {
   int64_t ranks = 1;                              // expert-parallel ranks
   uint64_t memory_per_rank = 80ull << 30;         // bytes
   int64_t slots_per_rank = 0;                     // expert slots per MoE layer; 0: experts/ranks
+  uint64_t link_bandwidth = 50ull * 1000 * 1000 * 1000;  // bytes per second between two ranks
+  double link_latency = 5e-6;                     // seconds per message
+  double gemm_flops = 0;                          // FLOP/s of one rank; 0: measured at start
+};
+
+// A policy plugin's parameter as an experiment sets it, with where it was set (for messages).
+struct PolicySetting {
+  ParameterValue value;
+  std::string place;  // "exp.toml:12:3" or "--set policies.placement.capacity_factor"
+};
+
+struct PolicyChoice {
+  std::string name;  // plugin name; resolved from the bundle when the experiment names none
+  std::map<std::string, PolicySetting> settings;
+};
+
+// What a pair whose backward work is not kept still gets: nothing through its expert (neither
+// weight nor input gradient), or its exact input gradient (only its weight-gradient
+// contribution is dropped).
+enum class DroppedPairKeeps { Nothing, InputGrad };
+
+// Named sets of the four policies (core/config/policy_sections.cpp lists what each picks).
+enum class PolicyBundle { Fixed, Symi, Lrmoe };
+
+struct PoliciesConfig {
+  PolicyBundle bundle = PolicyBundle::Fixed;
+  std::string plugin_path;       // extra plugin folders, ':'-separated
+  bool recompute = false;        // recompute kept pairs' expert activations in backward
+  DroppedPairKeeps dropped_pair_keeps = DroppedPairKeeps::Nothing;
+  PolicyChoice placement;
+  PolicyChoice metric;
+  PolicyChoice selection;
+  PolicyChoice routing;
 };
 
 struct StoreConfig {
@@ -95,6 +131,7 @@ struct Experiment {
   DataConfig data;
   TrainConfig train;
   ClusterConfig cluster;
+  PoliciesConfig policies;
   StoreConfig store;
 };
 

@@ -113,6 +113,12 @@ void check_consistency(const Experiment& experiment, const FieldPlaces& places) 
           {"cluster.ranks", "model.num_experts"},
           fmt::format("cluster.ranks ({}) must divide model.num_experts ({})", cluster.ranks,
                       model.num_experts));
+  const int64_t owned_per_rank = model.num_experts / cluster.ranks;
+  require(cluster.slots_per_rank == 0 || cluster.slots_per_rank >= owned_per_rank,
+          {"cluster.slots_per_rank", "cluster.ranks", "model.num_experts"},
+          fmt::format("cluster.slots_per_rank ({}) must be 0 or at least the experts each rank owns, "
+                      "model.num_experts / cluster.ranks = {}",
+                      cluster.slots_per_rank, owned_per_rank));
 }
 
 }  // namespace lrmoe

@@ -6,6 +6,7 @@
 #include "core/config/experiment_checks.hpp"
 #include "core/config/experiment_sources.hpp"
 #include "core/config/field_value.hpp"
+#include "core/config/policy_sections.hpp"
 
 namespace lrmoe {
 namespace {
@@ -61,6 +62,11 @@ Experiment resolve(const ExperimentSources& sources) {
     assignments[i].field->write(experiment, values[i]);
     places.record(assignments[i].field->name(), assignments[i].place);
   }
+  for (const SettingAssignment& setting : sources.settings()) {
+    (experiment.policies.*setting.choice).settings[setting.key] =
+        PolicySetting{setting_value(*setting.value, setting.place), setting.place};
+  }
+  apply_bundle(experiment.policies);
   check_consistency(experiment, places);
   return experiment;
 }

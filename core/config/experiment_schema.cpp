@@ -6,12 +6,11 @@
 #include <utility>
 
 #include "core/config/field_value.hpp"
+#include "core/config/policy_sections.hpp"
 #include "core/model/presets.hpp"
 
 namespace lrmoe {
 namespace {
-
-constexpr std::string_view kPolicies = "policies";
 
 // Where a section's defaults come from: the member initialisers in experiment.hpp (read from a
 // default-constructed Experiment), or, in [model], the preset.
@@ -121,6 +120,22 @@ FieldDescriptor preset_row() {
                          }};
 }
 
+// [policies.<kind>] name: the plugin of that kind; empty until the bundle fills it in.
+FieldDescriptor policy_name_row(const PolicySection& policy) {
+  const auto choice = policy.choice;
+  return FieldDescriptor{policy.section,
+                         "name",
+                         FieldKind::String,
+                         "from bundle",
+                         {},
+                         {},
+                         "the " + policy.kind + " plugin; its parameters are the other keys of this table",
+                         [choice](const Experiment& e) { return FieldValue{(e.policies.*choice).name}; },
+                         [choice](Experiment& e, const FieldValue& v) {
+                           (e.policies.*choice).name = std::get<std::string>(v);
+                         }};
+}
+
 std::vector<FieldDescriptor> build_schema() {
   std::vector<FieldDescriptor> rows;
 
@@ -219,7 +234,24 @@ std::vector<FieldDescriptor> build_schema() {
       .byte_size("memory_per_rank", &ClusterConfig::memory_per_rank, at_least(1),
                  "memory of each rank (\"80GiB\", \"512MB\" or bytes)")
       .integer("slots_per_rank", &ClusterConfig::slots_per_rank, at_least(0),
-               "expert slots per MoE layer on each rank; 0: experts / ranks");
+               "expert slots per MoE layer on each rank (owners and replicas); 0: experts / ranks")
+      .byte_size("link_bandwidth", &ClusterConfig::link_bandwidth, at_least(1),
+                 "cost model: bytes per second a rank sends or receives (\"50GB\" means 50 GB/s)")
+      .real("link_latency", &ClusterConfig::link_latency, at_least(0),
+            "cost model: seconds per message between two ranks")
+      .real("gemm_flops", &ClusterConfig::gemm_flops, at_least(0),
+            "cost model: FLOP/s of one rank's expert GEMMs; 0: measured on this machine at start");
+
+  SectionRows<PoliciesConfig>(rows, "policies", &Experiment::policies, Defaults::FromMemberInitialisers)
+      .choice("bundle", &PoliciesConfig::bundle, bundle_names(),
+              "names the four policies at once; [policies.<kind>] name overrides one")
+      .text("plugin_path", &PoliciesConfig::plugin_path,
+            "extra plugin folders, ':'-separated, searched after the runner's own and LRMOE_PLUGIN_PATH")
+      .boolean("recompute", &PoliciesConfig::recompute,
+               "recompute kept pairs' expert activations in backward instead of saving them for all pairs")
+      .choice("dropped_pair_keeps", &PoliciesConfig::dropped_pair_keeps, {"nothing", "input_grad"},
+              "what a pair whose backward work is dropped still gets through its expert");
+  for (const PolicySection& policy : policy_sections()) rows.push_back(policy_name_row(policy));
 
   SectionRows<StoreConfig>(rows, "store", &Experiment::store, Defaults::FromMemberInitialisers)
       .text("path", &StoreConfig::path, "SQLite results database");
@@ -276,7 +308,6 @@ const std::vector<std::string>& section_names() {
     for (const FieldDescriptor& field : experiment_schema()) {
       if (sections.empty() || sections.back() != field.section) sections.push_back(field.section);
     }
-    sections.emplace_back(kPolicies);
     return sections;
   }();
   return names;
@@ -289,8 +320,6 @@ std::vector<std::string> section_keys(std::string_view section) {
   }
   return keys;
 }
-
-bool is_reserved_section(std::string_view section) { return section == kPolicies; }
 
 const FieldDescriptor* find_field(std::string_view section, std::string_view key) {
   for (const FieldDescriptor& field : experiment_schema()) {

@@ -58,18 +58,15 @@ struct FieldDescriptor {
 };
 
 // Every field, grouped by section, sections in the order experiment, model, data, train,
-// cluster, store. In [model], `preset` comes first and writing it replaces the whole model with
+// cluster, policies (then one per policy kind), store. In [model], `preset` comes first and writing it replaces the whole model with
 // the preset's dimensions; every other model field defaults to its preset's value.
 const std::vector<FieldDescriptor>& experiment_schema();
 
-// The section names of experiment_schema(), in order, then the reserved ones.
+// The section names of experiment_schema(), in order: "policies.placement" is a section too.
 const std::vector<std::string>& section_names();
 
 // The keys of one section, in schema order.
 std::vector<std::string> section_keys(std::string_view section);
-
-// Sections a file may contain but that take no keys yet.
-bool is_reserved_section(std::string_view section);
 
 // nullptr when the section has no such key.
 const FieldDescriptor* find_field(std::string_view section, std::string_view key);

@@ -11,6 +11,7 @@
 #include "core/config/did_you_mean.hpp"
 #include "core/config/experiment_loader.hpp"
 #include "core/config/field_value.hpp"
+#include "core/config/policy_sections.hpp"
 
 namespace fs = std::filesystem;
 
@@ -77,10 +78,6 @@ void require_known_section(const std::string& section, const std::string& place)
 
 const FieldDescriptor& known_field(const std::string& section, const std::string& key,
                                    const std::string& place) {
-  if (is_reserved_section(section)) {
-    throw ConfigError(place + ": the [" + section +
-                      "] section is not available yet in this version; remove '" + key + "'");
-  }
   const FieldDescriptor* field = find_field(section, key);
   if (field == nullptr) {
     throw ConfigError(
@@ -151,12 +148,33 @@ void ExperimentSources::add_document_keys(const toml::table& document, const std
       throw ConfigError(section_place + ": " + section + " must be a table ([" + section +
                         "]), got " + toml_type_name(section_node));
     }
-    for (auto&& [key, value] : *table) {
-      const FieldDescriptor& field =
-          known_field(section, std::string(key.str()), place_in(name, key.source()));
-      assignments_.push_back({&field, &value, place_in(name, value.source())});
-    }
+    add_section_keys(section, *table, name);
   }
+}
+
+void ExperimentSources::add_section_keys(const std::string& section, const toml::table& table,
+                                         const std::string& name) {
+  for (auto&& [key_node, value] : table) {
+    const std::string key(key_node.str());
+    const std::string subsection = section + "." + key;
+    if (value.is_table() && find_policy_section(subsection) != nullptr) {
+      add_section_keys(subsection, *value.as_table(), name);
+      continue;
+    }
+    add_key(section, key, value, place_in(name, key_node.source()), place_in(name, value.source()));
+  }
+}
+
+void ExperimentSources::add_key(const std::string& section, const std::string& key, const toml::node& value,
+                                const std::string& key_place, const std::string& value_place) {
+  const PolicySection* policy = find_policy_section(section);
+  if (policy != nullptr && find_field(section, key) == nullptr) {
+    // Checked against the plugin's declaration once the plugin is loaded.
+    settings_.push_back({policy->choice, key, &value, value_place});
+    return;
+  }
+  const FieldDescriptor& field = known_field(section, key, key_place);
+  assignments_.push_back({&field, &value, value_place});
 }
 
 void ExperimentSources::add_override(const std::string& text) {
@@ -167,23 +185,25 @@ void ExperimentSources::add_override(const std::string& text) {
   const std::string name = trim(std::string_view(text).substr(0, equals));
   const std::string value_text = trim(std::string_view(text).substr(equals + 1));
   const std::string place = "--set " + name;
-  const auto dot = name.find('.');
+  // The key is after the last dot: policies.placement.capacity_factor is in [policies.placement].
+  const auto dot = name.rfind('.');
   if (dot == std::string::npos) {
     throw ConfigError(place + ": no section; " + std::string(kSetForm));
   }
   const std::string section = name.substr(0, dot);
+  const std::string key = name.substr(dot + 1);
   require_known_section(section, place);
-  const FieldDescriptor& field = known_field(section, name.substr(dot + 1), place);
+  const FieldDescriptor* field = find_field(section, key);
 
   // The value is TOML when it parses as TOML, otherwise plain text, so that paths and choice
   // names need no quotes on a command line. For a string field anything is text: a run named
-  // 2024 is named "2024".
+  // 2024 is named "2024". Plugin parameters (no schema field) follow the same rule.
   std::optional<toml::table> parsed = parse_override_value(value_text);
   const bool as_text = !parsed || !parsed->get("v") ||
-                       (field.kind == FieldKind::String && !parsed->get("v")->is_string());
+                       (field != nullptr && field->kind == FieldKind::String && !parsed->get("v")->is_string());
   const toml::table& document =
       documents_.emplace_back(as_text ? toml::table{{"v", value_text}} : std::move(*parsed));
-  assignments_.push_back({&field, document.get("v"), place});
+  add_key(section, key, *document.get("v"), place, place);
 }
 
 }  // namespace lrmoe

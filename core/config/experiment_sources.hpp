@@ -22,6 +22,14 @@ struct Assignment {
   std::string place;        // "FILE:LINE:COLUMN" or "--set section.key"
 };
 
+// One parameter of a policy plugin, `[policies.<kind>] key = value`, and where it was written.
+struct SettingAssignment {
+  PolicyChoice PoliciesConfig::*choice;
+  std::string key;
+  const toml::node* value;  // owned by the ExperimentSources that made the assignment
+  std::string place;
+};
+
 class ExperimentSources {
  public:
   // The experiment file and, before its own keys, those of the files it extends.
@@ -36,6 +44,8 @@ class ExperimentSources {
 
   // In the order to apply them: the root base file's keys first, the last override last.
   const std::vector<Assignment>& assignments() const { return assignments_; }
+  // Policy plugin parameters, in the same order.
+  const std::vector<SettingAssignment>& settings() const { return settings_; }
   // The file (or text name) the experiment was loaded from: the leaf of the chain.
   const std::string& experiment_name() const { return experiment_name_; }
 
@@ -48,10 +58,17 @@ class ExperimentSources {
                       const std::filesystem::path& base_dir,
                       std::vector<std::filesystem::path> chain);
   void add_document_keys(const toml::table& document, const std::string& name);
+  // The keys of one section's table; a sub-table may be a section of its own ([policies.x]).
+  void add_section_keys(const std::string& section, const toml::table& table, const std::string& name);
+  // `section.key = value`: a schema field, or a parameter in a [policies.<kind>] table. An
+  // unknown key is reported at `key_place`, a bad value (later) at `value_place`.
+  void add_key(const std::string& section, const std::string& key, const toml::node& value,
+               const std::string& key_place, const std::string& value_place);
 
   // std::deque: adding a document leaves the nodes of earlier ones where they are.
   std::deque<toml::table> documents_;
   std::vector<Assignment> assignments_;
+  std::vector<SettingAssignment> settings_;
   std::string experiment_name_;
 };
 

@@ -4,21 +4,38 @@
 #include "core/config/experiment_loader.hpp"
 #include "core/config/experiment_schema.hpp"
 #include "core/config/field_value.hpp"
+#include "core/config/policy_sections.hpp"
 
 namespace lrmoe {
+
+namespace {
+
+// A [policies.<kind>] table's plugin parameters, after its name.
+std::string policy_settings_toml(const Experiment& experiment, const std::string& section) {
+  const PolicySection* policy = find_policy_section(section);
+  if (policy == nullptr) return "";
+  std::string toml;
+  for (const auto& [key, setting] : (experiment.policies.*(policy->choice)).settings) {
+    toml += key + " = " + setting_toml(setting.value) + "\n";
+  }
+  return toml;
+}
+
+}  // namespace
 
 std::string to_toml(const Experiment& experiment) {
   std::string toml;
   std::string section;
   for (const FieldDescriptor& field : experiment_schema()) {
     if (field.section != section) {
+      toml += policy_settings_toml(experiment, section);
       if (!toml.empty()) toml += "\n";
       section = field.section;
       toml += "[" + section + "]\n";
     }
     toml += field.key + " = " + field_value_toml(field.read(experiment)) + "\n";
   }
-  return toml;
+  return toml + policy_settings_toml(experiment, section);
 }
 
 std::string schema_markdown() {
@@ -37,8 +54,10 @@ std::string schema_markdown() {
   markdown +=
       "\nA file may start with `extends = \"base.toml\"` (a path relative to that file): the "
       "base is read first and this file's keys override it. The [model] preset applies before "
-      "every other [model] key, whichever file or --set names them. The [policies] section is "
-      "reserved for policy plugins and takes no keys yet.\n";
+      "every other [model] key, whichever file or --set names them. In [policies.placement], "
+      "[policies.metric], [policies.selection] and [policies.routing], `name` picks the plugin "
+      "(default: the bundle's) and every other key is a parameter of that plugin (`lrmoe plugins` "
+      "lists them with their defaults); --set policies.placement.capacity_factor=1.5 sets one.\n";
   return markdown;
 }
 

@@ -2,7 +2,7 @@
 
 #include <torch/csrc/autograd/custom_function.h>
 
-#include "core/model/grouped_gemm.hpp"
+#include "core/model/grouped_swiglu.hpp"
 
 namespace lrmoe {
 namespace {
@@ -13,38 +13,58 @@ using torch::autograd::variable_list;
 
 // Non-tensor state of one forward call that its backward needs.
 struct PairsContext : torch::CustomClassHolder {
-  std::vector<int64_t> expert_offsets;
-  PairBackwardPlanner planner;  // empty: keep every pair
+  std::shared_ptr<ExpertPipeline> pipeline;  // null: one rank, keep every pair
+  std::shared_ptr<const ForwardPass> forward;
+
+  PairExchange& exchange() {
+    static LocalExchange local;
+    return pipeline ? pipeline->exchange() : local;
+  }
 };
 
-std::vector<int64_t> offsets_from_counts(const Tensor& counts) {
-  auto cpu = counts.to(torch::kCPU, torch::kInt64).contiguous();
-  std::vector<int64_t> offsets(static_cast<size_t>(cpu.numel()) + 1, 0);
-  const int64_t* data = cpu.data_ptr<int64_t>();
-  for (int64_t e = 0; e < cpu.numel(); ++e) offsets[e + 1] = offsets[e] + data[e];
-  return offsets;
+// Each instance's copy of its expert's weights: a replica is a copy of the owner's parameters.
+Tensor instance_weights(const Tensor& weights, const InstanceTable& table) {
+  if (table.one_per_expert) return weights;
+  return weights.index_select(0, table.instance_expert.to(weights.device()));
 }
 
-Tensor swiglu_hidden(const Tensor& gate_up, int64_t ffn) {
-  return torch::silu(gate_up.narrow(1, 0, ffn)) * gate_up.narrow(1, ffn, ffn);
+// Instance gradients summed into their expert: replica gradients reduce into the owner.
+Tensor expert_gradient(const Tensor& instance_grad, const InstanceTable& table, int64_t num_experts) {
+  if (table.one_per_expert) return instance_grad;
+  auto shape = instance_grad.sizes().vec();
+  shape[0] = num_experts;
+  return torch::zeros(shape, instance_grad.options())
+      .index_add_(0, table.instance_expert.to(instance_grad.device()), instance_grad);
+}
+
+// Position in destination order of each pair of a layout.
+Tensor destination_positions(const PairLayout& layout) {
+  const auto& order = layout.order;
+  return torch::empty_like(order).index_copy_(0, order, torch::arange(order.numel(), order.options()));
 }
 
 class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction> {
  public:
   static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& gates, const Tensor& w_gate_up,
-                        const Tensor& w_down, const Tensor& tokens, const Tensor& experts,
-                        c10::intrusive_ptr<PairsContext> state) {
-    const int64_t ffn = w_down.size(2);
-    const int64_t pairs = tokens.numel();
-    auto x_pairs = x.index_select(0, tokens);                   // [pairs, hidden]
-    auto gate_up = torch::empty({pairs, 2 * ffn}, x.options());  // expert pre-activations
-    grouped_mm(x_pairs, state->expert_offsets, w_gate_up, /*transpose_weights=*/true, gate_up);
-    auto expert_out = torch::empty({pairs, x.size(1)}, x.options());
-    grouped_mm(swiglu_hidden(gate_up, ffn), state->expert_offsets, w_down, /*transpose_weights=*/true, expert_out);
-    auto weighted = expert_out * gates.to(x.scalar_type()).unsqueeze(1);
-    auto out = torch::zeros_like(x).index_add_(0, tokens, weighted);
+                        const Tensor& w_down, const Tensor& tokens, c10::intrusive_ptr<PairsContext> state) {
+    const ForwardPass& pass = *state->forward;
+    const PairLayout& layout = pass.layout;
+    const auto& offsets = layout.instance_offsets;
+    PairExchange& exchange = state->exchange();
 
-    ctx->save_for_backward({x, gates, w_gate_up, w_down, tokens, experts, gate_up, expert_out});
+    auto x_rows = exchange.dispatch(x.index_select(0, tokens), layout);
+    auto pre = grouped_pre_activations(x_rows, offsets, instance_weights(w_gate_up, *pass.table));
+    auto hidden = swiglu_hidden(pre);
+    auto y_rows = grouped_output(hidden, offsets, instance_weights(w_down, *pass.table));
+    // The output row and the hidden norm (a metric signal) go home together.
+    auto home = exchange.combine(torch::cat({y_rows, hidden.norm(2, 1).unsqueeze(1)}, 1), layout);
+    const int64_t width = x.size(1);
+    auto y_home = home.narrow(1, 0, width);
+    auto hidden_norm = home.select(1, width);
+    auto out = torch::zeros_like(x).index_add_(0, tokens, y_home * gates.to(x.scalar_type()).unsqueeze(1));
+
+    const bool recompute = state->pipeline && state->pipeline->recompute();
+    ctx->save_for_backward({x, gates, w_gate_up, w_down, tokens, y_home, hidden_norm, recompute ? Tensor() : pre});
     ctx->saved_data["state"] = c10::IValue::make_capsule(std::move(state));
     return out;
   }
@@ -56,51 +76,78 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     const Tensor& w_gate_up = saved[2];
     const Tensor& w_down = saved[3];
     const Tensor& tokens = saved[4];
-    const Tensor& experts = saved[5];
-    const Tensor& gate_up = saved[6];
-    const Tensor& expert_out = saved[7];
+    const Tensor& y_home = saved[5];
+    const Tensor& hidden_norm = saved[6];
+    const Tensor& saved_pre = saved[7];  // undefined when recomputing
     auto state = c10::static_intrusive_pointer_cast<PairsContext>(ctx->saved_data["state"].toCapsule());
-    const int64_t ffn = w_down.size(2);
+    const ForwardPass& forward = *state->forward;
+    const InstanceTable& table = *forward.table;
+    PairExchange& exchange = state->exchange();
+    const int64_t num_experts = w_down.size(0);
+    const auto w_gate_up_i = instance_weights(w_gate_up, table);
+    const auto w_down_i = instance_weights(w_down, table);
 
     auto upstream = grad_outputs[0].index_select(0, tokens);  // d at each pair's token
-    // The gate gradient needs only the forward output: exact for every pair.
-    auto grad_gates = (upstream * expert_out).sum(1).to(gates.scalar_type());
+    auto x_home = x.index_select(0, tokens);
+    // The gate gradient needs only the forward output at home: exact for every pair.
+    auto grad_gates = (upstream * y_home).sum(1).to(gates.scalar_type());
 
-    // Which pairs get expert backward work, and with what weight.
-    Tensor kept_tokens = tokens, kept_upstream = upstream, kept_gate_up = gate_up;
-    Tensor kept_scale = gates.to(x.scalar_type());
-    std::vector<int64_t> kept_offsets = state->expert_offsets;
-    if (state->planner) {
-      PairSignals signals{experts, gates, upstream.norm(2, 1), x.norm(2, 1).index_select(0, tokens),
-                          swiglu_hidden(gate_up, ffn).norm(2, 1), state->expert_offsets};
-      PairBackwardPlan plan = state->planner(signals);
-      kept_tokens = tokens.index_select(0, plan.kept);
-      kept_upstream = upstream.index_select(0, plan.kept);
-      kept_gate_up = gate_up.index_select(0, plan.kept);
-      kept_scale = kept_scale.index_select(0, plan.kept);
-      if (plan.weights.defined()) kept_scale = kept_scale * plan.weights.to(x.scalar_type());
-      kept_offsets = offsets_from_counts(
-          torch::bincount(experts.index_select(0, plan.kept), /*weights=*/{}, w_down.size(0)));
+    BackwardPass plan;
+    if (state->pipeline) {
+      PairBatch signals;
+      signals.gates = gates.detach().to(torch::kFloat32);
+      signals.upstream_norm = upstream.norm(2, 1).to(torch::kFloat32);
+      signals.input_norm = x_home.norm(2, 1).to(torch::kFloat32);
+      signals.hidden_norm = hidden_norm.to(torch::kFloat32);
+      plan = state->pipeline->plan_backward(forward, std::move(signals));
+    } else {
+      plan.kept = torch::arange(tokens.numel(), tokens.options());
+      plan.layout = forward.layout;
     }
+    const PairLayout& layout = plan.layout;
 
-    auto grad_expert_out = kept_upstream * kept_scale.unsqueeze(1);  // gate * d
-    auto kept_x = x.index_select(0, kept_tokens);
-    auto a = kept_gate_up.narrow(1, 0, ffn);
-    auto b = kept_gate_up.narrow(1, ffn, ffn);
-    auto sig = torch::sigmoid(a);
-    auto silu_a = a * sig;
-    auto grad_w_down = grouped_weight_grad(grad_expert_out, silu_a * b, kept_offsets, w_down);
-    auto grad_hidden = torch::empty_like(a);
-    grouped_mm(grad_expert_out, kept_offsets, w_down, /*transpose_weights=*/false, grad_hidden);
-    auto grad_a = grad_hidden * b * sig * (1 + a * (1 - sig));  // d silu(a) / da = sig * (1 + a (1 - sig))
-    auto grad_pre = torch::cat({grad_a, grad_hidden * silu_a}, 1);
-    auto grad_w_gate_up = grouped_weight_grad(grad_pre, kept_x, kept_offsets, w_gate_up);
-    auto grad_x_pairs = torch::empty_like(kept_x);
-    grouped_mm(grad_pre, kept_offsets, w_gate_up, /*transpose_weights=*/false, grad_x_pairs);
-    auto grad_x = torch::zeros_like(x).index_add_(0, kept_tokens, grad_x_pairs);
-    return {grad_x, grad_gates, grad_w_gate_up, grad_w_down, Tensor(), Tensor(), Tensor()};
+    // Kept pairs: gate * weight * d goes to the backward instance with the pair's input row.
+    auto scale = gates.index_select(0, plan.kept).to(x.scalar_type());
+    if (plan.weights.defined()) scale = scale * plan.weights.to(x.scalar_type());
+    auto grad_rows = exchange.dispatch(upstream.index_select(0, plan.kept) * scale.unsqueeze(1), layout);
+    auto x_rows = exchange.dispatch(x_home.index_select(0, plan.kept), layout);
+    Tensor pre_rows;
+    if (saved_pre.defined()) {
+      auto forward_rows = destination_positions(forward.layout).index_select(0, plan.kept);
+      pre_rows = saved_pre.index_select(0, forward_rows.index_select(0, layout.order));
+    } else {
+      pre_rows = grouped_pre_activations(x_rows, layout.instance_offsets, w_gate_up_i);
+    }
+    const bool all_input_grads = state->pipeline && state->pipeline->dropped_pairs_keep_input_grad();
+    auto kept_grads = grouped_swiglu_backward(grad_rows, x_rows, pre_rows, layout.instance_offsets, w_gate_up_i,
+                                              w_down_i, /*weight_grads=*/true, /*input_grads=*/!all_input_grads);
+
+    auto grad_x = torch::zeros_like(x);
+    if (!all_input_grads) {
+      grad_x.index_add_(0, tokens.index_select(0, plan.kept), exchange.combine(kept_grads.input, layout));
+    } else {
+      // Every computed pair's exact input gradient, at its forward instance.
+      const PairLayout& f = forward.layout;
+      auto all_rows = exchange.dispatch(upstream * gates.to(x.scalar_type()).unsqueeze(1), f);
+      auto all_pre = saved_pre.defined() ? saved_pre
+                                         : grouped_pre_activations(exchange.dispatch(x_home, f), f.instance_offsets,
+                                                                   w_gate_up_i);
+      auto input = grouped_swiglu_backward(all_rows, Tensor(), all_pre, f.instance_offsets, w_gate_up_i, w_down_i,
+                                           /*weight_grads=*/false, /*input_grads=*/true);
+      grad_x.index_add_(0, tokens, exchange.combine(input.input, f));
+    }
+    return {grad_x, grad_gates, expert_gradient(kept_grads.w_gate_up, table, num_experts),
+            expert_gradient(kept_grads.w_down, table, num_experts), Tensor(), Tensor()};
   }
 };
+
+std::vector<int64_t> offsets_from_counts(const Tensor& counts) {
+  auto cpu = counts.to(torch::kCPU, torch::kInt64).contiguous();
+  std::vector<int64_t> offsets(static_cast<size_t>(cpu.numel()) + 1, 0);
+  const int64_t* data = cpu.data_ptr<int64_t>();
+  for (int64_t e = 0; e < cpu.numel(); ++e) offsets[e + 1] = offsets[e] + data[e];
+  return offsets;
+}
 
 }  // namespace
 
@@ -115,13 +162,39 @@ ExpertPairs compact_pairs_by_expert(const torch::Tensor& pair_tokens, const torc
   return pairs;
 }
 
-torch::Tensor routed_experts(const torch::Tensor& x, const torch::Tensor& gates, const ExpertPairs& pairs,
+std::shared_ptr<const ForwardPass> single_rank_pass(const ExpertPairs& pairs, int64_t num_experts) {
+  auto table = std::make_shared<InstanceTable>();
+  for (int64_t e = 0; e < num_experts; ++e) {
+    table->instances.push_back({e, 0, e, true});
+    table->expert_instances.push_back({e});
+    table->instance_rank.push_back(0);
+  }
+  table->instance_expert = torch::arange(num_experts, torch::kInt64);
+  table->one_per_expert = true;
+
+  auto pass = std::make_shared<ForwardPass>();
+  const int64_t n = pairs.experts.numel();
+  pass->computed = torch::arange(n, pairs.experts.options());
+  pass->experts = pairs.experts;
+  pass->expert_offsets = pairs.expert_offsets;
+  pass->table = table;
+  // Pairs are sorted by expert already: destination order is pair order.
+  pass->layout.ranks = 1;
+  pass->layout.order = pass->computed;
+  pass->layout.instance = pairs.experts.to(torch::kCPU);
+  pass->layout.instance_offsets = pairs.expert_offsets;
+  pass->layout.load = {n};
+  pass->layout.sent = pass->layout.received = pass->layout.peers_sent = pass->layout.peers_received = {0};
+  return pass;
+}
+
+torch::Tensor routed_experts(const torch::Tensor& x, const torch::Tensor& gates, const torch::Tensor& tokens,
                              const torch::Tensor& w_gate_up, const torch::Tensor& w_down,
-                             const PairBackwardPlanner* planner) {
+                             std::shared_ptr<ExpertPipeline> pipeline, std::shared_ptr<const ForwardPass> forward) {
   auto state = c10::make_intrusive<PairsContext>();
-  state->expert_offsets = pairs.expert_offsets;
-  if (planner) state->planner = *planner;
-  return ExpertPairsFunction::apply(x, gates, w_gate_up, w_down, pairs.tokens, pairs.experts, std::move(state));
+  state->pipeline = std::move(pipeline);
+  state->forward = std::move(forward);
+  return ExpertPairsFunction::apply(x, gates, w_gate_up, w_down, tokens, std::move(state));
 }
 
 }  // namespace lrmoe

@@ -1,19 +1,23 @@
 #pragma once
 // Routed SwiGLU experts over compacted token-expert pairs, with a custom backward.
 //
-// Pairs arrive sorted by expert, so the pairs of expert e are one contiguous slice
-// [off[e], off[e+1]). Forward runs a variable-size grouped GEMM over those slices
-// (grouped_gemm.hpp) and scatter-adds the gate-weighted outputs into the tokens. It saves each pair's expert pre-activations and
-// ungated output; backward gives every pair its exact gate gradient from them, and runs the
-// expert backward (grouped GEMMs again) only for the pairs the PairBackwardPlanner keeps
-// (pair_backward_plan.hpp). A pair that is not kept loses both its weight-gradient and its
-// input-gradient contributions through the expert.
+// Forward: each computed pair's input row moves from its home rank to its instance
+// (PairExchange::dispatch, in destination order), a variable-size grouped GEMM runs over each
+// instance's contiguous slice (grouped_gemm.hpp) with that instance's copy of its expert's
+// weights, and the expert outputs come back home (combine), where they are gate-weighted and
+// summed into their tokens. Every pair's ungated output stays at home, so backward gives every
+// pair its exact gate gradient. The expert backward runs only for the pairs the pipeline keeps
+// (expert_pipeline.hpp), each scaled by its weight, on the instance the backward routing
+// chose; replica weight gradients are summed into their expert. A dropped pair loses its
+// weight-gradient contribution, and its input gradient through the expert too unless
+// [policies] dropped_pair_keeps = "input_grad".
 
 #include <torch/torch.h>
 
+#include <memory>
 #include <vector>
 
-#include "core/model/pair_backward_plan.hpp"
+#include "core/pipeline/expert_pipeline.hpp"
 
 namespace lrmoe {
 
@@ -28,11 +32,16 @@ struct ExpertPairs {
 ExpertPairs compact_pairs_by_expert(const torch::Tensor& pair_tokens, const torch::Tensor& pair_experts,
                                     int64_t num_experts, torch::Tensor* gate_order);
 
-// x: [tokens, hidden]; gates: [pairs] in pair order; w_gate_up: [experts, 2*ffn, hidden];
-// w_down: [experts, hidden, ffn]. Returns [tokens, hidden] = sum over a token's pairs of
-// gate * expert(x). `planner` may be null (keep every pair).
-torch::Tensor routed_experts(const torch::Tensor& x, const torch::Tensor& gates, const ExpertPairs& pairs,
+// The pass of a single rank with one instance per expert, keeping every pair in backward: the
+// exact layer, used without a pipeline (evaluation, reference tests).
+std::shared_ptr<const ForwardPass> single_rank_pass(const ExpertPairs& pairs, int64_t num_experts);
+
+// x: [tokens, hidden]; gates and tokens: [pairs] the computed pairs in expert order, as
+// `forward` describes them; w_gate_up: [experts, 2*ffn, hidden]; w_down: [experts, hidden, ffn].
+// Returns [tokens, hidden] = sum over a token's pairs of gate * expert(x). Without a pipeline
+// every pair keeps its exact backward.
+torch::Tensor routed_experts(const torch::Tensor& x, const torch::Tensor& gates, const torch::Tensor& tokens,
                              const torch::Tensor& w_gate_up, const torch::Tensor& w_down,
-                             const PairBackwardPlanner* planner);
+                             std::shared_ptr<ExpertPipeline> pipeline, std::shared_ptr<const ForwardPass> forward);
 
 }  // namespace lrmoe

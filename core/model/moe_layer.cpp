@@ -28,7 +28,18 @@ MoEOutput MoELayerImpl::forward(const torch::Tensor& input) {
   ExpertPairs pairs = compact_pairs_by_expert(pair_tokens, routing.experts.reshape({-1}), num_experts_, &order);
   auto gates = routing.gates.reshape({-1}).index_select(0, order);
 
-  auto out = routed_experts(x, gates, pairs, w_gate_up_, w_down_, planner_ ? &planner_ : nullptr);
+  torch::Tensor out;
+  if (pipeline_ && torch::GradMode::is_enabled()) {
+    // Tokens are sharded contiguously over the ranks, as data-parallel batches are.
+    const int64_t ranks = pipeline_->settings().ranks;
+    auto home = pairs.tokens.to(torch::kCPU).mul(ranks).div(tokens, "floor");
+    auto pass = pipeline_->plan_forward(pairs.experts, gates, home, tokens);
+    out = routed_experts(x, gates.index_select(0, pass->computed), pairs.tokens.index_select(0, pass->computed),
+                         w_gate_up_, w_down_, pipeline_, pass);
+  } else {
+    // Evaluation measures the model, so it computes every pair whatever the training policies.
+    out = routed_experts(x, gates, pairs.tokens, w_gate_up_, w_down_, nullptr, single_rank_pass(pairs, num_experts_));
+  }
   if (shared_) out = out + shared_(x);
   out = backward_clock_.wrap_output(out.view(input.sizes()));
 
@@ -36,10 +47,16 @@ MoEOutput MoELayerImpl::forward(const torch::Tensor& input) {
   return {out, routing.aux_loss};
 }
 
-double MoELayerImpl::take_seconds() {
-  double seconds = forward_seconds_ + backward_clock_.take_seconds();
+LayerStepStatistics MoELayerImpl::take_statistics() {
+  const double backward_seconds = backward_clock_.take_seconds();
+  if (pipeline_) pipeline_->add_seconds(forward_seconds_, backward_seconds);
+  LayerStepStatistics statistics = pipeline_ ? pipeline_->take_statistics() : LayerStepStatistics{};
+  if (!pipeline_) {
+    statistics.forward_seconds = forward_seconds_;
+    statistics.backward_seconds = backward_seconds;
+  }
   forward_seconds_ = 0;
-  return seconds;
+  return statistics;
 }
 
 }  // namespace lrmoe

@@ -2,13 +2,14 @@
 // A Mixture-of-Experts feed-forward layer working on token-expert pairs:
 // router -> (token, expert, gate) pairs -> compaction by expert -> grouped GEMM over routed
 // SwiGLU experts -> gate-weighted scatter-add, plus optional shared experts that see every token.
-// Its expert backward is ExpertPairsFunction's, where a PairBackwardPlanner decides per pair.
+// In training, an ExpertPipeline (core/pipeline) runs the LRMoE forward and backward phases over
+// R logical ranks; without one, or in evaluation, the layer is exact on one rank.
 
 #include <torch/torch.h>
 
 #include "core/config/experiment.hpp"
 #include "core/model/backward_stopwatch.hpp"
-#include "core/model/pair_backward_plan.hpp"
+#include "core/pipeline/expert_pipeline.hpp"
 #include "core/model/router.hpp"
 #include "core/model/swiglu.hpp"
 
@@ -25,12 +26,13 @@ class MoELayerImpl : public torch::nn::Module {
   // x: [..., hidden]
   MoEOutput forward(const torch::Tensor& x);
 
-  // Null keeps every pair (exact backward).
-  void set_backward_planner(PairBackwardPlanner planner) { planner_ = std::move(planner); }
+  // Null: the exact single-rank layer.
+  void set_pipeline(std::shared_ptr<ExpertPipeline> pipeline) { pipeline_ = std::move(pipeline); }
 
   Router& router() { return router_; }
-  // Wall time of this layer's forward and backward since the last call.
-  double take_seconds();
+  // This layer's pipeline statistics and measured forward and backward wall time since the
+  // last call (the times alone without a pipeline).
+  LayerStepStatistics take_statistics();
 
  private:
   int64_t num_experts_;
@@ -39,7 +41,7 @@ class MoELayerImpl : public torch::nn::Module {
   torch::Tensor w_gate_up_;  // [experts, 2 * ffn, hidden]
   torch::Tensor w_down_;     // [experts, hidden, ffn]
   SwiGLU shared_{nullptr};
-  PairBackwardPlanner planner_;
+  std::shared_ptr<ExpertPipeline> pipeline_;
   BackwardStopwatch backward_clock_;
   double forward_seconds_ = 0;
 };

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/system/blas_probe.hpp"
 #include "core/system/threads.hpp"
 #include "core/train/lr_schedule.hpp"
 
@@ -52,13 +53,30 @@ ModelConfig resolve_model_vocabulary(const ModelConfig& model, int64_t data_voca
   return resolved;
 }
 
-Trainer::Trainer(const Experiment& experiment, const TokenSource& data)
+Trainer::Trainer(const Experiment& experiment, const TokenSource& data, std::shared_ptr<const PolicySet> policies)
     : experiment_(experiment), data_(data) {
   configure_threads(experiment.train.threads);
   torch::manual_seed(experiment.experiment.seed);
   model_config_ = resolve_model_vocabulary(experiment.model, data.vocab_size());
   model_ = Transformer(model_config_);
   optimizer_ = make_optimizer(*model_, experiment.train);
+  if (policies) install_pipelines(std::move(policies));
+}
+
+void Trainer::install_pipelines(std::shared_ptr<const PolicySet> policies) {
+  const PairCosts costs = pair_costs(model_config_, experiment_.policies.recompute);
+  budget_ = lrmoe::rank_budget(model_config_, experiment_.cluster, costs);
+  const double gemm_flops = experiment_.cluster.gemm_flops > 0 ? 0.0 : probe_blas().matmul_gflops * 1e9;
+  // One exchange for all layers: every logical rank lives in this process.
+  auto exchange = std::make_shared<LocalExchange>();
+  const auto& layers = model_->moe_layers();
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    auto pipeline = std::make_shared<ExpertPipeline>(
+        policies, pipeline_settings(experiment_, model_config_, static_cast<int64_t>(i), budget_, gemm_flops), exchange);
+    MoELayer layer = layers[i];
+    layer->set_pipeline(pipeline);
+    pipelines_.push_back(std::move(pipeline));
+  }
 }
 
 StepReport Trainer::train_step(int64_t step) {
@@ -72,6 +90,7 @@ StepReport Trainer::train_step(int64_t step) {
     static_cast<torch::optim::AdamWOptions&>(group.options()).lr(report.lr);
   }
 
+  for (const auto& pipeline : pipelines_) pipeline->set_step(step);
   optimizer_->zero_grad();
   for (int64_t micro = 0; micro < t.micro_batches; ++micro) {
     Batch batch = data_.train_batch(step, micro, t.batch_size);
@@ -92,7 +111,17 @@ StepReport Trainer::train_step(int64_t step) {
     auto counts = layer->router()->take_step_counts();
     layer->router()->update_selection_bias(counts);
     report.expert_load.push_back({model_->moe_layer_indices()[i], to_vector(counts)});
-    report.moe_seconds += layer->take_seconds();
+    LayerStepStatistics statistics = layer->take_statistics();
+    report.moe_seconds += statistics.forward_seconds + statistics.backward_seconds;
+    report.moe_modeled_seconds += statistics.modeled_seconds;
+    if (!pipelines_.empty()) report.layers.push_back(std::move(statistics));
+  }
+  if (!pipelines_.empty()) {
+    report.rank_memory.assign(static_cast<std::size_t>(experiment_.cluster.ranks), RankMemory{});
+    for (RankMemory& rank : report.rank_memory) rank.dense = budget_.dense_bytes;
+    for (const LayerStepStatistics& layer : report.layers) {
+      for (std::size_t r = 0; r < layer.memory.size(); ++r) report.rank_memory[r] += layer.memory[r];
+    }
   }
   report.step_seconds = seconds_since(started);
   return report;
@@ -107,7 +136,7 @@ double Trainer::evaluate() {
     total += cross_entropy(model_(batch.inputs).logits, batch.targets).item<double>();
   }
   // Evaluation time is not training time: drop what the MoE layers' clocks saw.
-  for (MoELayer layer : model_->moe_layers()) layer->take_seconds();
+  for (MoELayer layer : model_->moe_layers()) layer->take_statistics();
   return total / static_cast<double>(experiment_.train.eval_batches);
 }
 
@@ -119,16 +148,18 @@ TrainingOutcome Trainer::run(TrainingObserver& observer) {
     outcome.steps = step;
     outcome.step_seconds += report.step_seconds;
     outcome.moe_seconds += report.moe_seconds;
+    outcome.moe_modeled_seconds += report.moe_modeled_seconds;
     outcome.tokens += report.tokens;
     outcome.final_train_loss = report.train_loss;
     report.cumulative_step_seconds = outcome.step_seconds;
     report.cumulative_moe_seconds = outcome.moe_seconds;
+    report.cumulative_moe_modeled_seconds = outcome.moe_modeled_seconds;
 
     if (step % t.eval_every == 0 || step == t.max_steps) {
       report.eval_loss = evaluate();
       outcome.final_eval_loss = report.eval_loss;
       if (t.target_loss > 0 && *report.eval_loss <= t.target_loss && !outcome.target) {
-        outcome.target = TargetReached{step, outcome.step_seconds, outcome.moe_seconds};
+        outcome.target = TargetReached{step, outcome.step_seconds, outcome.moe_seconds, outcome.moe_modeled_seconds};
       }
     }
     observer.on_step(report);

@@ -12,6 +12,8 @@
 #include "core/config/experiment.hpp"
 #include "core/data/token_source.hpp"
 #include "core/model/transformer.hpp"
+#include "core/plugins/policy_set.hpp"
+#include "core/pipeline/rank_budget.hpp"
 #include "core/train/training_observer.hpp"
 
 namespace lrmoe {
@@ -22,6 +24,7 @@ struct TargetReached {
   int64_t step = 0;
   double step_seconds = 0;  // cumulative step time until then
   double moe_seconds = 0;   // cumulative MoE-layer time until then
+  double moe_modeled_seconds = 0;  // cumulative modeled MoE-layer time until then
 };
 
 struct TrainingOutcome {
@@ -32,6 +35,7 @@ struct TrainingOutcome {
   std::optional<TargetReached> target;
   double step_seconds = 0;
   double moe_seconds = 0;
+  double moe_modeled_seconds = 0;
   int64_t tokens = 0;
 };
 
@@ -41,24 +45,32 @@ ModelConfig resolve_model_vocabulary(const ModelConfig& model, int64_t data_voca
 
 class Trainer {
  public:
-  // Seeds torch, builds the model and the optimizer.
-  Trainer(const Experiment& experiment, const TokenSource& data);
+  // Seeds torch, builds the model and the optimizer. With `policies`, every MoE layer trains
+  // through the LRMoE pipeline on cluster.ranks logical ranks; without, it is exact on one rank.
+  Trainer(const Experiment& experiment, const TokenSource& data,
+          std::shared_ptr<const PolicySet> policies = nullptr);
 
   TrainingOutcome run(TrainingObserver& observer);
   // Mean cross-entropy over train.eval_batches validation batches.
   double evaluate();
 
   const ModelConfig& model_config() const { return model_config_; }
+  // How each rank's memory divides; zero without policies.
+  const RankBudget& rank_budget() const { return budget_; }
 
  private:
   // One optimizer step; returns its report without eval loss.
   StepReport train_step(int64_t step);
+  // An ExpertPipeline for every MoE layer, sharing the policies.
+  void install_pipelines(std::shared_ptr<const PolicySet> policies);
 
   Experiment experiment_;
   const TokenSource& data_;
   ModelConfig model_config_;
   Transformer model_{nullptr};
   std::unique_ptr<torch::optim::AdamW> optimizer_;
+  std::vector<std::shared_ptr<ExpertPipeline>> pipelines_;  // one per MoE layer
+  RankBudget budget_;
 };
 
 }  // namespace lrmoe

@@ -6,6 +6,8 @@
 #include <optional>
 #include <vector>
 
+#include "core/pipeline/layer_statistics.hpp"
+
 namespace lrmoe {
 
 struct LayerLoad {
@@ -23,9 +25,15 @@ struct StepReport {
   int64_t tokens = 0;
   double step_seconds = 0;  // forward, backward and optimizer; evaluation excluded
   double moe_seconds = 0;   // inside MoE layers, forward and backward
+  double moe_modeled_seconds = 0;  // cost model: the same MoE work on the configured cluster
   double cumulative_step_seconds = 0;
   double cumulative_moe_seconds = 0;
+  double cumulative_moe_modeled_seconds = 0;
   std::vector<LayerLoad> expert_load;
+  // Per MoE layer, when training runs the pipeline (statistics.layer indexes MoE layers).
+  std::vector<LayerStepStatistics> layers;
+  // Per logical rank: every layer's expert memory plus the dense state; empty without pipeline.
+  std::vector<RankMemory> rank_memory;
 };
 
 class TrainingObserver {

@@ -2,10 +2,26 @@
 // Versions a plugin is checked against when it is loaded.
 //
 // kPluginApiVersion changes whenever an interface in core/include/lrmoe/ changes in a way that
-// breaks binary compatibility; the loader refuses a plugin built against another value.
+// breaks binary compatibility; the loader refuses a plugin built against another value. The
+// interfaces pass at::Tensor, so a plugin must also be built against the same LibTorch version
+// as the runner: the loader compares the version each side was compiled with.
+
+#include <torch/version.h>
 
 namespace lrmoe {
 
 inline constexpr int kPluginApiVersion = 1;
+
+// Plain data, so that the loader can read it from any plugin before trusting its C++ types.
+struct PluginAbi {
+  int api_version;
+  int torch_major;
+  int torch_minor;
+  int torch_patch;
+};
+
+// The ABI of the code including this header.
+inline constexpr PluginAbi kCompiledAbi{kPluginApiVersion, TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR,
+                                       TORCH_VERSION_PATCH};
 
 }  // namespace lrmoe

@@ -1,0 +1,66 @@
+#pragma once
+// Placement policy: in the forward phase of every MoE layer and step, decide which ranks host
+// which instances of each expert (one owner, any number of replicas) and how many of each
+// expert's token-expert pairs keep their backward work (the retention quota).
+//
+// The memory model the runner checks every plan against, per rank r and MoE layer:
+//
+//   instances(r) * slot_bytes + forward_pairs(r) * forward_pair_bytes
+//                             + backward_pairs(r) * backward_pair_bytes  <=  budget_bytes
+//
+// forward_pairs(r) counts the pairs computed on r in the forward pass and backward_pairs(r)
+// the kept pairs whose backward work runs on r. Before routing, an expert's forward pairs
+// (min(count, forward capacity)) and kept pairs (min(count, quota)) count as split evenly over
+// its instances; after routing, the real per-rank loads are checked again. A plan that does not
+// fit stops the run, with the numbers, before any buffer is allocated.
+
+#include <cstdint>
+#include <vector>
+
+#include "lrmoe/policy.hpp"
+
+namespace lrmoe {
+
+struct ExpertInstance {
+  int64_t expert = 0;
+  int64_t rank = 0;   // 0 .. ranks-1
+  int64_t slot = 0;   // 0 .. slots_per_rank-1; a (rank, slot) hosts at most one instance
+  bool owner = false; // exactly one instance per expert owns it; the others are replicas
+};
+
+struct PlacementRequest {
+  int64_t step = 0;   // optimizer step, from 1
+  int64_t layer = 0;  // index of the MoE layer among the model's MoE layers
+  int64_t num_experts = 0;
+  int64_t ranks = 0;
+  int64_t slots_per_rank = 0;
+  int64_t top_k = 0;
+  int64_t tokens = 0;  // tokens in this forward pass, over all ranks
+  // Routed pairs per expert in this forward pass, over all ranks (sum = tokens * top_k).
+  std::vector<int64_t> counts;
+  // The counts of earlier forward passes of this layer, oldest first, most recent last; empty
+  // on the first one. The runner keeps a bounded number of them.
+  std::vector<std::vector<int64_t>> history;
+  // The memory model above, per rank, for this MoE layer.
+  int64_t budget_bytes = 0;
+  int64_t slot_bytes = 0;           // parameters and gradient of one expert instance
+  int64_t forward_pair_bytes = 0;   // token buffers per pair computed in forward
+  int64_t backward_pair_bytes = 0;  // token buffers per pair with backward work
+};
+
+struct PlacementPlan {
+  std::vector<ExpertInstance> instances;  // at least one per expert, in any order
+  // Per expert: at most this many of its pairs keep their backward work, over all ranks.
+  // A quota >= the expert's count keeps all of them.
+  std::vector<int64_t> quota;
+  // Per expert: at most this many of its pairs are computed in forward (the others are dropped,
+  // as capacity-factor baselines do). Empty: every routed pair is computed.
+  std::vector<int64_t> forward_capacity;
+};
+
+class PlacementPolicy : public Policy {
+ public:
+  virtual PlacementPlan plan(const PlacementRequest& request) = 0;
+};
+
+}  // namespace lrmoe

@@ -1,0 +1,32 @@
+#pragma once
+// What every policy object has in common, and the pair data the backward-phase policies see.
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace lrmoe {
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+};
+
+// The routed token-expert pairs of one MoE layer in one pass, over all ranks, sorted by expert:
+// the pairs of expert e are [expert_offsets[e], expert_offsets[e+1]). Tensors live on the
+// layer's device; experts is int64, the others float32.
+struct PairBatch {
+  int64_t step = 0;
+  int64_t layer = 0;
+  uint64_t seed = 0;  // differs per (experiment seed, step, layer): seed any randomness with it
+  at::Tensor experts;        // [pairs]
+  at::Tensor gates;          // [pairs] router gate g of the pair
+  at::Tensor upstream_norm;  // [pairs] |d|, the loss gradient at the pair's token output
+  at::Tensor input_norm;     // [pairs] |x|, the token's input to the expert
+  at::Tensor hidden_norm;    // [pairs] |h|, the expert's hidden activation; may be undefined
+  std::vector<int64_t> expert_offsets;  // [experts + 1]
+  std::vector<int64_t> quota;           // [experts] from the placement plan
+};
+
+}  // namespace lrmoe

@@ -1,0 +1,410 @@
+#include "core/pipeline/expert_pipeline.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace lrmoe {
+namespace {
+
+// Counts of earlier passes a placement can see; SYMI needs one, smoothing planners a few.
+constexpr std::size_t kHistoryLength = 16;
+
+class Stopwatch {
+ public:
+  double lap() {
+    const auto now = std::chrono::steady_clock::now();
+    const double seconds = std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+    return seconds;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+std::vector<int64_t> to_vector(const torch::Tensor& t) {
+  auto cpu = t.to(torch::kCPU, torch::kInt64).contiguous();
+  return {cpu.data_ptr<int64_t>(), cpu.data_ptr<int64_t>() + cpu.numel()};
+}
+
+std::vector<int64_t> counts_of(const torch::Tensor& experts_cpu, int64_t num_experts) {
+  return to_vector(torch::bincount(experts_cpu, /*weights=*/{}, num_experts));
+}
+
+std::vector<int64_t> offsets_of(const std::vector<int64_t>& counts) {
+  std::vector<int64_t> offsets(counts.size() + 1, 0);
+  for (std::size_t e = 0; e < counts.size(); ++e) offsets[e + 1] = offsets[e] + counts[e];
+  return offsets;
+}
+
+// Pairs each rank would hold if every expert's `pairs` were split evenly over its instances.
+std::vector<double> even_split(const InstanceTable& table, const std::vector<int64_t>& pairs, int64_t ranks) {
+  std::vector<double> load(static_cast<std::size_t>(ranks), 0.0);
+  for (std::size_t e = 0; e < pairs.size(); ++e) {
+    const auto& instances = table.expert_instances[e];
+    for (int64_t i : instances) load[table.instance_rank[i]] += static_cast<double>(pairs[e]) / instances.size();
+  }
+  return load;
+}
+
+std::vector<double> as_doubles(const std::vector<int64_t>& values) { return {values.begin(), values.end()}; }
+
+// The routed pairs each expert computes: its `capacity` highest-gate pairs (Megatron drops by
+// probability), in pair order. `experts` is sorted, so each expert is one run.
+torch::Tensor within_forward_capacity(const torch::Tensor& experts_cpu, const torch::Tensor& gates,
+                                      const std::vector<int64_t>& counts, const std::vector<int64_t>& capacity) {
+  // Descending gate, then stably by expert: each expert's pairs by falling gate.
+  auto by_gate = std::get<1>(torch::sort(gates.detach().to(torch::kCPU), /*stable=*/true, 0, /*descending=*/true));
+  auto order = by_gate.index_select(
+      0, std::get<1>(torch::sort(experts_cpu.index_select(0, by_gate), /*stable=*/true, 0, false)));
+  const std::vector<int64_t> offsets = offsets_of(counts);
+  std::vector<int64_t> keep;
+  const int64_t* ordered = order.data_ptr<int64_t>();
+  for (std::size_t e = 0; e < counts.size(); ++e) {
+    const int64_t n = std::min(counts[e], capacity[e]);
+    keep.insert(keep.end(), ordered + offsets[e], ordered + offsets[e] + n);
+  }
+  std::sort(keep.begin(), keep.end());
+  return torch::tensor(keep, torch::kInt64);
+}
+
+uint64_t mix_seed(uint64_t seed, int64_t step, int64_t layer, int64_t pass) {
+  // splitmix64 over the fields: different streams per step, layer and micro-batch.
+  uint64_t z = seed ^ (static_cast<uint64_t>(step) * 0x9E3779B97F4A7C15ull) ^
+               (static_cast<uint64_t>(layer) * 0xBF58476D1CE4E5B9ull) ^ (static_cast<uint64_t>(pass) * 0x94D049BB133111EBull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+std::string readable_bytes(double bytes) {
+  if (bytes >= 1024.0 * 1024.0 * 1024.0) return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  if (bytes >= 1024.0 * 1024.0) return fmt::format("{:.2f} MiB", bytes / (1024.0 * 1024.0));
+  if (bytes >= 1024.0) return fmt::format("{:.1f} KiB", bytes / 1024.0);
+  return fmt::format("{:.0f} B", bytes);
+}
+
+void check_selection(const Selection& selection, int64_t pairs, const std::string& policy) {
+  const torch::Tensor& kept = selection.kept;
+  auto fail = [&](const std::string& why) { return PlanError(fmt::format("selection '{}' {}", policy, why)); };
+  if (!kept.defined() || kept.dim() != 1 || kept.scalar_type() != torch::kInt64) {
+    throw fail("must return `kept` as a 1-D int64 tensor");
+  }
+  if (kept.numel() > 0) {
+    if (kept.min().item<int64_t>() < 0 || kept.max().item<int64_t>() >= pairs) throw fail("kept a pair index out of range");
+    if (kept.numel() > 1 && !(kept.slice(0, 1) > kept.slice(0, 0, -1)).all().item<bool>()) {
+      throw fail("must return `kept` strictly increasing");
+    }
+  }
+  if (selection.weights.defined() && selection.weights.numel() != kept.numel()) {
+    throw fail(fmt::format("returned {} weights for {} kept pairs", selection.weights.numel(), kept.numel()));
+  }
+}
+
+}  // namespace
+
+ExpertPipeline::ExpertPipeline(std::shared_ptr<const PolicySet> policies, PipelineSettings settings,
+                               std::shared_ptr<PairExchange> exchange)
+    : policies_(std::move(policies)), settings_(std::move(settings)), exchange_(std::move(exchange)) {
+  statistics_.layer = settings_.layer;
+}
+
+std::vector<RankMemory> ExpertPipeline::rank_memory(const InstanceTable& table, const std::vector<double>& forward_load,
+                                                    const std::vector<double>& backward_load) const {
+  const PairCosts& c = settings_.costs;
+  std::vector<RankMemory> memory(static_cast<std::size_t>(settings_.ranks));
+  for (const ExpertInstance& instance : table.instances) {
+    RankMemory& m = memory[instance.rank];
+    (instance.owner ? m.owned : m.replicas) += c.expert_bytes;
+    m.gradients += c.expert_bytes;
+    if (instance.owner) m.optimizer += 2 * c.expert_bytes;  // Adam's two moments
+  }
+  for (std::size_t r = 0; r < memory.size(); ++r) {
+    memory[r].forward_tokens = static_cast<int64_t>(std::ceil(forward_load[r])) * c.forward_pair_bytes;
+    memory[r].backward_tokens = static_cast<int64_t>(std::ceil(backward_load[r])) * c.backward_pair_bytes;
+  }
+  return memory;
+}
+
+// The budget covers what the placement decides: instances (parameters and gradient buffers)
+// and token buffers. Optimizer state and dense state were taken out of it up front.
+void ExpertPipeline::check_budget(const std::vector<RankMemory>& memory, const InstanceTable& table,
+                                  const std::vector<double>& forward_load, const std::vector<double>& backward_load,
+                                  const std::string& stage) const {
+  const std::vector<int64_t> instances = table.instances_per_rank(settings_.ranks);
+  for (std::size_t r = 0; r < memory.size(); ++r) {
+    const RankMemory& m = memory[r];
+    const int64_t used = m.owned + m.replicas + m.gradients + m.forward_tokens + m.backward_tokens;
+    if (used <= settings_.budget_bytes) continue;
+    throw PlanError(fmt::format(
+        "step {}, MoE layer {}: the plan of placement '{}' does not fit rank {} {}: {} instances x {} + {:.0f} "
+        "forward pairs x {} B + {:.0f} kept pairs x {} B = {} > {} per rank for this layer; raise "
+        "cluster.memory_per_rank, lower the quotas, or use a placement that fits",
+        step_, settings_.layer, policies_->records.at(0).name, r, stage, instances[r],
+        readable_bytes(static_cast<double>(settings_.costs.slot_bytes)), forward_load[r], settings_.costs.forward_pair_bytes,
+        backward_load[r], settings_.costs.backward_pair_bytes, readable_bytes(static_cast<double>(used)),
+        readable_bytes(static_cast<double>(settings_.budget_bytes))));
+  }
+}
+
+std::vector<int64_t> ExpertPipeline::capacity(const std::vector<RankMemory>& memory, int64_t pair_bytes) const {
+  std::vector<int64_t> pairs;
+  for (const RankMemory& m : memory) {
+    const int64_t used = m.owned + m.replicas + m.gradients + m.forward_tokens + m.backward_tokens;
+    pairs.push_back(std::max<int64_t>(0, (settings_.budget_bytes - used) / pair_bytes));
+  }
+  return pairs;
+}
+
+torch::Tensor ExpertPipeline::route(Phase phase, const torch::Tensor& experts, const torch::Tensor& home,
+                                    const InstanceTable& table, std::vector<int64_t> capacity) {
+  RoutingRequest request;
+  request.phase = phase;
+  request.step = step_;
+  request.layer = settings_.layer;
+  request.ranks = settings_.ranks;
+  request.experts = experts;
+  request.home_ranks = home;
+  request.instances = table.instances;
+  request.expert_instances = table.expert_instances;
+  request.capacity = std::move(capacity);
+  torch::Tensor instance = policies_->routing->route(request);
+
+  const std::string& policy = policies_->records.at(3).name;
+  if (!instance.defined() || instance.dim() != 1 || instance.numel() != experts.numel()) {
+    throw PlanError(fmt::format("routing '{}' must return one instance per pair ({})", policy, experts.numel()));
+  }
+  instance = instance.to(torch::kCPU, torch::kInt64).contiguous();
+  if (instance.numel() > 0 && (instance.min().item<int64_t>() < 0 || instance.max().item<int64_t>() >= table.size())) {
+    throw PlanError(fmt::format("routing '{}' returned an instance index outside 0..{}", policy, table.size() - 1));
+  }
+  if (!table.instance_expert.index_select(0, instance).equal(experts)) {
+    throw PlanError(fmt::format("routing '{}' sent a pair to an instance of another expert", policy));
+  }
+  return instance;
+}
+
+std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Tensor& experts,
+                                                                const torch::Tensor& gates,
+                                                                const torch::Tensor& home, int64_t tokens) {
+  Stopwatch clock;
+  PipelineOverhead overhead;
+  const int64_t E = settings_.num_experts;
+  const torch::Tensor experts_cpu = experts.to(torch::kCPU);
+  const std::vector<int64_t> counts = counts_of(experts_cpu, E);
+
+  PlacementRequest request;
+  request.step = step_;
+  request.layer = settings_.layer;
+  request.num_experts = E;
+  request.ranks = settings_.ranks;
+  request.slots_per_rank = settings_.slots_per_rank;
+  request.top_k = settings_.top_k;
+  request.tokens = tokens;
+  request.counts = counts;
+  request.history.assign(history_.begin(), history_.end());
+  request.budget_bytes = settings_.budget_bytes;
+  request.slot_bytes = settings_.costs.slot_bytes;
+  request.forward_pair_bytes = settings_.costs.forward_pair_bytes;
+  request.backward_pair_bytes = settings_.costs.backward_pair_bytes;
+  overhead.compaction += clock.lap();
+  PlacementPlan plan = policies_->placement->plan(request);
+  overhead.placement += clock.lap();
+  history_.push_back(counts);
+  if (history_.size() > kHistoryLength) history_.pop_front();
+
+  auto pass = std::make_shared<ForwardPass>();
+  pass->step = step_;
+  auto table = std::make_shared<InstanceTable>(build_instance_table(
+      plan, E, settings_.ranks, settings_.slots_per_rank, policies_->records.at(0).name));
+  pass->table = table;
+  pass->quota = plan.quota;
+
+  // Forward capacity drops, then the computed pairs in expert order.
+  if (plan.forward_capacity.empty()) {
+    pass->computed = torch::arange(experts.numel(), torch::kInt64);
+  } else {
+    pass->computed = within_forward_capacity(experts_cpu, gates, counts, plan.forward_capacity);
+  }
+  const torch::Tensor computed_experts = experts_cpu.index_select(0, pass->computed);
+  const std::vector<int64_t> computed_counts = counts_of(computed_experts, E);
+  pass->expert_offsets = offsets_of(computed_counts);
+  pass->home = home.index_select(0, pass->computed);
+  pass->computed = pass->computed.to(experts.device());
+  pass->experts = computed_experts.to(experts.device());
+
+  // The plan as the memory model sees it before routing: loads split evenly over instances.
+  std::vector<int64_t> kept_pairs(computed_counts.size());
+  for (std::size_t e = 0; e < kept_pairs.size(); ++e) kept_pairs[e] = std::min(computed_counts[e], plan.quota[e]);
+  const std::vector<double> expected_forward = even_split(*table, computed_counts, settings_.ranks);
+  const std::vector<double> expected_backward = even_split(*table, kept_pairs, settings_.ranks);
+  check_budget(rank_memory(*table, expected_forward, expected_backward), *table, expected_forward, expected_backward,
+               "as planned");
+  overhead.compaction += clock.lap();
+
+  const std::vector<double> no_load(static_cast<std::size_t>(settings_.ranks), 0.0);
+  const torch::Tensor instance =
+      route(Phase::Forward, computed_experts, pass->home, *table,
+            capacity(rank_memory(*table, no_load, expected_backward), settings_.costs.forward_pair_bytes));
+  overhead.routing += clock.lap();
+  pass->layout = build_pair_layout(instance, pass->home, *table, settings_.ranks, experts.device());
+  const std::vector<double> forward_load = as_doubles(pass->layout.load);
+  check_budget(rank_memory(*table, forward_load, expected_backward), *table, forward_load, expected_backward,
+               "after forward routing");
+  overhead.compaction += clock.lap();
+
+  statistics_.pairs_routed += experts.numel();
+  statistics_.pairs_dropped += experts.numel() - pass->computed.numel();
+  statistics_.replicas = table->replicas();
+  statistics_.overhead += overhead;
+  return pass;
+}
+
+BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch signals) {
+  Stopwatch clock;
+  PipelineOverhead overhead;
+  signals.step = forward.step;
+  signals.layer = settings_.layer;
+  signals.seed = mix_seed(settings_.seed, forward.step, settings_.layer, statistics_.pairs_routed);
+  signals.experts = forward.experts;
+  signals.expert_offsets = forward.expert_offsets;
+  signals.quota = forward.quota;
+
+  const torch::Tensor scores = policies_->metric->score(signals);
+  overhead.metric += clock.lap();
+  if (!scores.defined() || scores.numel() != forward.experts.numel()) {
+    throw PlanError(fmt::format("metric '{}' must return one score per pair ({})", policies_->records.at(1).name,
+                                forward.experts.numel()));
+  }
+  Selection selection = policies_->selection->select(signals, scores);
+  overhead.selection += clock.lap();
+  check_selection(selection, forward.experts.numel(), policies_->records.at(2).name);
+
+  BackwardPass pass;
+  pass.kept = selection.kept.to(forward.experts.device());
+  pass.weights = selection.weights.defined() ? selection.weights.to(forward.experts.device(), torch::kFloat32)
+                                             : torch::Tensor();
+  const torch::Tensor kept_cpu = selection.kept.to(torch::kCPU);
+  const torch::Tensor kept_experts = forward.experts.to(torch::kCPU).index_select(0, kept_cpu);
+  const torch::Tensor kept_home = forward.home.index_select(0, kept_cpu);
+  const InstanceTable& table = *forward.table;
+  const std::vector<double> forward_load = as_doubles(forward.layout.load);
+  const std::vector<double> no_load(static_cast<std::size_t>(settings_.ranks), 0.0);
+  overhead.compaction += clock.lap();
+
+  const torch::Tensor instance =
+      route(Phase::Backward, kept_experts, kept_home, table,
+            capacity(rank_memory(table, forward_load, no_load), settings_.costs.backward_pair_bytes));
+  overhead.routing += clock.lap();
+  pass.layout = build_pair_layout(instance, kept_home, table, settings_.ranks, forward.experts.device());
+  const std::vector<double> backward_load = as_doubles(pass.layout.load);
+  check_budget(rank_memory(table, forward_load, backward_load), table, forward_load, backward_load,
+               "after backward routing");
+  overhead.compaction += clock.lap();
+
+  statistics_.overhead += overhead;
+  account_pass(forward, pass);
+  return pass;
+}
+
+// Loads, bytes, memory and modeled time of one forward-backward pass (one micro-batch).
+void ExpertPipeline::account_pass(const ForwardPass& forward, const BackwardPass& backward) {
+  const PairCosts& c = settings_.costs;
+  const InstanceTable& table = *forward.table;
+  const PairLayout& f = forward.layout;
+  const PairLayout& b = backward.layout;
+  const auto R = static_cast<std::size_t>(settings_.ranks);
+  const bool input_grads_for_all = dropped_pairs_keep_input_grad();
+
+  // Kept pairs whose backward runs on another rank than their forward need their saved context
+  // (input row and pre-activations) moved there, unless everything is recomputed from the input
+  // row sent from home.
+  std::vector<int64_t> moved_to(R, 0), moved_from(R, 0);
+  if (!settings_.recompute && b.pairs() > 0) {
+    const torch::Tensor forward_instance = f.instance.index_select(0, backward.kept.to(torch::kCPU));
+    const int64_t* fi = forward_instance.data_ptr<int64_t>();
+    const int64_t* bi = b.instance.data_ptr<int64_t>();
+    for (int64_t p = 0; p < b.pairs(); ++p) {
+      const int64_t from = table.instance_rank[fi[p]], to = table.instance_rank[bi[p]];
+      if (from == to) continue;
+      ++moved_from[from];
+      ++moved_to[to];
+    }
+  }
+  const int64_t context_bytes = c.row_bytes + c.pre_activation_bytes;
+
+  LayerTraffic traffic;
+  traffic.forward_dispatch = f.crossing() * c.row_bytes;
+  traffic.forward_combine = f.crossing() * c.row_bytes;
+  // Gradient rows of the kept pairs (of every pair when dropped pairs keep their input gradient).
+  const PairLayout& gradient_layout = input_grads_for_all ? f : b;
+  int64_t moved = 0;
+  for (std::size_t r = 0; r < R; ++r) moved += moved_to[r];
+  traffic.backward_dispatch = gradient_layout.crossing() * c.row_bytes +
+                              (settings_.recompute ? b.crossing() * c.row_bytes : moved * context_bytes);
+  traffic.backward_return = gradient_layout.crossing() * c.row_bytes;
+  traffic.replica_sync = 2 * table.replicas() * c.expert_bytes;
+
+  // Modeled time: each rank's GEMMs plus its share of every exchange; the slowest rank wins.
+  const CostModel& model = settings_.cost_model;
+  double slowest = 0;
+  for (std::size_t r = 0; r < R; ++r) {
+    double work = f.load[r] * c.forward_flops + b.load[r] * c.backward_flops;
+    if (input_grads_for_all) work += (f.load[r] - b.load[r]) * c.forward_flops;  // input-gradient GEMMs
+    double seconds = model.compute_seconds(work);
+    const double row = static_cast<double>(c.row_bytes);
+    seconds += 2 * model.exchange_seconds(f.sent[r] * row, f.received[r] * row, std::max(f.peers_sent[r], f.peers_received[r]));
+    const PairLayout& g = gradient_layout;
+    const double extra_out = settings_.recompute ? b.sent[r] * row : moved_from[r] * static_cast<double>(context_bytes);
+    const double extra_in = settings_.recompute ? b.received[r] * row : moved_to[r] * static_cast<double>(context_bytes);
+    seconds += model.exchange_seconds(g.sent[r] * row + extra_out, g.received[r] * row + extra_in,
+                                      std::max(g.peers_sent[r], g.peers_received[r]));
+    seconds += model.exchange_seconds(g.received[r] * row, g.sent[r] * row, std::max(g.peers_sent[r], g.peers_received[r]));
+    slowest = std::max(slowest, seconds);
+  }
+  // Replica parameters out and gradients back, each owner to each of its replicas.
+  std::vector<double> replica_bytes(R, 0.0);
+  for (const auto& instances : table.expert_instances) {
+    for (std::size_t i = 1; i < instances.size(); ++i) {
+      replica_bytes[table.instance_rank[instances[0]]] += c.expert_bytes;
+      replica_bytes[table.instance_rank[instances[i]]] += c.expert_bytes;
+    }
+  }
+  double replica_seconds = 0;
+  for (double bytes : replica_bytes) replica_seconds = std::max(replica_seconds, model.exchange_seconds(bytes, bytes, bytes > 0 ? 2 : 0));
+
+  statistics_.pairs_kept += b.pairs();
+  statistics_.traffic += traffic;
+  statistics_.modeled_seconds += slowest + replica_seconds;
+  if (statistics_.forward_load.empty()) {
+    statistics_.forward_load.assign(R, 0);
+    statistics_.backward_load.assign(R, 0);
+  }
+  for (std::size_t r = 0; r < R; ++r) {
+    statistics_.forward_load[r] += f.load[r];
+    statistics_.backward_load[r] += b.load[r];
+  }
+  const std::vector<RankMemory> memory = rank_memory(table, as_doubles(f.load), as_doubles(b.load));
+  if (statistics_.memory.empty()) {
+    statistics_.memory = memory;
+  } else {
+    for (std::size_t r = 0; r < R; ++r) statistics_.memory[r] = RankMemory::max(statistics_.memory[r], memory[r]);
+  }
+}
+
+void ExpertPipeline::add_seconds(double forward, double backward) {
+  statistics_.forward_seconds += forward;
+  statistics_.backward_seconds += backward;
+}
+
+LayerStepStatistics ExpertPipeline::take_statistics() {
+  LayerStepStatistics taken = std::move(statistics_);
+  statistics_ = LayerStepStatistics{};
+  statistics_.layer = settings_.layer;
+  return taken;
+}
+
+}  // namespace lrmoe

@@ -1,0 +1,96 @@
+#include "core/pipeline/instance_table.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+namespace lrmoe {
+namespace {
+
+void check_per_expert(const std::vector<int64_t>& values, int64_t num_experts, bool may_be_empty,
+                      const std::string& what, const std::string& policy) {
+  if (may_be_empty && values.empty()) return;
+  if (static_cast<int64_t>(values.size()) != num_experts) {
+    throw PlanError(fmt::format("placement '{}' returned {} {} values for {} experts", policy, values.size(), what,
+                                num_experts));
+  }
+  for (std::size_t e = 0; e < values.size(); ++e) {
+    if (values[e] < 0) {
+      throw PlanError(fmt::format("placement '{}' returned a negative {} ({}) for expert {}", policy, what, values[e], e));
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<int64_t> InstanceTable::instances_per_rank(int64_t ranks) const {
+  std::vector<int64_t> count(static_cast<std::size_t>(ranks), 0);
+  for (const ExpertInstance& instance : instances) ++count[instance.rank];
+  return count;
+}
+
+std::vector<int64_t> InstanceTable::owners_per_rank(int64_t ranks) const {
+  std::vector<int64_t> count(static_cast<std::size_t>(ranks), 0);
+  for (const ExpertInstance& instance : instances) count[instance.rank] += instance.owner ? 1 : 0;
+  return count;
+}
+
+InstanceTable build_instance_table(const PlacementPlan& plan, int64_t num_experts, int64_t ranks,
+                                   int64_t slots_per_rank, const std::string& policy) {
+  check_per_expert(plan.quota, num_experts, false, "quota", policy);
+  check_per_expert(plan.forward_capacity, num_experts, true, "forward capacity", policy);
+
+  InstanceTable table;
+  table.instances = plan.instances;
+  std::set<std::pair<int64_t, int64_t>> used;
+  for (const ExpertInstance& instance : table.instances) {
+    if (instance.expert < 0 || instance.expert >= num_experts || instance.rank < 0 || instance.rank >= ranks ||
+        instance.slot < 0 || instance.slot >= slots_per_rank) {
+      throw PlanError(fmt::format("placement '{}' put expert {} on rank {} slot {}, outside {} experts, {} ranks and {} "
+                                  "slots per rank",
+                                  policy, instance.expert, instance.rank, instance.slot, num_experts, ranks,
+                                  slots_per_rank));
+    }
+    if (!used.emplace(instance.rank, instance.slot).second) {
+      throw PlanError(fmt::format("placement '{}' put two instances on rank {} slot {}", policy, instance.rank,
+                                  instance.slot));
+    }
+  }
+  std::sort(table.instances.begin(), table.instances.end(), [](const ExpertInstance& a, const ExpertInstance& b) {
+    return std::make_pair(a.rank, a.slot) < std::make_pair(b.rank, b.slot);
+  });
+
+  table.expert_instances.assign(static_cast<std::size_t>(num_experts), {});
+  std::vector<int64_t> experts;
+  for (int64_t i = 0; i < table.size(); ++i) {
+    const ExpertInstance& instance = table.instances[i];
+    auto& list = table.expert_instances[instance.expert];
+    if (instance.owner) {
+      if (!list.empty() && table.instances[list.front()].owner) {
+        throw PlanError(fmt::format("placement '{}' gave expert {} two owners", policy, instance.expert));
+      }
+      list.insert(list.begin(), i);
+    } else {
+      list.push_back(i);
+    }
+    experts.push_back(instance.expert);
+    table.instance_rank.push_back(instance.rank);
+  }
+  for (int64_t e = 0; e < num_experts; ++e) {
+    const auto& list = table.expert_instances[e];
+    if (list.empty() || !table.instances[list.front()].owner) {
+      throw PlanError(fmt::format("placement '{}' gave expert {} {}", policy, e, list.empty() ? "no instance" : "no owner"));
+    }
+  }
+  table.instance_expert = torch::tensor(experts, torch::kInt64);
+  table.one_per_expert = table.size() == num_experts &&
+                         std::all_of(table.instances.begin(), table.instances.end(),
+                                     [&, i = int64_t{0}](const ExpertInstance& instance) mutable {
+                                       return instance.expert == i++;
+                                     });
+  return table;
+}
+
+}  // namespace lrmoe

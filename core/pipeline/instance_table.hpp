@@ -1,0 +1,41 @@
+#pragma once
+// A placement plan's expert instances, checked and laid out in destination order: instance i is
+// the i-th by (rank, slot), so the pairs bound for one rank, and within it for one instance, are
+// contiguous once pairs are sorted by instance.
+
+#include <torch/torch.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "lrmoe/placement.hpp"
+
+namespace lrmoe {
+
+// A plan that breaks the placement contract or the memory budget; the message has the numbers.
+class PlanError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct InstanceTable {
+  std::vector<ExpertInstance> instances;             // sorted by (rank, slot)
+  std::vector<std::vector<int64_t>> expert_instances;  // per expert, indices into instances, owner first
+  torch::Tensor instance_expert;                     // [instances] int64
+  std::vector<int64_t> instance_rank;                // [instances]
+  bool one_per_expert = false;  // instance i is the only instance of expert i: no replica copies
+
+  int64_t size() const { return static_cast<int64_t>(instances.size()); }
+  int64_t replicas() const { return size() - static_cast<int64_t>(expert_instances.size()); }
+  std::vector<int64_t> instances_per_rank(int64_t ranks) const;
+  std::vector<int64_t> owners_per_rank(int64_t ranks) const;
+};
+
+// Checks `plan` against the placement contract (every expert has instances and one owner, ranks
+// and slots in range, no slot used twice, quotas and capacities per expert and >= 0) and builds
+// the table. `policy` names the placement in messages.
+InstanceTable build_instance_table(const PlacementPlan& plan, int64_t num_experts, int64_t ranks,
+                                   int64_t slots_per_rank, const std::string& policy);
+
+}  // namespace lrmoe

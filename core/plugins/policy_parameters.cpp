@@ -1,0 +1,102 @@
+#include "core/plugins/policy_parameters.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/config/did_you_mean.hpp"
+
+namespace lrmoe {
+namespace {
+
+std::string type_name(ParameterType type) {
+  switch (type) {
+    case ParameterType::Integer:
+      return "an integer";
+    case ParameterType::Real:
+      return "a number";
+    case ParameterType::Boolean:
+      return "true or false";
+    case ParameterType::Text:
+      return "a string";
+  }
+  return "?";
+}
+
+std::string range_text(const ParameterSpec& spec) {
+  const bool low = std::isfinite(spec.minimum), high = std::isfinite(spec.maximum);
+  if (low && high) return fmt::format("between {} and {}", spec.minimum, spec.maximum);
+  if (low) return fmt::format(">= {}", spec.minimum);
+  if (high) return fmt::format("<= {}", spec.maximum);
+  return "";
+}
+
+// The setting converted to the declared type; integers are accepted where a number is declared.
+ParameterValue checked_value(const ParameterSpec& spec, const PolicySetting& setting, const std::string& where) {
+  const ParameterValue& value = setting.value;
+  auto wrong = [&](const std::string& why) {
+    return PluginError(fmt::format("{}: {} {}", setting.place, where, why));
+  };
+  switch (spec.type) {
+    case ParameterType::Integer:
+    case ParameterType::Real: {
+      double number = 0;
+      if (const auto* i = std::get_if<int64_t>(&value)) {
+        number = static_cast<double>(*i);
+      } else if (const auto* d = std::get_if<double>(&value); d && spec.type == ParameterType::Real) {
+        number = *d;
+      } else {
+        throw wrong("must be " + type_name(spec.type));
+      }
+      if (number < spec.minimum || number > spec.maximum) {
+        throw wrong(fmt::format("must be {}, got {}", range_text(spec), number));
+      }
+      if (spec.type == ParameterType::Integer) return std::get<int64_t>(value);
+      return number;
+    }
+    case ParameterType::Boolean:
+      if (!std::holds_alternative<bool>(value)) throw wrong("must be true or false");
+      return value;
+    case ParameterType::Text: {
+      const auto* text = std::get_if<std::string>(&value);
+      if (text == nullptr) throw wrong("must be a string");
+      if (!spec.choices.empty() && std::find(spec.choices.begin(), spec.choices.end(), *text) == spec.choices.end()) {
+        throw wrong("must be one of " + quoted_list(spec.choices) + did_you_mean(*text, spec.choices));
+      }
+      return value;
+    }
+  }
+  return value;
+}
+
+}  // namespace
+
+Parameters resolve_parameters(const PluginInfo& plugin, const std::map<std::string, PolicySetting>& settings) {
+  const PluginDescriptor& descriptor = plugin.descriptor;
+  std::vector<std::string> declared;
+  for (const ParameterSpec& spec : descriptor.parameters) declared.push_back(spec.name);
+
+  for (const auto& [name, setting] : settings) {
+    if (std::find(declared.begin(), declared.end(), name) == declared.end()) {
+      const std::string valid = declared.empty() ? "it takes no parameters" : "its parameters: " + quoted_list(declared);
+      const std::string suggestion = did_you_mean(name, declared);
+      throw PluginError(fmt::format("{}: the {} plugin '{}' has no parameter '{}'{}", setting.place,
+                                    kind_name(descriptor.kind), descriptor.name, name,
+                                    suggestion.empty() ? "; " + valid : suggestion));
+    }
+  }
+  std::map<std::string, ParameterValue> values;
+  for (const ParameterSpec& spec : descriptor.parameters) {
+    const auto it = settings.find(spec.name);
+    values[spec.name] =
+        it == settings.end()
+            ? spec.default_value
+            : checked_value(spec, it->second,
+                            fmt::format("parameter '{}' of the {} plugin '{}'", spec.name, kind_name(descriptor.kind),
+                                        descriptor.name));
+  }
+  return Parameters(std::move(values));
+}
+
+}  // namespace lrmoe

@@ -1,0 +1,96 @@
+#include "core/plugins/policy_set.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+#include "core/config/did_you_mean.hpp"
+#include "core/config/policy_sections.hpp"
+#include "core/plugins/policy_parameters.hpp"
+
+namespace fs = std::filesystem;
+
+namespace lrmoe {
+namespace {
+
+void append_folders(std::vector<fs::path>& folders, const std::string& list) {
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const std::size_t end = std::min(list.find(':', start), list.size());
+    if (end > start) folders.emplace_back(list.substr(start, end - start));
+    start = end + 1;
+  }
+}
+
+const PluginInfo& find_plugin(const PluginCatalog& catalog, PolicyKind kind, const std::string& name) {
+  if (const PluginInfo* plugin = catalog.find(kind, name)) return *plugin;
+  const std::vector<std::string> names = catalog.names(kind);
+  std::string folders;
+  for (const fs::path& folder : catalog.folders()) folders += (folders.empty() ? "" : ", ") + folder.string();
+  const std::string suggestion = did_you_mean(name, names);
+  throw PluginError(fmt::format("[policies.{0}] name = \"{1}\": no {0} plugin has this name{2} (searched {3}); "
+                                "`lrmoe plugins` lists what is found",
+                                kind_name(kind), name,
+                                suggestion.empty() ? "; found " + (names.empty() ? "none" : quoted_list(names))
+                                                   : suggestion,
+                                folders.empty() ? "no folder" : folders));
+}
+
+std::string parameters_toml(const Parameters& parameters) {
+  std::string toml;
+  for (const auto& [name, value] : parameters.values()) toml += name + " = " + setting_toml(value) + "\n";
+  return toml;
+}
+
+// The policy of one kind; T is that kind's interface.
+template <typename T>
+std::shared_ptr<T> create(const PluginCatalog& catalog, PolicyKind kind, const PolicyChoice& choice,
+                          std::vector<PluginRecord>& records) {
+  const PluginInfo& plugin = find_plugin(catalog, kind, choice.name);
+  const Parameters parameters = resolve_parameters(plugin, choice.settings);
+  records.push_back({kind_name(kind), plugin.descriptor.name, plugin.descriptor.version, parameters_toml(parameters),
+                     plugin.path.string(), plugin.sha256});
+  // The descriptor's kind says which interface the object implements (describe_policy).
+  return std::static_pointer_cast<T>(create_policy(plugin, parameters));
+}
+
+}  // namespace
+
+fs::path runner_plugin_folder() {
+  std::error_code error;
+  const fs::path executable = fs::read_symlink("/proc/self/exe", error);
+  if (error) return {};
+  for (const fs::path& folder : {executable.parent_path() / "plugins",
+                                 executable.parent_path().parent_path() / "lib" / "lrmoe" / "plugins"}) {
+    if (fs::is_directory(folder)) return folder;
+  }
+  return {};
+}
+
+std::vector<fs::path> plugin_folders(const PoliciesConfig& policies) {
+  std::vector<fs::path> folders;
+  if (fs::path own = runner_plugin_folder(); !own.empty()) folders.push_back(own);
+  if (const char* path = std::getenv("LRMOE_PLUGIN_PATH")) append_folders(folders, path);
+  append_folders(folders, policies.plugin_path);
+  return folders;
+}
+
+PolicySet create_policy_set(const PoliciesConfig& policies, const PluginCatalog& catalog) {
+  PolicySet set;
+  set.placement = create<PlacementPolicy>(catalog, PolicyKind::Placement, policies.placement, set.records);
+  set.metric = create<MetricPolicy>(catalog, PolicyKind::Metric, policies.metric, set.records);
+  set.selection = create<SelectionPolicy>(catalog, PolicyKind::Selection, policies.selection, set.records);
+  set.routing = create<RoutingPolicy>(catalog, PolicyKind::Routing, policies.routing, set.records);
+  return set;
+}
+
+PolicySet load_policy_set(const PoliciesConfig& policies) {
+  return create_policy_set(policies, PluginCatalog::discover(plugin_folders(policies)));
+}
+
+std::string policy_names(const PoliciesConfig& policies) {
+  return fmt::format("{}/{}/{}/{}", policies.placement.name, policies.metric.name, policies.selection.name,
+                     policies.routing.name);
+}
+
+}  // namespace lrmoe

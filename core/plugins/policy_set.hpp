@@ -1,0 +1,51 @@
+#pragma once
+// The four policies an experiment trains with, created from plugins, and what a run records
+// about each.
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config/experiment.hpp"
+#include "core/plugins/plugin_catalog.hpp"
+
+namespace lrmoe {
+
+struct PluginRecord {
+  std::string kind;  // "placement", ...
+  std::string name;
+  std::string version;
+  std::string parameters;  // every parameter with its value, as TOML: "capacity_factor = 1.0\n"
+  std::string path;
+  std::string sha256;
+};
+
+struct PolicySet {
+  std::shared_ptr<PlacementPolicy> placement;
+  std::shared_ptr<MetricPolicy> metric;
+  std::shared_ptr<SelectionPolicy> selection;
+  std::shared_ptr<RoutingPolicy> routing;
+  std::vector<PluginRecord> records;  // placement, metric, selection, routing
+};
+
+// Where plugins are searched, in order: the runner's own plugin folder (when it has one),
+// the folders of LRMOE_PLUGIN_PATH, then those of [policies] plugin_path. Both lists are
+// ':'-separated.
+std::vector<std::filesystem::path> plugin_folders(const PoliciesConfig& policies);
+
+// The runner's own folder: "plugins" beside the executable (a build tree), or
+// "../lib/lrmoe/plugins" from it (an installation); empty when neither exists.
+std::filesystem::path runner_plugin_folder();
+
+// Creates the experiment's four policies with their checked parameters; a name no plugin has,
+// or a bad parameter, is a PluginError.
+PolicySet create_policy_set(const PoliciesConfig& policies, const PluginCatalog& catalog);
+
+// Discovers the plugins in plugin_folders(policies), then create_policy_set.
+PolicySet load_policy_set(const PoliciesConfig& policies);
+
+// "fixed_ownership/gate/keep_all/owner": the four names, as runs are listed.
+std::string policy_names(const PoliciesConfig& policies);
+
+}  // namespace lrmoe

@@ -1,0 +1,51 @@
+// Placement "fixed_ownership": the expert parallelism of DeepSpeed-MoE and Megatron-Core. Expert
+// e lives on rank e / ceil(E/R), slot e % ceil(E/R), forever; no replicas, so the hottest rank
+// carries its experts' whole load. Every pair keeps its backward work.
+//
+// capacity_factor > 0 turns on the forward capacity of those systems: every expert computes at
+// most C = ceil(k * T / E * capacity_factor) pairs (k top-k, T tokens); the runner drops the
+// lowest-gate pairs past C, as Megatron's drop-by-probability does. 0 is dropless.
+
+#include <lrmoe/plugin.hpp>
+
+#include <cmath>
+
+namespace {
+
+class FixedOwnership : public lrmoe::PlacementPolicy {
+ public:
+  explicit FixedOwnership(const lrmoe::Parameters& parameters)
+      : capacity_factor_(parameters.real("capacity_factor")) {}
+
+  lrmoe::PlacementPlan plan(const lrmoe::PlacementRequest& request) override {
+    const int64_t experts = request.num_experts;
+    const int64_t per_rank = (experts + request.ranks - 1) / request.ranks;
+    lrmoe::PlacementPlan plan;
+    for (int64_t e = 0; e < experts; ++e) {
+      plan.instances.push_back({e, e / per_rank, e % per_rank, true});
+    }
+    plan.quota = request.counts;
+    if (capacity_factor_ > 0) {
+      // In Megatron's order: pairs per expert, then the factor.
+      const double pairs_per_expert = static_cast<double>(request.top_k * request.tokens) / static_cast<double>(experts);
+      plan.forward_capacity.assign(static_cast<size_t>(experts),
+                                   static_cast<int64_t>(std::ceil(pairs_per_expert * capacity_factor_)));
+    }
+    return plan;
+  }
+
+ private:
+  double capacity_factor_;
+};
+
+lrmoe::PluginDescriptor describe() {
+  return lrmoe::describe_policy<FixedOwnership>(
+      "fixed_ownership", "1.0.0", "each expert on one fixed rank, no replicas (DeepSpeed-MoE, Megatron)",
+      {lrmoe::real_parameter("capacity_factor", 0.0,
+                             "forward capacity per expert, as a multiple of the mean pairs per expert; 0 is dropless",
+                             0)});
+}
+
+}  // namespace
+
+LRMOE_PLUGIN(describe)

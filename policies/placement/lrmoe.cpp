@@ -1,0 +1,208 @@
+// Placement "lrmoe": LRMoE's joint planner of replicas and backward retention quotas under the
+// per-rank memory budget. Every routed pair is computed in forward (no forward capacity); the
+// quotas decide how many keep their backward work.
+//
+// Per MoE layer and step, with n_e this pass's routed pairs of expert e and cnt_e its instances:
+//  1. Owners are static, exactly as fixed_ownership (expert e on rank e / ceil(E/R), slot
+//     e % ceil(E/R)), so expert optimizer state never moves.
+//  2. Replicas balance the forward load F(r) = sum over the instances on r of n_e / cnt_e. At
+//     most max_replicas times: take the most loaded rank r_max and its instance e with the largest
+//     n_e / cnt_e; take the least-loaded rank t that has a free slot, does not host e, and whose
+//     memory (step 4, with no backward pairs) fits one more slot and n_e / (cnt_e + 1) more
+//     forward pairs; add a replica of e on t's lowest free slot if both t's and r_max's new loads
+//     stay below F(r_max), else stop.
+//  3. Quotas by water-filling per instance: q_e = min(n_e, floor(cnt_e * tau)), tau the largest
+//     level with sum q_e <= K = ceil(keep_fraction * sum n). A replicated expert spreads its
+//     backward work over its instances, so it may keep proportionally more.
+//  4. Memory: rank r needs instances(r) * slot_bytes + F(r) * forward_pair_bytes
+//     + Bk(r) * backward_pair_bytes <= budget_bytes, with Bk(r) = sum over the instances on r of
+//     q_e / cnt_e. tau is lowered (bisection) until every rank fits; if even tau = 0 does not
+//     fit, the quotas are all 0 and the runner reports the numbers that do not fit.
+// Edge cases: an expert with n_e = 0 keeps nothing. Once tau >= 1 every expert with n_e > 0 keeps
+// at least one pair; a small K or a tight budget can leave tau < 1, and then only replicated
+// experts (cnt_e * tau >= 1) keep any. Ties go to the lower rank and the lower expert index.
+
+#include <lrmoe/plugin.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace {
+
+// The instances planned so far, with the per-expert and per-rank counts the steps need.
+struct Layout {
+  std::vector<lrmoe::ExpertInstance> instances;
+  std::vector<int64_t> copies;  // cnt_e
+  // Instances per rank. Slots fill from 0 up, so this is also the rank's lowest free slot.
+  std::vector<int64_t> hosted;
+
+  bool hosts(int64_t rank, int64_t expert) const {
+    return std::any_of(instances.begin(), instances.end(), [&](const lrmoe::ExpertInstance& instance) {
+      return instance.rank == rank && instance.expert == expert;
+    });
+  }
+
+  // Per rank, the sum over its instances of pairs_e / cnt_e: each expert's pairs split evenly
+  // over its instances, as the runner's memory check counts them before routing.
+  std::vector<double> per_rank_share(const std::vector<int64_t>& pairs) const {
+    std::vector<double> share(hosted.size(), 0.0);
+    for (const lrmoe::ExpertInstance& instance : instances) {
+      const auto e = static_cast<size_t>(instance.expert);
+      share[static_cast<size_t>(instance.rank)] += static_cast<double>(pairs[e]) / static_cast<double>(copies[e]);
+    }
+    return share;
+  }
+};
+
+// The memory model of placement.hpp for one rank.
+struct Memory {
+  double slot_bytes, forward_pair_bytes, backward_pair_bytes, budget_bytes;
+
+  bool fits(int64_t instances, double forward_pairs, double backward_pairs) const {
+    return static_cast<double>(instances) * slot_bytes + forward_pairs * forward_pair_bytes +
+               backward_pairs * backward_pair_bytes <=
+           budget_bytes;
+  }
+};
+
+class LrmoePlanner : public lrmoe::PlacementPolicy {
+ public:
+  explicit LrmoePlanner(const lrmoe::Parameters& parameters)
+      : keep_fraction_(parameters.real("keep_fraction")), max_replicas_(parameters.integer("max_replicas")) {}
+
+  lrmoe::PlacementPlan plan(const lrmoe::PlacementRequest& request) override {
+    const Memory memory{static_cast<double>(request.slot_bytes), static_cast<double>(request.forward_pair_bytes),
+                        static_cast<double>(request.backward_pair_bytes), static_cast<double>(request.budget_bytes)};
+    Layout layout = owners(request);
+    add_replicas(request, memory, layout);
+    lrmoe::PlacementPlan plan;
+    plan.quota = quotas(request, memory, layout);
+    plan.instances = std::move(layout.instances);
+    return plan;
+  }
+
+ private:
+  // Step 1.
+  static Layout owners(const lrmoe::PlacementRequest& request) {
+    const int64_t per_rank = (request.num_experts + request.ranks - 1) / request.ranks;
+    Layout layout{{}, std::vector<int64_t>(static_cast<size_t>(request.num_experts), 1),
+                  std::vector<int64_t>(static_cast<size_t>(request.ranks), 0)};
+    for (int64_t e = 0; e < request.num_experts; ++e) {
+      layout.instances.push_back({e, e / per_rank, e % per_rank, true});
+      ++layout.hosted[static_cast<size_t>(e / per_rank)];
+    }
+    return layout;
+  }
+
+  // Step 2.
+  void add_replicas(const lrmoe::PlacementRequest& request, const Memory& memory, Layout& layout) const {
+    const std::vector<int64_t>& pairs = request.counts;
+    auto share = [&](int64_t e, int64_t copies) {
+      return static_cast<double>(pairs[static_cast<size_t>(e)]) / static_cast<double>(copies);
+    };
+    for (int64_t added = 0; added < max_replicas_; ++added) {
+      // The busiest rank (equal: the lowest).
+      const std::vector<double> load = layout.per_rank_share(pairs);
+      const auto busiest = static_cast<int64_t>(std::max_element(load.begin(), load.end()) - load.begin());
+      // Its instance with the largest share (equal: the lower expert).
+      int64_t hot = -1;
+      double now = 0;
+      for (const lrmoe::ExpertInstance& instance : layout.instances) {
+        const double s = share(instance.expert, layout.copies[static_cast<size_t>(instance.expert)]);
+        if (instance.rank == busiest && (hot < 0 || s > now || (s == now && instance.expert < hot))) {
+          hot = instance.expert;
+          now = s;
+        }
+      }
+      if (hot < 0) {
+        return;  // no experts at all
+      }
+      const double after = share(hot, layout.copies[static_cast<size_t>(hot)] + 1);
+      // The least-loaded rank that can take a replica of it (equal: the lowest).
+      int64_t target = -1;
+      for (int64_t r = 0; r < request.ranks; ++r) {
+        const auto i = static_cast<size_t>(r);
+        if (layout.hosted[i] < request.slots_per_rank && !layout.hosts(r, hot) &&
+            memory.fits(layout.hosted[i] + 1, load[i] + after, 0) &&
+            (target < 0 || load[i] < load[static_cast<size_t>(target)])) {
+          target = r;
+        }
+      }
+      // Only a replica that lowers the peak.
+      const double peak = load[static_cast<size_t>(busiest)];
+      if (target < 0 ||
+          std::max(load[static_cast<size_t>(target)] + after, peak - now + after) >= peak) {
+        return;
+      }
+      layout.instances.push_back({hot, target, layout.hosted[static_cast<size_t>(target)]++, false});
+      ++layout.copies[static_cast<size_t>(hot)];
+    }
+  }
+
+  // Steps 3 and 4: the largest tau that keeps sum q <= K and every rank within its budget. Both
+  // only get harder as tau grows, so one bisection finds it; it keeps the last tau that passed,
+  // so the quotas returned always satisfy both (all 0 when even tau = 0 does not fit).
+  std::vector<int64_t> quotas(const lrmoe::PlacementRequest& request, const Memory& memory,
+                              const Layout& layout) const {
+    const std::vector<int64_t>& pairs = request.counts;
+    const auto total = std::accumulate(pairs.begin(), pairs.end(), int64_t{0});
+    const auto keep = static_cast<int64_t>(std::ceil(keep_fraction_ * static_cast<double>(total)));
+    const std::vector<double> forward = layout.per_rank_share(pairs);
+
+    auto quotas_at = [&](double tau) {
+      std::vector<int64_t> quota(pairs.size());
+      for (size_t e = 0; e < pairs.size(); ++e) {
+        quota[e] = std::min(pairs[e], static_cast<int64_t>(std::floor(static_cast<double>(layout.copies[e]) * tau)));
+      }
+      return quota;
+    };
+    auto feasible = [&](double tau) {
+      const std::vector<int64_t> quota = quotas_at(tau);
+      if (std::accumulate(quota.begin(), quota.end(), int64_t{0}) > keep) {
+        return false;
+      }
+      const std::vector<double> backward = layout.per_rank_share(quota);
+      for (size_t r = 0; r < layout.hosted.size(); ++r) {
+        if (!memory.fits(layout.hosted[r], forward[r], backward[r])) {
+          return false;
+        }
+      }
+      return true;
+    };
+
+    // At tau = max n every quota is its count (cnt_e >= 1).
+    double low = 0;
+    double high = static_cast<double>(pairs.empty() ? 0 : *std::max_element(pairs.begin(), pairs.end()));
+    if (feasible(high)) {
+      low = high;
+    } else {
+      // The quotas change only at tau = m / cnt_e; 100 halvings of [0, max n] end closer to the
+      // last feasible change than any two changes are apart.
+      for (int i = 0; i < 100; ++i) {
+        const double middle = low + (high - low) / 2;
+        if (feasible(middle)) {
+          low = middle;
+        } else {
+          high = middle;
+        }
+      }
+    }
+    return quotas_at(low);
+  }
+
+  double keep_fraction_;
+  int64_t max_replicas_;
+};
+
+lrmoe::PluginDescriptor describe() {
+  return lrmoe::describe_policy<LrmoePlanner>(
+      "lrmoe", "1.0.0", "static owners, load-balancing replicas and water-filled backward quotas within the memory budget",
+      {lrmoe::real_parameter("keep_fraction", 0.5,
+                             "share of this pass's routed pairs that keep their backward work (0 keeps none)", 0, 1),
+       lrmoe::integer_parameter("max_replicas", 4, "replicas added per layer at most", 0)});
+}
+
+}  // namespace
+
+LRMOE_PLUGIN(describe)

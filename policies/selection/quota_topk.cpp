@@ -1,0 +1,49 @@
+// Selection "quota_topk": per expert, keep exactly min(pairs, quota) pairs, those with the
+// highest scores (equal scores: the lower index). LRMoE's deterministic contribution selection:
+// it spends the quota on the pairs the metric ranks highest, at the price of a biased gradient.
+// With rescale, each kept pair of expert e weighs pairs_e / kept_e, so that the expert's
+// gradient keeps its scale (as if every pair contributed like the kept ones on average).
+
+#include <lrmoe/plugin.hpp>
+
+#include "../common/expert_scores.hpp"
+
+namespace {
+
+class QuotaTopK : public lrmoe::SelectionPolicy {
+ public:
+  explicit QuotaTopK(const lrmoe::Parameters& parameters) : rescale_(parameters.boolean("rescale")) {}
+
+  lrmoe::Selection select(const lrmoe::PairBatch& pairs, const at::Tensor& scores) override {
+    const std::vector<float> values = lrmoe::policies::scores_on_cpu(scores);
+    std::vector<int64_t> kept;
+    std::vector<float> weights;
+    for (size_t e = 0; e + 1 < pairs.expert_offsets.size(); ++e) {
+      const int64_t begin = pairs.expert_offsets[e];
+      const int64_t end = pairs.expert_offsets[e + 1];
+      const std::vector<int64_t> chosen = lrmoe::policies::highest_scored(values, begin, end, pairs.quota[e]);
+      kept.insert(kept.end(), chosen.begin(), chosen.end());
+      if (rescale_ && !chosen.empty()) {
+        weights.insert(weights.end(), chosen.size(),
+                       static_cast<float>(end - begin) / static_cast<float>(chosen.size()));
+      }
+    }
+    const at::Device device = scores.device();
+    return {at::tensor(kept, at::kLong).to(device),
+            rescale_ ? at::tensor(weights, at::kFloat).to(device) : at::Tensor()};
+  }
+
+ private:
+  bool rescale_;
+};
+
+lrmoe::PluginDescriptor describe() {
+  return lrmoe::describe_policy<QuotaTopK>(
+      "quota_topk", "1.0.0", "per expert, keep the quota's highest-scored pairs",
+      {lrmoe::boolean_parameter("rescale", false,
+                                "weigh each kept pair by pairs / kept of its expert, keeping the gradient's scale")});
+}
+
+}  // namespace
+
+LRMOE_PLUGIN(describe)

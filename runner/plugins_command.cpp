@@ -1,0 +1,85 @@
+#include "plugins_command.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/config/policy_sections.hpp"
+#include "core/plugins/policy_set.hpp"
+#include "text_table.hpp"
+
+namespace lrmoe {
+namespace {
+
+std::string type_text(ParameterType type) {
+  switch (type) {
+    case ParameterType::Integer:
+      return "integer";
+    case ParameterType::Real:
+      return "number";
+    case ParameterType::Boolean:
+      return "bool";
+    case ParameterType::Text:
+      return "string";
+  }
+  return "?";
+}
+
+std::string allowed_text(const ParameterSpec& spec) {
+  if (spec.type == ParameterType::Boolean) return "true, false";
+  if (!spec.choices.empty()) {
+    std::string text;
+    for (const std::string& choice : spec.choices) text += (text.empty() ? "" : ", ") + choice;
+    return text;
+  }
+  const bool low = std::isfinite(spec.minimum), high = std::isfinite(spec.maximum);
+  if (low && high) return fmt::format("{} .. {}", spec.minimum, spec.maximum);
+  if (low) return fmt::format(">= {}", spec.minimum);
+  if (high) return fmt::format("<= {}", spec.maximum);
+  return "";
+}
+
+}  // namespace
+
+int plugins_command(const std::vector<std::string>& extra_folders) {
+  PoliciesConfig search;
+  for (const std::string& folder : extra_folders) search.plugin_path += (search.plugin_path.empty() ? "" : ":") + folder;
+  const PluginCatalog catalog = PluginCatalog::discover(plugin_folders(search));
+  if (catalog.plugins().empty()) {
+    fmt::print("no plugins found; the runner's own folder is missing and LRMOE_PLUGIN_PATH is empty\n");
+    return 0;
+  }
+  for (const PolicyKind kind : {PolicyKind::Placement, PolicyKind::Metric, PolicyKind::Selection, PolicyKind::Routing}) {
+    for (const PluginInfo& plugin : catalog.plugins()) {
+      const PluginDescriptor& d = plugin.descriptor;
+      if (d.kind != kind) continue;
+      fmt::print("{} {} {}  ({})\n  {}\n", kind_name(kind), d.name, d.version, plugin.path.string(), d.description);
+      if (d.parameters.empty()) {
+        fmt::print("  no parameters\n\n");
+        continue;
+      }
+      QueryResult table;
+      table.columns = {"parameter", "type", "default", "allowed", "meaning"};
+      for (const ParameterSpec& spec : d.parameters) {
+        table.rows.push_back({spec.name, type_text(spec.type), setting_toml(spec.default_value), allowed_text(spec),
+                              spec.meaning});
+      }
+      const std::string text = render_text_table(table, 70, "");
+      std::size_t start = 0;
+      while (start < text.size()) {  // indented under the plugin
+        const std::size_t end = text.find('\n', start);
+        fmt::print("  {}\n", text.substr(start, end - start));
+        start = end + 1;
+      }
+      fmt::print("\n");
+    }
+  }
+  fmt::print("searched: ");
+  for (std::size_t i = 0; i < catalog.folders().size(); ++i) {
+    fmt::print("{}{}", i ? ", " : "", catalog.folders()[i].string());
+  }
+  fmt::print("\n");
+  return 0;
+}
+
+}  // namespace lrmoe

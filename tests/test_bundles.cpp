@@ -1,0 +1,100 @@
+// Training through the pipeline: keeping every pair reproduces the single-rank layer whatever
+// the placement and routing; the bundles report what they did, step by step.
+#include <catch2/catch.hpp>
+
+#include "core/config/experiment_loader.hpp"
+#include "core/data/token_source.hpp"
+#include "core/train/trainer.hpp"
+
+using namespace lrmoe;
+
+namespace {
+
+struct Recording : TrainingObserver {
+  void on_step(const StepReport& r) override { reports.push_back(r); }
+  std::vector<double> losses() const {
+    std::vector<double> out;
+    for (const StepReport& r : reports) out.push_back(r.train_loss);
+    return out;
+  }
+  std::vector<StepReport> reports;
+};
+
+Experiment tiny(const std::vector<std::string>& overrides) {
+  std::vector<std::string> all{"train.max_steps=5", "train.batch_size=4", "train.micro_batches=2",
+                               "train.seq_len=16", "train.warmup_steps=1", "train.eval_every=5"};
+  all.insert(all.end(), overrides.begin(), overrides.end());
+  return load_experiment(std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml", all);
+}
+
+Recording train(const Experiment& e, bool with_pipeline) {
+  auto data = make_token_source(e.data, e.experiment.seed, e.train.seq_len);
+  std::shared_ptr<const PolicySet> policies;
+  if (with_pipeline) {
+    policies = std::make_shared<const PolicySet>(
+        create_policy_set(e.policies, PluginCatalog::discover({LRMOE_BUILTIN_PLUGIN_DIR})));
+  }
+  Trainer trainer(e, *data, policies);
+  Recording recording;
+  trainer.run(recording);
+  return recording;
+}
+
+}  // namespace
+
+TEST_CASE("keeping every pair, any placement and routing train like the single-rank layer", "[bundles]") {
+  const Recording reference = train(tiny({}), false);
+  REQUIRE(reference.losses().size() == 5);
+
+  SECTION("fixed ownership on one rank is the same computation, bit for bit") {
+    CHECK(train(tiny({"policies.bundle=fixed"}), true).losses() == reference.losses());
+  }
+  const std::vector<std::vector<std::string>> variants{
+      {"policies.bundle=fixed", "cluster.ranks=4"},
+      // Dropless SYMI: replicas over every spare slot, tokens split round-robin over them.
+      {"policies.bundle=symi", "cluster.ranks=2", "cluster.slots_per_rank=7", "policies.placement.capacity_factor=0"},
+      // LRMoE's replicas and capacity-aware routing, with every pair kept.
+      {"policies.bundle=lrmoe", "cluster.ranks=4", "cluster.slots_per_rank=3", "policies.selection.name=keep_all"},
+  };
+  for (const auto& overrides : variants) {
+    DYNAMIC_SECTION(overrides[0] << " " << overrides[1]) {
+      const Recording piped = train(tiny(overrides), true);
+      for (std::size_t i = 0; i < reference.losses().size(); ++i) {
+        CHECK(piped.losses()[i] == Approx(reference.losses()[i]).epsilon(1e-5));
+      }
+      const LayerStepStatistics& layer = piped.reports.back().layers.at(0);
+      CHECK(layer.pairs_kept == layer.pairs_routed);
+      CHECK(layer.pairs_dropped == 0);
+      if (overrides[0] != "policies.bundle=fixed") CHECK(layer.replicas > 0);
+    }
+  }
+}
+
+TEST_CASE("the lrmoe bundle keeps its quota of pairs and reports loads, bytes and memory per rank", "[bundles]") {
+  const Experiment e = tiny({"policies.bundle=lrmoe", "cluster.ranks=4", "cluster.slots_per_rank=3"});
+  const Recording run = train(e, true);
+  const StepReport& last = run.reports.back();
+  REQUIRE(last.layers.size() == 2);
+  for (const LayerStepStatistics& layer : last.layers) {
+    // keep_fraction 0.5 of the routed pairs, up to rounding in the water-filling.
+    CHECK(layer.pairs_kept <= layer.pairs_routed / 2 + 8);
+    CHECK(layer.pairs_kept >= layer.pairs_routed / 2 - 8);
+    REQUIRE(layer.backward_load.size() == 4);
+    int64_t kept = 0;
+    for (int64_t n : layer.backward_load) kept += n;
+    CHECK(kept == layer.pairs_kept);
+    CHECK(layer.traffic.backward_dispatch < layer.traffic.forward_dispatch);  // compaction shows in bytes
+    CHECK(layer.modeled_seconds > 0);
+    CHECK(layer.forward_seconds > 0);
+    CHECK(layer.backward_seconds > 0);
+  }
+  REQUIRE(last.rank_memory.size() == 4);
+  for (const RankMemory& rank : last.rank_memory) {
+    CHECK(rank.owned > 0);
+    CHECK(rank.dense > 0);
+    CHECK(rank.subtotal() <= rank.total());
+    CHECK(rank.subtotal() <= static_cast<int64_t>(e.cluster.memory_per_rank));
+  }
+  CHECK(last.moe_modeled_seconds > 0);
+  CHECK(last.cumulative_moe_modeled_seconds >= last.moe_modeled_seconds);
+}

@@ -1,0 +1,328 @@
+// The LRMoE pipeline inside the expert computation (core/pipeline, expert_pairs_function):
+// replicas never change the math, selection changes exactly the expert-side gradients it says,
+// gate gradients stay exact, and plans that break the contract or the budget are refused.
+#include <catch2/catch.hpp>
+
+#include "core/model/expert_pairs_function.hpp"
+#include "core/plugins/policy_parameters.hpp"
+#include "support/scripted_policies.hpp"
+
+using namespace lrmoe;
+using lrmoe_test::scripted_policies;
+
+namespace {
+
+void require_close(const torch::Tensor& a, const torch::Tensor& b, double tolerance) {
+  REQUIRE(a.sizes() == b.sizes());
+  const double diff = (a - b).abs().max().item<double>();
+  INFO("max difference " << diff);
+  REQUIRE(diff <= tolerance);
+}
+
+struct Grads {
+  torch::Tensor out, x, gates, wgu, wd;
+};
+
+// Eight tokens, two pairs each, over four experts on two ranks (three slots each), double
+// precision so that reference comparisons are tight.
+struct Problem {
+  static constexpr int64_t tokens = 8, hidden = 6, ffn = 3, experts = 4, ranks = 2, slots = 3;
+  torch::Tensor x, wgu, wd, gates, probe, order;
+  ExpertPairs pairs;
+
+  explicit Problem(std::vector<int64_t> experts_of_pairs = {0, 1, 1, 2, 0, 2, 0, 1, 2, 1, 0, 3, 1, 0, 2, 0}) {
+    torch::manual_seed(5);
+    x = torch::randn({tokens, hidden}, torch::kFloat64);
+    wgu = torch::randn({experts, 2 * ffn, hidden}, torch::kFloat64);
+    wd = torch::randn({experts, hidden, ffn}, torch::kFloat64);
+    probe = torch::randn({tokens, hidden}, torch::kFloat64);
+    auto pair_tokens = torch::arange(tokens).repeat_interleave(2);
+    auto pair_experts = torch::tensor(experts_of_pairs, torch::kInt64);
+    pairs = compact_pairs_by_expert(pair_tokens, pair_experts, experts, &order);
+    gates = torch::rand({16}, torch::kFloat64).index_select(0, order);
+  }
+
+  torch::Tensor home() const { return pairs.tokens.mul(ranks).div(tokens, "floor"); }
+
+  PipelineSettings settings(bool recompute = false) const {
+    ModelConfig model;
+    model.hidden_size = hidden;
+    model.expert_ffn_size = ffn;
+    PipelineSettings s;
+    s.num_experts = experts;
+    s.top_k = 2;
+    s.ranks = ranks;
+    s.slots_per_rank = slots;
+    s.budget_bytes = int64_t{1} << 30;
+    s.recompute = recompute;
+    s.costs = pair_costs(model, recompute, 8);
+    return s;
+  }
+
+  // Forward and backward of `probe`-weighted output, through `pipeline` (null: exact).
+  Grads run(const std::shared_ptr<ExpertPipeline>& pipeline, const ExpertPairs& p, const torch::Tensor& g0) const {
+    auto xv = x.clone().requires_grad_(true), wguv = wgu.clone().requires_grad_(true);
+    auto wdv = wd.clone().requires_grad_(true), g = g0.clone().requires_grad_(true);
+    torch::Tensor out;
+    if (pipeline) {
+      pipeline->set_step(1);
+      auto pass = pipeline->plan_forward(p.experts, g.detach(), p.tokens.mul(ranks).div(tokens, "floor"), tokens);
+      out = routed_experts(xv, g.index_select(0, pass->computed), p.tokens.index_select(0, pass->computed), wguv,
+                           wdv, pipeline, pass);
+    } else {
+      out = routed_experts(xv, g, p.tokens, wguv, wdv, nullptr, single_rank_pass(p, experts));
+    }
+    (out * probe).sum().backward();
+    return {out.detach(), xv.grad(), g.grad(), wguv.grad(), wdv.grad()};
+  }
+  Grads exact() const { return run(nullptr, pairs, gates); }
+
+  // The exact gradients of a subset of the pairs alone.
+  Grads exact_subset(const torch::Tensor& subset) const {
+    ExpertPairs p{pairs.tokens.index_select(0, subset), pairs.experts.index_select(0, subset), {}};
+    p.expert_offsets = compact_pairs_by_expert(p.tokens, p.experts, experts, nullptr).expert_offsets;
+    return run(nullptr, p, gates.index_select(0, subset));
+  }
+};
+
+// Owners 0,1 on rank 0 and 2,3 on rank 1; a replica of expert 0 on rank 1 and of 3 on rank 0.
+PlacementPlan replicated_plan(const PlacementRequest& request) {
+  PlacementPlan plan;
+  plan.instances = {{0, 0, 0, true}, {1, 0, 1, true}, {2, 1, 0, true}, {3, 1, 1, true}, {0, 1, 2, false},
+                    {3, 0, 2, false}};
+  plan.quota = request.counts;
+  return plan;
+}
+
+// The i-th pair of an expert goes to its (i mod instances)-th instance.
+torch::Tensor round_robin(const RoutingRequest& request) {
+  auto out = torch::empty_like(request.experts);
+  std::vector<int64_t> seen(request.expert_instances.size(), 0);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    const auto& instances = request.expert_instances[request.experts[i].item<int64_t>()];
+    out[i] = instances[seen[request.experts[i].item<int64_t>()]++ % instances.size()];
+  }
+  return out;
+}
+
+std::shared_ptr<ExpertPipeline> make_pipeline(std::shared_ptr<PolicySet> policies, PipelineSettings settings) {
+  return std::make_shared<ExpertPipeline>(std::move(policies), settings, std::make_shared<LocalExchange>());
+}
+
+}  // namespace
+
+TEST_CASE("keeping every pair, replicas and routing over them never change the math", "[pipeline]") {
+  Problem problem;
+  auto policies = scripted_policies(replicated_plan);
+  lrmoe_test::routing_of(*policies).decide = round_robin;
+  for (bool recompute : {false, true}) {
+    INFO("recompute " << recompute);
+    Grads piped = problem.run(make_pipeline(policies, problem.settings(recompute)), problem.pairs, problem.gates);
+    Grads exact = problem.exact();
+    require_close(piped.out, exact.out, 1e-12);
+    require_close(piped.x, exact.x, 1e-12);
+    require_close(piped.gates, exact.gates, 1e-12);
+    require_close(piped.wgu, exact.wgu, 1e-12);
+    require_close(piped.wd, exact.wd, 1e-12);
+  }
+}
+
+TEST_CASE("selected pairs get exactly their weighted expert backward and gate gradients stay exact", "[pipeline]") {
+  Problem problem;
+  auto policies = scripted_policies(replicated_plan);
+  lrmoe_test::routing_of(*policies).decide = round_robin;
+  auto kept = torch::arange(0, 16, 2);
+  lrmoe_test::selection_of(*policies).decide = [&](const PairBatch& pairs, const at::Tensor& scores) {
+    REQUIRE(scores.numel() == 16);
+    REQUIRE(pairs.upstream_norm.numel() == 16);
+    REQUIRE(pairs.hidden_norm.numel() == 16);
+    REQUIRE(pairs.expert_offsets == problem.pairs.expert_offsets);
+    return Selection{kept, torch::full({8}, 2.0f)};
+  };
+  Grads exact = problem.exact();
+  Grads kept_only = problem.exact_subset(kept);
+
+  SECTION("a dropped pair loses its weight and input gradients") {
+    Grads planned = problem.run(make_pipeline(policies, problem.settings()), problem.pairs, problem.gates);
+    require_close(planned.wgu, 2 * kept_only.wgu, 1e-12);
+    require_close(planned.wd, 2 * kept_only.wd, 1e-12);
+    require_close(planned.x, 2 * kept_only.x, 1e-12);
+    REQUIRE((planned.wd - exact.wd).abs().max().item<double>() > 1e-3);  // dropping work shows
+    require_close(planned.gates, exact.gates, 1e-12);
+  }
+  SECTION("dropped_pair_keeps = input_grad: input gradients stay exact") {
+    PipelineSettings settings = problem.settings();
+    settings.dropped_pair_keeps = DroppedPairKeeps::InputGrad;
+    for (bool recompute : {false, true}) {
+      settings.recompute = recompute;
+      Grads planned = problem.run(make_pipeline(policies, settings), problem.pairs, problem.gates);
+      require_close(planned.wgu, 2 * kept_only.wgu, 1e-12);
+      require_close(planned.wd, 2 * kept_only.wd, 1e-12);
+      require_close(planned.x, exact.x, 1e-12);
+      require_close(planned.gates, exact.gates, 1e-12);
+    }
+  }
+}
+
+TEST_CASE("a forward capacity computes each expert's highest-gate pairs only", "[pipeline]") {
+  Problem problem;
+  auto policies = scripted_policies([](const PlacementRequest& request) {
+    PlacementPlan plan = replicated_plan(request);
+    plan.forward_capacity.assign(4, 2);
+    return plan;
+  });
+  Grads piped = problem.run(make_pipeline(policies, problem.settings()), problem.pairs, problem.gates);
+  // The two highest gates of each expert, by hand from the offsets.
+  std::vector<int64_t> chosen;
+  for (int64_t e = 0; e < Problem::experts; ++e) {
+    const int64_t begin = problem.pairs.expert_offsets[e], n = problem.pairs.expert_offsets[e + 1] - begin;
+    auto top = std::get<1>(problem.gates.narrow(0, begin, n).topk(std::min<int64_t>(2, n))) + begin;
+    for (int64_t i = 0; i < top.numel(); ++i) chosen.push_back(top[i].item<int64_t>());
+  }
+  std::sort(chosen.begin(), chosen.end());
+  Grads subset = problem.exact_subset(torch::tensor(chosen, torch::kInt64));
+  require_close(piped.out, subset.out, 1e-12);
+  require_close(piped.wd, subset.wd, 1e-12);
+  // A dropped pair's gate gets no gradient at all: it was not computed.
+  REQUIRE(piped.gates.abs().gt(0).sum().item<int64_t>() == static_cast<int64_t>(chosen.size()));
+}
+
+TEST_CASE("the pipeline's statistics count loads, bytes and memory of what it did", "[pipeline]") {
+  Problem problem;
+  auto policies = scripted_policies(replicated_plan);  // owner routing: replicas stay idle
+  auto pipeline = make_pipeline(policies, problem.settings());
+  problem.run(pipeline, problem.pairs, problem.gates);
+  LayerStepStatistics stats = pipeline->take_statistics();
+
+  // Owners: experts 0 and 1 on rank 0, 2 and 3 on rank 1.
+  auto rank_of_pair = problem.pairs.experts.ge(2).to(torch::kInt64);
+  auto home = problem.home();
+  const int64_t to_rank1 = rank_of_pair.sum().item<int64_t>();
+  const int64_t crossing = rank_of_pair.ne(home).sum().item<int64_t>();
+  const PairCosts& costs = pipeline->settings().costs;
+  CHECK(stats.pairs_routed == 16);
+  CHECK(stats.pairs_kept == 16);
+  CHECK(stats.pairs_dropped == 0);
+  CHECK(stats.replicas == 2);
+  CHECK(stats.forward_load == std::vector<int64_t>{16 - to_rank1, to_rank1});
+  CHECK(stats.backward_load == stats.forward_load);
+  CHECK(stats.traffic.forward_dispatch == crossing * costs.row_bytes);
+  CHECK(stats.traffic.forward_combine == crossing * costs.row_bytes);
+  CHECK(stats.traffic.backward_dispatch == crossing * costs.row_bytes);  // saved context stays put
+  CHECK(stats.traffic.replica_sync == 2 * 2 * costs.expert_bytes);
+  REQUIRE(stats.memory.size() == 2);
+  CHECK(stats.memory[0].owned == 2 * costs.expert_bytes);
+  CHECK(stats.memory[0].replicas == costs.expert_bytes);
+  CHECK(stats.memory[1].forward_tokens == to_rank1 * costs.forward_pair_bytes);
+  CHECK(stats.memory[1].backward_tokens == to_rank1 * costs.backward_pair_bytes);
+  CHECK(stats.modeled_seconds > 0);
+  // Taking starts afresh.
+  CHECK(pipeline->take_statistics().pairs_routed == 0);
+}
+
+TEST_CASE("plans and routes that break the contract or the budget are refused with the numbers", "[pipeline]") {
+  Problem problem;
+  SECTION("a plan over the memory budget") {
+    auto policies = scripted_policies(replicated_plan);
+    PipelineSettings settings = problem.settings();
+    settings.budget_bytes = 4 * settings.costs.slot_bytes;  // three instances fit, the token buffers do not
+    REQUIRE_THROWS_WITH(problem.run(make_pipeline(policies, settings), problem.pairs, problem.gates),
+                        Catch::Contains("does not fit rank 0 as planned") && Catch::Contains("3 instances") &&
+                            Catch::Contains("raise cluster.memory_per_rank"));
+  }
+  SECTION("an expert without an owner") {
+    auto policies = scripted_policies([](const PlacementRequest& request) {
+      PlacementPlan plan = replicated_plan(request);
+      plan.instances[2].owner = false;
+      return plan;
+    });
+    REQUIRE_THROWS_WITH(problem.run(make_pipeline(policies, problem.settings()), problem.pairs, problem.gates),
+                        Catch::Contains("gave expert 2 no owner"));
+  }
+  SECTION("two instances in one slot") {
+    auto policies = scripted_policies([](const PlacementRequest& request) {
+      PlacementPlan plan = replicated_plan(request);
+      plan.instances[4].slot = 0;
+      return plan;
+    });
+    REQUIRE_THROWS_WITH(problem.run(make_pipeline(policies, problem.settings()), problem.pairs, problem.gates),
+                        Catch::Contains("two instances on rank 1 slot 0"));
+  }
+  SECTION("a pair routed to another expert's instance") {
+    auto policies = scripted_policies(replicated_plan);
+    lrmoe_test::routing_of(*policies).decide = [](const RoutingRequest& request) {
+      return torch::zeros_like(request.experts);
+    };
+    REQUIRE_THROWS_WITH(problem.run(make_pipeline(policies, problem.settings()), problem.pairs, problem.gates),
+                        Catch::Contains("routing 'scripted_routing' sent a pair to an instance of another expert"));
+  }
+  SECTION("a selection that is not increasing") {
+    auto policies = scripted_policies(replicated_plan);
+    lrmoe_test::selection_of(*policies).decide = [](const PairBatch&, const at::Tensor&) {
+      return Selection{torch::tensor({3, 1}, torch::kInt64), {}};
+    };
+    REQUIRE_THROWS_WITH(problem.run(make_pipeline(policies, problem.settings()), problem.pairs, problem.gates),
+                        Catch::Contains("strictly increasing"));
+  }
+}
+
+TEST_CASE("experts and ranks without pairs, and experts with a zero quota, work", "[pipeline]") {
+  // Every pair goes to experts 0 and 1 (owned by rank 0): rank 1 computes nothing, experts 2
+  // and 3 get nothing, and expert 1 keeps no pair in backward.
+  Problem problem({0, 1, 1, 0, 0, 1, 0, 1, 0, 1, 0, 0, 1, 0, 0, 0});
+  auto policies = scripted_policies([](const PlacementRequest& request) {
+    PlacementPlan plan = replicated_plan(request);
+    plan.quota = {request.counts[0], 0, 0, 0};
+    return plan;
+  });
+  lrmoe_test::selection_of(*policies).decide = [](const PairBatch& pairs, const at::Tensor&) {
+    return Selection{torch::arange(pairs.expert_offsets[1], torch::kInt64), {}};
+  };
+  auto pipeline = make_pipeline(policies, problem.settings());
+  Grads piped = problem.run(pipeline, problem.pairs, problem.gates);
+  Grads expert0 = problem.exact_subset(torch::arange(problem.pairs.expert_offsets[1], torch::kInt64));
+  require_close(piped.wd, expert0.wd, 1e-12);
+  require_close(piped.wgu, expert0.wgu, 1e-12);
+  CHECK(piped.wd.slice(0, 1).abs().max().item<double>() == 0.0);
+  require_close(piped.gates, problem.exact().gates, 1e-12);
+  const LayerStepStatistics stats = pipeline->take_statistics();
+  CHECK(stats.forward_load == std::vector<int64_t>{16, 0});
+  CHECK(stats.backward_load[1] == 0);
+}
+
+TEST_CASE("importance sampling keeps the expert weight gradient unbiased; top-quota does not", "[pipeline]") {
+  Problem problem;
+  const PluginCatalog catalog = PluginCatalog::discover({LRMOE_BUILTIN_PLUGIN_DIR});
+  auto selection = [&](const std::string& name) {
+    const PluginInfo& plugin = *catalog.find(PolicyKind::Selection, name);
+    return std::static_pointer_cast<SelectionPolicy>(create_policy(plugin, resolve_parameters(plugin, {})));
+  };
+  auto policies = scripted_policies([](const PlacementRequest& request) {
+    PlacementPlan plan = replicated_plan(request);
+    for (int64_t& quota : plan.quota) quota = (quota + 1) / 2;  // half, and never 0 for a routed expert
+    return plan;
+  });
+  const torch::Tensor exact = problem.exact().wd;
+  auto mean_error = [&](int samples) {
+    torch::Tensor sum = torch::zeros_like(exact);
+    double single_error = 0;
+    for (int i = 0; i < samples; ++i) {
+      PipelineSettings settings = problem.settings();
+      settings.seed = static_cast<uint64_t>(i);
+      const torch::Tensor wd = problem.run(make_pipeline(policies, settings), problem.pairs, problem.gates).wd;
+      single_error = std::max(single_error, ((wd - exact).norm() / exact.norm()).item<double>());
+      sum += wd;
+    }
+    return std::make_pair(((sum / samples - exact).norm() / exact.norm()).item<double>(), single_error);
+  };
+  policies->selection = selection("importance_sampling");
+  const auto [sampled_mean, sampled_single] = mean_error(2000);
+  INFO("importance sampling: relative error of the mean " << sampled_mean << ", of one sample up to "
+                                                          << sampled_single);
+  CHECK(sampled_single > 0.2);  // one sample is noisy...
+  CHECK(sampled_mean < 0.05);   // ...but their mean converges to the exact gradient
+  policies->selection = selection("quota_topk");
+  const auto [topk_mean, topk_single] = mean_error(2);
+  INFO("quota_topk: relative error " << topk_mean);
+  CHECK(topk_mean > 0.1);  // deterministic and biased: averaging does not help
+}

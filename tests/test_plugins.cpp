@@ -1,0 +1,178 @@
+// The plugin loader: every error a user can cause is one line naming the file or setting and
+// what to do; and a plugin built out of tree with find_package(lrmoe) loads and trains.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "core/config/experiment_loader.hpp"
+#include "core/plugins/policy_parameters.hpp"
+#include "core/plugins/policy_set.hpp"
+#include "store/results_store.hpp"
+#include "support/child_process.hpp"
+#include "support/temp_folder.hpp"
+
+using namespace lrmoe;
+using Catch::Contains;
+
+namespace {
+
+const std::string kBuiltin = LRMOE_BUILTIN_PLUGIN_DIR;
+const std::string kFixtures = LRMOE_PLUGIN_FIXTURES;
+
+std::string discovery_error(const std::vector<std::filesystem::path>& folders) {
+  try {
+    PluginCatalog::discover(folders);
+  } catch (const PluginError& error) {
+    return error.what();
+  }
+  FAIL("no PluginError");
+  return "";
+}
+
+std::string policy_error(const PoliciesConfig& policies) {
+  try {
+    create_policy_set(policies, PluginCatalog::discover({kBuiltin}));
+  } catch (const PluginError& error) {
+    return error.what();
+  }
+  FAIL("no PluginError");
+  return "";
+}
+
+PoliciesConfig fixed_bundle() {
+  return load_experiment_text("[model]\npreset = \"tiny-moe\"\n", "tiny.toml").policies;
+}
+
+}  // namespace
+
+TEST_CASE("the built-in plugins are found with their kinds, versions and hashes", "[plugins]") {
+  const PluginCatalog catalog = PluginCatalog::discover({kBuiltin});
+  CHECK(catalog.names(PolicyKind::Placement) == std::vector<std::string>{"fixed_ownership", "lrmoe", "symi"});
+  CHECK(catalog.names(PolicyKind::Metric).size() == 4);
+  CHECK(catalog.names(PolicyKind::Selection).size() == 4);
+  CHECK(catalog.names(PolicyKind::Routing).size() == 3);
+  const PluginInfo* symi = catalog.find(PolicyKind::Placement, "symi");
+  REQUIRE(symi != nullptr);
+  CHECK(symi->sha256.size() == 64);
+  CHECK(symi->path.filename() == "symi.so");
+  // The same folder twice is read once.
+  CHECK(PluginCatalog::discover({kBuiltin, kBuiltin}).plugins().size() == catalog.plugins().size());
+
+  PoliciesConfig policies = fixed_bundle();
+  policies.placement.settings["capacity_factor"] = {int64_t{2}, "t.toml:3:19"};
+  const PolicySet set = create_policy_set(policies, catalog);
+  REQUIRE(set.records.size() == 4);
+  CHECK(set.records[0].name == "fixed_ownership");
+  CHECK(set.records[0].parameters == "capacity_factor = 2.0\n");  // an integer where a number is declared
+  CHECK(set.records[3].kind == "routing");
+}
+
+TEST_CASE("plugin errors are one line naming the file or setting and the fix", "[plugins]") {
+  SECTION("a folder that does not exist") {
+    CHECK_THAT(discovery_error({"/no/such/folder"}),
+               Contains("plugin folder /no/such/folder does not exist") && Contains("LRMOE_PLUGIN_PATH"));
+  }
+  SECTION("a library without the entry points") {
+    CHECK_THAT(discovery_error({kFixtures + "/not_a_plugin"}),
+               Contains("not_a_plugin.so: not an lrmoe plugin (no 'lrmoe_plugin_abi' entry point)"));
+  }
+  SECTION("another plugin-API version") {
+    CHECK_THAT(discovery_error({kFixtures + "/other_api"}),
+               Contains(fmt::format("other_api.so: built for plugin API {} and LibTorch", kPluginApiVersion + 1)) &&
+                   Contains(fmt::format("but this runner uses plugin API {}", kPluginApiVersion)) &&
+                   Contains("rebuild it"));
+  }
+  SECTION("another LibTorch version") {
+    CHECK_THAT(discovery_error({kFixtures + "/other_torch"}),
+               Contains(fmt::format("LibTorch {}.{}.", TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR + 1)) &&
+                   Contains(fmt::format("this runner uses plugin API {} and LibTorch {}.{}.{}", kPluginApiVersion,
+                                        TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR, TORCH_VERSION_PATCH)));
+  }
+  SECTION("two plugins with one name") {
+    CHECK_THAT(discovery_error({kBuiltin, kFixtures + "/duplicate_gate"}),
+               Contains("duplicate_gate.so: a metric plugin named 'gate' is already loaded from") &&
+                   Contains("gate.so"));
+  }
+  SECTION("a plugin name nothing has") {
+    PoliciesConfig policies = fixed_bundle();
+    policies.placement.name = "symmi";
+    CHECK_THAT(policy_error(policies), Contains("[policies.placement] name = \"symmi\": no placement plugin has "
+                                                "this name; did you mean 'symi'?") &&
+                                           Contains("lrmoe plugins"));
+  }
+  SECTION("a parameter the plugin does not declare") {
+    PoliciesConfig policies = fixed_bundle();
+    policies.placement.settings["capacity_factr"] = {1.0, "exp.toml:9:18"};
+    CHECK(policy_error(policies) ==
+          "exp.toml:9:18: the placement plugin 'fixed_ownership' has no parameter 'capacity_factr'; did you mean "
+          "'capacity_factor'?");
+    PoliciesConfig no_parameters = fixed_bundle();
+    no_parameters.metric.settings["power"] = {2.0, "exp.toml:4:9"};
+    CHECK_THAT(policy_error(no_parameters), Contains("has no parameter 'power'; it takes no parameters"));
+  }
+  SECTION("a bad parameter value") {
+    PoliciesConfig policies = fixed_bundle();
+    policies.placement.settings["capacity_factor"] = {-1.0, "--set policies.placement.capacity_factor"};
+    CHECK(policy_error(policies) ==
+          "--set policies.placement.capacity_factor: parameter 'capacity_factor' of the placement plugin "
+          "'fixed_ownership' must be >= 0, got -1");
+    policies.placement.settings["capacity_factor"] = {std::string("high"), "exp.toml:9:19"};
+    CHECK_THAT(policy_error(policies), Contains("exp.toml:9:19: parameter 'capacity_factor'") &&
+                                           Contains("must be a number"));
+  }
+}
+
+TEST_CASE("a plugin built out of tree with find_package(lrmoe) loads and trains", "[plugins][slow]") {
+  using lrmoe_test::ChildProcess;
+  lrmoe_test::TempFolder dir;
+  auto run = [&](const std::vector<std::string>& args, const std::string& log, int seconds = 300) {
+    ChildProcess child(args, dir.file(log));
+    const int code = child.wait(std::chrono::seconds(seconds));
+    INFO(child.output());
+    REQUIRE(code == 0);
+    return child.output();
+  };
+  const std::string prefix = dir.file("prefix");
+  run({"/usr/bin/cmake", "--install", LRMOE_BUILD_DIR, "--prefix", prefix}, "install.log");
+
+  dir.write("src/CMakeLists.txt",
+            "cmake_minimum_required(VERSION 3.18)\nproject(gate_power CXX)\nfind_package(lrmoe REQUIRED)\n"
+            "lrmoe_add_plugin(gate_power gate_power.cpp)\n");
+  dir.write("src/gate_power.cpp", R"(#include <lrmoe/plugin.hpp>
+class GatePower : public lrmoe::MetricPolicy {
+ public:
+  explicit GatePower(const lrmoe::Parameters& p) : power_(p.real("power")) {}
+  at::Tensor score(const lrmoe::PairBatch& pairs) override { return pairs.gates.pow(power_); }
+ private:
+  double power_;
+};
+lrmoe::PluginDescriptor describe() {
+  return lrmoe::describe_policy<GatePower>("gate_power", "1.0.0", "gate ** power",
+                                           {lrmoe::real_parameter("power", 2.0, "exponent", 0)});
+}
+LRMOE_PLUGIN(describe)
+)");
+  const std::string build = dir.file("build");
+  run({"/usr/bin/cmake", "-S", dir.file("src"), "-B", build, "-DCMAKE_BUILD_TYPE=Release",
+       "-DCMAKE_PREFIX_PATH=" + prefix},
+      "configure.log");
+  run({"/usr/bin/cmake", "--build", build}, "build.log");
+
+  const std::string listing = run({LRMOE_BINARY, "plugins", "--path", build}, "plugins.log");
+  CHECK_THAT(listing, Contains("metric gate_power 1.0.0") && Contains("power"));
+
+  const std::string db = dir.file("results.db");
+  run({LRMOE_BINARY, "run", std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml", "--db", db, "--set",
+       "train.max_steps=15", "--set", "cluster.ranks=2", "--set", "policies.bundle=lrmoe", "--set",
+       "policies.metric.name=gate_power", "--set", "policies.metric.power=3", "--set", "policies.plugin_path=" + build},
+      "run.log");
+  auto store = ResultsStore::open_read_only(db);
+  auto recorded = store->query("SELECT name, version, parameters, length(sha256) FROM run_plugins WHERE kind = 'metric'");
+  REQUIRE(recorded.rows.size() == 1);
+  CHECK(recorded.rows[0][0].value() == "gate_power");
+  CHECK(recorded.rows[0][1].value() == "1.0.0");
+  CHECK(recorded.rows[0][2].value() == "power = 3.0\n");
+  CHECK(recorded.rows[0][3].value() == "64");
+  CHECK(store->steps(store->list_runs().front().id).size() == 15);
+}
