@@ -290,7 +290,7 @@ TEST_CASE("experts and ranks without pairs, and experts with a zero quota, work"
   CHECK(stats.backward_load[1] == 0);
 }
 
-TEST_CASE("importance sampling keeps the expert weight gradient unbiased; top-quota does not", "[pipeline]") {
+TEST_CASE("importance sampling keeps the expert weight gradient unbiased, top-quota does not", "[pipeline]") {
   Problem problem;
   const PluginCatalog catalog = PluginCatalog::discover({LRMOE_BUILTIN_PLUGIN_DIR});
   auto selection = [&](const std::string& name) {

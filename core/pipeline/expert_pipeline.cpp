@@ -123,8 +123,10 @@ std::vector<RankMemory> ExpertPipeline::rank_memory(const InstanceTable& table, 
     if (instance.owner) m.optimizer += 2 * c.expert_bytes;  // Adam's two moments
   }
   for (std::size_t r = 0; r < memory.size(); ++r) {
-    memory[r].forward_tokens = static_cast<int64_t>(std::ceil(forward_load[r])) * c.forward_pair_bytes;
-    memory[r].backward_tokens = static_cast<int64_t>(std::ceil(backward_load[r])) * c.backward_pair_bytes;
+    // Planned loads are fractional (an expert's pairs split evenly over its instances), as a
+    // placement computes them; routed loads are whole.
+    memory[r].forward_tokens = static_cast<int64_t>(forward_load[r] * static_cast<double>(c.forward_pair_bytes));
+    memory[r].backward_tokens = static_cast<int64_t>(backward_load[r] * static_cast<double>(c.backward_pair_bytes));
   }
   return memory;
 }

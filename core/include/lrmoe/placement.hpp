@@ -10,8 +10,9 @@
 //
 // forward_pairs(r) counts the pairs computed on r in the forward pass and backward_pairs(r)
 // the kept pairs whose backward work runs on r. Before routing, an expert's forward pairs
-// (min(count, forward capacity)) and kept pairs (min(count, quota)) count as split evenly over
-// its instances; after routing, the real per-rank loads are checked again. A plan that does not
+// (min(count, forward capacity)) and kept pairs (min(count, quota)) count as split evenly, in
+// fractions, over its instances; after routing, the real (whole) per-rank loads are checked
+// again. A plan that does not
 // fit stops the run, with the numbers, before any buffer is allocated.
 
 #include <cstdint>
@@ -41,7 +42,8 @@ struct PlacementRequest {
   // The counts of earlier forward passes of this layer, oldest first, most recent last; empty
   // on the first one. The runner keeps a bounded number of them.
   std::vector<std::vector<int64_t>> history;
-  // The memory model above, per rank, for this MoE layer.
+  // The memory model above, per rank, for this MoE layer; always > 0 (the runner refuses a
+  // cluster.memory_per_rank that leaves nothing for the MoE layers).
   int64_t budget_bytes = 0;
   int64_t slot_bytes = 0;           // parameters and gradient of one expert instance
   int64_t forward_pair_bytes = 0;   // token buffers per pair computed in forward

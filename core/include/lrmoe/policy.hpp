@@ -19,7 +19,10 @@ class Policy {
 struct PairBatch {
   int64_t step = 0;
   int64_t layer = 0;
-  uint64_t seed = 0;  // differs per (experiment seed, step, layer): seed any randomness with it
+  // Differs per (experiment seed, step, layer, micro-batch). Seed any randomness with it, mixed
+  // with a constant of the plugin's own: the metric and the selection both see this value, and a
+  // selection that drew from the same stream as a random metric would correlate with its scores.
+  uint64_t seed = 0;
   at::Tensor experts;        // [pairs]
   at::Tensor gates;          // [pairs] router gate g of the pair
   at::Tensor upstream_norm;  // [pairs] |d|, the loss gradient at the pair's token output
