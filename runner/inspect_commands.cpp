@@ -40,14 +40,17 @@ std::string with_thousands(int64_t value) {
 
 QueryResult runs_table(const std::vector<RunSummary>& runs) {
   QueryResult table;
-  table.columns = {"id",          "name",          "status",      "started (UTC)",
-                   "steps",       "train loss",    "eval loss",   "target",
-                   "target step", "target time s", "target MoE s"};
+  table.columns = {"id",          "name",          "policies",     "ranks",
+                   "status",      "started (UTC)", "steps",        "train loss",
+                   "eval loss",   "target",        "target step",  "target time s",
+                   "target MoE s", "target modeled MoE s"};
   for (const RunSummary& run : runs) {
     const auto& ttt = run.time_to_target;
     table.rows.push_back({
         std::to_string(run.id),
         run.name,
+        run.policies,
+        std::to_string(run.ranks),
         run.status,
         readable_time(run.started_at),
         std::to_string(run.steps),
@@ -57,6 +60,8 @@ QueryResult runs_table(const std::vector<RunSummary>& runs) {
         ttt ? std::optional(std::to_string(ttt->step)) : std::nullopt,
         ttt ? std::optional(seconds_text(ttt->step_seconds)) : std::nullopt,
         ttt ? std::optional(seconds_text(ttt->moe_seconds)) : std::nullopt,
+        ttt && std::isfinite(ttt->moe_modeled_seconds) ? std::optional(fmt::format("{:.4f}", ttt->moe_modeled_seconds))
+                                                       : std::nullopt,
     });
   }
   return table;
@@ -95,6 +100,7 @@ void print_run(std::ostream& out, const RunSummary& run, const std::vector<StepR
   print_field(out, "torch / BLAS",
               fmt::format("{} / {}", dash_if_empty(run.torch_version), dash_if_empty(run.blas)));
   print_field(out, "seed", std::to_string(run.seed));
+  print_field(out, "policies", fmt::format("{} on {} ranks", dash_if_empty(run.policies), run.ranks));
   print_field(out, "parameters",
               fmt::format("{} total, {} active", with_thousands(run.params_total),
                           with_thousands(run.params_active)));
@@ -102,8 +108,12 @@ void print_run(std::ostream& out, const RunSummary& run, const std::vector<StepR
   print_field(out, "target loss", or_dash(loss_text(run.target_loss)));
   const auto& ttt = run.time_to_target;
   print_field(out, "time to target",
-              ttt ? fmt::format("step {}, {} s, {} s of it in MoE layers", ttt->step,
-                                seconds_text(ttt->step_seconds), seconds_text(ttt->moe_seconds))
+              ttt ? fmt::format("step {}, {} s, {} s of it in MoE layers{}", ttt->step,
+                                seconds_text(ttt->step_seconds), seconds_text(ttt->moe_seconds),
+                                // Runs recorded before the cost model have no modeled time.
+                                std::isfinite(ttt->moe_modeled_seconds)
+                                    ? fmt::format(" ({:.4f} s modeled)", ttt->moe_modeled_seconds)
+                                    : "")
                   : "not reached");
   print_field(out, "steps", with_thousands(run.steps));
   print_field(out, "final train", or_dash(loss_text(run.final_train_loss)));

@@ -2,44 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
-
 #include "core/config/policy_sections.hpp"
+#include "core/plugins/parameter_text.hpp"
 #include "core/plugins/policy_set.hpp"
 #include "text_table.hpp"
 
 namespace lrmoe {
-namespace {
-
-std::string type_text(ParameterType type) {
-  switch (type) {
-    case ParameterType::Integer:
-      return "integer";
-    case ParameterType::Real:
-      return "number";
-    case ParameterType::Boolean:
-      return "bool";
-    case ParameterType::Text:
-      return "string";
-  }
-  return "?";
-}
-
-std::string allowed_text(const ParameterSpec& spec) {
-  if (spec.type == ParameterType::Boolean) return "true, false";
-  if (!spec.choices.empty()) {
-    std::string text;
-    for (const std::string& choice : spec.choices) text += (text.empty() ? "" : ", ") + choice;
-    return text;
-  }
-  const bool low = std::isfinite(spec.minimum), high = std::isfinite(spec.maximum);
-  if (low && high) return fmt::format("{} .. {}", spec.minimum, spec.maximum);
-  if (low) return fmt::format(">= {}", spec.minimum);
-  if (high) return fmt::format("<= {}", spec.maximum);
-  return "";
-}
-
-}  // namespace
 
 int plugins_command(const std::vector<std::string>& extra_folders) {
   PoliciesConfig search;
@@ -61,8 +29,8 @@ int plugins_command(const std::vector<std::string>& extra_folders) {
       QueryResult table;
       table.columns = {"parameter", "type", "default", "allowed", "meaning"};
       for (const ParameterSpec& spec : d.parameters) {
-        table.rows.push_back({spec.name, type_text(spec.type), setting_toml(spec.default_value), allowed_text(spec),
-                              spec.meaning});
+        table.rows.push_back({spec.name, parameter_type_name(spec.type), setting_toml(spec.default_value),
+                              parameter_allowed_text(spec), spec.meaning});
       }
       const std::string text = render_text_table(table, 70, "");
       std::size_t start = 0;

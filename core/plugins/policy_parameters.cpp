@@ -6,31 +6,10 @@
 #include <cmath>
 
 #include "core/config/did_you_mean.hpp"
+#include "core/plugins/parameter_text.hpp"
 
 namespace lrmoe {
 namespace {
-
-std::string type_name(ParameterType type) {
-  switch (type) {
-    case ParameterType::Integer:
-      return "an integer";
-    case ParameterType::Real:
-      return "a number";
-    case ParameterType::Boolean:
-      return "true or false";
-    case ParameterType::Text:
-      return "a string";
-  }
-  return "?";
-}
-
-std::string range_text(const ParameterSpec& spec) {
-  const bool low = std::isfinite(spec.minimum), high = std::isfinite(spec.maximum);
-  if (low && high) return fmt::format("between {} and {}", spec.minimum, spec.maximum);
-  if (low) return fmt::format(">= {}", spec.minimum);
-  if (high) return fmt::format("<= {}", spec.maximum);
-  return "";
-}
 
 // The setting converted to the declared type; integers are accepted where a number is declared.
 ParameterValue checked_value(const ParameterSpec& spec, const PolicySetting& setting, const std::string& where) {
@@ -47,10 +26,11 @@ ParameterValue checked_value(const ParameterSpec& spec, const PolicySetting& set
       } else if (const auto* d = std::get_if<double>(&value); d && spec.type == ParameterType::Real) {
         number = *d;
       } else {
-        throw wrong("must be " + type_name(spec.type));
+        throw wrong(spec.type == ParameterType::Integer ? "must be an integer" : "must be a number");
       }
       if (number < spec.minimum || number > spec.maximum) {
-        throw wrong(fmt::format("must be {}, got {}", range_text(spec), number));
+        const bool bounded = std::isfinite(spec.minimum) && std::isfinite(spec.maximum);
+        throw wrong(fmt::format("must be {}{}, got {}", bounded ? "in " : "", parameter_allowed_text(spec), number));
       }
       if (spec.type == ParameterType::Integer) return std::get<int64_t>(value);
       return number;
