@@ -79,7 +79,7 @@ int pipeline_bench_command(const PipelineBenchOptions& o) {
     }
     skew_router(v.layer, direction);
     auto policies = std::make_shared<const PolicySet>(load_policy_set(e.policies));
-    const RankBudget budget = rank_budget(e.model, e.cluster, pair_costs(e.model, false));
+    const RankBudget budget = rank_budget(e.model, e.train, e.cluster, pair_costs(e.model, false));
     v.pipeline = std::make_shared<ExpertPipeline>(policies, pipeline_settings(e, e.model, 0, budget, gemm_flops),
                                                   std::make_shared<LocalExchange>());
     v.layer->set_pipeline(v.pipeline);

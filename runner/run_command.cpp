@@ -10,6 +10,7 @@
 #include "core/config/experiment_loader.hpp"
 #include "core/data/token_source.hpp"
 #include "core/model/parameter_count.hpp"
+#include "core/pipeline/rank_budget.hpp"
 #include "core/plugins/policy_set.hpp"
 #include "core/system/blas_probe.hpp"
 #include "core/system/host_info.hpp"
@@ -99,6 +100,10 @@ int run_command(const ExperimentSource& source) {
     throw std::runtime_error(fmt::format("{}: {}", source.file.value_or("<built-in default experiment>"), error.what()));
   }
   auto policies = std::make_shared<const PolicySet>(load_policy_set(experiment.policies));
+  // A memory_per_rank that cannot hold the dense state is a configuration error: refused before
+  // the database sees a run.
+  rank_budget(experiment.model, experiment.train, experiment.cluster,
+              pair_costs(experiment.model, experiment.policies.recompute));
   auto store = ResultsStore::open(experiment.store.path);
 
   const ThreadSetting threads = configure_threads(experiment.train.threads);

@@ -110,6 +110,12 @@ TEST_CASE("bad inputs fail with one line naming the place, and the database keep
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     CHECK(text == "my precious notes\n");
   }
+  SECTION("cluster: a memory per rank that cannot hold the dense state") {
+    auto [code, output] =
+        run_lrmoe({"run", good, "--db", db, "--set", "cluster.memory_per_rank=300KB"}, dir.file("out.log"));
+    CHECK(code == 1);
+    CHECK_THAT(error_line(output), Catch::Contains("cluster.memory_per_rank (300000 bytes) does not even hold"));
+  }
   SECTION("plugin: a name no plugin has") {
     auto [code, output] =
         run_lrmoe({"run", good, "--db", db, "--set", "policies.placement.name=symmi"}, dir.file("out.log"));
@@ -124,7 +130,7 @@ TEST_CASE("a plan that does not fit the memory budget stops the run with the num
   TempFolder dir;
   const std::string db = dir.file("results.db");
   auto [code, output] = run_lrmoe({"run", kTinyExperiment, "--db", db, "--set", "cluster.ranks=2", "--set",
-                                   "cluster.memory_per_rank=1200KB"},
+                                   "cluster.memory_per_rank=2500KB"},
                                   dir.file("out.log"));
   CHECK(code == 1);
   CHECK_THAT(error_line(output), Catch::Contains("step 1, MoE layer 0: the plan of placement 'fixed_ownership' "

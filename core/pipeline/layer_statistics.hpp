@@ -16,7 +16,7 @@ struct RankMemory {
   int64_t optimizer = 0;        // Adam state of the experts it owns
   int64_t forward_tokens = 0;   // token buffers of the pairs it computes in forward
   int64_t backward_tokens = 0;  // token buffers of the kept pairs it runs backward for
-  int64_t dense = 0;            // dense parameters, gradients and optimizer state (data parallel)
+  int64_t dense = 0;            // dense parameters, gradients, optimizer state, activations (estimated)
 
   int64_t subtotal() const { return owned + replicas + forward_tokens + backward_tokens; }
   int64_t total() const { return subtotal() + gradients + optimizer + dense; }

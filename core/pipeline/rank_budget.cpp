@@ -6,18 +6,33 @@
 
 namespace lrmoe {
 
-RankBudget rank_budget(const ModelConfig& model, const ClusterConfig& cluster, const PairCosts& costs) {
+int64_t dense_activation_bytes(const ModelConfig& model, int64_t tokens, int64_t seq_len) {
+  const int64_t h = model.hidden_size, q = model.num_heads * model.head_dim, kv = model.num_kv_heads * model.head_dim;
+  const int64_t attention = 4 * h + 2 * (q + 2 * kv) + model.num_heads * seq_len + q;
+  const int64_t dense_layers = model.first_k_dense, moe_layers = model.num_layers - model.first_k_dense;
+  const int64_t dense_ffn = 3 * model.dense_ffn_size;
+  const int64_t moe_block = 2 * model.num_experts + 3 * model.shared_experts * model.expert_ffn_size;
+  const int64_t per_token = model.num_layers * attention + dense_layers * dense_ffn + moe_layers * moe_block +
+                            2 * h + 2 * model.vocab_size;
+  return per_token * tokens * static_cast<int64_t>(sizeof(float));
+}
+
+RankBudget rank_budget(const ModelConfig& model, const TrainConfig& train, const ClusterConfig& cluster,
+                       const PairCosts& costs) {
   const int64_t moe_layers = model.num_layers - model.first_k_dense;
   const int64_t routed_parameters = moe_layers * model.num_experts * costs.expert_bytes / costs.element_bytes;
   const int64_t dense_parameters = count_parameters(model).total - routed_parameters;
+  // Tokens are sharded over the ranks; activations live for one micro-batch at a time.
+  const int64_t rank_tokens = (train.batch_size * train.seq_len + cluster.ranks - 1) / cluster.ranks;
   RankBudget budget;
-  budget.dense_bytes = 4 * dense_parameters * costs.element_bytes;  // parameter, gradient, two moments
+  budget.dense_bytes = 4 * dense_parameters * costs.element_bytes +  // parameter, gradient, two moments
+                       dense_activation_bytes(model, rank_tokens, train.seq_len);
   budget.optimizer_bytes = moe_layers * (model.num_experts / cluster.ranks) * 2 * costs.expert_bytes;
   const int64_t left = static_cast<int64_t>(cluster.memory_per_rank) - budget.dense_bytes - budget.optimizer_bytes;
   if (moe_layers == 0) return budget;
   if (left <= 0) {
-    throw PlanError(fmt::format("cluster.memory_per_rank ({} bytes) does not even hold the dense state ({} bytes) "
-                                "and the owned experts' optimizer state ({} bytes); raise it",
+    throw PlanError(fmt::format("cluster.memory_per_rank ({} bytes) does not even hold the dense state and "
+                                "activations ({} bytes) and the owned experts' optimizer state ({} bytes); raise it",
                                 cluster.memory_per_rank, budget.dense_bytes, budget.optimizer_bytes));
   }
   budget.layer_bytes = left / moe_layers;

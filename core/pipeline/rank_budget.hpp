@@ -1,7 +1,7 @@
 #pragma once
-// How a rank's memory (cluster.memory_per_rank) divides: the data-parallel dense state and the
-// optimizer state of the experts it owns come first; what is left is shared equally by the MoE
-// layers, each of which plans its instances and token buffers within its share.
+// How a rank's memory (cluster.memory_per_rank) divides: the data-parallel dense state and
+// activations and the optimizer state of the experts it owns come first; what is left is shared
+// equally by the MoE layers, each of which plans its instances and token buffers within its share.
 
 #include <cstdint>
 
@@ -11,13 +11,24 @@
 namespace lrmoe {
 
 struct RankBudget {
-  int64_t dense_bytes = 0;      // dense parameters, gradients and Adam state (float32)
+  // Dense parameters, gradients and Adam state (float32), and the activations autograd keeps for
+  // the rank's share of a micro-batch outside the experts (an estimate from the dimensions,
+  // dense_activation_bytes).
+  int64_t dense_bytes = 0;
   int64_t optimizer_bytes = 0;  // Adam state of the experts a rank owns, all MoE layers
   int64_t layer_bytes = 0;      // per MoE layer: instances and token buffers
 };
 
 // Throws PlanError, with the numbers, when nothing is left for the MoE layers.
-RankBudget rank_budget(const ModelConfig& model, const ClusterConfig& cluster, const PairCosts& costs);
+RankBudget rank_budget(const ModelConfig& model, const TrainConfig& train, const ClusterConfig& cluster,
+                       const PairCosts& costs);
+
+// Bytes of the float32 activations autograd saves for `tokens` tokens outside the routed
+// experts (whose token buffers the pipeline counts): per layer the norms' inputs and outputs,
+// queries, keys and values before and after RoPE, the attention probabilities, the attention
+// output, the router's logits and probabilities, dense and shared FFN activations; then the final
+// norm and the logits with their softmax.
+int64_t dense_activation_bytes(const ModelConfig& model, int64_t tokens, int64_t seq_len);
 
 // The settings of MoE layer `layer` (index among the MoE layers). `gemm_flops` calibrates the
 // cost model when cluster.gemm_flops is 0.

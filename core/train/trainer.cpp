@@ -65,7 +65,7 @@ Trainer::Trainer(const Experiment& experiment, const TokenSource& data, std::sha
 
 void Trainer::install_pipelines(std::shared_ptr<const PolicySet> policies) {
   const PairCosts costs = pair_costs(model_config_, experiment_.policies.recompute);
-  budget_ = lrmoe::rank_budget(model_config_, experiment_.cluster, costs);
+  budget_ = lrmoe::rank_budget(model_config_, experiment_.train, experiment_.cluster, costs);
   const double gemm_flops = experiment_.cluster.gemm_flops > 0 ? 0.0 : probe_blas().matmul_gflops * 1e9;
   // One exchange for all layers: every logical rank lives in this process.
   auto exchange = std::make_shared<LocalExchange>();
