@@ -4,11 +4,13 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <sstream>
 #include <stdexcept>
 
 #include "core/config/experiment_loader.hpp"
 #include "core/data/token_source.hpp"
+#include "core/distributed/launch_environment.hpp"
 #include "core/model/parameter_count.hpp"
 #include "core/pipeline/rank_budget.hpp"
 #include "core/plugins/policy_set.hpp"
@@ -98,6 +100,14 @@ int run_command(const ExperimentSource& source) {
     experiment.model = resolve_model_vocabulary(experiment.model, data->vocab_size());
   } catch (const std::invalid_argument& error) {
     throw std::runtime_error(fmt::format("{}: {}", source.file.value_or("<built-in default experiment>"), error.what()));
+  }
+  // The logical ranks all live in this process: several processes would train the same
+  // experiment side by side and record it several times.
+  const LaunchEnvironment launch = read_launch_environment(experiment.cluster, std::getenv);
+  if (launch.world_size > 1) {
+    throw LaunchError(fmt::format("launcher environment: {} started {} processes, but this lrmoe trains all "
+                                  "cluster.ranks ({}) logical ranks in one process; start one process",
+                                  launch.launcher, launch.world_size, experiment.cluster.ranks));
   }
   auto policies = std::make_shared<const PolicySet>(load_policy_set(experiment.policies));
   // A memory_per_rank that cannot hold the dense state is a configuration error: refused before

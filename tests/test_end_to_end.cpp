@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <cstdlib>
 #include <fstream>
 #include <thread>
 
@@ -115,6 +116,17 @@ TEST_CASE("bad inputs fail with one line naming the place, and the database keep
         run_lrmoe({"run", good, "--db", db, "--set", "cluster.memory_per_rank=300KB"}, dir.file("out.log"));
     CHECK(code == 1);
     CHECK_THAT(error_line(output), Catch::Contains("cluster.memory_per_rank (300000 bytes) does not even hold"));
+  }
+  SECTION("launcher: several processes, which this build does not split ranks over") {
+    setenv("WORLD_SIZE", "2", 1);
+    setenv("RANK", "0", 1);
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    setenv("MASTER_PORT", "29511", 1);
+    auto [code, output] = run_lrmoe({"run", good, "--db", db}, dir.file("out.log"));
+    for (const char* name : {"WORLD_SIZE", "RANK", "MASTER_ADDR", "MASTER_PORT"}) unsetenv(name);
+    CHECK(code == 1);
+    CHECK_THAT(error_line(output), Catch::Contains("torchrun started 2 processes") &&
+                                       Catch::Contains("start one process"));
   }
   SECTION("plugin: a name no plugin has") {
     auto [code, output] =

@@ -83,6 +83,8 @@ struct ClusterConfig {
   uint64_t link_bandwidth = 50ull * 1000 * 1000 * 1000;  // bytes per second between two ranks
   double link_latency = 5e-6;                     // seconds per message
   double gemm_flops = 0;                          // FLOP/s of one rank; 0: measured at start
+  std::string master_addr = "127.0.0.1";          // rendezvous host when the launcher names none
+  int64_t master_port = 29500;                    // rendezvous port when the launcher names none
 };
 
 // A policy plugin's parameter as an experiment sets it, with where it was set (for messages).

@@ -240,7 +240,11 @@ std::vector<FieldDescriptor> build_schema() {
       .real("link_latency", &ClusterConfig::link_latency, at_least(0),
             "cost model: seconds per message between two ranks")
       .real("gemm_flops", &ClusterConfig::gemm_flops, at_least(0),
-            "cost model: FLOP/s of one rank's expert GEMMs; 0: measured on this machine at start");
+            "cost model: FLOP/s of one rank's expert GEMMs; 0: measured on this machine at start")
+      .text("master_addr", &ClusterConfig::master_addr,
+            "multi-process runs: rendezvous host when the launcher sets no MASTER_ADDR (Slurm)")
+      .integer("master_port", &ClusterConfig::master_port, {inclusive(1), inclusive(65535)},
+               "multi-process runs: rendezvous port when the launcher sets no MASTER_PORT (Slurm)");
 
   SectionRows<PoliciesConfig>(rows, "policies", &Experiment::policies, Defaults::FromMemberInitialisers)
       .choice("bundle", &PoliciesConfig::bundle, bundle_names(),
