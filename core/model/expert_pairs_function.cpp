@@ -3,6 +3,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "core/model/grouped_swiglu.hpp"
+#include "core/pipeline/expert_counts.hpp"
 
 namespace lrmoe {
 namespace {
@@ -141,14 +142,6 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
   }
 };
 
-std::vector<int64_t> offsets_from_counts(const Tensor& counts) {
-  auto cpu = counts.to(torch::kCPU, torch::kInt64).contiguous();
-  std::vector<int64_t> offsets(static_cast<size_t>(cpu.numel()) + 1, 0);
-  const int64_t* data = cpu.data_ptr<int64_t>();
-  for (int64_t e = 0; e < cpu.numel(); ++e) offsets[e + 1] = offsets[e] + data[e];
-  return offsets;
-}
-
 }  // namespace
 
 ExpertPairs compact_pairs_by_expert(const torch::Tensor& pair_tokens, const torch::Tensor& pair_experts,
@@ -157,7 +150,7 @@ ExpertPairs compact_pairs_by_expert(const torch::Tensor& pair_tokens, const torc
   ExpertPairs pairs;
   pairs.tokens = pair_tokens.index_select(0, order);
   pairs.experts = pair_experts.index_select(0, order);
-  pairs.expert_offsets = offsets_from_counts(torch::bincount(pair_experts, /*weights=*/{}, num_experts));
+  pairs.expert_offsets = offsets_from_counts(expert_counts(pair_experts, num_experts));
   if (gate_order) *gate_order = order;
   return pairs;
 }

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cmath>
 
+#include "core/pipeline/expert_counts.hpp"
+
 namespace lrmoe {
 namespace {
 
@@ -24,21 +26,6 @@ class Stopwatch {
  private:
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
-
-std::vector<int64_t> to_vector(const torch::Tensor& t) {
-  auto cpu = t.to(torch::kCPU, torch::kInt64).contiguous();
-  return {cpu.data_ptr<int64_t>(), cpu.data_ptr<int64_t>() + cpu.numel()};
-}
-
-std::vector<int64_t> counts_of(const torch::Tensor& experts_cpu, int64_t num_experts) {
-  return to_vector(torch::bincount(experts_cpu, /*weights=*/{}, num_experts));
-}
-
-std::vector<int64_t> offsets_of(const std::vector<int64_t>& counts) {
-  std::vector<int64_t> offsets(counts.size() + 1, 0);
-  for (std::size_t e = 0; e < counts.size(); ++e) offsets[e + 1] = offsets[e] + counts[e];
-  return offsets;
-}
 
 // Pairs each rank would hold if every expert's `pairs` were split evenly over its instances.
 std::vector<double> even_split(const InstanceTable& table, const std::vector<int64_t>& pairs, int64_t ranks) {
@@ -60,7 +47,7 @@ torch::Tensor within_forward_capacity(const torch::Tensor& experts_cpu, const to
   auto by_gate = std::get<1>(torch::sort(gates.detach().to(torch::kCPU), /*stable=*/true, 0, /*descending=*/true));
   auto order = by_gate.index_select(
       0, std::get<1>(torch::sort(experts_cpu.index_select(0, by_gate), /*stable=*/true, 0, false)));
-  const std::vector<int64_t> offsets = offsets_of(counts);
+  const std::vector<int64_t> offsets = offsets_from_counts(counts);
   std::vector<int64_t> keep;
   const int64_t* ordered = order.data_ptr<int64_t>();
   for (std::size_t e = 0; e < counts.size(); ++e) {
@@ -112,6 +99,10 @@ ExpertPipeline::ExpertPipeline(std::shared_ptr<const PolicySet> policies, Pipeli
   statistics_.layer = settings_.layer;
 }
 
+const std::string& ExpertPipeline::policy_name(PolicyKind kind) const {
+  return policies_->records.at(static_cast<std::size_t>(kind)).name;
+}
+
 std::vector<RankMemory> ExpertPipeline::rank_memory(const InstanceTable& table, const std::vector<double>& forward_load,
                                                     const std::vector<double>& backward_load) const {
   const PairCosts& c = settings_.costs;
@@ -145,7 +136,7 @@ void ExpertPipeline::check_budget(const std::vector<RankMemory>& memory, const I
         "step {}, MoE layer {}: the plan of placement '{}' does not fit rank {} {}: {} instances x {} + {:.0f} "
         "forward pairs x {} B + {:.0f} kept pairs x {} B = {} > {} per rank for this layer; raise "
         "cluster.memory_per_rank, lower the quotas, or use a placement that fits",
-        step_, settings_.layer, policies_->records.at(0).name, r, stage, instances[r],
+        step_, settings_.layer, policy_name(PolicyKind::Placement), r, stage, instances[r],
         readable_bytes(static_cast<double>(settings_.costs.slot_bytes)), forward_load[r], settings_.costs.forward_pair_bytes,
         backward_load[r], settings_.costs.backward_pair_bytes, readable_bytes(static_cast<double>(used)),
         readable_bytes(static_cast<double>(settings_.budget_bytes))));
@@ -175,7 +166,7 @@ torch::Tensor ExpertPipeline::route(Phase phase, const torch::Tensor& experts, c
   request.capacity = std::move(capacity);
   torch::Tensor instance = policies_->routing->route(request);
 
-  const std::string& policy = policies_->records.at(3).name;
+  const std::string& policy = policy_name(PolicyKind::Routing);
   if (!instance.defined() || instance.dim() != 1 || instance.numel() != experts.numel()) {
     throw PlanError(fmt::format("routing '{}' must return one instance per pair ({})", policy, experts.numel()));
   }
@@ -196,7 +187,7 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Ten
   PipelineOverhead overhead;
   const int64_t E = settings_.num_experts;
   const torch::Tensor experts_cpu = experts.to(torch::kCPU);
-  const std::vector<int64_t> counts = counts_of(experts_cpu, E);
+  const std::vector<int64_t> counts = expert_counts(experts_cpu, E);
 
   PlacementRequest request;
   request.step = step_;
@@ -221,7 +212,7 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Ten
   auto pass = std::make_shared<ForwardPass>();
   pass->step = step_;
   auto table = std::make_shared<InstanceTable>(build_instance_table(
-      plan, E, settings_.ranks, settings_.slots_per_rank, policies_->records.at(0).name));
+      plan, E, settings_.ranks, settings_.slots_per_rank, policy_name(PolicyKind::Placement)));
   pass->table = table;
   pass->quota = plan.quota;
 
@@ -232,8 +223,8 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Ten
     pass->computed = within_forward_capacity(experts_cpu, gates, counts, plan.forward_capacity);
   }
   const torch::Tensor computed_experts = experts_cpu.index_select(0, pass->computed);
-  const std::vector<int64_t> computed_counts = counts_of(computed_experts, E);
-  pass->expert_offsets = offsets_of(computed_counts);
+  const std::vector<int64_t> computed_counts = expert_counts(computed_experts, E);
+  pass->expert_offsets = offsets_from_counts(computed_counts);
   pass->home = home.index_select(0, pass->computed);
   pass->computed = pass->computed.to(experts.device());
   pass->experts = computed_experts.to(experts.device());
@@ -278,12 +269,12 @@ BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch
   const torch::Tensor scores = policies_->metric->score(signals);
   overhead.metric += clock.lap();
   if (!scores.defined() || scores.numel() != forward.experts.numel()) {
-    throw PlanError(fmt::format("metric '{}' must return one score per pair ({})", policies_->records.at(1).name,
+    throw PlanError(fmt::format("metric '{}' must return one score per pair ({})", policy_name(PolicyKind::Metric),
                                 forward.experts.numel()));
   }
   Selection selection = policies_->selection->select(signals, scores);
   overhead.selection += clock.lap();
-  check_selection(selection, forward.experts.numel(), policies_->records.at(2).name);
+  check_selection(selection, forward.experts.numel(), policy_name(PolicyKind::Selection));
 
   BackwardPass pass;
   pass.kept = selection.kept.to(forward.experts.device());

@@ -96,6 +96,8 @@ class ExpertPipeline {
   torch::Tensor route(Phase phase, const torch::Tensor& experts, const torch::Tensor& home,
                       const InstanceTable& table, std::vector<int64_t> capacity);
   void account_pass(const ForwardPass& forward, const BackwardPass& backward);
+  // The plugin name of one policy, for messages.
+  const std::string& policy_name(PolicyKind kind) const;
 
   std::shared_ptr<const PolicySet> policies_;
   PipelineSettings settings_;

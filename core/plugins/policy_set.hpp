@@ -26,7 +26,7 @@ struct PolicySet {
   std::shared_ptr<MetricPolicy> metric;
   std::shared_ptr<SelectionPolicy> selection;
   std::shared_ptr<RoutingPolicy> routing;
-  std::vector<PluginRecord> records;  // placement, metric, selection, routing
+  std::vector<PluginRecord> records;  // in PolicyKind order: placement, metric, selection, routing
 };
 
 // Where plugins are searched, in order: the runner's own plugin folder (when it has one),

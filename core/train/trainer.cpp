@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/pipeline/expert_counts.hpp"
 #include "core/system/blas_probe.hpp"
 #include "core/system/threads.hpp"
 #include "core/train/lr_schedule.hpp"
@@ -32,11 +33,6 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(torch::nn::Module& model, co
   groups.emplace_back(decayed, std::make_unique<torch::optim::AdamWOptions>(options));
   groups.emplace_back(plain, std::make_unique<torch::optim::AdamWOptions>(no_decay));
   return std::make_unique<torch::optim::AdamW>(std::move(groups), options);
-}
-
-std::vector<int64_t> to_vector(const torch::Tensor& counts) {
-  auto cpu = counts.to(torch::kCPU, torch::kInt64).contiguous();
-  return std::vector<int64_t>(cpu.data_ptr<int64_t>(), cpu.data_ptr<int64_t>() + cpu.numel());
 }
 
 }  // namespace
@@ -110,7 +106,7 @@ StepReport Trainer::train_step(int64_t step) {
     MoELayer layer = layers[i];  // a handle; the list itself is const
     auto counts = layer->router()->take_step_counts();
     layer->router()->update_selection_bias(counts);
-    report.expert_load.push_back({model_->moe_layer_indices()[i], to_vector(counts)});
+    report.expert_load.push_back({model_->moe_layer_indices()[i], int64_values(counts)});
     LayerStepStatistics statistics = layer->take_statistics();
     report.moe_seconds += statistics.forward_seconds + statistics.backward_seconds;
     report.moe_modeled_seconds += statistics.modeled_seconds;

@@ -1,0 +1,20 @@
+#pragma once
+// Per-expert pair counts and the offsets that make each expert's pairs, once sorted by expert,
+// one contiguous slice [offsets[e], offsets[e+1]).
+
+#include <torch/torch.h>
+
+#include <vector>
+
+namespace lrmoe {
+
+// The values of a 1-D integer tensor, on the host.
+std::vector<int64_t> int64_values(const torch::Tensor& values);
+
+// Pairs per expert: experts [pairs] int64 -> [num_experts].
+std::vector<int64_t> expert_counts(const torch::Tensor& experts, int64_t num_experts);
+
+// [n] counts -> [n + 1] running offsets, starting at 0.
+std::vector<int64_t> offsets_from_counts(const std::vector<int64_t>& counts);
+
+}  // namespace lrmoe
