@@ -294,17 +294,18 @@ BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch
   overhead.routing += clock.lap();
   pass.layout = build_pair_layout(instance, kept_home, table, settings_.ranks, forward.experts.device());
   const std::vector<double> backward_load = as_doubles(pass.layout.load);
-  check_budget(rank_memory(table, forward_load, backward_load), table, forward_load, backward_load,
-               "after backward routing");
+  const std::vector<RankMemory> memory = rank_memory(table, forward_load, backward_load);
+  check_budget(memory, table, forward_load, backward_load, "after backward routing");
   overhead.compaction += clock.lap();
 
   statistics_.overhead += overhead;
-  account_pass(forward, pass);
+  account_pass(forward, pass, memory);
   return pass;
 }
 
 // Loads, bytes, memory and modeled time of one forward-backward pass (one micro-batch).
-void ExpertPipeline::account_pass(const ForwardPass& forward, const BackwardPass& backward) {
+void ExpertPipeline::account_pass(const ForwardPass& forward, const BackwardPass& backward,
+                                  const std::vector<RankMemory>& memory) {
   const PairCosts& c = settings_.costs;
   const InstanceTable& table = *forward.table;
   const PairLayout& f = forward.layout;
@@ -380,7 +381,6 @@ void ExpertPipeline::account_pass(const ForwardPass& forward, const BackwardPass
     statistics_.forward_load[r] += f.load[r];
     statistics_.backward_load[r] += b.load[r];
   }
-  const std::vector<RankMemory> memory = rank_memory(table, as_doubles(f.load), as_doubles(b.load));
   if (statistics_.memory.empty()) {
     statistics_.memory = memory;
   } else {

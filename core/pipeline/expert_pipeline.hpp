@@ -95,7 +95,8 @@ class ExpertPipeline {
   std::vector<int64_t> capacity(const std::vector<RankMemory>& memory, int64_t pair_bytes) const;
   torch::Tensor route(Phase phase, const torch::Tensor& experts, const torch::Tensor& home,
                       const InstanceTable& table, std::vector<int64_t> capacity);
-  void account_pass(const ForwardPass& forward, const BackwardPass& backward);
+  // `memory`: the pass's per-rank memory, as checked after backward routing.
+  void account_pass(const ForwardPass& forward, const BackwardPass& backward, const std::vector<RankMemory>& memory);
   // The plugin name of one policy, for messages.
   const std::string& policy_name(PolicyKind kind) const;
 
