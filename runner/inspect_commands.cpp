@@ -100,7 +100,9 @@ void print_run(std::ostream& out, const RunSummary& run, const std::vector<StepR
   print_field(out, "torch / BLAS",
               fmt::format("{} / {}", dash_if_empty(run.torch_version), dash_if_empty(run.blas)));
   print_field(out, "seed", std::to_string(run.seed));
-  print_field(out, "policies", fmt::format("{} on {} ranks", dash_if_empty(run.policies), run.ranks));
+  print_field(out, "policies",
+              fmt::format("{} on {} ranks{}", dash_if_empty(run.policies), run.ranks,
+                          run.processes > 1 ? fmt::format(" in {} processes", run.processes) : std::string()));
   print_field(out, "parameters",
               fmt::format("{} total, {} active", with_thousands(run.params_total),
                           with_thousands(run.params_active)));

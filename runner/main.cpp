@@ -11,6 +11,7 @@
 #include "bench_command.hpp"
 #include "core/config/experiment_loader.hpp"
 #include "inspect_commands.hpp"
+#include "launch_command.hpp"
 #include "pipeline_bench_command.hpp"
 #include "plugins_command.hpp"
 #include "run_command.hpp"
@@ -38,6 +39,14 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "train an experiment (no file: the built-in default) and record it");
   add_experiment_options(run, source, false);
   run->add_option("--db", source.database, "results database (overrides store.path)");
+
+  auto* launch = app.add_subcommand(
+      "launch", "train an experiment on N local processes over loopback (c10d), each hosting ranks/N logical ranks");
+  add_experiment_options(launch, source, false);
+  launch->add_option("--db", source.database, "results database (overrides store.path)");
+  int64_t processes = 2;
+  launch->add_option("-n,--processes", processes, "processes to start (must divide cluster.ranks and batch_size)")
+      ->check(CLI::PositiveNumber);
 
   auto* validate = app.add_subcommand("validate", "parse and resolve an experiment, print it, do not train");
   add_experiment_options(validate, source, false);
@@ -80,6 +89,7 @@ int main(int argc, char** argv) {
 
   try {
     if (run->parsed()) return lrmoe::run_command(source);
+    if (launch->parsed()) return lrmoe::launch_command(source, processes);
     if (validate->parsed()) return lrmoe::validate_command(source);
     if (bench->parsed()) return lrmoe::bench_command(source, bench_steps);
     if (bench_pipeline->parsed()) return lrmoe::pipeline_bench_command(pipeline_bench);

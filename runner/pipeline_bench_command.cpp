@@ -81,7 +81,7 @@ int pipeline_bench_command(const PipelineBenchOptions& o) {
     auto policies = std::make_shared<const PolicySet>(load_policy_set(e.policies));
     const RankBudget budget = rank_budget(e.model, e.train, e.cluster, pair_costs(e.model, false));
     v.pipeline = std::make_shared<ExpertPipeline>(policies, pipeline_settings(e, e.model, 0, budget, gemm_flops),
-                                                  std::make_shared<LocalExchange>());
+                                                  std::make_shared<Collectives>());
     v.layer->set_pipeline(v.pipeline);
   }
 

@@ -4,12 +4,16 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "core/config/experiment_loader.hpp"
 #include "core/data/token_source.hpp"
+#include "core/distributed/collectives.hpp"
 #include "core/distributed/launch_environment.hpp"
 #include "core/model/parameter_count.hpp"
 #include "core/pipeline/rank_budget.hpp"
@@ -45,7 +49,8 @@ BlasReport log_blas(const ThreadSetting& threads) {
   return blas;
 }
 
-void print_summary(const Experiment& e, const TrainingOutcome& o, const std::string& db, int64_t run) {
+void print_summary(const Experiment& e, const TrainingOutcome& o, const std::string& db, int64_t run,
+                   int64_t processes) {
   const char* reason = o.reason == StopReason::TargetReached ? "target reached"
                        : o.reason == StopReason::Stopped     ? "stopped by the user"
                                                              : "max_steps reached";
@@ -66,8 +71,25 @@ void print_summary(const Experiment& e, const TrainingOutcome& o, const std::str
              o.moe_seconds, o.step_seconds > 0 ? 100.0 * o.moe_seconds / o.step_seconds : 0.0);
   fmt::print("modeled MoE time    {:.4f} s on {} ranks with {:.1f} GB/s, {:.1f} us links\n", o.moe_modeled_seconds,
              e.cluster.ranks, static_cast<double>(e.cluster.link_bandwidth) / 1e9, e.cluster.link_latency * 1e6);
+  if (processes > 1) fmt::print("processes           {} (c10d {})\n", processes, e.cluster.backend == CollectiveBackend::Nccl ? "nccl" : "gloo");
   fmt::print("database            {} (run id {})\n", db, run);
   fmt::print("inspect with        lrmoe show {} --db {}\n", run, db);
+}
+
+// Steps the run beside process 0, which alone records it. Ctrl-C here asks every process to
+// stop after the step, as it does in process 0.
+class FollowerObserver : public TrainingObserver {
+ public:
+  void on_step(const StepReport&) override {}
+  bool stop_requested() const override { return interrupt_requested(); }
+};
+
+int follow_run(const Experiment& experiment, const TokenSource& data, std::shared_ptr<const PolicySet> policies,
+               std::shared_ptr<Collectives> collectives) {
+  install_interrupt_handler();
+  FollowerObserver observer;
+  Trainer trainer(experiment, data, std::move(policies), std::move(collectives));
+  return trainer.run(observer).reason == StopReason::Stopped ? 130 : 0;
 }
 
 }  // namespace
@@ -101,19 +123,24 @@ int run_command(const ExperimentSource& source) {
   } catch (const std::invalid_argument& error) {
     throw std::runtime_error(fmt::format("{}: {}", source.file.value_or("<built-in default experiment>"), error.what()));
   }
-  // The logical ranks all live in this process: several processes would train the same
-  // experiment side by side and record it several times.
   const LaunchEnvironment launch = read_launch_environment(experiment.cluster, std::getenv);
-  if (launch.world_size > 1) {
-    throw LaunchError(fmt::format("launcher environment: {} started {} processes, but this lrmoe trains all "
-                                  "cluster.ranks ({}) logical ranks in one process; start one process",
-                                  launch.launcher, launch.world_size, experiment.cluster.ranks));
+  check_processes_fit(experiment, launch);
+  if (launch.rank != 0) spdlog::set_level(spdlog::level::warn);  // one process tells the story
+  if (experiment.train.threads == 0 && launch.local_world_size > 1) {
+    // Processes on one host share its cores.
+    experiment.train.threads =
+        std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) / launch.local_world_size);
   }
   auto policies = std::make_shared<const PolicySet>(load_policy_set(experiment.policies));
   // A memory_per_rank that cannot hold the dense state is a configuration error: refused before
   // the database sees a run.
   rank_budget(experiment.model, experiment.train, experiment.cluster,
               pair_costs(experiment.model, experiment.policies.recompute));
+  // The rendezvous comes before the database: a run that cannot start records nothing.
+  auto collectives = Collectives::connect(
+      launch, std::chrono::milliseconds(static_cast<int64_t>(experiment.cluster.timeout * 1000)),
+      experiment.cluster.backend);
+  if (launch.rank != 0) return follow_run(experiment, *data, policies, collectives);
   auto store = ResultsStore::open(experiment.store.path);
 
   const ThreadSetting threads = configure_threads(experiment.train.threads);
@@ -124,6 +151,11 @@ int run_command(const ExperimentSource& source) {
   const ParameterCount params = count_parameters(experiment.model);
   spdlog::info("parameters: {} total, {} active per token", billions(params.total), billions(params.active));
   spdlog::info("policies: {} on {} logical ranks", policy_names(experiment.policies), experiment.cluster.ranks);
+  if (launch.world_size > 1) {
+    spdlog::info("processes: {} ({}), {} logical ranks each, {} rows of every batch each, rendezvous {}:{}",
+                 launch.world_size, launch.launcher, experiment.cluster.ranks / launch.world_size,
+                 experiment.train.batch_size / launch.world_size, launch.master_addr, launch.master_port);
+  }
 
   RunInfo info;
   info.name = experiment.experiment.name;
@@ -139,6 +171,7 @@ int run_command(const ExperimentSource& source) {
   info.params_active = params.active;
   if (experiment.train.target_loss > 0) info.target_loss = experiment.train.target_loss;
   info.ranks = experiment.cluster.ranks;
+  info.processes = launch.world_size;
   info.policies = policy_names(experiment.policies);
   const int64_t run = store->begin_run(info);
   std::vector<PluginRecordRow> plugins;
@@ -151,7 +184,7 @@ int run_command(const ExperimentSource& source) {
   RunRecorder recorder(*store, run, progress);
   TrainingOutcome outcome;
   try {
-    Trainer trainer(experiment, *data, policies);
+    Trainer trainer(experiment, *data, policies, collectives);
     outcome = trainer.run(recorder);
   } catch (const std::exception& error) {
     progress.finish();
@@ -169,7 +202,7 @@ int run_command(const ExperimentSource& source) {
   const bool stopped = outcome.reason == StopReason::Stopped;
   store->add_event(run, stopped ? "warning" : "info", stopped ? "stopped by the user" : "finished");
   store->finish_run(run, stopped ? "stopped" : "finished", time_to_target);
-  print_summary(experiment, outcome, store->path(), run);
+  print_summary(experiment, outcome, store->path(), run, launch.world_size);
   return stopped ? 130 : 0;
 }
 

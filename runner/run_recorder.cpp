@@ -41,6 +41,10 @@ LayerStepRecord layer_step_record(int64_t step, const LayerStepStatistics& s) {
   record.selection_seconds = s.overhead.selection;
   record.routing_seconds = s.overhead.routing;
   record.compaction_seconds = s.overhead.compaction;
+  for (const ProcessStepMeasurement& process : s.processes) {
+    record.measured_exchange_bytes += process.exchange.bytes_sent;
+    record.measured_exchange_seconds = std::max(record.measured_exchange_seconds, process.exchange.seconds);
+  }
   return record;
 }
 
@@ -62,7 +66,17 @@ void RunRecorder::on_step(const StepReport& r) {
   record.moe_modeled_seconds = r.moe_modeled_seconds;
   store_.add_step(run_, record);
   for (const LayerLoad& load : r.expert_load) store_.add_expert_load(run_, r.step, load.layer, load.pairs_per_expert);
-  for (const LayerStepStatistics& layer : r.layers) store_.add_layer_step(run_, layer_step_record(r.step, layer));
+  for (const LayerStepStatistics& layer : r.layers) {
+    store_.add_layer_step(run_, layer_step_record(r.step, layer));
+    for (std::size_t rank = 0; rank < layer.forward_load.size(); ++rank) {
+      store_.add_rank_layer(run_, {r.step, layer.layer, static_cast<int64_t>(rank), layer.forward_load[rank],
+                                   layer.backward_load[rank], layer.bytes_sent[rank], layer.bytes_received[rank]});
+    }
+    for (const ProcessStepMeasurement& p : layer.processes) {
+      store_.add_process_layer(run_, {r.step, layer.layer, p.process, p.exchange.bytes_sent, p.exchange.bytes_received,
+                                      p.exchange.seconds, p.exchange.calls, p.forward_seconds, p.backward_seconds});
+    }
+  }
   for (std::size_t rank = 0; rank < r.rank_memory.size(); ++rank) {
     const RankMemory& m = r.rank_memory[rank];
     store_.add_rank_memory(run_, {r.step, static_cast<int64_t>(rank), m.owned, m.replicas, m.gradients, m.optimizer,

@@ -20,12 +20,20 @@ BufferedWriter::BufferedWriter(sqlite::Database& db)
           "backward_load_mean, bytes_forward_dispatch, bytes_forward_combine, "
           "bytes_backward_dispatch, bytes_backward_return, bytes_replica_sync, forward_seconds, "
           "backward_seconds, modeled_seconds, placement_seconds, metric_seconds, "
-          "selection_seconds, routing_seconds, compaction_seconds) "
+          "selection_seconds, routing_seconds, compaction_seconds, measured_exchange_bytes, "
+          "measured_exchange_seconds) "
           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, "
-          "?18, ?19, ?20, ?21, ?22, ?23, ?24)")),
+          "?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)")),
       insert_rank_memory_(db.prepare(
           "INSERT INTO rank_memory (run, step, rank, owned, replicas, gradients, optimizer, "
           "forward_tokens, backward_tokens, dense) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)")),
+      insert_rank_layer_(db.prepare(
+          "INSERT INTO rank_layer_steps (run, step, layer, rank, forward_pairs, backward_pairs, bytes_sent, "
+          "bytes_received) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")),
+      insert_process_layer_(db.prepare(
+          "INSERT INTO process_layer_steps (run, step, layer, process, bytes_sent, bytes_received, "
+          "exchange_seconds, exchange_calls, forward_seconds, backward_seconds) "
           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)")),
       insert_event_(
           db.prepare("INSERT INTO events (run, time, level, message) VALUES (?1, ?2, ?3, ?4)")) {}
@@ -54,6 +62,16 @@ void BufferedWriter::add_rank_memory(int64_t run, const RankMemoryRecord& record
   flush_if_large();
 }
 
+void BufferedWriter::add_rank_layer(int64_t run, const RankLayerRecord& record) {
+  rank_layers_.push_back({run, record});
+  flush_if_large();
+}
+
+void BufferedWriter::add_process_layer(int64_t run, const ProcessLayerRecord& record) {
+  process_layers_.push_back({run, record});
+  flush_if_large();
+}
+
 void BufferedWriter::add_event(int64_t run, const std::string& level, const std::string& message) {
   // Stamped now, not at flush time: the event happened now.
   events_.push_back({run, utc_timestamp_now(), level, message});
@@ -61,8 +79,8 @@ void BufferedWriter::add_event(int64_t run, const std::string& level, const std:
 }
 
 size_t BufferedWriter::buffered_rows() const {
-  return steps_.size() + expert_load_.size() + layer_steps_.size() + rank_memory_.size() +
-         events_.size();
+  return steps_.size() + expert_load_.size() + layer_steps_.size() + rank_memory_.size() + rank_layers_.size() +
+         process_layers_.size() + events_.size();
 }
 
 void BufferedWriter::flush_if_large() {
@@ -131,7 +149,9 @@ void BufferedWriter::write_buffered_rows() {
         .bind_double(21, r.metric_seconds)
         .bind_double(22, r.selection_seconds)
         .bind_double(23, r.routing_seconds)
-        .bind_double(24, r.compaction_seconds);
+        .bind_double(24, r.compaction_seconds)
+        .bind_int64(25, r.measured_exchange_bytes)
+        .bind_double(26, r.measured_exchange_seconds);
     insert_layer_step_.execute();
   }
   for (const RunRow<RankMemoryRecord>& row : rank_memory_) {
@@ -148,6 +168,32 @@ void BufferedWriter::write_buffered_rows() {
         .bind_int64(10, r.dense);
     insert_rank_memory_.execute();
   }
+  for (const RunRow<RankLayerRecord>& row : rank_layers_) {
+    const RankLayerRecord& r = row.record;
+    insert_rank_layer_.bind_int64(1, row.run)
+        .bind_int64(2, r.step)
+        .bind_int64(3, r.layer)
+        .bind_int64(4, r.rank)
+        .bind_int64(5, r.forward_pairs)
+        .bind_int64(6, r.backward_pairs)
+        .bind_int64(7, r.bytes_sent)
+        .bind_int64(8, r.bytes_received);
+    insert_rank_layer_.execute();
+  }
+  for (const RunRow<ProcessLayerRecord>& row : process_layers_) {
+    const ProcessLayerRecord& r = row.record;
+    insert_process_layer_.bind_int64(1, row.run)
+        .bind_int64(2, r.step)
+        .bind_int64(3, r.layer)
+        .bind_int64(4, r.process)
+        .bind_int64(5, r.bytes_sent)
+        .bind_int64(6, r.bytes_received)
+        .bind_double(7, r.exchange_seconds)
+        .bind_int64(8, r.exchange_calls)
+        .bind_double(9, r.forward_seconds)
+        .bind_double(10, r.backward_seconds);
+    insert_process_layer_.execute();
+  }
   for (const EventRow& row : events_) {
     insert_event_.bind_int64(1, row.run)
         .bind_text(2, row.time)
@@ -163,6 +209,8 @@ void BufferedWriter::clear() {
   expert_load_.clear();
   layer_steps_.clear();
   rank_memory_.clear();
+  rank_layers_.clear();
+  process_layers_.clear();
   events_.clear();
 }
 

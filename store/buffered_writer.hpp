@@ -27,6 +27,8 @@ class BufferedWriter {
                        const std::vector<int64_t>& pairs_per_expert);
   void add_layer_step(int64_t run, const LayerStepRecord& record);
   void add_rank_memory(int64_t run, const RankMemoryRecord& record);
+  void add_rank_layer(int64_t run, const RankLayerRecord& record);
+  void add_process_layer(int64_t run, const ProcessLayerRecord& record);
   void add_event(int64_t run, const std::string& level, const std::string& message);
 
   // Writes every buffered row in one transaction. On failure nothing of the batch is written
@@ -59,11 +61,15 @@ class BufferedWriter {
   sqlite::Statement insert_expert_load_;
   sqlite::Statement insert_layer_step_;
   sqlite::Statement insert_rank_memory_;
+  sqlite::Statement insert_rank_layer_;
+  sqlite::Statement insert_process_layer_;
   sqlite::Statement insert_event_;
   std::vector<RunRow<StepRecord>> steps_;
   std::vector<ExpertLoadRow> expert_load_;
   std::vector<RunRow<LayerStepRecord>> layer_steps_;
   std::vector<RunRow<RankMemoryRecord>> rank_memory_;
+  std::vector<RunRow<RankLayerRecord>> rank_layers_;
+  std::vector<RunRow<ProcessLayerRecord>> process_layers_;
   std::vector<EventRow> events_;
 };
 

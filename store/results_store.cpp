@@ -54,8 +54,8 @@ class SqliteResultsStore final : public ResultsStore {
     sqlite::Statement insert = db_.prepare(
         "INSERT INTO runs (name, status, started_at, resolved_toml, toml_sha256, code_version, "
         "host, pid, torch_version, blas, seed, params_total, params_active, target_loss, ranks, "
-        "policies) VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
-        "?15)");
+        "policies, processes) VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+        "?14, ?15, ?16)");
     insert.bind_text(1, info.name)
         .bind_text(2, store::utc_timestamp_now())
         .bind_text(3, info.resolved_toml)
@@ -70,7 +70,8 @@ class SqliteResultsStore final : public ResultsStore {
         .bind_int64(12, info.params_active)
         .bind_optional_double(13, info.target_loss)
         .bind_int64(14, info.ranks)
-        .bind_text(15, info.policies);
+        .bind_text(15, info.policies)
+        .bind_int64(16, info.processes);
     insert.execute();
     return db_.last_insert_rowid();
   }
@@ -107,6 +108,12 @@ class SqliteResultsStore final : public ResultsStore {
 
   void add_rank_memory(int64_t run, const RankMemoryRecord& record) override {
     writer().add_rank_memory(run, record);
+  }
+
+  void add_rank_layer(int64_t run, const RankLayerRecord& record) override { writer().add_rank_layer(run, record); }
+
+  void add_process_layer(int64_t run, const ProcessLayerRecord& record) override {
+    writer().add_process_layer(run, record);
   }
 
   void add_event(int64_t run, const std::string& level, const std::string& message) override {

@@ -37,7 +37,8 @@ struct RunInfo {
   uint64_t seed = 0;
   int64_t params_total = 0;
   int64_t params_active = 0;
-  int64_t ranks = 1;  // logical ranks the experts are placed on
+  int64_t ranks = 1;      // logical ranks the experts are placed on
+  int64_t processes = 1;  // processes hosting them
   // The policies' names, placement/metric/selection/routing: "fixed_ownership/gate/keep_all/owner".
   std::string policies;
   std::optional<double> target_loss;
@@ -84,6 +85,25 @@ struct LayerStepRecord {
   // The parts of the measured time spent deciding and rearranging rather than computing.
   double placement_seconds = 0, metric_seconds = 0, selection_seconds = 0, routing_seconds = 0,
          compaction_seconds = 0;
+  // Measured: pair-row bytes sent between processes (all processes) and the slowest process's
+  // all-to-all-v time; zero with one process.
+  int64_t measured_exchange_bytes = 0;
+  double measured_exchange_seconds = 0;
+};
+
+// One logical rank in one MoE layer and step: pairs computed and pair-row bytes moved.
+struct RankLayerRecord {
+  int64_t step = 0, layer = 0, rank = 0;
+  int64_t forward_pairs = 0, backward_pairs = 0, bytes_sent = 0, bytes_received = 0;
+};
+
+// One process in one MoE layer and step of a multi-process run, measured.
+struct ProcessLayerRecord {
+  int64_t step = 0, layer = 0, process = 0;
+  int64_t bytes_sent = 0, bytes_received = 0;
+  double exchange_seconds = 0;
+  int64_t exchange_calls = 0;
+  double forward_seconds = 0, backward_seconds = 0;
 };
 
 // Memory of one logical rank in one step, bytes by category (peak over the step).
@@ -117,6 +137,7 @@ struct RunSummary {
   int64_t params_total = 0;
   int64_t params_active = 0;
   int64_t ranks = 1;     // 1 for runs begun before schema 3
+  int64_t processes = 1;  // 1 for runs begun before schema 4
   std::string policies;  // empty for runs begun before schema 3
   std::optional<double> target_loss;
   std::optional<TimeToTarget> time_to_target;
@@ -155,6 +176,8 @@ class ResultsStore {
                                const std::vector<int64_t>& pairs_per_expert) = 0;
   virtual void add_layer_step(int64_t run, const LayerStepRecord& record) = 0;
   virtual void add_rank_memory(int64_t run, const RankMemoryRecord& record) = 0;
+  virtual void add_rank_layer(int64_t run, const RankLayerRecord& record) = 0;
+  virtual void add_process_layer(int64_t run, const ProcessLayerRecord& record) = 0;
   virtual void add_event(int64_t run, const std::string& level, const std::string& message) = 0;
   // Commits everything buffered in one transaction (also done on its own past 20k buffered
   // rows, and by the destructor). If it fails, the batch is dropped and the StoreError says

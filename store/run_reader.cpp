@@ -31,6 +31,7 @@ RunSummary summary_from_row(const sqlite::Statement& row) {
   run.steps = row.column_int64(21);
   run.final_train_loss = row.column_optional_double(22);
   run.final_eval_loss = row.column_optional_double(23);
+  run.processes = row.column_int64(24);
   return run;
 }
 
@@ -42,7 +43,7 @@ std::vector<RunSummary> read_run_summaries(const sqlite::Database& db, std::opti
       "       r.code_version, r.host, r.torch_version, r.blas, r.seed, r.params_total, "
       "       r.params_active, r.ranks, r.policies, r.target_loss, r.ttt_step, "
       "       r.ttt_step_seconds, r.ttt_moe_seconds, r.ttt_moe_modeled_seconds, s.steps, "
-      "       s.final_train_loss, s.final_eval_loss "
+      "       s.final_train_loss, s.final_eval_loss, r.processes "
       "FROM runs r JOIN run_summary s ON s.id = r.id "
       "WHERE ?1 IS NULL OR r.id = ?1 "
       "ORDER BY r.id");

@@ -233,6 +233,59 @@ SELECT run,
 FROM moe_layer_steps
 GROUP BY run, layer;
 )sql"},
+    Migration{4, R"sql(
+ALTER TABLE runs ADD COLUMN processes INTEGER NOT NULL DEFAULT 1;
+-- Measured across processes: bytes of pair rows each process sent to other processes (summed
+-- over processes) and the slowest process's wall time in its all-to-all-v calls. Zero for runs
+-- of one process, where no row leaves the process.
+ALTER TABLE moe_layer_steps ADD COLUMN measured_exchange_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE moe_layer_steps ADD COLUMN measured_exchange_seconds REAL NOT NULL DEFAULT 0;
+
+-- Per logical rank, layer and step: what the rank computed and the pair-row bytes it sent to and
+-- received from other logical ranks over the layer's four all-to-alls (as the plan moves them).
+CREATE TABLE rank_layer_steps (
+  run            INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  step           INTEGER NOT NULL,
+  layer          INTEGER NOT NULL,
+  rank           INTEGER NOT NULL,
+  forward_pairs  INTEGER NOT NULL,
+  backward_pairs INTEGER NOT NULL,
+  bytes_sent     INTEGER NOT NULL,
+  bytes_received INTEGER NOT NULL,
+  PRIMARY KEY (run, step, layer, rank)
+) WITHOUT ROWID;
+
+-- Per process, layer and step of a multi-process run, measured: bytes its all-to-all-v calls
+-- sent to and received from other processes, their wall time and number, and the layer's
+-- forward and backward wall time in that process.
+CREATE TABLE process_layer_steps (
+  run              INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  step             INTEGER NOT NULL,
+  layer            INTEGER NOT NULL,
+  process          INTEGER NOT NULL,
+  bytes_sent       INTEGER NOT NULL,
+  bytes_received   INTEGER NOT NULL,
+  exchange_seconds REAL NOT NULL,
+  exchange_calls   INTEGER NOT NULL,
+  forward_seconds  REAL NOT NULL,
+  backward_seconds REAL NOT NULL,
+  PRIMARY KEY (run, step, layer, process)
+) WITHOUT ROWID;
+
+-- Per run, layer and process: the measured all-to-all-v traffic and its bus bandwidth.
+CREATE VIEW exchange_summary AS
+SELECT run,
+       layer,
+       process,
+       count(*) AS steps,
+       sum(bytes_sent) AS bytes_sent,
+       sum(bytes_received) AS bytes_received,
+       sum(exchange_calls) AS exchange_calls,
+       sum(exchange_seconds) AS exchange_seconds,
+       sum(bytes_sent) / NULLIF(sum(exchange_seconds), 0) AS send_bytes_per_second
+FROM process_layer_steps
+GROUP BY run, layer, process;
+)sql"},
 };
 
 constexpr bool numbered_in_order() {

@@ -11,9 +11,13 @@
 
 #include "store/results_store.hpp"
 #include "support/child_process.hpp"
+#include "support/network.hpp"
+#include "support/run_database.hpp"
 #include "support/temp_folder.hpp"
 
 using lrmoe_test::ChildProcess;
+using lrmoe_test::ListeningSocket;
+using lrmoe_test::ScopedEnvironment;
 using lrmoe_test::run_lrmoe;
 using lrmoe_test::TempFolder;
 
@@ -117,16 +121,23 @@ TEST_CASE("bad inputs fail with one line naming the place, and the database keep
     CHECK(code == 1);
     CHECK_THAT(error_line(output), Catch::Contains("cluster.memory_per_rank (300000 bytes) does not even hold"));
   }
-  SECTION("launcher: several processes, which this build does not split ranks over") {
-    setenv("WORLD_SIZE", "2", 1);
-    setenv("RANK", "0", 1);
-    setenv("MASTER_ADDR", "127.0.0.1", 1);
-    setenv("MASTER_PORT", "29511", 1);
-    auto [code, output] = run_lrmoe({"run", good, "--db", db}, dir.file("out.log"));
-    for (const char* name : {"WORLD_SIZE", "RANK", "MASTER_ADDR", "MASTER_PORT"}) unsetenv(name);
+  SECTION("launcher: a number of processes that does not divide cluster.ranks") {
+    ScopedEnvironment torchrun({{"WORLD_SIZE", "3"}, {"RANK", "0"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29511"}});
+    auto [code, output] = run_lrmoe({"run", good, "--db", db, "--set", "cluster.ranks=2"}, dir.file("out.log"));
     CHECK(code == 1);
-    CHECK_THAT(error_line(output), Catch::Contains("torchrun started 2 processes") &&
-                                       Catch::Contains("start one process"));
+    CHECK_THAT(error_line(output), Catch::Contains("torchrun started 3 processes but cluster.ranks is 2") &&
+                                       Catch::Contains("divides 2"));
+  }
+  SECTION("launcher: the master port is in use") {
+    const ListeningSocket taken;
+    ScopedEnvironment torchrun({{"WORLD_SIZE", "2"}, {"RANK", "0"}, {"MASTER_ADDR", "127.0.0.1"},
+                                {"MASTER_PORT", std::to_string(taken.port())}});
+    auto [code, output] = run_lrmoe({"run", good, "--db", db, "--set", "cluster.ranks=2", "--set",
+                                     "cluster.slots_per_rank=5", "--set", "cluster.timeout=5"},
+                                    dir.file("out.log"), std::chrono::seconds(60));
+    CHECK(code == 1);
+    CHECK_THAT(error_line(output), Catch::Contains("127.0.0.1:" + std::to_string(taken.port())) &&
+                                       Catch::Contains("port may be in use"));
   }
   SECTION("plugin: a name no plugin has") {
     auto [code, output] =
@@ -200,21 +211,7 @@ TEST_CASE("Ctrl-C stops a run cleanly, and a killed run is marked interrupted wi
   TempFolder dir;
   const std::string experiment = kTinyExperiment;
   const std::string db = dir.file("results.db");
-  auto steps_recorded = [&] {
-    auto result = lrmoe::ResultsStore::open_read_only(db)->query("SELECT COUNT(*) FROM steps");
-    return std::stoll(result.rows[0][0].value());
-  };
-  auto wait_for_steps = [&](int64_t wanted) {
-    for (int i = 0; i < 600; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      try {
-        if (std::filesystem::exists(db) && steps_recorded() >= wanted) return;
-      } catch (const lrmoe::StoreError&) {
-        // the database is being created
-      }
-    }
-    FAIL("no steps were recorded in time");
-  };
+  auto wait_for_steps = [&](int64_t wanted) { lrmoe_test::wait_for_steps(db, wanted); };
   const std::vector<std::string> args{LRMOE_BINARY, "run", experiment, "--db", db, "--set", "train.target_loss=0",
                                       "--set", "train.max_steps=100000"};
 
@@ -231,7 +228,7 @@ TEST_CASE("Ctrl-C stops a run cleanly, and a killed run is marked interrupted wi
   store.reset();
 
   {
-    const int64_t before = steps_recorded();
+    const int64_t before = lrmoe_test::steps_recorded(db);
     ChildProcess child(args, dir.file("kill.log"));
     wait_for_steps(before + 12);
     child.signal(SIGKILL);

@@ -67,7 +67,7 @@ struct Problem {
     if (pipeline) {
       pipeline->set_step(1);
       auto pass = pipeline->plan_forward(p.experts, g.detach(), p.tokens.mul(ranks).div(tokens, "floor"), tokens);
-      out = routed_experts(xv, g.index_select(0, pass->computed), p.tokens.index_select(0, pass->computed), wguv,
+      out = routed_experts(xv, g.index_select(0, pass->local_pairs), p.tokens.index_select(0, pass->local_pairs), wguv,
                            wdv, pipeline, pass);
     } else {
       out = routed_experts(xv, g, p.tokens, wguv, wdv, nullptr, single_rank_pass(p, experts));
@@ -106,7 +106,7 @@ torch::Tensor round_robin(const RoutingRequest& request) {
 }
 
 std::shared_ptr<ExpertPipeline> make_pipeline(std::shared_ptr<PolicySet> policies, PipelineSettings settings) {
-  return std::make_shared<ExpertPipeline>(std::move(policies), settings, std::make_shared<LocalExchange>());
+  return std::make_shared<ExpertPipeline>(std::move(policies), settings, std::make_shared<Collectives>());
 }
 
 }  // namespace

@@ -85,6 +85,8 @@ lrmoe::LayerStepRecord sample_layer_step(int64_t step, int64_t layer) {
   record.backward_seconds = 0.75;
   record.modeled_seconds = 0.375;
   record.placement_seconds = 0.0625;
+  record.measured_exchange_bytes = 2048;
+  record.measured_exchange_seconds = 0.5;
   record.metric_seconds = 0.03125;
   record.selection_seconds = 0.015625;
   record.routing_seconds = 0.125;
@@ -291,8 +293,12 @@ TEST_CASE("layer statistics and rank memory round-trip, buffered until a flush",
   const std::string id = std::to_string(run);
   writer->add_layer_step(run, sample_layer_step(3, 1));
   writer->add_rank_memory(run, {3, 2, 11, 12, 13, 14, 15, 16, 17});
+  writer->add_rank_layer(run, {3, 1, 2, 21, 22, 23, 24});
+  writer->add_process_layer(run, {3, 1, 1, 31, 32, 0.25, 4, 0.5, 0.75});
   CHECK(scalar(*reader, "SELECT count(*) FROM moe_layer_steps") == "0");
   CHECK(scalar(*reader, "SELECT count(*) FROM rank_memory") == "0");
+  CHECK(scalar(*reader, "SELECT count(*) FROM rank_layer_steps") == "0");
+  CHECK(scalar(*reader, "SELECT count(*) FROM process_layer_steps") == "0");
   writer->flush();
 
   SECTION("every field reads back in its column") {
@@ -304,11 +310,26 @@ TEST_CASE("layer statistics and rank memory round-trip, buffered until a flush",
               "bytes_forward_dispatch", "bytes_forward_combine", "bytes_backward_dispatch",
               "bytes_backward_return", "bytes_replica_sync", "forward_seconds",
               "backward_seconds", "modeled_seconds", "placement_seconds", "metric_seconds",
-              "selection_seconds", "routing_seconds", "compaction_seconds"});
+              "selection_seconds", "routing_seconds", "compaction_seconds",
+              "measured_exchange_bytes", "measured_exchange_seconds"});
     REQUIRE(layer.rows.size() == 1);
     CHECK(row_text(layer.rows[0]) ==
           id + "|3|1|100|3|90|2|40|24.25|30|22.5|1001|1002|1003|1004|1005|0.5|0.75|0.375|"
-               "0.0625|0.03125|0.015625|0.125|0.25");
+               "0.0625|0.03125|0.015625|0.125|0.25|2048|0.5");
+
+    const lrmoe::QueryResult ranks = reader->query("SELECT * FROM rank_layer_steps");
+    CHECK(ranks.columns == std::vector<std::string>{"run", "step", "layer", "rank", "forward_pairs",
+                                                    "backward_pairs", "bytes_sent", "bytes_received"});
+    REQUIRE(ranks.rows.size() == 1);
+    CHECK(row_text(ranks.rows[0]) == id + "|3|1|2|21|22|23|24");
+
+    const lrmoe::QueryResult processes = reader->query("SELECT * FROM process_layer_steps");
+    CHECK(processes.columns == std::vector<std::string>{"run", "step", "layer", "process", "bytes_sent",
+                                                        "bytes_received", "exchange_seconds", "exchange_calls",
+                                                        "forward_seconds", "backward_seconds"});
+    REQUIRE(processes.rows.size() == 1);
+    CHECK(row_text(processes.rows[0]) == id + "|3|1|1|31|32|0.25|4|0.5|0.75");
+    CHECK(scalar(*reader, "SELECT send_bytes_per_second FROM exchange_summary") == "124.0");
 
     const lrmoe::QueryResult memory = reader->query("SELECT * FROM rank_memory");
     CHECK(memory.columns == std::vector<std::string>{"run", "step", "rank", "owned", "replicas",

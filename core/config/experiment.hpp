@@ -76,6 +76,9 @@ struct TrainConfig {
   int64_t threads = 0;        // intra-op threads; 0: one per core
 };
 
+// The c10d backend of multi-process runs: Gloo on CPU, NCCL in builds against a CUDA LibTorch.
+enum class CollectiveBackend { Gloo, Nccl };
+
 struct ClusterConfig {
   int64_t ranks = 1;                              // expert-parallel ranks
   uint64_t memory_per_rank = 80ull << 30;         // bytes
@@ -85,6 +88,8 @@ struct ClusterConfig {
   double gemm_flops = 0;                          // FLOP/s of one rank; 0: measured at start
   std::string master_addr = "127.0.0.1";          // rendezvous host when the launcher names none
   int64_t master_port = 29500;                    // rendezvous port when the launcher names none
+  double timeout = 30;                            // seconds a process waits for a peer before failing
+  CollectiveBackend backend = CollectiveBackend::Gloo;
 };
 
 // A policy plugin's parameter as an experiment sets it, with where it was set (for messages).

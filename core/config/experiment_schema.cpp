@@ -244,7 +244,12 @@ std::vector<FieldDescriptor> build_schema() {
       .text("master_addr", &ClusterConfig::master_addr,
             "multi-process runs: rendezvous host when the launcher sets no MASTER_ADDR (Slurm)")
       .integer("master_port", &ClusterConfig::master_port, {inclusive(1), inclusive(65535)},
-               "multi-process runs: rendezvous port when the launcher sets no MASTER_PORT (Slurm)");
+               "multi-process runs: rendezvous port when the launcher sets no MASTER_PORT (Slurm)")
+      .real("timeout", &ClusterConfig::timeout, above(0),
+            "multi-process runs: seconds a process waits for a peer (rendezvous, each collective) before the "
+            "run fails; `lrmoe launch` gives the others this long to stop after one rank fails")
+      .choice("backend", &ClusterConfig::backend, {"gloo", "nccl"},
+              "multi-process runs: c10d backend; nccl needs a build against a CUDA LibTorch (LRMOE_WITH_NCCL)");
 
   SectionRows<PoliciesConfig>(rows, "policies", &Experiment::policies, Defaults::FromMemberInitialisers)
       .choice("bundle", &PoliciesConfig::bundle, bundle_names(),

@@ -138,24 +138,25 @@ int64_t SyntheticSource::write_document(uint64_t document_seed, int64_t* out) co
   return topic_index;
 }
 
-Batch SyntheticSource::batch(SeedStream stream, int64_t a, int64_t b, int64_t batch_size) const {
-  torch::Tensor windows = torch::empty({batch_size, seq_len_ + 1}, torch::kInt64);
+Batch SyntheticSource::batch(SeedStream stream, int64_t a, int64_t b, int64_t batch_size, RowShard shard) const {
+  const int64_t first = shard.first(batch_size), rows = shard.rows(batch_size);
+  torch::Tensor windows = torch::empty({rows, seq_len_ + 1}, torch::kInt64);
   int64_t* data = windows.data_ptr<int64_t>();
-  for (int64_t row = 0; row < batch_size; ++row) {
+  for (int64_t row = 0; row < rows; ++row) {
     // One seed per row: a row does not depend on the batch size it was drawn in.
     write_document(stream_seed(seed_, stream, static_cast<uint64_t>(a), static_cast<uint64_t>(b),
-                               static_cast<uint64_t>(row)),
+                               static_cast<uint64_t>(first + row)),
                    data + row * (seq_len_ + 1));
   }
   return batch_from_windows(windows);
 }
 
-Batch SyntheticSource::train_batch(int64_t step, int64_t micro, int64_t batch_size) const {
-  return batch(SeedStream::Train, step, micro, batch_size);
+Batch SyntheticSource::train_batch(int64_t step, int64_t micro, int64_t batch_size, RowShard shard) const {
+  return batch(SeedStream::Train, step, micro, batch_size, shard);
 }
 
-Batch SyntheticSource::val_batch(int64_t index, int64_t batch_size) const {
-  return batch(SeedStream::Validation, index, 0, batch_size);
+Batch SyntheticSource::val_batch(int64_t index, int64_t batch_size, RowShard shard) const {
+  return batch(SeedStream::Validation, index, 0, batch_size, shard);
 }
 
 std::string SyntheticSource::describe() const {

@@ -33,8 +33,8 @@ class SyntheticSource final : public TokenSource {
   SyntheticSource(const DataConfig& config, uint64_t seed, int64_t seq_len);
 
   int64_t vocab_size() const override { return vocab_size_; }
-  Batch train_batch(int64_t step, int64_t micro, int64_t batch_size) const override;
-  Batch val_batch(int64_t index, int64_t batch_size) const override;
+  Batch train_batch(int64_t step, int64_t micro, int64_t batch_size, RowShard shard = {}) const override;
+  Batch val_batch(int64_t index, int64_t batch_size, RowShard shard = {}) const override;
   std::string describe() const override;
   // The average over topics of each topic's entropy rate.
   std::optional<double> entropy_floor() const override { return entropy_floor_; }
@@ -46,7 +46,7 @@ class SyntheticSource final : public TokenSource {
   int64_t write_document(uint64_t document_seed, int64_t* out) const;
 
  private:
-  Batch batch(SeedStream stream, int64_t a, int64_t b, int64_t batch_size) const;
+  Batch batch(SeedStream stream, int64_t a, int64_t b, int64_t batch_size, RowShard shard) const;
 
   int64_t vocab_size_;
   int64_t topic_vocab_;

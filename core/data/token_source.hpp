@@ -30,14 +30,25 @@ struct Batch {
   torch::Tensor targets;  // [batch, seq_len] int64, inputs shifted by one
 };
 
+// The rows of a batch one process of a data-parallel run reads: rows [index * B / count,
+// (index + 1) * B / count) of the batch of B rows. Each row is drawn from its own seed, so the
+// shards of P processes are exactly the rows one process would read.
+struct RowShard {
+  int64_t index = 0;
+  int64_t count = 1;
+
+  int64_t first(int64_t batch_size) const { return index * batch_size / count; }
+  int64_t rows(int64_t batch_size) const { return (index + 1) * batch_size / count - first(batch_size); }
+};
+
 class TokenSource {
  public:
   virtual ~TokenSource() = default;
   virtual int64_t vocab_size() const = 0;
   // Training micro-batch `micro` of optimizer step `step`.
-  virtual Batch train_batch(int64_t step, int64_t micro, int64_t batch_size) const = 0;
+  virtual Batch train_batch(int64_t step, int64_t micro, int64_t batch_size, RowShard shard = {}) const = 0;
   // Evaluation batch `index`; the same index always gives the same batch.
-  virtual Batch val_batch(int64_t index, int64_t batch_size) const = 0;
+  virtual Batch val_batch(int64_t index, int64_t batch_size, RowShard shard = {}) const = 0;
   // One line for logs: kind, path, sizes.
   virtual std::string describe() const = 0;
   // Per-token cross-entropy floor in nats, where the source knows it.

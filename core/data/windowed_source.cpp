@@ -37,26 +37,26 @@ WindowedSource::WindowedSource(std::unique_ptr<const TokenArray> tokens, int64_t
 }
 
 Batch WindowedSource::batch(SeedStream stream, int64_t a, int64_t b, int64_t split_begin,
-                            int64_t split_size, int64_t batch_size) const {
+                            int64_t split_size, int64_t batch_size, RowShard shard) const {
   const int64_t window = seq_len_ + 1;
   const int64_t start_choices = split_size - window + 1;
-  torch::Tensor windows = torch::empty({batch_size, window}, torch::kInt64);
+  const int64_t first = shard.first(batch_size), rows = shard.rows(batch_size);
+  torch::Tensor windows = torch::empty({rows, window}, torch::kInt64);
   int64_t* data = windows.data_ptr<int64_t>();
-  for (int64_t row = 0; row < batch_size; ++row) {
+  for (int64_t row = 0; row < rows; ++row) {
     SplitMix64 rng(stream_seed(seed_, stream, static_cast<uint64_t>(a), static_cast<uint64_t>(b),
-                               static_cast<uint64_t>(row)));
+                               static_cast<uint64_t>(first + row)));
     tokens_->copy(split_begin + rng.below(start_choices), window, data + row * window);
   }
   return batch_from_windows(windows);
 }
 
-Batch WindowedSource::train_batch(int64_t step, int64_t micro, int64_t batch_size) const {
-  return batch(SeedStream::Train, step, micro, 0, train_size_, batch_size);
+Batch WindowedSource::train_batch(int64_t step, int64_t micro, int64_t batch_size, RowShard shard) const {
+  return batch(SeedStream::Train, step, micro, 0, train_size_, batch_size, shard);
 }
 
-Batch WindowedSource::val_batch(int64_t index, int64_t batch_size) const {
-  return batch(SeedStream::Validation, index, 0, train_size_, tokens_->size() - train_size_,
-               batch_size);
+Batch WindowedSource::val_batch(int64_t index, int64_t batch_size, RowShard shard) const {
+  return batch(SeedStream::Validation, index, 0, train_size_, tokens_->size() - train_size_, batch_size, shard);
 }
 
 std::string WindowedSource::describe() const {

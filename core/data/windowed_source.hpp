@@ -23,8 +23,8 @@ class WindowedSource final : public TokenSource {
                  uint64_t seed, int64_t seq_len);
 
   int64_t vocab_size() const override { return vocab_size_; }
-  Batch train_batch(int64_t step, int64_t micro, int64_t batch_size) const override;
-  Batch val_batch(int64_t index, int64_t batch_size) const override;
+  Batch train_batch(int64_t step, int64_t micro, int64_t batch_size, RowShard shard = {}) const override;
+  Batch val_batch(int64_t index, int64_t batch_size, RowShard shard = {}) const override;
   std::string describe() const override;
 
   // The first validation token; tokens before it are the training split.
@@ -33,7 +33,7 @@ class WindowedSource final : public TokenSource {
  private:
   // Each row's window starts at split_begin + a uniform draw seeded by (stream, a, b, row).
   Batch batch(SeedStream stream, int64_t a, int64_t b, int64_t split_begin, int64_t split_size,
-              int64_t batch_size) const;
+              int64_t batch_size, RowShard shard) const;
 
   std::unique_ptr<const TokenArray> tokens_;
   int64_t vocab_size_;

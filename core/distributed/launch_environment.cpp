@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <cstdlib>
 
 namespace lrmoe {
 namespace {
@@ -69,6 +72,7 @@ LaunchEnvironment read_launch_environment(const ClusterConfig& cluster,
     e.world_size = torchrun.integer("WORLD_SIZE", 1);
     e.rank = torchrun.integer("RANK", 0);
     e.local_rank = torchrun.has("LOCAL_RANK") ? torchrun.integer("LOCAL_RANK", 0) : e.rank;
+    e.local_world_size = torchrun.has("LOCAL_WORLD_SIZE") ? torchrun.integer("LOCAL_WORLD_SIZE", 1) : e.world_size;
     e.master_addr = torchrun.text("MASTER_ADDR");
     e.master_port = torchrun.integer("MASTER_PORT", 0);
     check_consistent(e, "RANK", "WORLD_SIZE", kTorchrunHint);
@@ -80,12 +84,32 @@ LaunchEnvironment read_launch_environment(const ClusterConfig& cluster,
     e.world_size = slurm.integer("SLURM_NTASKS", 1);
     e.rank = slurm.integer("SLURM_PROCID", 0);
     e.local_rank = slurm.integer("SLURM_LOCALID", 0);
+    // Slurm writes "2(x3)" for three nodes of two tasks: the leading number is this node's.
+    if (const char* per_node = variable("SLURM_NTASKS_PER_NODE"); per_node && std::isdigit(*per_node)) {
+      e.local_world_size = std::max<int64_t>(1, std::strtoll(per_node, nullptr, 10));
+    }
     e.master_addr = slurm.has("MASTER_ADDR") ? slurm.text("MASTER_ADDR") : cluster.master_addr;
     e.master_port = slurm.has("MASTER_PORT") ? slurm.integer("MASTER_PORT", 0) : cluster.master_port;
     check_consistent(e, "SLURM_PROCID", "SLURM_NTASKS", kSlurmHint);
     return e;
   }
   return e;
+}
+
+void check_processes_fit(const Experiment& experiment, const LaunchEnvironment& launch) {
+  const int64_t p = launch.world_size;
+  const int64_t ranks = experiment.cluster.ranks;
+  const int64_t batch = experiment.train.batch_size;
+  if (ranks % p != 0) {
+    throw LaunchError(fmt::format("{} started {} processes but cluster.ranks is {}: each process hosts cluster.ranks / "
+                                  "processes logical ranks, so start a number of processes that divides {}",
+                                  launch.launcher, p, ranks, ranks));
+  }
+  if (batch % p != 0) {
+    throw LaunchError(fmt::format("{} started {} processes but train.batch_size is {}: each process reads "
+                                  "batch_size / processes rows, so set a batch_size divisible by {}",
+                                  launch.launcher, p, batch, p));
+  }
 }
 
 }  // namespace lrmoe

@@ -26,6 +26,7 @@ struct LaunchEnvironment {
   int64_t rank = 0;
   int64_t world_size = 1;
   int64_t local_rank = 0;
+  int64_t local_world_size = 1;  // processes on this host (they share its cores)
   std::string master_addr;
   int64_t master_port = 0;
 };
@@ -34,5 +35,9 @@ struct LaunchEnvironment {
 // pass a fake environment; the runner passes std::getenv).
 LaunchEnvironment read_launch_environment(const ClusterConfig& cluster,
                                           const std::function<const char*(const char*)>& variable);
+
+// Throws LaunchError unless the experiment splits over the launched processes: each hosts
+// cluster.ranks / P logical ranks and reads train.batch_size / P rows of every batch.
+void check_processes_fit(const Experiment& experiment, const LaunchEnvironment& launch);
 
 }  // namespace lrmoe

@@ -18,7 +18,7 @@ struct PairsContext : torch::CustomClassHolder {
   std::shared_ptr<const ForwardPass> forward;
 
   PairExchange& exchange() {
-    static LocalExchange local;
+    static PairExchange local(std::make_shared<Collectives>());
     return pipeline ? pipeline->exchange() : local;
   }
 };
@@ -38,19 +38,13 @@ Tensor expert_gradient(const Tensor& instance_grad, const InstanceTable& table, 
       .index_add_(0, table.instance_expert.to(instance_grad.device()), instance_grad);
 }
 
-// Position in destination order of each pair of a layout.
-Tensor destination_positions(const PairLayout& layout) {
-  const auto& order = layout.order;
-  return torch::empty_like(order).index_copy_(0, order, torch::arange(order.numel(), order.options()));
-}
-
 class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction> {
  public:
   static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& gates, const Tensor& w_gate_up,
                         const Tensor& w_down, const Tensor& tokens, c10::intrusive_ptr<PairsContext> state) {
     const ForwardPass& pass = *state->forward;
     const PairLayout& layout = pass.layout;
-    const auto& offsets = layout.instance_offsets;
+    const auto& offsets = layout.local.instance_offsets;
     PairExchange& exchange = state->exchange();
 
     auto x_rows = exchange.dispatch(x.index_select(0, tokens), layout);
@@ -94,6 +88,7 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     auto grad_gates = (upstream * y_home).sum(1).to(gates.scalar_type());
 
     BackwardPass plan;
+    Tensor pre_rows;
     if (state->pipeline) {
       PairBatch signals;
       signals.gates = gates.detach().to(torch::kFloat32);
@@ -101,39 +96,39 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
       signals.input_norm = x_home.norm(2, 1).to(torch::kFloat32);
       signals.hidden_norm = hidden_norm.to(torch::kFloat32);
       plan = state->pipeline->plan_backward(forward, std::move(signals));
+      // Saved pre-activations move from each kept pair's forward instance to its backward one.
+      if (saved_pre.defined()) pre_rows = exchange.dispatch(saved_pre.index_select(0, plan.context_rows), plan.context);
     } else {
-      plan.kept = torch::arange(tokens.numel(), tokens.options());
+      // Every pair is kept, on the instance that computed it in forward.
+      plan.local_kept = torch::arange(tokens.numel(), tokens.options());
       plan.layout = forward.layout;
+      pre_rows = saved_pre;
     }
     const PairLayout& layout = plan.layout;
+    const auto& offsets = layout.local.instance_offsets;
 
     // Kept pairs: gate * weight * d goes to the backward instance with the pair's input row.
-    auto scale = gates.index_select(0, plan.kept).to(x.scalar_type());
-    if (plan.weights.defined()) scale = scale * plan.weights.to(x.scalar_type());
-    auto grad_rows = exchange.dispatch(upstream.index_select(0, plan.kept) * scale.unsqueeze(1), layout);
-    auto x_rows = exchange.dispatch(x_home.index_select(0, plan.kept), layout);
-    Tensor pre_rows;
-    if (saved_pre.defined()) {
-      auto forward_rows = destination_positions(forward.layout).index_select(0, plan.kept);
-      pre_rows = saved_pre.index_select(0, forward_rows.index_select(0, layout.order));
-    } else {
-      pre_rows = grouped_pre_activations(x_rows, layout.instance_offsets, w_gate_up_i);
-    }
+    auto scale = gates.index_select(0, plan.local_kept).to(x.scalar_type());
+    if (plan.local_weights.defined()) scale = scale * plan.local_weights.to(x.scalar_type());
+    auto grad_rows = exchange.dispatch(upstream.index_select(0, plan.local_kept) * scale.unsqueeze(1), layout);
+    auto x_rows = exchange.dispatch(x_home.index_select(0, plan.local_kept), layout);
+    if (!pre_rows.defined()) pre_rows = grouped_pre_activations(x_rows, offsets, w_gate_up_i);
     const bool all_input_grads = state->pipeline && state->pipeline->dropped_pairs_keep_input_grad();
-    auto kept_grads = grouped_swiglu_backward(grad_rows, x_rows, pre_rows, layout.instance_offsets, w_gate_up_i,
-                                              w_down_i, /*weight_grads=*/true, /*input_grads=*/!all_input_grads);
+    auto kept_grads = grouped_swiglu_backward(grad_rows, x_rows, pre_rows, offsets, w_gate_up_i, w_down_i,
+                                              /*weight_grads=*/true, /*input_grads=*/!all_input_grads);
 
     auto grad_x = torch::zeros_like(x);
     if (!all_input_grads) {
-      grad_x.index_add_(0, tokens.index_select(0, plan.kept), exchange.combine(kept_grads.input, layout));
+      grad_x.index_add_(0, tokens.index_select(0, plan.local_kept), exchange.combine(kept_grads.input, layout));
     } else {
       // Every computed pair's exact input gradient, at its forward instance.
       const PairLayout& f = forward.layout;
+      const auto& f_offsets = f.local.instance_offsets;
       auto all_rows = exchange.dispatch(upstream * gates.to(x.scalar_type()).unsqueeze(1), f);
-      auto all_pre = saved_pre.defined() ? saved_pre
-                                         : grouped_pre_activations(exchange.dispatch(x_home, f), f.instance_offsets,
-                                                                   w_gate_up_i);
-      auto input = grouped_swiglu_backward(all_rows, Tensor(), all_pre, f.instance_offsets, w_gate_up_i, w_down_i,
+      auto all_pre = saved_pre.defined()
+                         ? saved_pre
+                         : grouped_pre_activations(exchange.dispatch(x_home, f), f_offsets, w_gate_up_i);
+      auto input = grouped_swiglu_backward(all_rows, Tensor(), all_pre, f_offsets, w_gate_up_i, w_down_i,
                                            /*weight_grads=*/false, /*input_grads=*/true);
       grad_x.index_add_(0, tokens, exchange.combine(input.input, f));
     }
@@ -171,13 +166,19 @@ std::shared_ptr<const ForwardPass> single_rank_pass(const ExpertPairs& pairs, in
   pass->experts = pairs.experts;
   pass->expert_offsets = pairs.expert_offsets;
   pass->table = table;
-  // Pairs are sorted by expert already: destination order is pair order.
-  pass->layout.ranks = 1;
-  pass->layout.order = pass->computed;
-  pass->layout.instance = pairs.experts.to(torch::kCPU);
-  pass->layout.instance_offsets = pairs.expert_offsets;
-  pass->layout.load = {n};
-  pass->layout.sent = pass->layout.received = pass->layout.peers_sent = pass->layout.peers_received = {0};
+  pass->local_pairs = pass->computed;
+  // Pairs are sorted by expert already: destination order is pair order, and all stay here.
+  PairLayout& layout = pass->layout;
+  layout.ranks = 1;
+  layout.order = pass->computed;
+  layout.instance = pairs.experts.to(torch::kCPU);
+  layout.instance_offsets = pairs.expert_offsets;
+  layout.load = {n};
+  layout.sent = layout.received = layout.peers_sent = layout.peers_received = {0};
+  layout.local.home_pairs = torch::arange(n, torch::kInt64);
+  layout.local.send_rows = pass->computed;
+  layout.local.send_counts = layout.local.recv_counts = {n};
+  layout.local.instance_offsets = pairs.expert_offsets;
   return pass;
 }
 

@@ -15,6 +15,11 @@ MoELayerImpl::MoELayerImpl(const ModelConfig& c) : num_experts_(c.num_experts), 
   }
 }
 
+void MoELayerImpl::set_pipeline(std::shared_ptr<ExpertPipeline> pipeline) {
+  pipeline_ = std::move(pipeline);
+  router_->set_collectives(pipeline_ ? pipeline_->collectives() : nullptr);
+}
+
 MoEOutput MoELayerImpl::forward(const torch::Tensor& input) {
   const auto started = std::chrono::steady_clock::now();
   auto x = backward_clock_.wrap_input(input).reshape({-1, input.size(-1)});
@@ -30,11 +35,12 @@ MoEOutput MoELayerImpl::forward(const torch::Tensor& input) {
 
   torch::Tensor out;
   if (pipeline_ && torch::GradMode::is_enabled()) {
-    // Tokens are sharded contiguously over the ranks, as data-parallel batches are.
-    const int64_t ranks = pipeline_->settings().ranks;
-    auto home = pairs.tokens.to(torch::kCPU).mul(ranks).div(tokens, "floor");
+    // This process's tokens are sharded contiguously over its logical ranks, as data-parallel
+    // batches are.
+    const ProcessView& process = pipeline_->settings().process;
+    auto home = pairs.tokens.to(torch::kCPU).mul(process.ranks_per_process).div(tokens, "floor").add(process.first_rank());
     auto pass = pipeline_->plan_forward(pairs.experts, gates, home, tokens);
-    out = routed_experts(x, gates.index_select(0, pass->computed), pairs.tokens.index_select(0, pass->computed),
+    out = routed_experts(x, gates.index_select(0, pass->local_pairs), pairs.tokens.index_select(0, pass->local_pairs),
                          w_gate_up_, w_down_, pipeline_, pass);
   } else {
     // Evaluation measures the model, so it computes every pair whatever the training policies.

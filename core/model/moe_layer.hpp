@@ -27,7 +27,7 @@ class MoELayerImpl : public torch::nn::Module {
   MoEOutput forward(const torch::Tensor& x);
 
   // Null: the exact single-rank layer.
-  void set_pipeline(std::shared_ptr<ExpertPipeline> pipeline) { pipeline_ = std::move(pipeline); }
+  void set_pipeline(std::shared_ptr<ExpertPipeline> pipeline);
 
   Router& router() { return router_; }
   // This layer's pipeline statistics and measured forward and backward wall time since the

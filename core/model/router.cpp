@@ -33,13 +33,21 @@ Routing RouterImpl::forward(const torch::Tensor& x) {
   if (config_.routed_scaling_factor != 1.0) gates = gates * config_.routed_scaling_factor;
 
   auto counts = torch::bincount(experts.reshape({-1}), /*weights=*/{}, num_experts);
-  if (torch::GradMode::is_enabled()) step_counts_ += counts;
+  int64_t batch_tokens = tokens;
+  if (torch::GradMode::is_enabled()) {
+    if (collectives_ && !collectives_->single()) {
+      collectives_->sum(counts);
+      batch_tokens *= collectives_->size();  // every process routes as many tokens
+    }
+    step_counts_ += counts;
+  }
 
   auto aux = torch::zeros({}, logits.options());
   if (config_.aux_loss_coef > 0) {
     // Switch-style: E * sum_e f_e * P_e with f_e the share of pairs routed to e (no gradient)
-    // and P_e the mean routing probability of e.
-    auto fraction = counts.to(math_dtype) / static_cast<double>(tokens * config_.top_k);
+    // and P_e the mean routing probability of e. Over processes, f_e is the batch's and the
+    // processes' losses average to the batch's, as P_e averages.
+    auto fraction = counts.to(math_dtype) / static_cast<double>(batch_tokens * config_.top_k);
     aux = aux + config_.aux_loss_coef * static_cast<double>(num_experts) * (fraction * distribution.mean(0)).sum();
   }
   if (config_.z_loss_coef > 0) {

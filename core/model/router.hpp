@@ -10,10 +10,17 @@
 // The selection bias is updated without an auxiliary loss (update_selection_bias), once per
 // optimizer step from that step's counts. Auxiliary losses: load balancing (Switch style) and
 // router z-loss.
+//
+// In a multi-process run each process routes its own tokens; the counts behind the balancing
+// loss's routed shares and behind the bias update are summed over all processes in training, so
+// every process's loss and bias are those of the whole batch.
 
 #include <torch/torch.h>
 
+#include <memory>
+
 #include "core/config/experiment.hpp"
+#include "core/distributed/collectives.hpp"
 
 namespace lrmoe {
 
@@ -34,12 +41,15 @@ class RouterImpl : public torch::nn::Module {
   // Aux-loss-free balancing: bias += rate * sign(mean count - count), re-centred to zero mean.
   void update_selection_bias(const torch::Tensor& step_counts);
   const torch::Tensor& selection_bias() const { return selection_bias_; }
+  // The processes whose counts training sums (none: this process alone).
+  void set_collectives(std::shared_ptr<Collectives> collectives) { collectives_ = std::move(collectives); }
 
  private:
   ModelConfig config_;
   torch::Tensor weight_;          // [experts, hidden]
   torch::Tensor selection_bias_;  // [experts] float32 buffer, never receives gradients
   torch::Tensor step_counts_;     // [experts] int64, accumulated over the step's micro-batches
+  std::shared_ptr<Collectives> collectives_;
 };
 TORCH_MODULE(Router);
 

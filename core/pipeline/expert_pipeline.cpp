@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/pipeline/expert_counts.hpp"
+#include "core/pipeline/global_pairs.hpp"
 
 namespace lrmoe {
 namespace {
@@ -94,8 +95,12 @@ void check_selection(const Selection& selection, int64_t pairs, const std::strin
 }  // namespace
 
 ExpertPipeline::ExpertPipeline(std::shared_ptr<const PolicySet> policies, PipelineSettings settings,
-                               std::shared_ptr<PairExchange> exchange)
-    : policies_(std::move(policies)), settings_(std::move(settings)), exchange_(std::move(exchange)) {
+                               std::shared_ptr<Collectives> collectives)
+    : policies_(std::move(policies)),
+      settings_(std::move(settings)),
+      collectives_(std::move(collectives)),
+      exchange_(std::make_shared<PairExchange>(collectives_)) {
+  settings_.process.ranks_per_process = settings_.ranks / settings_.process.processes;
   statistics_.layer = settings_.layer;
 }
 
@@ -186,7 +191,9 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Ten
   Stopwatch clock;
   PipelineOverhead overhead;
   const int64_t E = settings_.num_experts;
-  const torch::Tensor experts_cpu = experts.to(torch::kCPU);
+  const GlobalPairs all = gather_pairs(*collectives_, experts, gates, home);
+  overhead.compaction += clock.lap();
+  const torch::Tensor experts_cpu = all.experts.to(torch::kCPU);
   const std::vector<int64_t> counts = expert_counts(experts_cpu, E);
 
   PlacementRequest request;
@@ -196,7 +203,7 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Ten
   request.ranks = settings_.ranks;
   request.slots_per_rank = settings_.slots_per_rank;
   request.top_k = settings_.top_k;
-  request.tokens = tokens;
+  request.tokens = tokens * settings_.process.processes;  // equal shards
   request.counts = counts;
   request.history.assign(history_.begin(), history_.end());
   request.budget_bytes = settings_.budget_bytes;
@@ -218,14 +225,15 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Ten
 
   // Forward capacity drops, then the computed pairs in expert order.
   if (plan.forward_capacity.empty()) {
-    pass->computed = torch::arange(experts.numel(), torch::kInt64);
+    pass->computed = torch::arange(experts_cpu.numel(), torch::kInt64);
   } else {
-    pass->computed = within_forward_capacity(experts_cpu, gates, counts, plan.forward_capacity);
+    pass->computed = within_forward_capacity(experts_cpu, all.gates, counts, plan.forward_capacity);
   }
   const torch::Tensor computed_experts = experts_cpu.index_select(0, pass->computed);
   const std::vector<int64_t> computed_counts = expert_counts(computed_experts, E);
   pass->expert_offsets = offsets_from_counts(computed_counts);
-  pass->home = home.index_select(0, pass->computed);
+  pass->home = all.home.index_select(0, pass->computed);
+  const torch::Tensor computed_cpu = pass->computed;
   pass->computed = pass->computed.to(experts.device());
   pass->experts = computed_experts.to(experts.device());
 
@@ -243,14 +251,16 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Ten
       route(Phase::Forward, computed_experts, pass->home, *table,
             capacity(rank_memory(*table, no_load, expected_backward), settings_.costs.forward_pair_bytes));
   overhead.routing += clock.lap();
-  pass->layout = build_pair_layout(instance, pass->home, *table, settings_.ranks, experts.device());
+  pass->layout = build_pair_layout(instance, pass->home, *table, settings_.ranks, settings_.process, experts.device());
+  pass->local_pairs =
+      all.source_row.index_select(0, computed_cpu.index_select(0, pass->layout.local.home_pairs)).to(experts.device());
   const std::vector<double> forward_load = as_doubles(pass->layout.load);
   check_budget(rank_memory(*table, forward_load, expected_backward), *table, forward_load, expected_backward,
                "after forward routing");
   overhead.compaction += clock.lap();
 
-  statistics_.pairs_routed += experts.numel();
-  statistics_.pairs_dropped += experts.numel() - pass->computed.numel();
+  statistics_.pairs_routed += experts_cpu.numel();
+  statistics_.pairs_dropped += experts_cpu.numel() - pass->computed.numel();
   statistics_.replicas = table->replicas();
   statistics_.overhead += overhead;
   return pass;
@@ -259,6 +269,8 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Ten
 BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch signals) {
   Stopwatch clock;
   PipelineOverhead overhead;
+  signals = gather_signals(forward, std::move(signals));
+  overhead.compaction += clock.lap();
   signals.step = forward.step;
   signals.layer = settings_.layer;
   signals.seed = mix_seed(settings_.seed, forward.step, settings_.layer, statistics_.pairs_routed);
@@ -277,10 +289,8 @@ BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch
   check_selection(selection, forward.experts.numel(), policy_name(PolicyKind::Selection));
 
   BackwardPass pass;
-  pass.kept = selection.kept.to(forward.experts.device());
-  pass.weights = selection.weights.defined() ? selection.weights.to(forward.experts.device(), torch::kFloat32)
-                                             : torch::Tensor();
-  const torch::Tensor kept_cpu = selection.kept.to(torch::kCPU);
+  pass.kept = selection.kept.to(torch::kCPU);
+  const torch::Tensor& kept_cpu = pass.kept;
   const torch::Tensor kept_experts = forward.experts.to(torch::kCPU).index_select(0, kept_cpu);
   const torch::Tensor kept_home = forward.home.index_select(0, kept_cpu);
   const InstanceTable& table = *forward.table;
@@ -292,7 +302,8 @@ BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch
       route(Phase::Backward, kept_experts, kept_home, table,
             capacity(rank_memory(table, forward_load, no_load), settings_.costs.backward_pair_bytes));
   overhead.routing += clock.lap();
-  pass.layout = build_pair_layout(instance, kept_home, table, settings_.ranks, forward.experts.device());
+  pass.layout = build_pair_layout(instance, kept_home, table, settings_.ranks, settings_.process, forward.experts.device());
+  localize(forward, selection.weights, pass);
   const std::vector<double> backward_load = as_doubles(pass.layout.load);
   const std::vector<RankMemory> memory = rank_memory(table, forward_load, backward_load);
   check_budget(memory, table, forward_load, backward_load, "after backward routing");
@@ -301,6 +312,44 @@ BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch
   statistics_.overhead += overhead;
   account_pass(forward, pass, memory);
   return pass;
+}
+
+PairBatch ExpertPipeline::gather_signals(const ForwardPass& forward, PairBatch local) const {
+  if (collectives_->single()) return local;
+  const torch::Tensor home_process = forward.home.div(settings_.process.ranks_per_process, "floor");
+  const torch::Tensor all = gather_in_pair_order(
+      *collectives_, torch::stack({local.gates, local.upstream_norm, local.input_norm, local.hidden_norm}, 1),
+      home_process);
+  local.gates = all.select(1, 0);
+  local.upstream_norm = all.select(1, 1);
+  local.input_norm = all.select(1, 2);
+  local.hidden_norm = all.select(1, 3);
+  return local;
+}
+
+void ExpertPipeline::localize(const ForwardPass& forward, const torch::Tensor& weights, BackwardPass& pass) const {
+  const torch::Device device = forward.experts.device();
+  const torch::Tensor& kept_here = pass.layout.local.home_pairs;  // indices into pass.kept
+  // Position of each computed pair among the forward's home rows (valid for those homed here).
+  const torch::Tensor& forward_home = forward.layout.local.home_pairs;
+  const torch::Tensor home_row = torch::full({forward.home.numel()}, -1, torch::kInt64)
+                                     .index_copy_(0, forward_home, torch::arange(forward_home.numel()));
+  pass.local_kept = home_row.index_select(0, pass.kept.index_select(0, kept_here)).to(device);
+  if (weights.defined()) {
+    pass.local_weights = weights.to(torch::kCPU, torch::kFloat32).index_select(0, kept_here).to(device);
+  }
+  if (settings_.recompute) return;
+
+  const InstanceTable& table = *forward.table;
+  const torch::Tensor forward_rank = torch::tensor(table.instance_rank, torch::kInt64)
+                                         .index_select(0, forward.layout.instance.index_select(0, pass.kept));
+  pass.context = build_pair_layout(pass.layout.instance, forward_rank, table, settings_.ranks, settings_.process, device);
+  const torch::Tensor forward_order = forward.layout.order.to(torch::kCPU);
+  const torch::Tensor destination_row =
+      torch::empty_like(forward_order).index_copy_(0, forward_order, torch::arange(forward_order.numel()));
+  pass.context_rows = (destination_row.index_select(0, pass.kept.index_select(0, pass.context.local.home_pairs)) -
+                       forward.layout.local.first_row)
+                          .to(device);
 }
 
 // Loads, bytes, memory and modeled time of one forward-backward pass (one micro-batch).
@@ -318,7 +367,7 @@ void ExpertPipeline::account_pass(const ForwardPass& forward, const BackwardPass
   // row sent from home.
   std::vector<int64_t> moved_to(R, 0), moved_from(R, 0);
   if (!settings_.recompute && b.pairs() > 0) {
-    const torch::Tensor forward_instance = f.instance.index_select(0, backward.kept.to(torch::kCPU));
+    const torch::Tensor forward_instance = f.instance.index_select(0, backward.kept);
     const int64_t* fi = forward_instance.data_ptr<int64_t>();
     const int64_t* bi = b.instance.data_ptr<int64_t>();
     for (int64_t p = 0; p < b.pairs(); ++p) {
@@ -345,6 +394,14 @@ void ExpertPipeline::account_pass(const ForwardPass& forward, const BackwardPass
   // Modeled time: each rank's GEMMs plus its share of every exchange; the slowest rank wins.
   const CostModel& model = settings_.cost_model;
   double slowest = 0;
+  if (statistics_.forward_load.empty()) {
+    for (auto* per_rank : {&statistics_.forward_load, &statistics_.backward_load, &statistics_.bytes_sent,
+                           &statistics_.bytes_received}) {
+      per_rank->assign(R, 0);
+    }
+  }
+  std::vector<int64_t>& sent = statistics_.bytes_sent;
+  std::vector<int64_t>& received = statistics_.bytes_received;
   for (std::size_t r = 0; r < R; ++r) {
     double work = f.load[r] * c.forward_flops + b.load[r] * c.backward_flops;
     if (input_grads_for_all) work += (f.load[r] - b.load[r]) * c.forward_flops;  // input-gradient GEMMs
@@ -358,6 +415,10 @@ void ExpertPipeline::account_pass(const ForwardPass& forward, const BackwardPass
                                       std::max(g.peers_sent[r], g.peers_received[r]));
     seconds += model.exchange_seconds(g.received[r] * row, g.sent[r] * row, std::max(g.peers_sent[r], g.peers_received[r]));
     slowest = std::max(slowest, seconds);
+    // Dispatch out, combine back, gradient rows out (with context) and input gradients back.
+    const double exchanged = static_cast<double>(f.sent[r] + f.received[r] + g.sent[r] + g.received[r]) * row;
+    sent[r] += static_cast<int64_t>(exchanged + extra_out);
+    received[r] += static_cast<int64_t>(exchanged + extra_in);
   }
   // Replica parameters out and gradients back, each owner to each of its replicas.
   std::vector<double> replica_bytes(R, 0.0);
@@ -373,10 +434,6 @@ void ExpertPipeline::account_pass(const ForwardPass& forward, const BackwardPass
   statistics_.pairs_kept += b.pairs();
   statistics_.traffic += traffic;
   statistics_.modeled_seconds += slowest + replica_seconds;
-  if (statistics_.forward_load.empty()) {
-    statistics_.forward_load.assign(R, 0);
-    statistics_.backward_load.assign(R, 0);
-  }
   for (std::size_t r = 0; r < R; ++r) {
     statistics_.forward_load[r] += f.load[r];
     statistics_.backward_load[r] += b.load[r];
@@ -394,6 +451,7 @@ void ExpertPipeline::add_seconds(double forward, double backward) {
 }
 
 LayerStepStatistics ExpertPipeline::take_statistics() {
+  statistics_.exchange = exchange_->take_measurement();
   LayerStepStatistics taken = std::move(statistics_);
   statistics_ = LayerStepStatistics{};
   statistics_.layer = settings_.layer;

@@ -9,6 +9,11 @@
 // eligible instances with per-rank capacity -> compaction of the kept pairs only.
 // The expert computation itself is in core/model/expert_pairs_function.cpp; pair rows move
 // between ranks only through the PairExchange seam.
+//
+// With several processes (core/pipeline/process_view.hpp), every process gathers the pairs and
+// the per-pair signals of all processes and computes the same plan over all of them
+// (global_pairs.hpp): the quotas are exact, not approximated per process. Each pass then says
+// which of its pairs are this process's.
 
 #include <torch/torch.h>
 
@@ -24,6 +29,7 @@
 #include "core/pipeline/pair_costs.hpp"
 #include "core/pipeline/pair_exchange.hpp"
 #include "core/pipeline/pair_layout.hpp"
+#include "core/pipeline/process_view.hpp"
 #include "core/plugins/policy_set.hpp"
 
 namespace lrmoe {
@@ -40,41 +46,56 @@ struct PipelineSettings {
   DroppedPairKeeps dropped_pair_keeps = DroppedPairKeeps::Nothing;
   uint64_t seed = 0;
   CostModel cost_model;
+  ProcessView process;
 };
 
 // What the forward phase decided, for the backward phase of the same pass.
 struct ForwardPass {
   int64_t step = 0;
-  torch::Tensor computed;               // [n] int64: routed pairs (expert order) computed in forward
+  torch::Tensor computed;               // [n] int64: routed pairs (expert order, all processes) computed in forward
   torch::Tensor experts;                // [n] int64 expert of each computed pair, on the layer's device
   std::vector<int64_t> expert_offsets;  // [experts + 1] over the computed pairs
   torch::Tensor home;                   // [n] int64 CPU: home rank of each computed pair
   std::shared_ptr<const InstanceTable> table;
   std::vector<int64_t> quota;
   PairLayout layout;
+  // [home rows of layout] int64 on the device: index of each computed pair homed here among this
+  // process's routed pairs (as given to plan_forward), in pair order.
+  torch::Tensor local_pairs;
 };
 
 struct BackwardPass {
-  torch::Tensor kept;     // [k] int64 indices into the computed pairs, increasing
-  torch::Tensor weights;  // [k] float32, or undefined for all 1
-  PairLayout layout;      // over the kept pairs
+  torch::Tensor kept;           // [k] int64 CPU: indices into the computed pairs, increasing
+  PairLayout layout;            // over the kept pairs
+  // The kept pairs homed here: their positions among the forward's home rows, and their weights
+  // (undefined: all 1). On the device.
+  torch::Tensor local_kept;
+  torch::Tensor local_weights;
+  // Without recomputation, each kept pair's saved pre-activations move from its forward instance
+  // to its backward instance: `context` is that move (home = forward rank; same destination
+  // order as `layout`), `context_rows` the forward destination rows here it takes them from.
+  PairLayout context;
+  torch::Tensor context_rows;
 };
 
 class ExpertPipeline {
  public:
+  // `collectives`: the processes of the run (settings.process says which this is).
   ExpertPipeline(std::shared_ptr<const PolicySet> policies, PipelineSettings settings,
-                 std::shared_ptr<PairExchange> exchange);
+                 std::shared_ptr<Collectives> collectives);
 
   // The optimizer step the next passes belong to (from 1).
   void set_step(int64_t step) { step_ = step; }
 
-  // `experts`, `gates`: the routed pairs sorted by expert; `home`: CPU home rank of each pair.
+  // This process's routed pairs: `experts`, `gates` sorted by expert; `home`: CPU home rank of
+  // each pair; `tokens`: this process's tokens (every process has as many).
   std::shared_ptr<const ForwardPass> plan_forward(const torch::Tensor& experts, const torch::Tensor& gates,
                                                   const torch::Tensor& home, int64_t tokens);
-  // `signals` covers the computed pairs of `forward` (its experts, gates and norms).
+  // `signals`: gates and norms of the forward's computed pairs homed here (its home rows).
   BackwardPass plan_backward(const ForwardPass& forward, PairBatch signals);
 
   PairExchange& exchange() { return *exchange_; }
+  const std::shared_ptr<Collectives>& collectives() const { return collectives_; }
   const PipelineSettings& settings() const { return settings_; }
   bool recompute() const { return settings_.recompute; }
   bool dropped_pairs_keep_input_grad() const {
@@ -95,6 +116,10 @@ class ExpertPipeline {
   std::vector<int64_t> capacity(const std::vector<RankMemory>& memory, int64_t pair_bytes) const;
   torch::Tensor route(Phase phase, const torch::Tensor& experts, const torch::Tensor& home,
                       const InstanceTable& table, std::vector<int64_t> capacity);
+  // Every process's signals of the forward's computed pairs, in pair order.
+  PairBatch gather_signals(const ForwardPass& forward, PairBatch local) const;
+  // The parts of `pass` this process computes: local kept pairs, weights, the context move.
+  void localize(const ForwardPass& forward, const torch::Tensor& weights, BackwardPass& pass) const;
   // `memory`: the pass's per-rank memory, as checked after backward routing.
   void account_pass(const ForwardPass& forward, const BackwardPass& backward, const std::vector<RankMemory>& memory);
   // The plugin name of one policy, for messages.
@@ -102,6 +127,7 @@ class ExpertPipeline {
 
   std::shared_ptr<const PolicySet> policies_;
   PipelineSettings settings_;
+  std::shared_ptr<Collectives> collectives_;
   std::shared_ptr<PairExchange> exchange_;
   int64_t step_ = 0;
   std::deque<std::vector<int64_t>> history_;  // earlier counts, oldest first

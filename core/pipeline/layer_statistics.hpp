@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/pipeline/pair_exchange.hpp"
+
 namespace lrmoe {
 
 // Memory of one rank by the categories of the design (bytes). The paper's subtotal is
@@ -48,6 +50,14 @@ struct PipelineOverhead {
   PipelineOverhead& operator+=(const PipelineOverhead& other);
 };
 
+// What one process measured of a layer in one step.
+struct ProcessStepMeasurement {
+  int64_t process = 0;
+  double forward_seconds = 0;
+  double backward_seconds = 0;
+  ExchangeMeasurement exchange;  // its all-to-all-v calls: bytes to and from other processes, wall time
+};
+
 struct LayerStepStatistics {
   int64_t layer = 0;  // index among the MoE layers
   int64_t pairs_routed = 0;
@@ -56,10 +66,14 @@ struct LayerStepStatistics {
   int64_t replicas = 0;       // expert instances beyond one per expert (last micro-batch)
   std::vector<int64_t> forward_load;   // per rank: pairs computed
   std::vector<int64_t> backward_load;  // per rank: kept pairs
+  std::vector<int64_t> bytes_sent;     // per rank: pair-row bytes to other ranks, all four all-to-alls
+  std::vector<int64_t> bytes_received; // per rank: from other ranks
   LayerTraffic traffic;
   std::vector<RankMemory> memory;  // per rank, peak over the step's micro-batches
-  double forward_seconds = 0;      // measured wall time of the layer
+  double forward_seconds = 0;      // measured wall time of the layer (the slowest process's)
   double backward_seconds = 0;
+  ExchangeMeasurement exchange;    // this process's all-to-all-v calls
+  std::vector<ProcessStepMeasurement> processes;  // every process's measurements (multi-process runs)
   PipelineOverhead overhead;       // part of the two above
   double modeled_seconds = 0;      // cost model: slowest rank's compute plus its communication
 };

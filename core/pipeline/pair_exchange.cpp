@@ -1,13 +1,55 @@
 #include "core/pipeline/pair_exchange.hpp"
 
+#include <chrono>
+
 namespace lrmoe {
 
-torch::Tensor LocalExchange::dispatch(const torch::Tensor& home_rows, const PairLayout& layout) {
-  return home_rows.index_select(0, layout.order);
+ExchangeMeasurement& ExchangeMeasurement::operator+=(const ExchangeMeasurement& other) {
+  bytes_sent += other.bytes_sent;
+  bytes_received += other.bytes_received;
+  seconds += other.seconds;
+  calls += other.calls;
+  return *this;
 }
 
-torch::Tensor LocalExchange::combine(const torch::Tensor& destination_rows, const PairLayout& layout) {
-  return torch::empty_like(destination_rows).index_copy_(0, layout.order, destination_rows);
+PairExchange::PairExchange(std::shared_ptr<Collectives> collectives) : collectives_(std::move(collectives)) {}
+
+torch::Tensor PairExchange::exchange(const torch::Tensor& rows, const std::vector<int64_t>& send,
+                                     const std::vector<int64_t>& recv) {
+  if (collectives_->single()) return rows;
+  const int64_t row_bytes = rows.size(0) > 0 ? rows.nbytes() / rows.size(0) : rows.numel() * rows.element_size();
+  const auto me = static_cast<std::size_t>(collectives_->rank());
+  for (std::size_t q = 0; q < send.size(); ++q) {
+    if (q == me) continue;
+    measurement_.bytes_sent += send[q] * row_bytes;
+    measurement_.bytes_received += recv[q] * row_bytes;
+  }
+  const auto started = std::chrono::steady_clock::now();
+  torch::Tensor received = collectives_->exchange_rows(rows, send, recv);
+  measurement_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ++measurement_.calls;
+  return received;
+}
+
+torch::Tensor PairExchange::dispatch(const torch::Tensor& home_rows, const PairLayout& layout) {
+  const ProcessSlice& s = layout.local;
+  torch::Tensor received = exchange(home_rows.index_select(0, s.send_rows), s.send_counts, s.recv_counts);
+  return s.arrival.defined() ? received.index_select(0, s.arrival) : received;
+}
+
+torch::Tensor PairExchange::combine(const torch::Tensor& destination_rows, const PairLayout& layout) {
+  const ProcessSlice& s = layout.local;
+  const torch::Tensor buffer =
+      s.arrival.defined() ? torch::empty_like(destination_rows).index_copy_(0, s.arrival, destination_rows)
+                          : destination_rows;
+  const torch::Tensor returned = exchange(buffer, s.recv_counts, s.send_counts);
+  return torch::empty_like(returned).index_copy_(0, s.send_rows, returned);
+}
+
+ExchangeMeasurement PairExchange::take_measurement() {
+  ExchangeMeasurement taken = measurement_;
+  measurement_ = ExchangeMeasurement{};
+  return taken;
 }
 
 }  // namespace lrmoe

@@ -1,29 +1,47 @@
 #pragma once
 // The one seam where pair rows move between ranks: the all-to-all-v of dispatch (home rank to
-// expert instance) and its inverse (combine, and the return of input gradients). With every
-// logical rank in this process the move is a permutation; a process-group implementation
-// replaces it with c10d all-to-all-v without touching the pipeline.
+// expert instance) and its inverse (combine, and the return of input gradients), over the c10d
+// process group of the run (core/distributed/collectives.hpp). Rows between logical ranks of the
+// same process never leave it; with one process the move is a permutation. It measures what
+// crossed processes and how long the collectives took.
 
 #include <torch/torch.h>
 
+#include <memory>
+
+#include "core/distributed/collectives.hpp"
 #include "core/pipeline/pair_layout.hpp"
 
 namespace lrmoe {
 
-class PairExchange {
- public:
-  virtual ~PairExchange() = default;
-  // [pairs, width] rows in pair order at their home ranks -> rows in destination order.
-  virtual torch::Tensor dispatch(const torch::Tensor& home_rows, const PairLayout& layout) = 0;
-  // [pairs, width] rows in destination order -> rows in pair order at their home ranks.
-  virtual torch::Tensor combine(const torch::Tensor& destination_rows, const PairLayout& layout) = 0;
+// What one process's exchanges moved to and from other processes, and the wall time of their
+// all-to-all-v calls (waiting for the slowest peer included).
+struct ExchangeMeasurement {
+  int64_t bytes_sent = 0;
+  int64_t bytes_received = 0;
+  double seconds = 0;
+  int64_t calls = 0;
+
+  ExchangeMeasurement& operator+=(const ExchangeMeasurement& other);
 };
 
-// All logical ranks live in this process.
-class LocalExchange : public PairExchange {
+class PairExchange {
  public:
-  torch::Tensor dispatch(const torch::Tensor& home_rows, const PairLayout& layout) override;
-  torch::Tensor combine(const torch::Tensor& destination_rows, const PairLayout& layout) override;
+  explicit PairExchange(std::shared_ptr<Collectives> collectives);
+
+  // [home rows, ...] of `layout.local` -> its [destination rows, ...].
+  torch::Tensor dispatch(const torch::Tensor& home_rows, const PairLayout& layout);
+  // [destination rows, ...] -> [home rows, ...]: the inverse of dispatch.
+  torch::Tensor combine(const torch::Tensor& destination_rows, const PairLayout& layout);
+
+  // The measurement since the last call, then starts afresh.
+  ExchangeMeasurement take_measurement();
+
+ private:
+  torch::Tensor exchange(const torch::Tensor& rows, const std::vector<int64_t>& send, const std::vector<int64_t>& recv);
+
+  std::shared_ptr<Collectives> collectives_;
+  ExchangeMeasurement measurement_;
 };
 
 }  // namespace lrmoe

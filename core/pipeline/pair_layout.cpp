@@ -3,11 +3,59 @@
 #include <numeric>
 
 namespace lrmoe {
+namespace {
+
+std::vector<int64_t> counts_of(const torch::Tensor& processes, int64_t count) {
+  std::vector<int64_t> counts(static_cast<std::size_t>(count), 0);
+  const int64_t* p = processes.data_ptr<int64_t>();
+  for (int64_t i = 0; i < processes.numel(); ++i) ++counts[p[i]];
+  return counts;
+}
+
+ProcessSlice process_slice(const PairLayout& layout, const torch::Tensor& home, const InstanceTable& table,
+                           const ProcessView& process, const torch::Device& device) {
+  ProcessSlice slice;
+  const torch::Tensor order = layout.order.to(torch::kCPU);
+  const torch::Tensor home_process = home.div(process.ranks_per_process, "floor");
+  const torch::Tensor instance_process =
+      torch::tensor(table.instance_rank, torch::kInt64).div(process.ranks_per_process, "floor");
+  const torch::Tensor destination_process = instance_process.index_select(0, layout.instance.index_select(0, order));
+
+  // Sending: this process's home pairs in destination order (hence grouped by destination).
+  const torch::Tensor is_home = home_process.eq(process.index);
+  slice.home_pairs = is_home.nonzero().reshape({-1});
+  const torch::Tensor home_row = is_home.to(torch::kInt64).cumsum(0) - 1;  // valid where is_home
+  const torch::Tensor sent_mask = is_home.index_select(0, order);
+  slice.send_rows = home_row.index_select(0, order.masked_select(sent_mask)).to(device);
+  slice.send_counts = counts_of(destination_process.masked_select(sent_mask), process.processes);
+
+  // Receiving: the destination rows here are one contiguous run, as instances go by rank.
+  const torch::Tensor here = destination_process.eq(process.index);
+  const int64_t rows = here.sum().item<int64_t>();
+  slice.first_row = rows > 0 ? here.to(torch::kInt64).argmax().item<int64_t>() : 0;
+  const torch::Tensor source = home_process.index_select(0, order.narrow(0, slice.first_row, rows));
+  slice.recv_counts = counts_of(source, process.processes);
+  if (process.processes > 1) {
+    // Each source sends its rows in destination order: the buffer is ordered by (source, row).
+    const torch::Tensor buffer_order = std::get<1>(torch::sort(source, /*stable=*/true, 0, false));
+    slice.arrival = torch::empty_like(buffer_order).index_copy_(0, buffer_order, torch::arange(rows)).to(device);
+  }
+
+  slice.instance_offsets.assign(layout.instance_offsets.size(), 0);
+  for (std::size_t i = 0; i + 1 < layout.instance_offsets.size(); ++i) {
+    const bool local = process.process_of(table.instance_rank[i]) == process.index;
+    const int64_t count = local ? layout.instance_offsets[i + 1] - layout.instance_offsets[i] : 0;
+    slice.instance_offsets[i + 1] = slice.instance_offsets[i] + count;
+  }
+  return slice;
+}
+
+}  // namespace
 
 int64_t PairLayout::crossing() const { return std::accumulate(sent.begin(), sent.end(), int64_t{0}); }
 
 PairLayout build_pair_layout(const torch::Tensor& instance, const torch::Tensor& home, const InstanceTable& table,
-                             int64_t ranks, const torch::Device& device) {
+                             int64_t ranks, const ProcessView& process, const torch::Device& device) {
   PairLayout layout;
   layout.ranks = ranks;
   layout.instance = instance;
@@ -40,6 +88,7 @@ PairLayout build_pair_layout(const torch::Tensor& instance, const torch::Tensor&
       ++layout.peers_received[d];
     }
   }
+  layout.local = process_slice(layout, home, table, process, device);
   return layout;
 }
 

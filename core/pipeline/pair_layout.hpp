@@ -2,14 +2,34 @@
 // Compaction: the pairs of one pass (forward: computed pairs, backward: kept pairs) sorted by
 // destination instance, so that each destination rank receives one contiguous payload and each
 // instance one contiguous slice for the grouped GEMM; and who sends how many pairs to whom.
+//
+// Every process builds the same layout over all pairs (the plan is global and deterministic);
+// its ProcessSlice says which part of it this process sends, receives and computes.
 
 #include <torch/torch.h>
 
 #include <vector>
 
 #include "core/pipeline/instance_table.hpp"
+#include "core/pipeline/process_view.hpp"
 
 namespace lrmoe {
+
+// This process's part of a layout. "Home rows" are the rows of the pairs whose home rank is
+// here, in pair order; "destination rows" are the rows of the pairs whose instance is here, in
+// destination order.
+struct ProcessSlice {
+  torch::Tensor home_pairs;               // [home rows] int64 CPU: their pair indices, increasing
+  torch::Tensor send_rows;                // [home rows]: home row of each row sent, by destination order
+  std::vector<int64_t> send_counts;       // [processes]: rows sent to each process (this one included)
+  std::vector<int64_t> recv_counts;       // [processes]: rows received from each process
+  torch::Tensor arrival;                  // [destination rows]: where each arrives in the receive
+                                          // buffer (by source, then destination order); undefined
+                                          // when that is the destination order itself
+  std::vector<int64_t> instance_offsets;  // [instances + 1] over the destination rows; instances
+                                          // elsewhere have none
+  int64_t first_row = 0;                  // first destination row here in the global destination order
+};
 
 struct PairLayout {
   int64_t ranks = 0;
@@ -21,6 +41,7 @@ struct PairLayout {
   std::vector<int64_t> received;          // [ranks]: pairs each rank receives from another rank
   std::vector<int64_t> peers_sent;        // [ranks]: ranks each rank sends at least one pair to
   std::vector<int64_t> peers_received;    // [ranks]: ranks each rank receives from
+  ProcessSlice local;
 
   int64_t pairs() const { return instance.numel(); }
   int64_t crossing() const;  // pairs whose destination is not their home rank
@@ -28,6 +49,6 @@ struct PairLayout {
 
 // `instance`: [pairs] int64 CPU index into table.instances; `home`: [pairs] int64 CPU home ranks.
 PairLayout build_pair_layout(const torch::Tensor& instance, const torch::Tensor& home, const InstanceTable& table,
-                             int64_t ranks, const torch::Device& device);
+                             int64_t ranks, const ProcessView& process, const torch::Device& device);
 
 }  // namespace lrmoe

@@ -3,6 +3,14 @@
 // gradient accumulation, periodic evaluation; stops at the target evaluation loss or max_steps.
 // Every source of randomness is seeded from the experiment: the same experiment gives the same
 // losses bit for bit on the same machine.
+//
+// With P processes (core/distributed/collectives.hpp), each process reads its 1/P of every batch
+// and hosts R/P of the logical ranks; gradients are summed over the processes after the last
+// micro-batch (data parallel for the dense parameters; for the experts, replica and per-process
+// contributions reduce into one gradient), so every process takes the same optimizer step and
+// the losses are those of one process reading the whole batch, within float rounding. Expert
+// weights and their optimizer state are held by every process in this version: the per-rank
+// memory the pipeline plans and records is the model of an expert-sharded cluster.
 
 #include <torch/torch.h>
 
@@ -11,6 +19,7 @@
 
 #include "core/config/experiment.hpp"
 #include "core/data/token_source.hpp"
+#include "core/distributed/collectives.hpp"
 #include "core/model/transformer.hpp"
 #include "core/plugins/policy_set.hpp"
 #include "core/pipeline/rank_budget.hpp"
@@ -47,8 +56,9 @@ class Trainer {
  public:
   // Seeds torch, builds the model and the optimizer. With `policies`, every MoE layer trains
   // through the LRMoE pipeline on cluster.ranks logical ranks; without, it is exact on one rank.
+  // `collectives`: the processes of the run; none: this process alone.
   Trainer(const Experiment& experiment, const TokenSource& data,
-          std::shared_ptr<const PolicySet> policies = nullptr);
+          std::shared_ptr<const PolicySet> policies = nullptr, std::shared_ptr<Collectives> collectives = nullptr);
 
   TrainingOutcome run(TrainingObserver& observer);
   // Mean cross-entropy over train.eval_batches validation batches.
@@ -63,9 +73,20 @@ class Trainer {
   StepReport train_step(int64_t step);
   // An ExpertPipeline for every MoE layer, sharing the policies.
   void install_pipelines(std::shared_ptr<const PolicySet> policies);
+  // Sums every parameter's gradient over the processes.
+  void sum_gradients();
+  // Every process's measured layer times and exchanges into `report` (the slowest process's
+  // times become the layer's).
+  void gather_measurements(StepReport& report);
+  // Whether any process's observer asks to stop.
+  bool stop_requested(const TrainingObserver& observer);
+  // The mean over processes of a value each computed on its shard.
+  double process_mean(double value);
 
   Experiment experiment_;
   const TokenSource& data_;
+  std::shared_ptr<Collectives> collectives_;
+  RowShard shard_;
   ModelConfig model_config_;
   Transformer model_{nullptr};
   std::unique_ptr<torch::optim::AdamW> optimizer_;

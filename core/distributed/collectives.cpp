@@ -1,0 +1,190 @@
+#include "core/distributed/collectives.hpp"
+
+#include <fmt/format.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/version.h>
+#ifdef LRMOE_WITH_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include <cstdlib>
+#include <functional>
+#include <numeric>
+
+namespace lrmoe {
+namespace {
+
+// LibTorch 2 split the collectives out of c10d::ProcessGroup into c10d::Backend, which the Gloo
+// and NCCL groups now derive from; the calls are the same.
+#if TORCH_VERSION_MAJOR >= 2
+using BackendGroup = c10d::Backend;
+#else
+using BackendGroup = c10d::ProcessGroup;
+#endif
+
+std::string message_of(const std::exception& error) {
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&error)) return c10_error->what_without_backtrace();
+  return error.what();
+}
+
+bool is_loopback(const std::string& address) { return address == "localhost" || address.rfind("127.", 0) == 0; }
+
+c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(const LaunchEnvironment& launch,
+                                                                  std::chrono::milliseconds timeout) {
+  auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+  // The interface Gloo listens on: the one GLOO_SOCKET_IFNAME names (as in PyTorch), loopback
+  // for single-host runs, else the one this host's name resolves to.
+  if (const char* interface = std::getenv("GLOO_SOCKET_IFNAME"); interface && *interface) {
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface));
+  } else if (is_loopback(launch.master_addr)) {
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  } else {
+    options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  }
+  return options;
+}
+
+}  // namespace
+
+struct Collectives::Group {
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<BackendGroup> backend;
+  torch::Device device = torch::kCPU;  // where tensors must be for the backend
+
+  torch::Tensor to_backend(const torch::Tensor& tensor) const { return tensor.contiguous().to(device); }
+
+  // Runs one collective; a failure is a peer's failure.
+  template <typename Call>
+  void run(const char* what, Call&& call) {
+    try {
+      call()->wait();
+    } catch (const std::exception& error) {
+      throw PeerError(fmt::format("{} across processes failed: another process of this run failed, was killed or "
+                                  "stopped answering for cluster.timeout ({})",
+                                  what, message_of(error)));
+    }
+  }
+};
+
+std::shared_ptr<Collectives> Collectives::connect(const LaunchEnvironment& launch, std::chrono::milliseconds timeout,
+                                                  CollectiveBackend backend) {
+  auto collectives = std::make_shared<Collectives>();
+  collectives->rank_ = launch.rank;
+  collectives->size_ = launch.world_size;
+  if (launch.world_size == 1) return collectives;
+
+  auto group = std::make_unique<Group>();
+  const std::string where = fmt::format("{}:{}", launch.master_addr, launch.master_port);
+  try {
+    c10d::TCPStoreOptions options;
+    options.port = static_cast<std::uint16_t>(launch.master_port);
+    options.isServer = launch.rank == 0;
+    options.numWorkers = static_cast<std::size_t>(launch.world_size);
+    options.waitWorkers = true;
+    options.timeout = timeout;
+    group->store = c10::make_intrusive<c10d::TCPStore>(launch.master_addr, options);
+  } catch (const std::exception& error) {
+    throw LaunchError(fmt::format(
+        launch.rank == 0
+            ? "rendezvous: process 0 could not host the TCPStore at {} ({}); the port may be in use: pick another "
+              "MASTER_PORT or cluster.master_port, or let `lrmoe launch` pick a free one"
+            : "rendezvous: process {2} could not reach the TCPStore at {0} ({1}); check that process 0 runs and that "
+              "MASTER_ADDR/MASTER_PORT (or cluster.master_addr/master_port) name it",
+        where, message_of(error), launch.rank));
+  }
+  try {
+    if (backend == CollectiveBackend::Nccl) {
+#ifdef LRMOE_WITH_NCCL
+      group->device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(launch.local_rank));
+      auto options = c10d::ProcessGroupNCCL::Options::create();
+      options->timeout = timeout;
+      group->backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(group->store, static_cast<int>(launch.rank),
+                                                                   static_cast<int>(launch.world_size), options);
+#else
+      throw LaunchError("cluster.backend = \"nccl\" needs a build against a CUDA LibTorch with -DLRMOE_WITH_NCCL=ON");
+#endif
+    } else {
+      group->backend = c10::make_intrusive<c10d::ProcessGroupGloo>(group->store, static_cast<int>(launch.rank),
+                                                                   static_cast<int>(launch.world_size),
+                                                                   gloo_options(launch, timeout));
+    }
+  } catch (const LaunchError&) {
+    throw;
+  } catch (const std::exception& error) {
+    throw LaunchError(fmt::format("rendezvous at {}: process {} could not connect to the other {} processes within "
+                                  "cluster.timeout ({})",
+                                  where, launch.rank, launch.world_size - 1, message_of(error)));
+  }
+  collectives->group_ = std::move(group);
+  return collectives;
+}
+
+Collectives::Collectives() = default;
+Collectives::~Collectives() = default;
+
+void Collectives::sum(torch::Tensor& tensor) {
+  if (single()) return;
+  std::vector<torch::Tensor> tensors{group_->to_backend(tensor)};
+  c10d::AllreduceOptions options;
+  options.reduceOp = c10d::ReduceOp::SUM;
+  group_->run("sum", [&] { return group_->backend->allreduce(tensors, options); });
+  tensor.copy_(tensors[0]);
+}
+
+void Collectives::max(torch::Tensor& tensor) {
+  if (single()) return;
+  std::vector<torch::Tensor> tensors{group_->to_backend(tensor)};
+  c10d::AllreduceOptions options;
+  options.reduceOp = c10d::ReduceOp::MAX;
+  group_->run("max", [&] { return group_->backend->allreduce(tensors, options); });
+  tensor.copy_(tensors[0]);
+}
+
+torch::Tensor Collectives::gather_rows(const torch::Tensor& local, std::vector<int64_t>* counts) {
+  if (single()) {
+    if (counts) *counts = {local.size(0)};
+    return local;
+  }
+  // Collective gathers want equal shapes: gather the row counts, pad every part to the largest.
+  torch::Tensor sizes = torch::zeros({size_}, torch::kInt64);
+  sizes[rank_] = local.size(0);
+  sum(sizes);
+  std::vector<int64_t> rows(sizes.data_ptr<int64_t>(), sizes.data_ptr<int64_t>() + size_);
+  const int64_t widest = std::max<int64_t>(1, *std::max_element(rows.begin(), rows.end()));
+  auto shape = local.sizes().vec();
+  shape[0] = widest;
+  torch::Tensor padded = torch::zeros(shape, local.options());
+  padded.narrow(0, 0, local.size(0)).copy_(local);
+
+  std::vector<torch::Tensor> inputs{group_->to_backend(padded)};
+  std::vector<std::vector<torch::Tensor>> outputs(1);
+  for (int64_t p = 0; p < size_; ++p) outputs[0].push_back(torch::empty_like(inputs[0]));
+  group_->run("gather", [&] { return group_->backend->allgather(outputs, inputs); });
+  std::vector<torch::Tensor> parts;
+  for (int64_t p = 0; p < size_; ++p) parts.push_back(outputs[0][p].narrow(0, 0, rows[p]).to(local.device()));
+  if (counts) *counts = rows;
+  return torch::cat(parts, 0);
+}
+
+torch::Tensor Collectives::exchange_rows(const torch::Tensor& send, const std::vector<int64_t>& send_rows,
+                                         const std::vector<int64_t>& recv_rows) {
+  if (single()) return send;
+  auto shape = send.sizes().vec();
+  const int64_t width = std::accumulate(shape.begin() + 1, shape.end(), int64_t{1}, std::multiplies<>());
+  // Rows travel as bytes: one path for every dtype the model uses, whatever the backend supports.
+  torch::Tensor bytes = group_->to_backend(send.reshape({send.size(0), width})).view(torch::kUInt8);
+  const int64_t received = std::accumulate(recv_rows.begin(), recv_rows.end(), int64_t{0});
+  torch::Tensor output = torch::empty({received, bytes.size(1)}, bytes.options());
+  std::vector<int64_t> out_splits = recv_rows, in_splits = send_rows;
+  group_->run("all-to-all-v", [&] { return group_->backend->alltoall_base(output, bytes, out_splits, in_splits); });
+  shape[0] = received;
+  return output.to(send.device()).view(send.scalar_type()).reshape(shape);
+}
+
+void Collectives::barrier() {
+  if (single()) return;
+  group_->run("barrier", [&] { return group_->backend->barrier(); });
+}
+
+}  // namespace lrmoe

@@ -1,0 +1,64 @@
+#pragma once
+// The processes of one run and the few collectives the harness needs, over PyTorch's own c10d
+// process groups: rendezvous through a TCPStore hosted by process 0, then Gloo (CPU) or, in
+// builds with LRMOE_WITH_NCCL, NCCL. A run of one process has no process group and every
+// collective is the identity, so the single-process path does no communication at all.
+//
+// Every collective blocks until it completes. A peer that died or stopped answering makes it
+// throw PeerError within cluster.timeout: the caller records the run as failed.
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/distributed/launch_environment.hpp"
+
+namespace lrmoe {
+
+// A collective failed because another process of the run failed, hung or went away.
+class PeerError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Collectives {
+ public:
+  // One process: every collective is the identity.
+  Collectives();
+  // Joins the run `launch` describes (rendezvous at its master address and port).
+  // Throws LaunchError when the rendezvous fails (port in use, master unreachable, timeout).
+  static std::shared_ptr<Collectives> connect(const LaunchEnvironment& launch, std::chrono::milliseconds timeout,
+                                              CollectiveBackend backend);
+  ~Collectives();
+  Collectives(const Collectives&) = delete;
+  Collectives& operator=(const Collectives&) = delete;
+
+  int64_t rank() const { return rank_; }
+  int64_t size() const { return size_; }
+  bool single() const { return size_ == 1; }
+
+  // In place, over every process.
+  void sum(torch::Tensor& tensor);
+  void max(torch::Tensor& tensor);
+  // Every process's `local` rows ([n_p, ...], n_p may differ) concatenated in process order;
+  // `counts`, if given, receives n_p.
+  torch::Tensor gather_rows(const torch::Tensor& local, std::vector<int64_t>* counts = nullptr);
+  // All-to-all-v over rows: `send` holds send_rows[q] rows for process q, in process order;
+  // returns recv_rows[q] rows from each process q, in process order. Any dtype; rows travel as
+  // bytes.
+  torch::Tensor exchange_rows(const torch::Tensor& send, const std::vector<int64_t>& send_rows,
+                              const std::vector<int64_t>& recv_rows);
+  void barrier();
+
+ private:
+  struct Group;
+  std::unique_ptr<Group> group_;
+  int64_t rank_ = 0;
+  int64_t size_ = 1;
+};
+
+}  // namespace lrmoe

@@ -1,0 +1,18 @@
+#pragma once
+// How the R logical expert-parallel ranks map onto the P processes of a run: process p hosts
+// the consecutive ranks [p * R/P, (p + 1) * R/P). With P = 1 every rank lives in this process.
+
+#include <cstdint>
+
+namespace lrmoe {
+
+struct ProcessView {
+  int64_t index = 0;              // this process
+  int64_t processes = 1;          // P
+  int64_t ranks_per_process = 1;  // R / P
+
+  int64_t process_of(int64_t rank) const { return rank / ranks_per_process; }
+  int64_t first_rank() const { return index * ranks_per_process; }
+};
+
+}  // namespace lrmoe
