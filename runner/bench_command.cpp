@@ -14,17 +14,10 @@
 #include "core/system/blas_probe.hpp"
 #include "core/system/threads.hpp"
 #include "core/train/trainer.hpp"
+#include "timed_training.hpp"
 
 namespace lrmoe {
 namespace {
-
-constexpr int64_t kWarmupSteps = 3;
-
-class CollectingObserver : public TrainingObserver {
- public:
-  void on_step(const StepReport& report) override { reports.push_back(report); }
-  std::vector<StepReport> reports;
-};
 
 // Median wall time of `fn` over `repeats` calls.
 double median_seconds(const std::function<void()>& fn, int repeats) {
@@ -88,10 +81,7 @@ void bench_grouped_gemm(const ModelConfig& c, const std::vector<int64_t>& pairs_
 }  // namespace
 
 int bench_command(const ExperimentSource& source, int64_t steps) {
-  Experiment e = load_experiment_source(source);
-  e.train.max_steps = steps + kWarmupSteps;
-  e.train.eval_every = e.train.max_steps;  // evaluation is excluded from step time anyway
-  e.train.target_loss = 0;
+  Experiment e = timed_training_experiment(source, steps);
   auto data = make_token_source(e.data, e.experiment.seed, e.train.seq_len);
   configure_threads(e.train.threads);  // as training will run, before measuring the BLAS
   const BlasReport blas = probe_blas();
@@ -101,10 +91,10 @@ int bench_command(const ExperimentSource& source, int64_t steps) {
 
   double step_seconds = 0, moe_seconds = 0;
   int64_t tokens = 0;
-  for (size_t i = kWarmupSteps; i < observer.reports.size(); ++i) {
-    step_seconds += observer.reports[i].step_seconds;
-    moe_seconds += observer.reports[i].moe_seconds;
-    tokens += observer.reports[i].tokens;
+  for (const StepReport& report : observer.timed()) {
+    step_seconds += report.step_seconds;
+    moe_seconds += report.moe_seconds;
+    tokens += report.tokens;
   }
   fmt::print("experiment          {} (model {}), {} timed steps after {} warm-up steps\n", e.experiment.name,
              e.model.preset, steps, kWarmupSteps);

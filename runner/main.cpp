@@ -12,6 +12,7 @@
 #include "core/config/experiment_loader.hpp"
 #include "inspect_commands.hpp"
 #include "launch_command.hpp"
+#include "parallel_bench_command.hpp"
 #include "pipeline_bench_command.hpp"
 #include "plugins_command.hpp"
 #include "run_command.hpp"
@@ -68,6 +69,21 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   bench_pipeline->add_option("--rounds", pipeline_bench.rounds, "timed rounds per variant")->check(CLI::PositiveNumber);
 
+  auto* bench_parallel = app.add_subcommand(
+      "bench-parallel", "all-to-all-v bus bandwidth of the pipeline vs bare c10d, and step time on N processes vs 1");
+  add_experiment_options(bench_parallel, source, false);
+  int64_t parallel_steps = 20;
+  bench_parallel->add_option("--steps", parallel_steps, "training steps to time")->check(CLI::PositiveNumber);
+  int64_t parallel_processes = 2;
+  bench_parallel->add_option("-n,--processes", parallel_processes, "processes to compare with one")
+      ->check(CLI::PositiveNumber);
+  // What each process of bench-parallel runs; not for users.
+  auto* parallel_worker = app.add_subcommand("bench-parallel-worker", "")->group("");
+  add_experiment_options(parallel_worker, source, false);
+  parallel_worker->add_option("--steps", parallel_steps)->required();
+  std::string parallel_result;
+  parallel_worker->add_option("--result", parallel_result)->required();
+
   auto* runs = app.add_subcommand("runs", "list the runs in the results database");
   runs->add_option("--db", db, "results database");
 
@@ -93,6 +109,8 @@ int main(int argc, char** argv) {
     if (validate->parsed()) return lrmoe::validate_command(source);
     if (bench->parsed()) return lrmoe::bench_command(source, bench_steps);
     if (bench_pipeline->parsed()) return lrmoe::pipeline_bench_command(pipeline_bench);
+    if (bench_parallel->parsed()) return lrmoe::parallel_bench_command(source, parallel_steps, parallel_processes);
+    if (parallel_worker->parsed()) return lrmoe::parallel_bench_worker(source, parallel_steps, parallel_result);
     if (runs->parsed()) return lrmoe::run_runs_command(db);
     if (show->parsed()) return lrmoe::run_show_command(db, run_id);
     if (query->parsed()) return lrmoe::run_query_command(db, sql);

@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
 
 #include "core/config/experiment_loader.hpp"
 #include "core/data/token_source.hpp"
@@ -126,20 +125,14 @@ int run_command(const ExperimentSource& source) {
   const LaunchEnvironment launch = read_launch_environment(experiment.cluster, std::getenv);
   check_processes_fit(experiment, launch);
   if (launch.rank != 0) spdlog::set_level(spdlog::level::warn);  // one process tells the story
-  if (experiment.train.threads == 0 && launch.local_world_size > 1) {
-    // Processes on one host share its cores.
-    experiment.train.threads =
-        std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) / launch.local_world_size);
-  }
+  experiment.train.threads = threads_per_process(experiment.train.threads, launch);
   auto policies = std::make_shared<const PolicySet>(load_policy_set(experiment.policies));
   // A memory_per_rank that cannot hold the dense state is a configuration error: refused before
   // the database sees a run.
   rank_budget(experiment.model, experiment.train, experiment.cluster,
               pair_costs(experiment.model, experiment.policies.recompute));
   // The rendezvous comes before the database: a run that cannot start records nothing.
-  auto collectives = Collectives::connect(
-      launch, std::chrono::milliseconds(static_cast<int64_t>(experiment.cluster.timeout * 1000)),
-      experiment.cluster.backend);
+  auto collectives = Collectives::connect(launch, experiment.cluster);
   if (launch.rank != 0) return follow_run(experiment, *data, policies, collectives);
   auto store = ResultsStore::open(experiment.store.path);
 

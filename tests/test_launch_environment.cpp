@@ -47,6 +47,10 @@ TEST_CASE("torchrun's variables name the rank, the world and the rendezvous", "[
   CHECK(e.local_rank == 1);
   CHECK(e.master_addr == "node7");
   CHECK(e.master_port == 29400);
+  CHECK(e.local_world_size == 4);  // without LOCAL_WORLD_SIZE, all on this host
+  auto per_host = kTorchrun;
+  per_host["LOCAL_WORLD_SIZE"] = "2";
+  CHECK(read(per_host).local_world_size == 2);
   // torchrun inside a Slurm allocation: torchrun's variables win.
   auto both = kTorchrun;
   both["SLURM_NTASKS"] = "16";
@@ -66,6 +70,9 @@ TEST_CASE("Slurm's variables, with the rendezvous from the environment or the ex
   CHECK(e.local_rank == 1);
   CHECK(e.master_addr == "head-node");
   CHECK(e.master_port == 31000);
+  CHECK(e.local_world_size == 1);
+  slurm["SLURM_NTASKS_PER_NODE"] = "4(x2)";
+  CHECK(read(slurm, cluster).local_world_size == 4);
   slurm["MASTER_ADDR"] = "10.0.0.2";
   slurm["MASTER_PORT"] = "29600";
   e = read(slurm, cluster);
@@ -93,4 +100,26 @@ TEST_CASE("missing, malformed and inconsistent launcher variables are one-line e
   CHECK_THAT(error_of(with("MASTER_PORT", "70000")), Contains("the master port 70000 is not a TCP port"));
   CHECK_THAT(error_of({{"SLURM_NTASKS", "2"}, {"SLURM_PROCID", "0"}}),
              Contains("SLURM_LOCALID is not set; srun sets SLURM_PROCID, SLURM_NTASKS and SLURM_LOCALID"));
+}
+
+TEST_CASE("an experiment must split over the launched processes", "[launch]") {
+  Experiment experiment;
+  experiment.cluster.ranks = 4;
+  experiment.train.batch_size = 8;
+  LaunchEnvironment launch = read(kTorchrun);
+  CHECK_NOTHROW(check_processes_fit(experiment, launch));
+  auto error_for = [&](int64_t processes) {
+    launch.world_size = processes;
+    try {
+      check_processes_fit(experiment, launch);
+    } catch (const LaunchError& error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  CHECK_THAT(error_for(3), Contains("torchrun started 3 processes but cluster.ranks is 4") && Contains("divides 4"));
+  experiment.cluster.ranks = 8;
+  experiment.train.batch_size = 6;
+  CHECK_THAT(error_for(4), Contains("train.batch_size is 6") && Contains("divisible by 4"));
+  CHECK(error_for(2) == "no error");
 }

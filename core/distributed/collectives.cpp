@@ -120,6 +120,10 @@ std::shared_ptr<Collectives> Collectives::connect(const LaunchEnvironment& launc
   return collectives;
 }
 
+std::shared_ptr<Collectives> Collectives::connect(const LaunchEnvironment& launch, const ClusterConfig& cluster) {
+  return connect(launch, std::chrono::milliseconds(static_cast<int64_t>(cluster.timeout * 1000)), cluster.backend);
+}
+
 Collectives::Collectives() = default;
 Collectives::~Collectives() = default;
 

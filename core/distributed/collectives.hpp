@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/config/experiment.hpp"
 #include "core/distributed/launch_environment.hpp"
 
 namespace lrmoe {
@@ -33,6 +34,8 @@ class Collectives {
   // Throws LaunchError when the rendezvous fails (port in use, master unreachable, timeout).
   static std::shared_ptr<Collectives> connect(const LaunchEnvironment& launch, std::chrono::milliseconds timeout,
                                               CollectiveBackend backend);
+  // With the experiment's cluster.timeout and cluster.backend.
+  static std::shared_ptr<Collectives> connect(const LaunchEnvironment& launch, const ClusterConfig& cluster);
   ~Collectives();
   Collectives(const Collectives&) = delete;
   Collectives& operator=(const Collectives&) = delete;

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
+#include <thread>
 
 namespace lrmoe {
 namespace {
@@ -110,6 +111,11 @@ void check_processes_fit(const Experiment& experiment, const LaunchEnvironment& 
                                   "batch_size / processes rows, so set a batch_size divisible by {}",
                                   launch.launcher, p, batch, p));
   }
+}
+
+int64_t threads_per_process(int64_t requested, const LaunchEnvironment& launch) {
+  if (requested != 0 || launch.local_world_size <= 1) return requested;
+  return std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) / launch.local_world_size);
 }
 
 }  // namespace lrmoe

@@ -40,4 +40,8 @@ LaunchEnvironment read_launch_environment(const ClusterConfig& cluster,
 // cluster.ranks / P logical ranks and reads train.batch_size / P rows of every batch.
 void check_processes_fit(const Experiment& experiment, const LaunchEnvironment& launch);
 
+// The intra-op threads of one process: `requested`, or when that is 0 (one per core) this
+// host's cores shared by the launch's processes on it.
+int64_t threads_per_process(int64_t requested, const LaunchEnvironment& launch);
+
 }  // namespace lrmoe

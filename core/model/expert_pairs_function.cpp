@@ -110,8 +110,14 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     // Kept pairs: gate * weight * d goes to the backward instance with the pair's input row.
     auto scale = gates.index_select(0, plan.local_kept).to(x.scalar_type());
     if (plan.local_weights.defined()) scale = scale * plan.local_weights.to(x.scalar_type());
-    auto grad_rows = exchange.dispatch(upstream.index_select(0, plan.local_kept) * scale.unsqueeze(1), layout);
-    auto x_rows = exchange.dispatch(x_home.index_select(0, plan.local_kept), layout);
+    // One all-to-all-v carries both: the gradient row and the input row of each kept pair.
+    const int64_t width = x.size(1);
+    auto rows = exchange.dispatch(
+        torch::cat({upstream.index_select(0, plan.local_kept) * scale.unsqueeze(1), x_home.index_select(0, plan.local_kept)},
+                   1),
+        layout);
+    auto grad_rows = rows.narrow(1, 0, width).contiguous();
+    auto x_rows = rows.narrow(1, width, width).contiguous();
     if (!pre_rows.defined()) pre_rows = grouped_pre_activations(x_rows, offsets, w_gate_up_i);
     const bool all_input_grads = state->pipeline && state->pipeline->dropped_pairs_keep_input_grad();
     auto kept_grads = grouped_swiglu_backward(grad_rows, x_rows, pre_rows, offsets, w_gate_up_i, w_down_i,

@@ -1,0 +1,160 @@
+#include "parallel_bench_command.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+#include "core/data/token_source.hpp"
+#include "core/distributed/collectives.hpp"
+#include "core/distributed/launch_environment.hpp"
+#include "core/plugins/policy_set.hpp"
+#include "core/train/trainer.hpp"
+#include "local_launcher.hpp"
+#include "timed_training.hpp"
+
+namespace lrmoe {
+namespace {
+
+// What one launch measured, as process 0 wrote it: "name value" lines.
+using Figures = std::map<std::string, double>;
+
+Figures read_figures(const std::string& path) {
+  std::ifstream in(path);
+  Figures figures;
+  std::string name;
+  double value = 0;
+  while (in >> name >> value) figures[name] = value;
+  return figures;
+}
+
+// This process's all-to-all-v over the timed steps, from the gathered per-process measurements.
+ExchangeMeasurement pipeline_exchange(const std::vector<StepReport>& reports, int64_t process) {
+  ExchangeMeasurement total;
+  for (const StepReport& report : reports) {
+    for (const LayerStepStatistics& layer : report.layers) {
+      for (const ProcessStepMeasurement& m : layer.processes) {
+        if (m.process == process) total += m.exchange;
+      }
+    }
+  }
+  return total;
+}
+
+// `calls` all-to-all-v calls, each sending `bytes` to every other process: the wall time.
+double bare_exchange_seconds(Collectives& collectives, int64_t calls, int64_t bytes) {
+  const auto p = static_cast<std::size_t>(collectives.size());
+  std::vector<int64_t> splits(p, bytes);
+  splits[static_cast<std::size_t>(collectives.rank())] = 0;
+  const torch::Tensor send = torch::ones({bytes * static_cast<int64_t>(p - 1), 1}, torch::kUInt8);
+  collectives.exchange_rows(send, splits, splits);  // warm-up: connections, buffers
+  collectives.barrier();
+  double seconds = 0;
+  for (int64_t call = 0; call < calls; ++call) {
+    const auto started = std::chrono::steady_clock::now();
+    collectives.exchange_rows(send, splits, splits);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  }
+  return seconds;
+}
+
+std::vector<std::string> worker_arguments(const ExperimentSource& source, int64_t steps, const std::string& result) {
+  std::vector<std::string> args{"bench-parallel-worker"};
+  if (source.file) args.push_back(*source.file);
+  for (const std::string& assignment : source.overrides) args.insert(args.end(), {"--set", assignment});
+  args.insert(args.end(), {"--steps", std::to_string(steps), "--result", result});
+  return args;
+}
+
+Figures measure(const ExperimentSource& source, int64_t steps, int64_t processes, const std::string& folder) {
+  const std::string result = fmt::format("{}/p{}.txt", folder, processes);
+  LocalLaunchOptions options;
+  options.processes = processes;
+  options.arguments = worker_arguments(source, steps, result);
+  const int code = launch_local(options);
+  if (code != 0) throw std::runtime_error(fmt::format("bench-parallel: the run on {} processes failed", processes));
+  return read_figures(result);
+}
+
+std::string rate(double bytes_per_second) { return fmt::format("{:8.1f} MB/s", bytes_per_second / 1e6); }
+
+}  // namespace
+
+int parallel_bench_worker(const ExperimentSource& source, int64_t steps, const std::string& result_path) {
+  spdlog::set_level(spdlog::level::warn);
+  Experiment e = timed_training_experiment(source, steps);
+  const LaunchEnvironment launch = read_launch_environment(e.cluster, std::getenv);
+  check_processes_fit(e, launch);
+  e.train.threads = threads_per_process(e.train.threads, launch);
+  auto data = make_token_source(e.data, e.experiment.seed, e.train.seq_len);
+  auto collectives = Collectives::connect(launch, e.cluster);
+  Trainer trainer(e, *data, std::make_shared<const PolicySet>(load_policy_set(e.policies)), collectives);
+  CollectingObserver observer;
+  trainer.run(observer);
+
+  const std::vector<StepReport> timed = observer.timed();
+  double step_seconds = 0;
+  for (const StepReport& report : timed) step_seconds += report.step_seconds;
+  Figures figures{{"steps", static_cast<double>(timed.size())}, {"step_seconds", step_seconds}};
+  if (!collectives->single()) {
+    // Process 0's side of both, the same bytes in as many calls.
+    const ExchangeMeasurement pipeline = pipeline_exchange(timed, 0);
+    const int64_t calls = std::max<int64_t>(1, pipeline.calls);
+    const int64_t bytes_per_peer = pipeline.bytes_sent / calls / (collectives->size() - 1);
+    figures["pipeline_bytes"] = static_cast<double>(pipeline.bytes_sent);
+    figures["pipeline_seconds"] = pipeline.seconds;
+    figures["calls"] = static_cast<double>(pipeline.calls);
+    const double bare_seconds = bare_exchange_seconds(*collectives, calls, bytes_per_peer);
+    figures["bare_bytes"] = static_cast<double>(bytes_per_peer * calls * (collectives->size() - 1));
+    figures["bare_seconds"] = bare_seconds;
+  }
+  if (collectives->rank() == 0) {
+    std::ofstream out(result_path);
+    for (const auto& [name, value] : figures) out << name << ' ' << fmt::format("{:.17g}", value) << '\n';
+  }
+  return 0;
+}
+
+int parallel_bench_command(const ExperimentSource& source, int64_t steps, int64_t processes) {
+  if (processes < 2) throw std::runtime_error("bench-parallel: -n must be at least 2 (it compares with 1 process)");
+  const Experiment e = timed_training_experiment(source, steps);
+  LaunchEnvironment launch;
+  launch.launcher = "bench-parallel";
+  launch.world_size = processes;
+  check_processes_fit(e, launch);
+
+  const std::filesystem::path folder =
+      std::filesystem::temp_directory_path() / fmt::format("lrmoe-bench-parallel-{}", getpid());
+  std::filesystem::create_directories(folder);
+  // One process first, then P: the same experiment, the same steps, fresh processes each.
+  const Figures one = measure(source, steps, 1, folder.string());
+  const Figures many = measure(source, steps, processes, folder.string());
+  std::filesystem::remove_all(folder);
+
+  const double step_one = one.at("step_seconds") / one.at("steps");
+  const double step_many = many.at("step_seconds") / many.at("steps");
+  const double pipeline_rate = many.at("pipeline_bytes") / many.at("pipeline_seconds");
+  const double bare_rate = many.at("bare_bytes") / many.at("bare_seconds");
+  const double calls = many.at("calls");
+  fmt::print("\nexperiment          {} (model {}), {} ranks, {} timed steps after {} warm-up steps\n",
+             e.experiment.name, e.model.preset, e.cluster.ranks, steps, kWarmupSteps);
+  fmt::print("all-to-all-v        process 0 of {} on 127.0.0.1 (c10d gloo): {:.0f} calls, {:.1f} KiB sent to other "
+             "processes per call\n",
+             processes, calls, many.at("pipeline_bytes") / calls / 1024.0);
+  fmt::print("  pipeline (in training)        bus bandwidth {}  ({:.0f} us per call)\n", rate(pipeline_rate),
+             1e6 * many.at("pipeline_seconds") / calls);
+  fmt::print("  bare c10d, same bytes         bus bandwidth {}  ({:.0f} us per call)\n", rate(bare_rate),
+             1e6 * many.at("bare_seconds") / calls);
+  fmt::print("  ratio pipeline / bare         {:8.3f}\n", pipeline_rate / bare_rate);
+  fmt::print("step time           1 process {:.1f} ms, {} processes {:.1f} ms: ratio {} / 1 = {:.3f}\n", 1e3 * step_one,
+             processes, 1e3 * step_many, processes, step_many / step_one);
+  return 0;
+}
+
+}  // namespace lrmoe
