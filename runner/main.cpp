@@ -77,6 +77,9 @@ int main(int argc, char** argv) {
   int64_t parallel_processes = 2;
   bench_parallel->add_option("-n,--processes", parallel_processes, "processes to compare with one")
       ->check(CLI::PositiveNumber);
+  int64_t parallel_rounds = 3;
+  bench_parallel->add_option("--rounds", parallel_rounds, "interleaved rounds of 1 and N processes (medians)")
+      ->check(CLI::PositiveNumber);
   // What each process of bench-parallel runs; not for users.
   auto* parallel_worker = app.add_subcommand("bench-parallel-worker", "")->group("");
   add_experiment_options(parallel_worker, source, false);
@@ -109,7 +112,7 @@ int main(int argc, char** argv) {
     if (validate->parsed()) return lrmoe::validate_command(source);
     if (bench->parsed()) return lrmoe::bench_command(source, bench_steps);
     if (bench_pipeline->parsed()) return lrmoe::pipeline_bench_command(pipeline_bench);
-    if (bench_parallel->parsed()) return lrmoe::parallel_bench_command(source, parallel_steps, parallel_processes);
+    if (bench_parallel->parsed()) return lrmoe::parallel_bench_command(source, parallel_steps, parallel_processes, parallel_rounds);
     if (parallel_worker->parsed()) return lrmoe::parallel_bench_worker(source, parallel_steps, parallel_result);
     if (runs->parsed()) return lrmoe::run_runs_command(db);
     if (show->parsed()) return lrmoe::run_show_command(db, run_id);

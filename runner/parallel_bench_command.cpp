@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -82,6 +83,11 @@ Figures measure(const ExperimentSource& source, int64_t steps, int64_t processes
   return read_figures(result);
 }
 
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
 std::string rate(double bytes_per_second) { return fmt::format("{:8.1f} MB/s", bytes_per_second / 1e6); }
 
 }  // namespace
@@ -121,7 +127,7 @@ int parallel_bench_worker(const ExperimentSource& source, int64_t steps, const s
   return 0;
 }
 
-int parallel_bench_command(const ExperimentSource& source, int64_t steps, int64_t processes) {
+int parallel_bench_command(const ExperimentSource& source, int64_t steps, int64_t processes, int64_t rounds) {
   if (processes < 2) throw std::runtime_error("bench-parallel: -n must be at least 2 (it compares with 1 process)");
   const Experiment e = timed_training_experiment(source, steps);
   LaunchEnvironment launch;
@@ -132,28 +138,37 @@ int parallel_bench_command(const ExperimentSource& source, int64_t steps, int64_
   const std::filesystem::path folder =
       std::filesystem::temp_directory_path() / fmt::format("lrmoe-bench-parallel-{}", getpid());
   std::filesystem::create_directories(folder);
-  // One process first, then P: the same experiment, the same steps, fresh processes each.
-  const Figures one = measure(source, steps, 1, folder.string());
-  const Figures many = measure(source, steps, processes, folder.string());
+  // One process, then P, `rounds` times: the same experiment and steps in fresh processes each
+  // time, interleaved so that the machine's noise hits both alike; medians are reported.
+  std::vector<double> step_one, step_many, pipeline_seconds, bare_seconds;
+  Figures many;
+  for (int64_t round = 0; round < rounds; ++round) {
+    const Figures one = measure(source, steps, 1, folder.string());
+    many = measure(source, steps, processes, folder.string());
+    step_one.push_back(one.at("step_seconds") / one.at("steps"));
+    step_many.push_back(many.at("step_seconds") / many.at("steps"));
+    pipeline_seconds.push_back(many.at("pipeline_seconds"));
+    bare_seconds.push_back(many.at("bare_seconds"));
+  }
   std::filesystem::remove_all(folder);
 
-  const double step_one = one.at("step_seconds") / one.at("steps");
-  const double step_many = many.at("step_seconds") / many.at("steps");
-  const double pipeline_rate = many.at("pipeline_bytes") / many.at("pipeline_seconds");
-  const double bare_rate = many.at("bare_bytes") / many.at("bare_seconds");
+  // The bytes and calls are the same in every round: the plan is deterministic.
   const double calls = many.at("calls");
-  fmt::print("\nexperiment          {} (model {}), {} ranks, {} timed steps after {} warm-up steps\n",
-             e.experiment.name, e.model.preset, e.cluster.ranks, steps, kWarmupSteps);
+  const double pipeline_rate = many.at("pipeline_bytes") / median(pipeline_seconds);
+  const double bare_rate = many.at("bare_bytes") / median(bare_seconds);
+  fmt::print("\nexperiment          {} (model {}), {} ranks, {} timed steps after {} warm-up steps, median of {} rounds\n",
+             e.experiment.name, e.model.preset, e.cluster.ranks, steps, kWarmupSteps, rounds);
   fmt::print("all-to-all-v        process 0 of {} on 127.0.0.1 (c10d gloo): {:.0f} calls, {:.1f} KiB sent to other "
              "processes per call\n",
              processes, calls, many.at("pipeline_bytes") / calls / 1024.0);
   fmt::print("  pipeline (in training)        bus bandwidth {}  ({:.0f} us per call)\n", rate(pipeline_rate),
-             1e6 * many.at("pipeline_seconds") / calls);
+             1e6 * median(pipeline_seconds) / calls);
   fmt::print("  bare c10d, same bytes         bus bandwidth {}  ({:.0f} us per call)\n", rate(bare_rate),
-             1e6 * many.at("bare_seconds") / calls);
+             1e6 * median(bare_seconds) / calls);
   fmt::print("  ratio pipeline / bare         {:8.3f}\n", pipeline_rate / bare_rate);
-  fmt::print("step time           1 process {:.1f} ms, {} processes {:.1f} ms: ratio {} / 1 = {:.3f}\n", 1e3 * step_one,
-             processes, 1e3 * step_many, processes, step_many / step_one);
+  fmt::print("step time           1 process {:.1f} ms, {} processes {:.1f} ms: ratio {} / 1 = {:.3f}\n",
+             1e3 * median(step_one), processes, 1e3 * median(step_many), processes,
+             median(step_many) / median(step_one));
   return 0;
 }
 

@@ -132,7 +132,8 @@ TEST_CASE("collectives: sums, gathers uneven rows, and all-to-all-v with empty s
     const torch::Tensor mine = torch::full({me, 2}, static_cast<float>(me));
     const torch::Tensor all = c.gather_rows(mine, &counts);
     ok = ok && counts == std::vector<int64_t>{0, 1, 2} &&
-         same(all, torch::tensor({1.0F, 1.0F, 2.0F, 2.0F, 2.0F, 2.0F}).reshape({3, 2}));
+         same(all, torch::tensor({1.0F, 1.0F, 2.0F, 2.0F, 2.0F, 2.0F}).reshape({3, 2})) &&
+         same(c.gather_rows(mine, counts), all);  // the counts known up front: one collective
 
     // Processes 1 and 2 swap rows (bfloat16, to check rows travel as bytes); 0 is left out.
     const std::vector<int64_t> send = me == 0 ? std::vector<int64_t>{0, 0, 0}
@@ -280,4 +281,21 @@ TEST_CASE("a rank that dies or hangs ends the run as failed, with its committed 
                            " AND level = 'error' AND message LIKE '%another process of this run failed%'") == "1 \n");
     }
   }
+}
+
+TEST_CASE("Ctrl-C on lrmoe launch stops every process after the same step, recorded as stopped", "[distributed][slow]") {
+  TempFolder dir;
+  const std::string db = dir.file("results.db");
+  ChildProcess launch(with(with({LRMOE_BINARY, "launch", "-n", "2", kTinyExperiment}, tiny_settings(2, 5, "fixed")),
+                           {"--set", "train.target_loss=0", "--set", "train.max_steps=100000", "--set",
+                            "train.eval_every=5", "--db", db}),
+                      dir.file("launch.log"));
+  lrmoe_test::wait_for_steps(db, 10);
+  launch.signal(SIGINT);
+  const int code = launch.wait(std::chrono::seconds(60));
+  INFO(launch.output());
+  CHECK(code == 130);
+  const auto run = lrmoe::ResultsStore::open_read_only(db)->list_runs().back();
+  CHECK(run.status == "stopped");
+  CHECK(run.steps >= 10);
 }

@@ -150,11 +150,17 @@ torch::Tensor Collectives::gather_rows(const torch::Tensor& local, std::vector<i
     if (counts) *counts = {local.size(0)};
     return local;
   }
-  // Collective gathers want equal shapes: gather the row counts, pad every part to the largest.
   torch::Tensor sizes = torch::zeros({size_}, torch::kInt64);
   sizes[rank_] = local.size(0);
   sum(sizes);
   std::vector<int64_t> rows(sizes.data_ptr<int64_t>(), sizes.data_ptr<int64_t>() + size_);
+  if (counts) *counts = rows;
+  return gather_rows(local, rows);
+}
+
+torch::Tensor Collectives::gather_rows(const torch::Tensor& local, const std::vector<int64_t>& rows) {
+  if (single()) return local;
+  // Collective gathers want equal shapes: every part is padded to the largest.
   const int64_t widest = std::max<int64_t>(1, *std::max_element(rows.begin(), rows.end()));
   auto shape = local.sizes().vec();
   shape[0] = widest;
@@ -167,7 +173,6 @@ torch::Tensor Collectives::gather_rows(const torch::Tensor& local, std::vector<i
   group_->run("gather", [&] { return group_->backend->allgather(outputs, inputs); });
   std::vector<torch::Tensor> parts;
   for (int64_t p = 0; p < size_; ++p) parts.push_back(outputs[0][p].narrow(0, 0, rows[p]).to(local.device()));
-  if (counts) *counts = rows;
   return torch::cat(parts, 0);
 }
 

@@ -50,6 +50,8 @@ class Collectives {
   // Every process's `local` rows ([n_p, ...], n_p may differ) concatenated in process order;
   // `counts`, if given, receives n_p.
   torch::Tensor gather_rows(const torch::Tensor& local, std::vector<int64_t>* counts = nullptr);
+  // The same when every process knows every n_p already: one collective instead of two.
+  torch::Tensor gather_rows(const torch::Tensor& local, const std::vector<int64_t>& counts);
   // All-to-all-v over rows: `send` holds send_rows[q] rows for process q, in process order;
   // returns recv_rows[q] rows from each process q, in process order. Any dtype; rows travel as
   // bytes.

@@ -16,8 +16,9 @@ GlobalPairs gather_pairs(Collectives& collectives, const torch::Tensor& experts,
   const torch::Tensor local = torch::stack({experts.to(torch::kCPU, torch::kFloat64), home.to(torch::kFloat64),
                                             gates.detach().to(torch::kCPU, torch::kFloat64)},
                                            1);
-  std::vector<int64_t> counts;
-  const torch::Tensor all = collectives.gather_rows(local, &counts);
+  // Every process routes as many tokens, each to top-k experts: as many pairs.
+  const std::vector<int64_t> counts(static_cast<std::size_t>(collectives.size()), local.size(0));
+  const torch::Tensor all = collectives.gather_rows(local, counts);
   std::vector<torch::Tensor> rows;
   for (int64_t n : counts) rows.push_back(torch::arange(n, torch::kInt64));
   const torch::Tensor all_experts = all.select(1, 0).to(torch::kInt64);
@@ -34,7 +35,9 @@ torch::Tensor gather_in_pair_order(Collectives& collectives, const torch::Tensor
   if (collectives.single()) return local;
   // The gather concatenates by process; within a process the rows are in pair order.
   const torch::Tensor by_process = std::get<1>(torch::sort(home_process, /*stable=*/true, 0, false));
-  const torch::Tensor all = collectives.gather_rows(local.to(torch::kCPU));
+  const torch::Tensor counts = torch::bincount(home_process, {}, collectives.size());
+  const torch::Tensor all = collectives.gather_rows(
+      local.to(torch::kCPU), std::vector<int64_t>(counts.data_ptr<int64_t>(), counts.data_ptr<int64_t>() + counts.numel()));
   return torch::empty_like(all).index_copy_(0, by_process, all).to(local.device());
 }
 

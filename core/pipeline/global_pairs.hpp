@@ -20,6 +20,7 @@ struct GlobalPairs {
 };
 
 // `experts`, `gates`: this process's pairs sorted by expert; `home`: their CPU home ranks.
+// Every process has as many pairs (as many tokens, top-k each).
 GlobalPairs gather_pairs(Collectives& collectives, const torch::Tensor& experts, const torch::Tensor& gates,
                          const torch::Tensor& home);
 

@@ -182,7 +182,8 @@ void Trainer::gather_measurements(StepReport& report) {
     std::copy(fields, fields + kFields, values + l * kFields);
   }
   values[layers * kFields] = report.step_seconds;
-  const torch::Tensor all = collectives_->gather_rows(local);  // [processes, ...]
+  // [processes, ...]: one row from each.
+  const torch::Tensor all = collectives_->gather_rows(local, std::vector<int64_t>(collectives_->size(), 1));
   const auto* rows = all.data_ptr<double>();
   const int64_t width = all.size(1);
 
