@@ -127,21 +127,16 @@ std::shared_ptr<Collectives> Collectives::connect(const LaunchEnvironment& launc
 Collectives::Collectives() = default;
 Collectives::~Collectives() = default;
 
-void Collectives::sum(torch::Tensor& tensor) {
-  if (single()) return;
-  std::vector<torch::Tensor> tensors{group_->to_backend(tensor)};
-  c10d::AllreduceOptions options;
-  options.reduceOp = c10d::ReduceOp::SUM;
-  group_->run("sum", [&] { return group_->backend->allreduce(tensors, options); });
-  tensor.copy_(tensors[0]);
-}
+void Collectives::sum(torch::Tensor& tensor) { all_reduce(tensor, /*maximum=*/false); }
 
-void Collectives::max(torch::Tensor& tensor) {
+void Collectives::max(torch::Tensor& tensor) { all_reduce(tensor, /*maximum=*/true); }
+
+void Collectives::all_reduce(torch::Tensor& tensor, bool maximum) {
   if (single()) return;
   std::vector<torch::Tensor> tensors{group_->to_backend(tensor)};
   c10d::AllreduceOptions options;
-  options.reduceOp = c10d::ReduceOp::MAX;
-  group_->run("max", [&] { return group_->backend->allreduce(tensors, options); });
+  options.reduceOp = maximum ? c10d::ReduceOp::MAX : c10d::ReduceOp::SUM;
+  group_->run(maximum ? "max" : "sum", [&] { return group_->backend->allreduce(tensors, options); });
   tensor.copy_(tensors[0]);
 }
 

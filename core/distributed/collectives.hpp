@@ -60,6 +60,8 @@ class Collectives {
   void barrier();
 
  private:
+  void all_reduce(torch::Tensor& tensor, bool maximum);
+
   struct Group;
   std::unique_ptr<Group> group_;
   int64_t rank_ = 0;
