@@ -43,16 +43,16 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
   static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& gates, const Tensor& w_gate_up,
                         const Tensor& w_down, const Tensor& tokens, c10::intrusive_ptr<PairsContext> state) {
     const ForwardPass& pass = *state->forward;
-    const PairLayout& layout = pass.layout;
-    const auto& offsets = layout.local.instance_offsets;
+    const ProcessSlice& here = pass.layout.local;
+    const auto& offsets = here.instance_offsets;
     PairExchange& exchange = state->exchange();
 
-    auto x_rows = exchange.dispatch(x.index_select(0, tokens), layout);
+    auto x_rows = exchange.dispatch(x.index_select(0, tokens), here);
     auto pre = grouped_pre_activations(x_rows, offsets, instance_weights(w_gate_up, *pass.table));
     auto hidden = swiglu_hidden(pre);
     auto y_rows = grouped_output(hidden, offsets, instance_weights(w_down, *pass.table));
     // The output row and the hidden norm (a metric signal) go home together.
-    auto home = exchange.combine(torch::cat({y_rows, hidden.norm(2, 1).unsqueeze(1)}, 1), layout);
+    auto home = exchange.combine(torch::cat({y_rows, hidden.norm(2, 1).unsqueeze(1)}, 1), here);
     const int64_t width = x.size(1);
     auto y_home = home.narrow(1, 0, width);
     auto hidden_norm = home.select(1, width);
@@ -104,8 +104,8 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
       plan.layout = forward.layout;
       pre_rows = saved_pre;
     }
-    const PairLayout& layout = plan.layout;
-    const auto& offsets = layout.local.instance_offsets;
+    const ProcessSlice& kept_here = plan.layout.local;
+    const auto& offsets = kept_here.instance_offsets;
 
     // Kept pairs: gate * weight * d goes to the backward instance with the pair's input row.
     auto scale = gates.index_select(0, plan.local_kept).to(x.scalar_type());
@@ -115,7 +115,7 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     auto rows = exchange.dispatch(
         torch::cat({upstream.index_select(0, plan.local_kept) * scale.unsqueeze(1), x_home.index_select(0, plan.local_kept)},
                    1),
-        layout);
+        kept_here);
     auto grad_rows = rows.narrow(1, 0, width).contiguous();
     auto x_rows = rows.narrow(1, width, width).contiguous();
     if (!pre_rows.defined()) pre_rows = grouped_pre_activations(x_rows, offsets, w_gate_up_i);
@@ -125,11 +125,11 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
 
     auto grad_x = torch::zeros_like(x);
     if (!all_input_grads) {
-      grad_x.index_add_(0, tokens.index_select(0, plan.local_kept), exchange.combine(kept_grads.input, layout));
+      grad_x.index_add_(0, tokens.index_select(0, plan.local_kept), exchange.combine(kept_grads.input, kept_here));
     } else {
       // Every computed pair's exact input gradient, at its forward instance.
-      const PairLayout& f = forward.layout;
-      const auto& f_offsets = f.local.instance_offsets;
+      const ProcessSlice& f = forward.layout.local;
+      const auto& f_offsets = f.instance_offsets;
       auto all_rows = exchange.dispatch(upstream * gates.to(x.scalar_type()).unsqueeze(1), f);
       auto all_pre = saved_pre.defined()
                          ? saved_pre
@@ -181,10 +181,8 @@ std::shared_ptr<const ForwardPass> single_rank_pass(const ExpertPairs& pairs, in
   layout.instance_offsets = pairs.expert_offsets;
   layout.load = {n};
   layout.sent = layout.received = layout.peers_sent = layout.peers_received = {0};
-  layout.local.home_pairs = torch::arange(n, torch::kInt64);
-  layout.local.send_rows = pass->computed;
-  layout.local.send_counts = layout.local.recv_counts = {n};
-  layout.local.instance_offsets = pairs.expert_offsets;
+  layout.local = process_slice(layout.order, layout.instance, torch::zeros({n}, torch::kInt64), layout.instance_offsets,
+                               *table, ProcessView{}, pairs.experts.device());
   return pass;
 }
 

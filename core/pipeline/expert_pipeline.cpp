@@ -343,11 +343,12 @@ void ExpertPipeline::localize(const ForwardPass& forward, const torch::Tensor& w
   const InstanceTable& table = *forward.table;
   const torch::Tensor forward_rank = torch::tensor(table.instance_rank, torch::kInt64)
                                          .index_select(0, forward.layout.instance.index_select(0, pass.kept));
-  pass.context = build_pair_layout(pass.layout.instance, forward_rank, table, settings_.ranks, settings_.process, device);
+  pass.context = process_slice(pass.layout.order, pass.layout.instance, forward_rank, pass.layout.instance_offsets,
+                               table, settings_.process, device);
   const torch::Tensor forward_order = forward.layout.order.to(torch::kCPU);
   const torch::Tensor destination_row =
       torch::empty_like(forward_order).index_copy_(0, forward_order, torch::arange(forward_order.numel()));
-  pass.context_rows = (destination_row.index_select(0, pass.kept.index_select(0, pass.context.local.home_pairs)) -
+  pass.context_rows = (destination_row.index_select(0, pass.kept.index_select(0, pass.context.home_pairs)) -
                        forward.layout.local.first_row)
                           .to(device);
 }

@@ -72,9 +72,10 @@ struct BackwardPass {
   torch::Tensor local_kept;
   torch::Tensor local_weights;
   // Without recomputation, each kept pair's saved pre-activations move from its forward instance
-  // to its backward instance: `context` is that move (home = forward rank; same destination
-  // order as `layout`), `context_rows` the forward destination rows here it takes them from.
-  PairLayout context;
+  // to its backward instance: `context` is this process's part of that move (from the forward
+  // ranks, in the destination order of `layout`), `context_rows` the forward destination rows
+  // here it takes them from.
+  ProcessSlice context;
   torch::Tensor context_rows;
 };
 

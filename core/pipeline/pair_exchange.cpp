@@ -31,14 +31,12 @@ torch::Tensor PairExchange::exchange(const torch::Tensor& rows, const std::vecto
   return received;
 }
 
-torch::Tensor PairExchange::dispatch(const torch::Tensor& home_rows, const PairLayout& layout) {
-  const ProcessSlice& s = layout.local;
+torch::Tensor PairExchange::dispatch(const torch::Tensor& home_rows, const ProcessSlice& s) {
   torch::Tensor received = exchange(home_rows.index_select(0, s.send_rows), s.send_counts, s.recv_counts);
   return s.arrival.defined() ? received.index_select(0, s.arrival) : received;
 }
 
-torch::Tensor PairExchange::combine(const torch::Tensor& destination_rows, const PairLayout& layout) {
-  const ProcessSlice& s = layout.local;
+torch::Tensor PairExchange::combine(const torch::Tensor& destination_rows, const ProcessSlice& s) {
   const torch::Tensor buffer =
       s.arrival.defined() ? torch::empty_like(destination_rows).index_copy_(0, s.arrival, destination_rows)
                           : destination_rows;

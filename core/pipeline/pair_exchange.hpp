@@ -29,10 +29,10 @@ class PairExchange {
  public:
   explicit PairExchange(std::shared_ptr<Collectives> collectives);
 
-  // [home rows, ...] of `layout.local` -> its [destination rows, ...].
-  torch::Tensor dispatch(const torch::Tensor& home_rows, const PairLayout& layout);
+  // [home rows, ...] of this process's `slice` of a layout -> its [destination rows, ...].
+  torch::Tensor dispatch(const torch::Tensor& home_rows, const ProcessSlice& slice);
   // [destination rows, ...] -> [home rows, ...]: the inverse of dispatch.
-  torch::Tensor combine(const torch::Tensor& destination_rows, const PairLayout& layout);
+  torch::Tensor combine(const torch::Tensor& destination_rows, const ProcessSlice& slice);
 
   // The measurement since the last call, then starts afresh.
   ExchangeMeasurement take_measurement();

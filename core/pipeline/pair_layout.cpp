@@ -12,14 +12,26 @@ std::vector<int64_t> counts_of(const torch::Tensor& processes, int64_t count) {
   return counts;
 }
 
-ProcessSlice process_slice(const PairLayout& layout, const torch::Tensor& home, const InstanceTable& table,
+}  // namespace
+
+ProcessSlice process_slice(const torch::Tensor& device_order, const torch::Tensor& instance, const torch::Tensor& home,
+                           const std::vector<int64_t>& instance_offsets, const InstanceTable& table,
                            const ProcessView& process, const torch::Device& device) {
   ProcessSlice slice;
-  const torch::Tensor order = layout.order.to(torch::kCPU);
+  if (process.processes == 1) {
+    // Everything is here: the move is the permutation into destination order.
+    const int64_t pairs = instance.numel();
+    slice.home_pairs = torch::arange(pairs, torch::kInt64);
+    slice.send_rows = device_order;
+    slice.send_counts = slice.recv_counts = {pairs};
+    slice.instance_offsets = instance_offsets;
+    return slice;
+  }
+  const torch::Tensor order = device_order.to(torch::kCPU);
   const torch::Tensor home_process = home.div(process.ranks_per_process, "floor");
   const torch::Tensor instance_process =
       torch::tensor(table.instance_rank, torch::kInt64).div(process.ranks_per_process, "floor");
-  const torch::Tensor destination_process = instance_process.index_select(0, layout.instance.index_select(0, order));
+  const torch::Tensor destination_process = instance_process.index_select(0, instance.index_select(0, order));
 
   // Sending: this process's home pairs in destination order (hence grouped by destination).
   const torch::Tensor is_home = home_process.eq(process.index);
@@ -35,22 +47,18 @@ ProcessSlice process_slice(const PairLayout& layout, const torch::Tensor& home, 
   slice.first_row = rows > 0 ? here.to(torch::kInt64).argmax().item<int64_t>() : 0;
   const torch::Tensor source = home_process.index_select(0, order.narrow(0, slice.first_row, rows));
   slice.recv_counts = counts_of(source, process.processes);
-  if (process.processes > 1) {
-    // Each source sends its rows in destination order: the buffer is ordered by (source, row).
-    const torch::Tensor buffer_order = std::get<1>(torch::sort(source, /*stable=*/true, 0, false));
-    slice.arrival = torch::empty_like(buffer_order).index_copy_(0, buffer_order, torch::arange(rows)).to(device);
-  }
+  // Each source sends its rows in destination order: the buffer is ordered by (source, row).
+  const torch::Tensor buffer_order = std::get<1>(torch::sort(source, /*stable=*/true, 0, false));
+  slice.arrival = torch::empty_like(buffer_order).index_copy_(0, buffer_order, torch::arange(rows)).to(device);
 
-  slice.instance_offsets.assign(layout.instance_offsets.size(), 0);
-  for (std::size_t i = 0; i + 1 < layout.instance_offsets.size(); ++i) {
+  slice.instance_offsets.assign(instance_offsets.size(), 0);
+  for (std::size_t i = 0; i + 1 < instance_offsets.size(); ++i) {
     const bool local = process.process_of(table.instance_rank[i]) == process.index;
-    const int64_t count = local ? layout.instance_offsets[i + 1] - layout.instance_offsets[i] : 0;
+    const int64_t count = local ? instance_offsets[i + 1] - instance_offsets[i] : 0;
     slice.instance_offsets[i + 1] = slice.instance_offsets[i] + count;
   }
   return slice;
 }
-
-}  // namespace
 
 int64_t PairLayout::crossing() const { return std::accumulate(sent.begin(), sent.end(), int64_t{0}); }
 
@@ -88,7 +96,7 @@ PairLayout build_pair_layout(const torch::Tensor& instance, const torch::Tensor&
       ++layout.peers_received[d];
     }
   }
-  layout.local = process_slice(layout, home, table, process, device);
+  layout.local = process_slice(layout.order, instance, home, layout.instance_offsets, table, process, device);
   return layout;
 }
 

@@ -48,6 +48,12 @@ struct PairLayout {
 };
 
 // `instance`: [pairs] int64 CPU index into table.instances; `home`: [pairs] int64 CPU home ranks.
+// `order`: the pairs in destination order (on the device); `instance_offsets`: rows per instance.
+ProcessSlice process_slice(const torch::Tensor& order, const torch::Tensor& instance, const torch::Tensor& home,
+                           const std::vector<int64_t>& instance_offsets, const InstanceTable& table,
+                           const ProcessView& process, const torch::Device& device);
+
+// `instance`: [pairs] int64 CPU index into table.instances; `home`: [pairs] int64 CPU home ranks.
 PairLayout build_pair_layout(const torch::Tensor& instance, const torch::Tensor& home, const InstanceTable& table,
                              int64_t ranks, const ProcessView& process, const torch::Device& device);
 
