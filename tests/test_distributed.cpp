@@ -269,8 +269,16 @@ TEST_CASE("a rank that dies or hangs ends the run as failed, with its committed 
       CHECK(code != 0);
       CHECK(code != -1);  // ended on its own, not by the test's deadline
       CHECK(seconds < 30);
-      if (fault == SIGKILL) CHECK(launch.output().find("rank 1 was killed by signal 9") != std::string::npos);
+      if (fault == SIGKILL) {
+        CHECK(launch.output().find("rank 1 was killed by signal 9") != std::string::npos);
+        // Process 0 names its peer that is gone.
+        CHECK(launch.output().find("process 1 (pid " + std::to_string(rank1) + ") has exited") != std::string::npos);
+      }
       CHECK(launch.output().find("[rank 0] lrmoe: ") != std::string::npos);
+      if (fault == SIGSTOP) {
+        CHECK(launch.output().find("another process of this run failed, was killed or stopped answering") !=
+              std::string::npos);
+      }
 
       auto store = lrmoe::ResultsStore::open_read_only(db);
       const auto run = store->list_runs().back();
@@ -278,7 +286,7 @@ TEST_CASE("a rank that dies or hangs ends the run as failed, with its committed 
       CHECK(run.steps >= 10);
       CHECK(static_cast<int64_t>(store->steps(run.id).size()) == run.steps);
       CHECK(column(db, "SELECT count(*) FROM events WHERE run = " + std::to_string(run.id) +
-                           " AND level = 'error' AND message LIKE '%another process of this run failed%'") == "1 \n");
+                           " AND level = 'error' AND message LIKE '%across processes failed: %'") == "1 \n");
     }
   }
 }

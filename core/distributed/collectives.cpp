@@ -8,9 +8,17 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <numeric>
+#include <sstream>
+
+#include "core/system/host_info.hpp"
 
 namespace lrmoe {
 namespace {
@@ -26,6 +34,16 @@ using BackendGroup = c10d::ProcessGroup;
 std::string message_of(const std::exception& error) {
   if (const auto* c10_error = dynamic_cast<const c10::Error*>(&error)) return c10_error->what_without_backtrace();
   return error.what();
+}
+
+// Whether process `pid` of this host has ended: no such process, or a zombie not yet reaped.
+bool process_gone(pid_t pid) {
+  if (kill(pid, 0) != 0) return errno == ESRCH;
+  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+  std::string line;
+  std::getline(stat, line);
+  const auto after_name = line.rfind(')');  // the name in parentheses may hold anything
+  return after_name != std::string::npos && line.size() > after_name + 2 && line[after_name + 2] == 'Z';
 }
 
 bool is_loopback(const std::string& address) { return address == "localhost" || address.rfind("127.", 0) == 0; }
@@ -51,8 +69,36 @@ struct Collectives::Group {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<BackendGroup> backend;
   torch::Device device = torch::kCPU;  // where tensors must be for the backend
+  int64_t rank = 0;
+  int64_t size = 1;
 
   torch::Tensor to_backend(const torch::Tensor& tensor) const { return tensor.contiguous().to(device); }
+
+  // Every process leaves its host and process id in the store, so that a survivor can say
+  // which of its peers on the same host is gone.
+  void register_process() { store->set(process_key(rank), to_bytes(fmt::format("{} {}", host_name(), getpid()))); }
+
+  // "process 1 (pid 4242) has exited" for each peer on this host whose process is gone.
+  std::string gone_peers() {
+    std::string gone;
+    auto add = [&](const std::string& what) { gone += (gone.empty() ? "" : ", ") + what; };
+    try {
+      store->setTimeout(std::chrono::seconds(1));  // the store lives in process 0, which may be the one gone
+      for (int64_t peer = 0; peer < size; ++peer) {
+        if (peer == rank) continue;
+        const std::vector<uint8_t> value = store->get(process_key(peer));
+        std::istringstream fields(std::string(value.begin(), value.end()));
+        std::string host;
+        pid_t pid = 0;
+        if (fields >> host >> pid && host == host_name() && process_gone(pid)) {
+          add(fmt::format("process {} (pid {}) has exited", peer, pid));
+        }
+      }
+    } catch (const std::exception&) {
+      add("process 0, which hosts the rendezvous store, is unreachable");
+    }
+    return gone;
+  }
 
   // Runs one collective; a failure is a peer's failure.
   template <typename Call>
@@ -60,11 +106,18 @@ struct Collectives::Group {
     try {
       call()->wait();
     } catch (const std::exception& error) {
-      throw PeerError(fmt::format("{} across processes failed: another process of this run failed, was killed or "
-                                  "stopped answering for cluster.timeout ({})",
-                                  what, message_of(error)));
+      const std::string gone = gone_peers();
+      throw PeerError(fmt::format("{} across processes failed: {} ({})", what,
+                                  gone.empty() ? "another process of this run failed, was killed or stopped answering "
+                                                 "for cluster.timeout"
+                                               : gone,
+                                  message_of(error)));
     }
   }
+
+ private:
+  static std::string process_key(int64_t rank) { return fmt::format("lrmoe/process/{}", rank); }
+  static std::vector<uint8_t> to_bytes(const std::string& text) { return {text.begin(), text.end()}; }
 };
 
 std::shared_ptr<Collectives> Collectives::connect(const LaunchEnvironment& launch, std::chrono::milliseconds timeout,
@@ -116,6 +169,9 @@ std::shared_ptr<Collectives> Collectives::connect(const LaunchEnvironment& launc
                                   "cluster.timeout ({})",
                                   where, launch.rank, launch.world_size - 1, message_of(error)));
   }
+  group->rank = launch.rank;
+  group->size = launch.world_size;
+  group->register_process();
   collectives->group_ = std::move(group);
   return collectives;
 }
