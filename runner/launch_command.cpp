@@ -16,10 +16,8 @@ int launch_command(const ExperimentSource& source, int64_t processes) {
   LocalLaunchOptions options;
   options.processes = processes;
   options.arguments = {"run"};
-  if (source.file) options.arguments.push_back(*source.file);
-  for (const std::string& assignment : source.overrides) {
-    options.arguments.insert(options.arguments.end(), {"--set", assignment});
-  }
+  const std::vector<std::string> named = experiment_arguments(source);
+  options.arguments.insert(options.arguments.end(), named.begin(), named.end());
   if (source.database) options.arguments.insert(options.arguments.end(), {"--db", *source.database});
   options.master_addr = "127.0.0.1";
   options.master_port = 0;  // a free one: several launches may run side by side

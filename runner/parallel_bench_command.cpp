@@ -67,8 +67,8 @@ double bare_exchange_seconds(Collectives& collectives, int64_t calls, int64_t by
 
 std::vector<std::string> worker_arguments(const ExperimentSource& source, int64_t steps, const std::string& result) {
   std::vector<std::string> args{"bench-parallel-worker"};
-  if (source.file) args.push_back(*source.file);
-  for (const std::string& assignment : source.overrides) args.insert(args.end(), {"--set", assignment});
+  const std::vector<std::string> experiment = experiment_arguments(source);
+  args.insert(args.end(), experiment.begin(), experiment.end());
   args.insert(args.end(), {"--steps", std::to_string(steps), "--result", result});
   return args;
 }

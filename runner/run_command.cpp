@@ -93,6 +93,13 @@ int follow_run(const Experiment& experiment, const TokenSource& data, std::share
 
 }  // namespace
 
+std::vector<std::string> experiment_arguments(const ExperimentSource& source) {
+  std::vector<std::string> arguments;
+  if (source.file) arguments.push_back(*source.file);
+  for (const std::string& assignment : source.overrides) arguments.insert(arguments.end(), {"--set", assignment});
+  return arguments;
+}
+
 Experiment load_experiment_source(const ExperimentSource& source) {
   Experiment e = source.file ? load_experiment(*source.file, source.overrides)
                              : load_experiment_text(default_experiment_toml(), "<built-in default experiment>",

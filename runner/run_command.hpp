@@ -16,6 +16,10 @@ struct ExperimentSource {
   std::optional<std::string> database;  // --db, overrides store.path
 };
 
+// The command-line arguments that name `source` again for another lrmoe process: the file, if
+// any, and every --set (not --db).
+std::vector<std::string> experiment_arguments(const ExperimentSource& source);
+
 // Loads and resolves the experiment from its file or the embedded default. Throws ConfigError.
 Experiment load_experiment_source(const ExperimentSource& source);
 
