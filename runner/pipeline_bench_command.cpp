@@ -12,7 +12,6 @@
 #include "core/model/moe_layer.hpp"
 #include "core/model/presets.hpp"
 #include "core/pipeline/rank_budget.hpp"
-#include "core/system/blas_probe.hpp"
 #include "core/system/threads.hpp"
 
 namespace lrmoe {
@@ -61,7 +60,6 @@ void skew_router(MoELayer& layer, const torch::Tensor& direction) {
 
 int pipeline_bench_command(const PipelineBenchOptions& o) {
   configure_threads(0);
-  const double gemm_flops = probe_blas().matmul_gflops * 1e9;
   torch::manual_seed(0);
   auto direction = torch::randn({o.hidden});
   direction /= direction.norm();
@@ -80,7 +78,8 @@ int pipeline_bench_command(const PipelineBenchOptions& o) {
     skew_router(v.layer, direction);
     auto policies = std::make_shared<const PolicySet>(load_policy_set(e.policies));
     const RankBudget budget = rank_budget(e.model, e.train, e.cluster, pair_costs(e.model, false));
-    v.pipeline = std::make_shared<ExpertPipeline>(policies, pipeline_settings(e, e.model, 0, budget, gemm_flops),
+    const CostModel cost_model(load_hardware_profile(e.cluster.profile, hardware_profile_dirs()));
+    v.pipeline = std::make_shared<ExpertPipeline>(policies, pipeline_settings(e, e.model, 0, budget, cost_model),
                                                   std::make_shared<Collectives>());
     v.layer->set_pipeline(v.pipeline);
   }

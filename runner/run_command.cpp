@@ -62,14 +62,17 @@ void print_summary(const Experiment& e, const TrainingOutcome& o, const std::str
     fmt::print("target eval loss    {:.4f}: {}\n", e.train.target_loss, o.target ? "reached" : "NOT reached");
   }
   if (o.target) {
-    fmt::print("time to target      step {}, {:.2f} s of step time, {:.2f} s in MoE layers ({:.4f} s modeled)\n",
-               o.target->step, o.target->step_seconds, o.target->moe_seconds, o.target->moe_modeled_seconds);
+    fmt::print("time to target      step {}, {:.2f} s of step time; MoE layers: {:.2f} s critical path, {:.2f} s "
+               "wall, {:.4f} s modeled\n",
+               o.target->step, o.target->step_seconds, o.target->moe_critical_seconds, o.target->moe_seconds,
+               o.target->moe_modeled_seconds);
   }
   fmt::print("training time       {:.2f} s of step time ({:.0f} tokens/s), {:.2f} s in MoE layers ({:.0f}%)\n",
              o.step_seconds, o.step_seconds > 0 ? static_cast<double>(o.tokens) / o.step_seconds : 0.0,
              o.moe_seconds, o.step_seconds > 0 ? 100.0 * o.moe_seconds / o.step_seconds : 0.0);
-  fmt::print("modeled MoE time    {:.4f} s on {} ranks with {:.1f} GB/s, {:.1f} us links\n", o.moe_modeled_seconds,
-             e.cluster.ranks, static_cast<double>(e.cluster.link_bandwidth) / 1e9, e.cluster.link_latency * 1e6);
+  fmt::print("MoE critical path   {:.2f} s (slowest logical rank per layer and phase)\n", o.moe_critical_seconds);
+  fmt::print("modeled MoE time    {:.4f} s on {} ranks under hardware profile {}\n", o.moe_modeled_seconds,
+             e.cluster.ranks, e.cluster.profile);
   if (processes > 1) fmt::print("processes           {} (c10d {})\n", processes, e.cluster.backend == CollectiveBackend::Nccl ? "nccl" : "gloo");
   fmt::print("database            {} (run id {})\n", db, run);
   fmt::print("inspect with        lrmoe show {} --db {}\n", run, db);
@@ -84,10 +87,10 @@ class FollowerObserver : public TrainingObserver {
 };
 
 int follow_run(const Experiment& experiment, const TokenSource& data, std::shared_ptr<const PolicySet> policies,
-               std::shared_ptr<Collectives> collectives) {
+               std::shared_ptr<Collectives> collectives, HardwareProfile profile) {
   install_interrupt_handler();
   FollowerObserver observer;
-  Trainer trainer(experiment, data, std::move(policies), std::move(collectives));
+  Trainer trainer(experiment, data, std::move(policies), std::move(collectives), std::move(profile));
   return trainer.run(observer).reason == StopReason::Stopped ? 130 : 0;
 }
 
@@ -136,11 +139,19 @@ int run_command(const ExperimentSource& source) {
   auto policies = std::make_shared<const PolicySet>(load_policy_set(experiment.policies));
   // A memory_per_rank that cannot hold the dense state is a configuration error: refused before
   // the database sees a run.
-  rank_budget(experiment.model, experiment.train, experiment.cluster,
-              pair_costs(experiment.model, experiment.policies.recompute));
+  const RankBudget budget = rank_budget(experiment.model, experiment.train, experiment.cluster,
+                                        pair_costs(experiment.model, experiment.policies.recompute));
+  // So is a hardware profile that cannot be read; this-machine is probed here, once.
+  HardwareProfile profile;
+  try {
+    profile = resolve_hardware_profile(experiment.cluster.profile, experiment.cluster.ranks);
+  } catch (const std::invalid_argument& error) {
+    throw std::runtime_error(fmt::format("{}: cluster.profile: {}", source.file.value_or("<built-in default experiment>"),
+                                         error.what()));
+  }
   // The rendezvous comes before the database: a run that cannot start records nothing.
   auto collectives = Collectives::connect(launch, experiment.cluster);
-  if (launch.rank != 0) return follow_run(experiment, *data, policies, collectives);
+  if (launch.rank != 0) return follow_run(experiment, *data, policies, collectives, profile);
   auto store = ResultsStore::open(experiment.store.path);
 
   const ThreadSetting threads = configure_threads(experiment.train.threads);
@@ -151,6 +162,10 @@ int run_command(const ExperimentSource& source) {
   const ParameterCount params = count_parameters(experiment.model);
   spdlog::info("parameters: {} total, {} active per token", billions(params.total), billions(params.active));
   spdlog::info("policies: {} on {} logical ranks", policy_names(experiment.policies), experiment.cluster.ranks);
+  spdlog::info("memory per rank: {:.1f} MiB ({}; fixed ownership needs {:.1f} MiB at balanced load); cost model: {} "
+               "({})",
+               static_cast<double>(budget.memory_per_rank) / (1 << 20), experiment.cluster.memory_per_rank,
+               static_cast<double>(budget.fixed_need_bytes) / (1 << 20), profile.name, profile.source);
   if (launch.world_size > 1) {
     spdlog::info("processes: {} ({}), {} logical ranks each, {} rows of every batch each, rendezvous {}:{}",
                  launch.world_size, launch.launcher, experiment.cluster.ranks / launch.world_size,
@@ -173,6 +188,8 @@ int run_command(const ExperimentSource& source) {
   info.ranks = experiment.cluster.ranks;
   info.processes = launch.world_size;
   info.policies = policy_names(experiment.policies);
+  info.hardware_profile = profile.to_toml();
+  info.memory_per_rank = budget.memory_per_rank;
   const int64_t run = store->begin_run(info);
   std::vector<PluginRecordRow> plugins;
   for (const PluginRecord& p : policies->records) plugins.push_back({p.kind, p.name, p.version, p.parameters, p.path, p.sha256});
@@ -184,7 +201,7 @@ int run_command(const ExperimentSource& source) {
   RunRecorder recorder(*store, run, progress);
   TrainingOutcome outcome;
   try {
-    Trainer trainer(experiment, *data, policies, collectives);
+    Trainer trainer(experiment, *data, policies, collectives, profile);
     outcome = trainer.run(recorder);
   } catch (const std::exception& error) {
     progress.finish();
@@ -197,7 +214,7 @@ int run_command(const ExperimentSource& source) {
   std::optional<TimeToTarget> time_to_target;
   if (outcome.target) {
     const TargetReached& t = *outcome.target;
-    time_to_target = TimeToTarget{t.step, t.step_seconds, t.moe_seconds, t.moe_modeled_seconds};
+    time_to_target = TimeToTarget{t.step, t.step_seconds, t.moe_seconds, t.moe_modeled_seconds, t.moe_critical_seconds};
   }
   const bool stopped = outcome.reason == StopReason::Stopped;
   store->add_event(run, stopped ? "warning" : "info", stopped ? "stopped by the user" : "finished");

@@ -35,7 +35,13 @@ LayerStepRecord layer_step_record(int64_t step, const LayerStepStatistics& s) {
   record.bytes_replica_sync = s.traffic.replica_sync;
   record.forward_seconds = s.forward_seconds;
   record.backward_seconds = s.backward_seconds;
-  record.modeled_seconds = s.modeled_seconds;
+  record.modeled_seconds = s.modeled.total();
+  record.critical_path_seconds = s.critical_path.seconds;
+  record.rank_sum_seconds = s.critical_path.rank_sum;
+  record.modeled_compute_seconds = s.modeled.compute();
+  record.modeled_all_to_all_seconds = s.modeled.all_to_all;
+  record.modeled_gather_seconds = s.modeled.gathers;
+  record.modeled_replica_seconds = s.modeled.replicas;
   record.placement_seconds = s.overhead.placement;
   record.metric_seconds = s.overhead.metric;
   record.selection_seconds = s.overhead.selection;
@@ -64,23 +70,38 @@ void RunRecorder::on_step(const StepReport& r) {
   record.step_seconds = r.step_seconds;
   record.moe_seconds = r.moe_seconds;
   record.moe_modeled_seconds = r.moe_modeled_seconds;
+  record.moe_critical_seconds = r.moe_critical_seconds;
   store_.add_step(run_, record);
   for (const LayerLoad& load : r.expert_load) store_.add_expert_load(run_, r.step, load.layer, load.pairs_per_expert);
   for (const LayerStepStatistics& layer : r.layers) {
     store_.add_layer_step(run_, layer_step_record(r.step, layer));
+    const CriticalPath& path = layer.critical_path;
     for (std::size_t rank = 0; rank < layer.forward_load.size(); ++rank) {
-      store_.add_rank_layer(run_, {r.step, layer.layer, static_cast<int64_t>(rank), layer.forward_load[rank],
-                                   layer.backward_load[rank], layer.bytes_sent[rank], layer.bytes_received[rank]});
+      RankLayerRecord row{r.step, layer.layer, static_cast<int64_t>(rank), layer.forward_load[rank],
+                          layer.backward_load[rank], layer.bytes_sent[rank], layer.bytes_received[rank]};
+      if (rank < path.rank_seconds[kForwardPhase].size()) {
+        row.forward_seconds = path.rank_seconds[kForwardPhase][rank];
+        row.backward_seconds = path.rank_seconds[kBackwardPhase][rank];
+      }
+      store_.add_rank_layer(run_, row);
     }
     for (const ProcessStepMeasurement& p : layer.processes) {
       store_.add_process_layer(run_, {r.step, layer.layer, p.process, p.exchange.bytes_sent, p.exchange.bytes_received,
-                                      p.exchange.seconds, p.exchange.calls, p.forward_seconds, p.backward_seconds});
+                                      p.exchange.seconds, p.exchange.calls, p.times.wall[kForwardPhase],
+                                      p.times.wall[kBackwardPhase]});
     }
   }
   for (std::size_t rank = 0; rank < r.rank_memory.size(); ++rank) {
-    const RankMemory& m = r.rank_memory[rank];
-    store_.add_rank_memory(run_, {r.step, static_cast<int64_t>(rank), m.owned, m.replicas, m.gradients, m.optimizer,
-                                  m.forward_tokens, m.backward_tokens, m.dense});
+    const MemoryPeak& peak = r.rank_memory[rank];
+    const RankMemory& m = peak.at_peak;
+    RankMemoryRecord row{r.step, static_cast<int64_t>(rank), m.owned, m.replicas, m.gradients, m.optimizer,
+                         m.forward_tokens, m.backward_tokens, m.dense};
+    row.peak_phase = phase_name(peak.peak.phase);
+    row.peak_layer = peak.peak.layer;
+    row.peak_subtotal = peak.subtotal;
+    row.subtotal_phase = phase_name(peak.subtotal_peak.phase);
+    row.subtotal_layer = peak.subtotal_peak.layer;
+    store_.add_rank_memory(run_, row);
   }
 
   const auto now = std::chrono::steady_clock::now();

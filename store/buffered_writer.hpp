@@ -2,13 +2,17 @@
 // The hot-path writer: steps, expert load, layer statistics, rank memory and events are
 // collected in memory and written by flush() in one transaction, through prepared statements
 // that are reused for every row. One transaction per row would cost a disk sync per row; one per
-// flush costs one.
+// flush costs one. Each table's INSERT and binds come from its column list
+// (store/recorded_tables.cpp), so nothing here names a column.
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "store/column_list.hpp"
+#include "store/recorded_tables.hpp"
 #include "store/results_store.hpp"
 #include "store/sqlite_handle.hpp"
 
@@ -39,17 +43,32 @@ class BufferedWriter {
   size_t buffered_rows() const;
 
  private:
+  // One table's buffered rows and the prepared INSERT, generated from its column list
+  // (store/recorded_tables.hpp), that writes them.
   template <typename Record>
-  struct RunRow {
-    int64_t run;
-    Record record;
-  };
-  struct ExpertLoadRow {
-    int64_t run, step, layer, expert, pairs;
-  };
-  struct EventRow {
-    int64_t run;
-    std::string time, level, message;
+  class BufferedTable {
+   public:
+    BufferedTable(sqlite::Database& db, const ColumnList<Record>& columns)
+        : columns_(columns), insert_(db.prepare(columns.insert_sql())) {}
+
+    void add(int64_t run, Record record) { rows_.push_back({run, std::move(record)}); }
+    void write() {
+      for (const Row& row : rows_) {
+        columns_.bind(insert_, row.run, row.record);
+        insert_.execute();
+      }
+    }
+    size_t size() const { return rows_.size(); }
+    void clear() { rows_.clear(); }
+
+   private:
+    struct Row {
+      int64_t run;
+      Record record;
+    };
+    const ColumnList<Record>& columns_;
+    sqlite::Statement insert_;
+    std::vector<Row> rows_;
   };
 
   void flush_if_large();
@@ -57,20 +76,13 @@ class BufferedWriter {
   void clear();
 
   sqlite::Database& db_;
-  sqlite::Statement insert_step_;
-  sqlite::Statement insert_expert_load_;
-  sqlite::Statement insert_layer_step_;
-  sqlite::Statement insert_rank_memory_;
-  sqlite::Statement insert_rank_layer_;
-  sqlite::Statement insert_process_layer_;
-  sqlite::Statement insert_event_;
-  std::vector<RunRow<StepRecord>> steps_;
-  std::vector<ExpertLoadRow> expert_load_;
-  std::vector<RunRow<LayerStepRecord>> layer_steps_;
-  std::vector<RunRow<RankMemoryRecord>> rank_memory_;
-  std::vector<RunRow<RankLayerRecord>> rank_layers_;
-  std::vector<RunRow<ProcessLayerRecord>> process_layers_;
-  std::vector<EventRow> events_;
+  BufferedTable<StepRecord> steps_;
+  BufferedTable<ExpertLoadRecord> expert_load_;
+  BufferedTable<LayerStepRecord> layer_steps_;
+  BufferedTable<RankMemoryRecord> rank_memory_;
+  BufferedTable<RankLayerRecord> rank_layers_;
+  BufferedTable<ProcessLayerRecord> process_layers_;
+  BufferedTable<EventRecord> events_;
 };
 
 }  // namespace lrmoe::store

@@ -54,8 +54,8 @@ class SqliteResultsStore final : public ResultsStore {
     sqlite::Statement insert = db_.prepare(
         "INSERT INTO runs (name, status, started_at, resolved_toml, toml_sha256, code_version, "
         "host, pid, torch_version, blas, seed, params_total, params_active, target_loss, ranks, "
-        "policies, processes) VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-        "?14, ?15, ?16)");
+        "policies, processes, hardware_profile, memory_per_rank) VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, "
+        "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
     insert.bind_text(1, info.name)
         .bind_text(2, store::utc_timestamp_now())
         .bind_text(3, info.resolved_toml)
@@ -71,7 +71,9 @@ class SqliteResultsStore final : public ResultsStore {
         .bind_optional_double(13, info.target_loss)
         .bind_int64(14, info.ranks)
         .bind_text(15, info.policies)
-        .bind_int64(16, info.processes);
+        .bind_int64(16, info.processes)
+        .bind_text(17, info.hardware_profile)
+        .bind_int64(18, info.memory_per_rank);
     insert.execute();
     return db_.last_insert_rowid();
   }
@@ -127,13 +129,14 @@ class SqliteResultsStore final : public ResultsStore {
     writer().flush();
     sqlite::Statement update = db_.prepare(
         "UPDATE runs SET status = ?2, ended_at = ?3, ttt_step = ?4, ttt_step_seconds = ?5, "
-        "ttt_moe_seconds = ?6, ttt_moe_modeled_seconds = ?7 WHERE id = ?1");
+        "ttt_moe_seconds = ?6, ttt_moe_modeled_seconds = ?7, ttt_moe_critical_seconds = ?8 WHERE id = ?1");
     update.bind_int64(1, run).bind_text(2, status).bind_text(3, store::utc_timestamp_now());
     if (time_to_target) {
       update.bind_int64(4, time_to_target->step)
           .bind_double(5, time_to_target->step_seconds)
           .bind_double(6, time_to_target->moe_seconds)
-          .bind_double(7, time_to_target->moe_modeled_seconds);
+          .bind_double(7, time_to_target->moe_modeled_seconds)
+          .bind_double(8, time_to_target->moe_critical_seconds);
     }
     update.execute();
     if (db_.changes() == 0) {

@@ -42,6 +42,8 @@ struct RunInfo {
   // The policies' names, placement/metric/selection/routing: "fixed_ownership/gate/keep_all/owner".
   std::string policies;
   std::optional<double> target_loss;
+  std::string hardware_profile;  // the cost model's profile, resolved (TOML)
+  int64_t memory_per_rank = 0;   // cluster.memory_per_rank resolved to bytes
 };
 
 // A policy plugin a run used (recorded once, at begin).
@@ -63,6 +65,7 @@ struct StepRecord {
   int64_t tokens = 0;          // tokens in this step
   double step_seconds = 0;     // wall time of the step
   double moe_seconds = 0;      // wall time inside MoE layers (forward + backward)
+  double moe_critical_seconds = 0;  // critical path of the MoE layers (Note [Critical path])
   // Modeled MoE-layer time of the step (cost model). Reads back as NaN for steps written
   // before schema 3, which did not record it.
   double moe_modeled_seconds = 0;
@@ -80,8 +83,12 @@ struct LayerStepRecord {
   // Bytes over all ranks: the four all-to-alls and the replica traffic.
   int64_t bytes_forward_dispatch = 0, bytes_forward_combine = 0, bytes_backward_dispatch = 0,
           bytes_backward_return = 0, bytes_replica_sync = 0;
-  // Measured wall time of the layer, and its cost-model time.
+  // Measured wall time of the layer, its critical path and the sum over ranks (Note [Critical
+  // path]), and its cost-model time with its parts (Note [Cost model]).
   double forward_seconds = 0, backward_seconds = 0, modeled_seconds = 0;
+  double critical_path_seconds = 0, rank_sum_seconds = 0;
+  double modeled_compute_seconds = 0, modeled_all_to_all_seconds = 0, modeled_gather_seconds = 0,
+         modeled_replica_seconds = 0;
   // The parts of the measured time spent deciding and rearranging rather than computing.
   double placement_seconds = 0, metric_seconds = 0, selection_seconds = 0, routing_seconds = 0,
          compaction_seconds = 0;
@@ -95,6 +102,7 @@ struct LayerStepRecord {
 struct RankLayerRecord {
   int64_t step = 0, layer = 0, rank = 0;
   int64_t forward_pairs = 0, backward_pairs = 0, bytes_sent = 0, bytes_received = 0;
+  double forward_seconds = 0, backward_seconds = 0;  // the rank's time per phase on the critical path
 };
 
 // One process in one MoE layer and step of a multi-process run, measured.
@@ -111,6 +119,14 @@ struct RankMemoryRecord {
   int64_t step = 0, rank = 0;
   int64_t owned = 0, replicas = 0, gradients = 0, optimizer = 0, forward_tokens = 0,
           backward_tokens = 0, dense = 0;
+  // The categories above are those at the peak of the rank's memory timeline: its moment
+  // ("forward" or "backward" of an MoE layer); the largest subtotal and its moment.
+  std::string peak_phase;
+  int64_t peak_layer = 0;
+  std::optional<int64_t> peak_subtotal;  // none: the subtotal of the categories above
+  std::string subtotal_phase;
+  int64_t subtotal_layer = 0;
+  std::optional<int64_t> measured_peak;  // CUDA caching allocator; none on CPU
 };
 
 // Cumulative times until the evaluation loss first reached the target.
@@ -119,6 +135,7 @@ struct TimeToTarget {
   double step_seconds = 0;
   double moe_seconds = 0;
   double moe_modeled_seconds = 0;  // NaN for runs finished before schema 3
+  double moe_critical_seconds = 0;  // NaN for runs finished before schema 5
 };
 
 struct RunSummary {

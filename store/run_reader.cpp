@@ -26,7 +26,7 @@ RunSummary summary_from_row(const sqlite::Statement& row) {
   run.target_loss = row.column_optional_double(16);
   if (const auto step = row.column_optional_int64(17)) {
     run.time_to_target = TimeToTarget{*step, row.column_double(18), row.column_double(19),
-                                      row.column_double(20)};
+                                      row.column_double(20), row.column_double(25)};
   }
   run.steps = row.column_int64(21);
   run.final_train_loss = row.column_optional_double(22);
@@ -43,7 +43,7 @@ std::vector<RunSummary> read_run_summaries(const sqlite::Database& db, std::opti
       "       r.code_version, r.host, r.torch_version, r.blas, r.seed, r.params_total, "
       "       r.params_active, r.ranks, r.policies, r.target_loss, r.ttt_step, "
       "       r.ttt_step_seconds, r.ttt_moe_seconds, r.ttt_moe_modeled_seconds, s.steps, "
-      "       s.final_train_loss, s.final_eval_loss, r.processes "
+      "       s.final_train_loss, s.final_eval_loss, r.processes, r.ttt_moe_critical_seconds "
       "FROM runs r JOIN run_summary s ON s.id = r.id "
       "WHERE ?1 IS NULL OR r.id = ?1 "
       "ORDER BY r.id");

@@ -286,6 +286,101 @@ SELECT run,
 FROM process_layer_steps
 GROUP BY run, layer, process;
 )sql"},
+    // What the paper measures (docs/notes.md): the critical path of the MoE layers beside the
+    // wall time and the sum over ranks; the modeled time by part under a named hardware profile
+    // (the resolved profile is kept with the run); memory as the peak of each rank's timeline,
+    // with the moment it occurs. Older rows keep NULL in the new columns: never recorded.
+    Migration{5, R"sql(
+ALTER TABLE runs ADD COLUMN hardware_profile TEXT;
+ALTER TABLE runs ADD COLUMN memory_per_rank INTEGER;
+ALTER TABLE runs ADD COLUMN ttt_moe_critical_seconds REAL;
+ALTER TABLE steps ADD COLUMN moe_critical_seconds REAL;
+ALTER TABLE moe_layer_steps ADD COLUMN critical_path_seconds REAL;
+ALTER TABLE moe_layer_steps ADD COLUMN rank_sum_seconds REAL;
+ALTER TABLE moe_layer_steps ADD COLUMN modeled_compute_seconds REAL;
+ALTER TABLE moe_layer_steps ADD COLUMN modeled_all_to_all_seconds REAL;
+ALTER TABLE moe_layer_steps ADD COLUMN modeled_gather_seconds REAL;
+ALTER TABLE moe_layer_steps ADD COLUMN modeled_replica_seconds REAL;
+-- Each logical rank's time on the critical path (Note [Critical path]), per phase.
+ALTER TABLE rank_layer_steps ADD COLUMN forward_seconds REAL;
+ALTER TABLE rank_layer_steps ADD COLUMN backward_seconds REAL;
+-- The categories are those at the moment of the largest total; the largest subtotal may fall
+-- at another moment. measured_peak: the CUDA caching allocator's peak, NULL on CPU.
+ALTER TABLE rank_memory ADD COLUMN peak_phase TEXT;
+ALTER TABLE rank_memory ADD COLUMN peak_layer INTEGER;
+ALTER TABLE rank_memory ADD COLUMN peak_subtotal INTEGER;
+ALTER TABLE rank_memory ADD COLUMN subtotal_phase TEXT;
+ALTER TABLE rank_memory ADD COLUMN subtotal_layer INTEGER;
+ALTER TABLE rank_memory ADD COLUMN measured_peak INTEGER;
+
+DROP VIEW run_summary;
+CREATE VIEW run_summary AS
+SELECT r.id,
+       r.name,
+       r.status,
+       r.started_at,
+       r.ended_at,
+       r.ranks,
+       r.processes,
+       r.policies,
+       (SELECT count(*) FROM steps s WHERE s.run = r.id) AS steps,
+       (SELECT s.train_loss FROM steps s WHERE s.run = r.id
+        ORDER BY s.step DESC LIMIT 1) AS final_train_loss,
+       (SELECT s.eval_loss FROM steps s WHERE s.run = r.id AND s.eval_loss IS NOT NULL
+        ORDER BY s.step DESC LIMIT 1) AS final_eval_loss,
+       r.target_loss,
+       r.ttt_step,
+       r.ttt_step_seconds,
+       r.ttt_moe_seconds,
+       r.ttt_moe_critical_seconds,
+       r.ttt_moe_modeled_seconds,
+       r.memory_per_rank,
+       r.params_total,
+       r.params_active
+FROM runs r;
+
+-- Per run and rank, the largest memory of any step: the paper's subtotal (owned and replica
+-- experts, forward and backward token buffers) and the total, each the peak of the rank's
+-- timeline (older rows: the sum of the categories). The two peaks may fall in different steps.
+DROP VIEW memory_peak;
+CREATE VIEW memory_peak AS
+SELECT run,
+       rank,
+       max(coalesce(peak_subtotal, owned + replicas + forward_tokens + backward_tokens)) AS peak_subtotal,
+       max(owned + replicas + gradients + optimizer + forward_tokens + backward_tokens + dense)
+         AS peak_total
+FROM rank_memory
+GROUP BY run, rank;
+
+-- Per run and MoE layer: as in migration 3, with the critical path, the sum over ranks and
+-- the modeled time by part.
+DROP VIEW layer_summary;
+CREATE VIEW layer_summary AS
+SELECT run,
+       layer,
+       count(*) AS steps,
+       sum(pairs_routed) AS pairs_routed,
+       sum(pairs_dropped) AS pairs_dropped,
+       sum(pairs_kept) AS pairs_kept,
+       sum(bytes_forward_dispatch) AS bytes_forward_dispatch,
+       sum(bytes_forward_combine) AS bytes_forward_combine,
+       sum(bytes_backward_dispatch) AS bytes_backward_dispatch,
+       sum(bytes_backward_return) AS bytes_backward_return,
+       sum(bytes_replica_sync) AS bytes_replica_sync,
+       sum(forward_seconds) AS forward_seconds,
+       sum(backward_seconds) AS backward_seconds,
+       sum(critical_path_seconds) AS critical_path_seconds,
+       sum(rank_sum_seconds) AS rank_sum_seconds,
+       sum(modeled_seconds) AS modeled_seconds,
+       sum(modeled_compute_seconds) AS modeled_compute_seconds,
+       sum(modeled_all_to_all_seconds) AS modeled_all_to_all_seconds,
+       sum(modeled_gather_seconds) AS modeled_gather_seconds,
+       sum(modeled_replica_seconds) AS modeled_replica_seconds,
+       avg(forward_load_max / NULLIF(forward_load_mean, 0)) AS forward_imbalance,
+       avg(backward_load_max / NULLIF(backward_load_mean, 0)) AS backward_imbalance
+FROM moe_layer_steps
+GROUP BY run, layer;
+)sql"},
 };
 
 constexpr bool numbered_in_order() {

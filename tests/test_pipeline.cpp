@@ -207,15 +207,19 @@ TEST_CASE("the pipeline's statistics count loads, bytes and memory of what it di
   CHECK(stats.forward_load == std::vector<int64_t>{16 - to_rank1, to_rank1});
   CHECK(stats.backward_load == stats.forward_load);
   CHECK(stats.traffic.forward_dispatch == crossing * costs.row_bytes);
-  CHECK(stats.traffic.forward_combine == crossing * costs.row_bytes);
-  CHECK(stats.traffic.backward_dispatch == crossing * costs.row_bytes);  // saved context stays put
+  // The combine carries the hidden norm beside the output row; the backward dispatch the gradient
+  // and the input row; the saved context stays put.
+  CHECK(stats.traffic.forward_combine == crossing * (costs.row_bytes + costs.element_bytes));
+  CHECK(stats.traffic.backward_dispatch == crossing * 2 * costs.row_bytes);
   CHECK(stats.traffic.replica_sync == 2 * 2 * costs.expert_bytes);
-  REQUIRE(stats.memory.size() == 2);
-  CHECK(stats.memory[0].owned == 2 * costs.expert_bytes);
-  CHECK(stats.memory[0].replicas == costs.expert_bytes);
-  CHECK(stats.memory[1].forward_tokens == to_rank1 * costs.forward_pair_bytes);
-  CHECK(stats.memory[1].backward_tokens == to_rank1 * costs.backward_pair_bytes);
-  CHECK(stats.modeled_seconds > 0);
+  REQUIRE(stats.passes.size() == 1);
+  const std::vector<LayerHolding>& held = stats.passes[0];
+  REQUIRE(held.size() == 2);
+  CHECK(held[0].owned == 2);
+  CHECK(held[0].replicas == 1);
+  CHECK(held[1].forward_pairs == static_cast<double>(to_rank1));
+  CHECK(held[1].backward_pairs == static_cast<double>(to_rank1));
+  CHECK(stats.modeled.total() > 0);
   // Taking starts afresh.
   CHECK(pipeline->take_statistics().pairs_routed == 0);
 }
@@ -225,7 +229,8 @@ TEST_CASE("plans and routes that break the contract or the budget are refused wi
   SECTION("a plan over the memory budget") {
     auto policies = scripted_policies(replicated_plan);
     PipelineSettings settings = problem.settings();
-    settings.budget_bytes = 4 * settings.costs.slot_bytes;  // three instances fit, the token buffers do not
+    // Rank 0's two owned experts and one replica fit (5 expert sizes), its token buffers do not.
+    settings.budget_bytes = 6 * settings.costs.expert_bytes;
     REQUIRE_THROWS_WITH(problem.run(make_pipeline(policies, settings), problem.pairs, problem.gates),
                         Catch::Contains("does not fit rank 0 as planned") && Catch::Contains("3 instances") &&
                             Catch::Contains("raise cluster.memory_per_rank"));

@@ -68,9 +68,7 @@ PlacementRequest placement_request(int64_t ranks, int64_t slots_per_rank, std::v
   request.tokens = sum(counts);
   request.counts = std::move(counts);
   request.budget_bytes = int64_t{1} << 40;
-  request.slot_bytes = 1000;
-  request.forward_pair_bytes = 10;
-  request.backward_pair_bytes = 20;
+  request.memory = {500, 10, 0, 20};
   return request;
 }
 
@@ -107,14 +105,14 @@ std::vector<std::vector<int64_t>> layout(const PlacementPlan& plan) {
   return result;
 }
 
-// Per rank, the memory model of placement.hpp before routing: an expert's forward pairs and kept
-// pairs count as split evenly over its instances.
+// Per rank, the memory model of lrmoe/memory_model.hpp before routing: an expert's forward pairs
+// and kept pairs count as split evenly over its instances.
 std::vector<double> rank_memory(const PlacementRequest& request, const PlacementPlan& plan) {
   std::vector<int64_t> copies(static_cast<size_t>(request.num_experts), 0);
   for (const ExpertInstance& instance : plan.instances) {
     ++copies[static_cast<size_t>(instance.expert)];
   }
-  std::vector<double> memory(static_cast<size_t>(request.ranks), 0.0);
+  std::vector<lrmoe::LayerHolding> holdings(static_cast<size_t>(request.ranks));
   for (const ExpertInstance& instance : plan.instances) {
     const auto e = static_cast<size_t>(instance.expert);
     int64_t forward = request.counts[e];
@@ -122,12 +120,13 @@ std::vector<double> rank_memory(const PlacementRequest& request, const Placement
       forward = std::min(forward, plan.forward_capacity[e]);
     }
     const int64_t kept = std::min(request.counts[e], plan.quota[e]);
-    memory[static_cast<size_t>(instance.rank)] +=
-        static_cast<double>(request.slot_bytes) +
-        (static_cast<double>(forward) * static_cast<double>(request.forward_pair_bytes) +
-         static_cast<double>(kept) * static_cast<double>(request.backward_pair_bytes)) /
-            static_cast<double>(copies[e]);
+    lrmoe::LayerHolding& h = holdings[static_cast<size_t>(instance.rank)];
+    ++(instance.owner ? h.owned : h.replicas);
+    h.forward_pairs += static_cast<double>(forward) / static_cast<double>(copies[e]);
+    h.backward_pairs += static_cast<double>(kept) / static_cast<double>(copies[e]);
   }
+  std::vector<double> memory;
+  for (const lrmoe::LayerHolding& h : holdings) memory.push_back(lrmoe::layer_peak_bytes(request.memory, h));
   return memory;
 }
 
@@ -225,7 +224,7 @@ TEST_CASE("Every built-in policy plugin loads with its name, kind and version", 
       INFO(name);
       const lrmoe::PluginInfo* info = builtin_catalog().find(kind, name);
       REQUIRE(info != nullptr);
-      CHECK(info->descriptor.version == "1.0.0");
+      CHECK(info->descriptor.version == (name == "lrmoe" ? "2.0.0" : "1.0.0"));  // lrmoe: budget-derived quotas
       CHECK(info->path.stem() == name);
       CHECK(lrmoe::create_policy(*info, lrmoe::resolve_parameters(*info, {})) != nullptr);
     }
@@ -330,10 +329,8 @@ TEST_CASE("lrmoe replicates the hot expert and water-fills quotas within the bud
   // F = [80, 20]. Replica of e0 (the hottest on rank 0) on rank 1: max(20 + 30, 80 - 60 + 30) = 50
   // < 80, so it is added; cnt = [2, 1, 1, 1], F = [50, 50]. max_replicas = 1 stops there.
   PlacementRequest request = placement_request(2, 3, {60, 20, 10, 10});
-  request.slot_bytes = 100;
-  request.forward_pair_bytes = 1;
-  request.backward_pair_bytes = 10;
-  const auto planner = load<lrmoe::PlacementPolicy>("lrmoe", {{"max_replicas", int64_t{1}}});
+  request.memory = {50, 1, 0, 10};  // expert parameters 50 (and as much gradient), pairs 1 and 10
+  const auto planner = load<lrmoe::PlacementPolicy>("lrmoe", {{"max_replicas", int64_t{1}}, {"keep_fraction", 0.5}});
 
   SECTION("generous budget: quotas from K alone") {
     // K = ceil(0.5 * 100) = 50. q = [min(60, floor(2 tau)), min(20, floor(tau)), min(10, floor(tau)) x 2]:
@@ -347,18 +344,20 @@ TEST_CASE("lrmoe replicates the hot expert and water-fills quotas within the bud
                                          I{0, 1, 2, 0}});
   }
   SECTION("tight budget: tau lowered until every rank fits") {
-    // Rank 1 (3 slots, F = 50): 300 + 50 + 10 * (q0 / 2 + q2 + q3) <= 550 needs q0 / 2 + q2 + q3 <= 20.
-    // tau = 6.5: q = [13, 6, 6, 6], 6.5 + 12 = 18.5 fits; tau = 7: q = [14, 7, 7, 7], 7 + 14 = 21 does not.
+    // Rank 1 (owners e2 e3, replica of e0, F = 50): resident 2 * 2 * 50 + replica 50 + max(forward
+    // 50, backward 10 * (q0 / 2 + q2 + q3) + replica gradient 50) <= 550 needs q0 / 2 + q2 + q3 <= 25;
+    // rank 0 (owners e0 e1): 200 + max(50, 10 * (q0 / 2 + q1)) <= 550 needs q0 / 2 + q1 <= 35.
+    // tau = 8.5: q = [17, 8, 8, 8], 8.5 + 16 = 24.5 fits; tau = 9: q = [18, 9, 9, 9], 9 + 18 = 27 does not.
     request.budget_bytes = 550;
     const PlacementPlan plan = planner->plan(request);
     check_valid_plan(request, plan);
-    CHECK(plan.quota == std::vector<int64_t>{13, 6, 6, 6});
+    CHECK(plan.quota == std::vector<int64_t>{17, 8, 8, 8});
     for (const double memory : rank_memory(request, plan)) {
       CHECK(memory <= 550);
     }
   }
   SECTION("impossible budget: zero quotas and no replicas") {
-    request.budget_bytes = 150;  // not even rank 0's two slots fit
+    request.budget_bytes = 150;  // not even rank 0's two owned experts (parameters and gradients: 200) fit
     const PlacementPlan plan = planner->plan(request);
     CHECK(check_valid_plan(request, plan) == std::vector<int64_t>{1, 1, 1, 1});
     CHECK(plan.quota == std::vector<int64_t>{0, 0, 0, 0});
@@ -397,14 +396,14 @@ TEST_CASE("lrmoe plans are valid and fit the budget over random requests", "[pol
       count = uniform(0, 4) == 0 ? 0 : static_cast<int64_t>(std::exp(skew * std::uniform_real_distribution<double>(0, 3)(random)) * 10);
     }
     PlacementRequest request = placement_request(ranks, slots, counts);
-    request.slot_bytes = uniform(0, 5000);
-    request.forward_pair_bytes = uniform(1, 50);
-    request.backward_pair_bytes = uniform(1, 100);
+    request.memory = {uniform(0, 2500), uniform(1, 50), uniform(0, 20), uniform(1, 100)};
     const double total = static_cast<double>(sum(counts));
     // From hopeless to generous.
     request.budget_bytes = static_cast<int64_t>(std::uniform_real_distribution<double>(0, 2)(random) *
-                                                (static_cast<double>(slots * request.slot_bytes) +
-                                                 total * static_cast<double>(request.forward_pair_bytes + request.backward_pair_bytes)));
+                                                (static_cast<double>(2 * slots * request.memory.expert_bytes) +
+                                                 total * static_cast<double>(request.memory.forward_pair_bytes +
+                                                                             request.memory.saved_pair_bytes +
+                                                                             request.memory.backward_pair_bytes)));
     const double keep_fraction = uniform(0, 3) == 0 ? 1.0 : std::uniform_real_distribution<double>(0.05, 1)(random);
     const int64_t max_replicas = uniform(0, 6);
     INFO("trial " << trial << ": E " << experts << " R " << ranks << " S " << slots << " budget " << request.budget_bytes);

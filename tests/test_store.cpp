@@ -311,17 +311,20 @@ TEST_CASE("layer statistics and rank memory round-trip, buffered until a flush",
               "bytes_backward_return", "bytes_replica_sync", "forward_seconds",
               "backward_seconds", "modeled_seconds", "placement_seconds", "metric_seconds",
               "selection_seconds", "routing_seconds", "compaction_seconds",
-              "measured_exchange_bytes", "measured_exchange_seconds"});
+              "measured_exchange_bytes", "measured_exchange_seconds", "critical_path_seconds",
+              "rank_sum_seconds", "modeled_compute_seconds", "modeled_all_to_all_seconds",
+              "modeled_gather_seconds", "modeled_replica_seconds"});
     REQUIRE(layer.rows.size() == 1);
     CHECK(row_text(layer.rows[0]) ==
           id + "|3|1|100|3|90|2|40|24.25|30|22.5|1001|1002|1003|1004|1005|0.5|0.75|0.375|"
-               "0.0625|0.03125|0.015625|0.125|0.25|2048|0.5");
+               "0.0625|0.03125|0.015625|0.125|0.25|2048|0.5|0.0|0.0|0.0|0.0|0.0|0.0");
 
     const lrmoe::QueryResult ranks = reader->query("SELECT * FROM rank_layer_steps");
     CHECK(ranks.columns == std::vector<std::string>{"run", "step", "layer", "rank", "forward_pairs",
-                                                    "backward_pairs", "bytes_sent", "bytes_received"});
+                                                    "backward_pairs", "bytes_sent", "bytes_received",
+                                                    "forward_seconds", "backward_seconds"});
     REQUIRE(ranks.rows.size() == 1);
-    CHECK(row_text(ranks.rows[0]) == id + "|3|1|2|21|22|23|24");
+    CHECK(row_text(ranks.rows[0]) == id + "|3|1|2|21|22|23|24|0.0|0.0");
 
     const lrmoe::QueryResult processes = reader->query("SELECT * FROM process_layer_steps");
     CHECK(processes.columns == std::vector<std::string>{"run", "step", "layer", "process", "bytes_sent",
@@ -334,9 +337,12 @@ TEST_CASE("layer statistics and rank memory round-trip, buffered until a flush",
     const lrmoe::QueryResult memory = reader->query("SELECT * FROM rank_memory");
     CHECK(memory.columns == std::vector<std::string>{"run", "step", "rank", "owned", "replicas",
                                                      "gradients", "optimizer", "forward_tokens",
-                                                     "backward_tokens", "dense"});
+                                                     "backward_tokens", "dense", "peak_phase", "peak_layer",
+                                                     "peak_subtotal", "subtotal_phase", "subtotal_layer",
+                                                     "measured_peak"});
     REQUIRE(memory.rows.size() == 1);
-    CHECK(row_text(memory.rows[0]) == id + "|3|2|11|12|13|14|15|16|17");
+    // Not a timeline's peak: no moment, and no measured peak (NULL).
+    CHECK(row_text(memory.rows[0]) == id + "|3|2|11|12|13|14|15|16|17||0|NULL||0|NULL");
   }
 
   SECTION("one row per run, step and layer or rank") {

@@ -72,6 +72,7 @@ struct TrainConfig {
   int64_t eval_every = 25;
   int64_t eval_batches = 4;
   double target_loss = 0.0;   // stop when the evaluation loss reaches it; 0: run to max_steps
+  double near_target_margin = 0.05;  // evaluate every step once a loss is within this fraction of the target
   int64_t log_every = 10;
   int64_t threads = 0;        // intra-op threads; 0: one per core
 };
@@ -81,11 +82,9 @@ enum class CollectiveBackend { Gloo, Nccl };
 
 struct ClusterConfig {
   int64_t ranks = 1;                              // expert-parallel ranks
-  uint64_t memory_per_rank = 80ull << 30;         // bytes
+  std::string memory_per_rank = "80GiB";          // a size, or "<f>x fixed" (core/config/memory_spec.hpp)
   int64_t slots_per_rank = 0;                     // expert slots per MoE layer; 0: experts/ranks
-  uint64_t link_bandwidth = 50ull * 1000 * 1000 * 1000;  // bytes per second between two ranks
-  double link_latency = 5e-6;                     // seconds per message
-  double gemm_flops = 0;                          // FLOP/s of one rank; 0: measured at start
+  std::string profile = "h100-sxm-8gpu-ib400";    // cost model's hardware profile (experiments/hardware/)
   std::string master_addr = "127.0.0.1";          // rendezvous host when the launcher names none
   int64_t master_port = 29500;                    // rendezvous port when the launcher names none
   double timeout = 30;                            // seconds a process waits for a peer before failing

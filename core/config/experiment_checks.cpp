@@ -6,6 +6,7 @@
 
 #include "core/config/experiment_loader.hpp"
 #include "core/config/experiment_schema.hpp"
+#include "core/config/memory_spec.hpp"
 
 namespace lrmoe {
 
@@ -53,6 +54,13 @@ void check_consistency(const Experiment& experiment, const FieldPlaces& places) 
           fmt::format("model.dense_ffn_size must be > 0 when model.first_k_dense ({}) layers "
                       "are dense",
                       model.first_k_dense));
+  try {
+    parse_memory_spec(cluster.memory_per_rank);
+  } catch (const std::invalid_argument& error) {
+    require(false, {"cluster.memory_per_rank"}, std::string("cluster.memory_per_rank: ") + error.what());
+  }
+  require(!cluster.profile.empty(), {"cluster.profile"},
+          "cluster.profile must name a hardware profile (`lrmoe validate` lists them in the error of an unknown one)");
   const bool has_moe_layers = model.first_k_dense < model.num_layers;
   const std::string moe_layers =
       fmt::format("when MoE layers exist (model.first_k_dense {} < model.num_layers {})",

@@ -225,22 +225,24 @@ std::vector<FieldDescriptor> build_schema() {
       .integer("eval_batches", &TrainConfig::eval_batches, at_least(1), "batches per evaluation")
       .real("target_loss", &TrainConfig::target_loss, at_least(0),
             "stop when the evaluation loss reaches it; 0: run to max_steps")
+      .real("near_target_margin", &TrainConfig::near_target_margin, at_least(0),
+            "evaluate after every step once the training or last evaluation loss is within this fraction above "
+            "target_loss, so that the step the target is reached is found exactly")
       .integer("log_every", &TrainConfig::log_every, at_least(1), "steps between log lines")
       .integer("threads", &TrainConfig::threads, at_least(0), "intra-op threads; 0: one per core");
 
   SectionRows<ClusterConfig>(rows, "cluster", &Experiment::cluster,
                              Defaults::FromMemberInitialisers)
       .integer("ranks", &ClusterConfig::ranks, at_least(1), "expert-parallel ranks")
-      .byte_size("memory_per_rank", &ClusterConfig::memory_per_rank, at_least(1),
-                 "memory of each rank (\"80GiB\", \"512MB\" or bytes)")
+      .text("memory_per_rank", &ClusterConfig::memory_per_rank,
+            "memory of each rank: \"80GiB\", \"512MB\", bytes, or a multiple of what fixed ownership needs at "
+            "balanced load for the MoE layers' experts and token buffers, on top of the dense and optimizer state "
+            "(\"0.8x fixed\")")
       .integer("slots_per_rank", &ClusterConfig::slots_per_rank, at_least(0),
                "expert slots per MoE layer on each rank (owners and replicas); 0: experts / ranks")
-      .byte_size("link_bandwidth", &ClusterConfig::link_bandwidth, at_least(1),
-                 "cost model: bytes per second a rank sends or receives (\"50GB\" means 50 GB/s)")
-      .real("link_latency", &ClusterConfig::link_latency, at_least(0),
-            "cost model: seconds per message between two ranks")
-      .real("gemm_flops", &ClusterConfig::gemm_flops, at_least(0),
-            "cost model: FLOP/s of one rank's expert GEMMs; 0: measured on this machine at start")
+      .text("profile", &ClusterConfig::profile,
+            "cost model's hardware profile: a name in experiments/hardware (h100-sxm-8gpu-ib400, "
+            "h200-sxm-8gpu-ib400, ...), a path to a profile .toml, or this-machine (probed once per run)")
       .text("master_addr", &ClusterConfig::master_addr,
             "multi-process runs: rendezvous host when the launcher sets no MASTER_ADDR (Slurm)")
       .integer("master_port", &ClusterConfig::master_port, {inclusive(1), inclusive(65535)},

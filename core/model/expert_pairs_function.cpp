@@ -2,8 +2,11 @@
 
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <functional>
+
 #include "core/model/grouped_swiglu.hpp"
 #include "core/pipeline/expert_counts.hpp"
+#include "core/pipeline/rank_parts.hpp"
 
 namespace lrmoe {
 namespace {
@@ -21,7 +24,36 @@ struct PairsContext : torch::CustomClassHolder {
     static PairExchange local(std::make_shared<Collectives>());
     return pipeline ? pipeline->exchange() : local;
   }
+
+  // The ranks of this process whose rows `slice` holds, each computed on its own.
+  std::vector<RankPart> parts(const ProcessSlice& slice) const {
+    return rank_parts(slice, *forward->table, pipeline ? pipeline->settings().process : ProcessView{});
+  }
+
+  // Runs one rank's part of a phase, timed through the pipeline's rank clock (Note [Critical
+  // path]).
+  void run(int phase, const RankPart& part, const std::function<void()>& work) const {
+    if (!pipeline) return work();
+    pipeline->add_rank_seconds(phase, part.rank, pipeline->rank_clock().time(part.rows, work));
+  }
 };
+
+// One rank's slice of instance weights [instances, ...].
+Tensor part_of(const Tensor& instance_weights, const RankPart& part) {
+  return instance_weights.narrow(0, part.first_instance, part.instances);
+}
+Tensor rows_of(const Tensor& rows, const RankPart& part) { return rows.narrow(0, part.first_row, part.rows); }
+
+// Per-instance weight gradients of the parts, in place in a [instances, ...] tensor that is zero
+// for instances no part here computes.
+Tensor instance_gradients(const std::vector<Tensor>& part_grads, const std::vector<RankPart>& parts,
+                          const Tensor& like) {
+  auto grads = torch::zeros_like(like);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i].instances > 0) grads.narrow(0, parts[i].first_instance, parts[i].instances).copy_(part_grads[i]);
+  }
+  return grads;
+}
 
 // Each instance's copy of its expert's weights: a replica is a copy of the owner's parameters.
 Tensor instance_weights(const Tensor& weights, const InstanceTable& table) {
@@ -44,15 +76,24 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
                         const Tensor& w_down, const Tensor& tokens, c10::intrusive_ptr<PairsContext> state) {
     const ForwardPass& pass = *state->forward;
     const ProcessSlice& here = pass.layout.local;
-    const auto& offsets = here.instance_offsets;
     PairExchange& exchange = state->exchange();
 
     auto x_rows = exchange.dispatch(x.index_select(0, tokens), here);
-    auto pre = grouped_pre_activations(x_rows, offsets, instance_weights(w_gate_up, *pass.table));
-    auto hidden = swiglu_hidden(pre);
-    auto y_rows = grouped_output(hidden, offsets, instance_weights(w_down, *pass.table));
-    // The output row and the hidden norm (a metric signal) go home together.
-    auto home = exchange.combine(torch::cat({y_rows, hidden.norm(2, 1).unsqueeze(1)}, 1), here);
+    const auto w_gate_up_i = instance_weights(w_gate_up, *pass.table);
+    const auto w_down_i = instance_weights(w_down, *pass.table);
+    std::vector<Tensor> pre_parts, out_parts;
+    for (const RankPart& part : state->parts(here)) {
+      state->run(kForwardPhase, part, [&] {
+        auto pre = grouped_pre_activations(rows_of(x_rows, part), part.offsets, part_of(w_gate_up_i, part));
+        auto hidden = swiglu_hidden(pre);
+        auto y = grouped_output(hidden, part.offsets, part_of(w_down_i, part));
+        // The output row and the hidden norm (a metric signal) go home together.
+        out_parts.push_back(torch::cat({y, hidden.norm(2, 1).unsqueeze(1)}, 1));
+        pre_parts.push_back(pre);
+      });
+    }
+    auto pre = torch::cat(pre_parts);
+    auto home = exchange.combine(torch::cat(out_parts), here);
     const int64_t width = x.size(1);
     auto y_home = home.narrow(1, 0, width);
     auto hidden_norm = home.select(1, width);
@@ -105,7 +146,6 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
       pre_rows = saved_pre;
     }
     const ProcessSlice& kept_here = plan.layout.local;
-    const auto& offsets = kept_here.instance_offsets;
 
     // Kept pairs: gate * weight * d goes to the backward instance with the pair's input row.
     auto scale = gates.index_select(0, plan.local_kept).to(x.scalar_type());
@@ -118,28 +158,49 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
         kept_here);
     auto grad_rows = rows.narrow(1, 0, width).contiguous();
     auto x_rows = rows.narrow(1, width, width).contiguous();
-    if (!pre_rows.defined()) pre_rows = grouped_pre_activations(x_rows, offsets, w_gate_up_i);
     const bool all_input_grads = state->pipeline && state->pipeline->dropped_pairs_keep_input_grad();
-    auto kept_grads = grouped_swiglu_backward(grad_rows, x_rows, pre_rows, offsets, w_gate_up_i, w_down_i,
-                                              /*weight_grads=*/true, /*input_grads=*/!all_input_grads);
+    const std::vector<RankPart> parts = state->parts(kept_here);
+    std::vector<Tensor> gate_up_parts, down_parts, input_parts;
+    for (const RankPart& part : parts) {
+      state->run(kBackwardPhase, part, [&] {
+        auto part_x = rows_of(x_rows, part);
+        auto part_gate_up = part_of(w_gate_up_i, part);
+        auto pre = pre_rows.defined() ? rows_of(pre_rows, part)
+                                      : grouped_pre_activations(part_x, part.offsets, part_gate_up);
+        auto grads = grouped_swiglu_backward(rows_of(grad_rows, part), part_x, pre, part.offsets, part_gate_up,
+                                             part_of(w_down_i, part), /*weight_grads=*/true,
+                                             /*input_grads=*/!all_input_grads);
+        gate_up_parts.push_back(grads.w_gate_up);
+        down_parts.push_back(grads.w_down);
+        if (!all_input_grads) input_parts.push_back(grads.input);
+      });
+    }
 
     auto grad_x = torch::zeros_like(x);
     if (!all_input_grads) {
-      grad_x.index_add_(0, tokens.index_select(0, plan.local_kept), exchange.combine(kept_grads.input, kept_here));
+      grad_x.index_add_(0, tokens.index_select(0, plan.local_kept), exchange.combine(torch::cat(input_parts), kept_here));
     } else {
       // Every computed pair's exact input gradient, at its forward instance.
       const ProcessSlice& f = forward.layout.local;
-      const auto& f_offsets = f.instance_offsets;
       auto all_rows = exchange.dispatch(upstream * gates.to(x.scalar_type()).unsqueeze(1), f);
-      auto all_pre = saved_pre.defined()
-                         ? saved_pre
-                         : grouped_pre_activations(exchange.dispatch(x_home, f), f_offsets, w_gate_up_i);
-      auto input = grouped_swiglu_backward(all_rows, Tensor(), all_pre, f_offsets, w_gate_up_i, w_down_i,
-                                           /*weight_grads=*/false, /*input_grads=*/true);
-      grad_x.index_add_(0, tokens, exchange.combine(input.input, f));
+      auto all_x = saved_pre.defined() ? Tensor() : exchange.dispatch(x_home, f);
+      std::vector<Tensor> all_inputs;
+      for (const RankPart& part : state->parts(f)) {
+        state->run(kBackwardPhase, part, [&] {
+          auto part_gate_up = part_of(w_gate_up_i, part);
+          auto pre = saved_pre.defined() ? rows_of(saved_pre, part)
+                                         : grouped_pre_activations(rows_of(all_x, part), part.offsets, part_gate_up);
+          all_inputs.push_back(grouped_swiglu_backward(rows_of(all_rows, part), Tensor(), pre, part.offsets,
+                                                       part_gate_up, part_of(w_down_i, part),
+                                                       /*weight_grads=*/false, /*input_grads=*/true)
+                                   .input);
+        });
+      }
+      grad_x.index_add_(0, tokens, exchange.combine(torch::cat(all_inputs), f));
     }
-    return {grad_x, grad_gates, expert_gradient(kept_grads.w_gate_up, table, num_experts),
-            expert_gradient(kept_grads.w_down, table, num_experts), Tensor(), Tensor()};
+    return {grad_x, grad_gates,
+            expert_gradient(instance_gradients(gate_up_parts, parts, w_gate_up_i), table, num_experts),
+            expert_gradient(instance_gradients(down_parts, parts, w_down_i), table, num_experts), Tensor(), Tensor()};
   }
 };
 

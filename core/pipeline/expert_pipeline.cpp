@@ -8,6 +8,7 @@
 
 #include "core/pipeline/expert_counts.hpp"
 #include "core/pipeline/global_pairs.hpp"
+#include "core/pipeline/pass_accounting.hpp"
 
 namespace lrmoe {
 namespace {
@@ -108,53 +109,22 @@ const std::string& ExpertPipeline::policy_name(PolicyKind kind) const {
   return policies_->records.at(static_cast<std::size_t>(kind)).name;
 }
 
-std::vector<RankMemory> ExpertPipeline::rank_memory(const InstanceTable& table, const std::vector<double>& forward_load,
-                                                    const std::vector<double>& backward_load) const {
-  const PairCosts& c = settings_.costs;
-  std::vector<RankMemory> memory(static_cast<std::size_t>(settings_.ranks));
-  for (const ExpertInstance& instance : table.instances) {
-    RankMemory& m = memory[instance.rank];
-    (instance.owner ? m.owned : m.replicas) += c.expert_bytes;
-    m.gradients += c.expert_bytes;
-    if (instance.owner) m.optimizer += 2 * c.expert_bytes;  // Adam's two moments
-  }
-  for (std::size_t r = 0; r < memory.size(); ++r) {
-    // Planned loads are fractional (an expert's pairs split evenly over its instances), as a
-    // placement computes them; routed loads are whole.
-    memory[r].forward_tokens = static_cast<int64_t>(forward_load[r] * static_cast<double>(c.forward_pair_bytes));
-    memory[r].backward_tokens = static_cast<int64_t>(backward_load[r] * static_cast<double>(c.backward_pair_bytes));
-  }
-  return memory;
-}
-
-// The budget covers what the placement decides: instances (parameters and gradient buffers)
-// and token buffers. Optimizer state and dense state were taken out of it up front.
-void ExpertPipeline::check_budget(const std::vector<RankMemory>& memory, const InstanceTable& table,
-                                  const std::vector<double>& forward_load, const std::vector<double>& backward_load,
-                                  const std::string& stage) const {
-  const std::vector<int64_t> instances = table.instances_per_rank(settings_.ranks);
-  for (std::size_t r = 0; r < memory.size(); ++r) {
-    const RankMemory& m = memory[r];
-    const int64_t used = m.owned + m.replicas + m.gradients + m.forward_tokens + m.backward_tokens;
-    if (used <= settings_.budget_bytes) continue;
+// The budget covers what the placement decides: instances and token buffers (optimizer state
+// and dense state were taken out of it up front).
+void ExpertPipeline::check_budget(const std::vector<LayerHolding>& holdings, const std::string& stage) const {
+  const MemoryCosts& c = settings_.costs.memory;
+  for (std::size_t r = 0; r < holdings.size(); ++r) {
+    const LayerHolding& h = holdings[r];
+    if (layer_fits(c, h, settings_.budget_bytes)) continue;
     throw PlanError(fmt::format(
-        "step {}, MoE layer {}: the plan of placement '{}' does not fit rank {} {}: {} instances x {} + {:.0f} "
-        "forward pairs x {} B + {:.0f} kept pairs x {} B = {} > {} per rank for this layer; raise "
-        "cluster.memory_per_rank, lower the quotas, or use a placement that fits",
-        step_, settings_.layer, policy_name(PolicyKind::Placement), r, stage, instances[r],
-        readable_bytes(static_cast<double>(settings_.costs.slot_bytes)), forward_load[r], settings_.costs.forward_pair_bytes,
-        backward_load[r], settings_.costs.backward_pair_bytes, readable_bytes(static_cast<double>(used)),
+        "step {}, MoE layer {}: the plan of placement '{}' does not fit rank {} {}: {} instances ({} replicas) x {} "
+        "+ {:.0f} forward pairs x ({} B saved + {} B in forward) + {:.0f} kept pairs x {} B in backward peak at {} > "
+        "{} per rank for this layer; raise cluster.memory_per_rank, lower the quotas, or use a placement that fits",
+        step_, settings_.layer, policy_name(PolicyKind::Placement), r, stage, h.owned + h.replicas, h.replicas,
+        readable_bytes(static_cast<double>(c.expert_bytes)), h.forward_pairs, c.saved_pair_bytes,
+        c.forward_pair_bytes, h.backward_pairs, c.backward_pair_bytes, readable_bytes(layer_peak_bytes(c, h)),
         readable_bytes(static_cast<double>(settings_.budget_bytes))));
   }
-}
-
-std::vector<int64_t> ExpertPipeline::capacity(const std::vector<RankMemory>& memory, int64_t pair_bytes) const {
-  std::vector<int64_t> pairs;
-  for (const RankMemory& m : memory) {
-    const int64_t used = m.owned + m.replicas + m.gradients + m.forward_tokens + m.backward_tokens;
-    pairs.push_back(std::max<int64_t>(0, (settings_.budget_bytes - used) / pair_bytes));
-  }
-  return pairs;
 }
 
 torch::Tensor ExpertPipeline::route(Phase phase, const torch::Tensor& experts, const torch::Tensor& home,
@@ -207,9 +177,7 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Ten
   request.counts = counts;
   request.history.assign(history_.begin(), history_.end());
   request.budget_bytes = settings_.budget_bytes;
-  request.slot_bytes = settings_.costs.slot_bytes;
-  request.forward_pair_bytes = settings_.costs.forward_pair_bytes;
-  request.backward_pair_bytes = settings_.costs.backward_pair_bytes;
+  request.memory = settings_.costs.memory;
   overhead.compaction += clock.lap();
   PlacementPlan plan = policies_->placement->plan(request);
   overhead.placement += clock.lap();
@@ -233,6 +201,8 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Ten
   const std::vector<int64_t> computed_counts = expert_counts(computed_experts, E);
   pass->expert_offsets = offsets_from_counts(computed_counts);
   pass->home = all.home.index_select(0, pass->computed);
+  pass->routed_per_home_rank.assign(static_cast<std::size_t>(settings_.ranks), 0);
+  for (int64_t i = 0; i < all.home.numel(); ++i) ++pass->routed_per_home_rank[all.home.data_ptr<int64_t>()[i]];
   const torch::Tensor computed_cpu = pass->computed;
   pass->computed = pass->computed.to(experts.device());
   pass->experts = computed_experts.to(experts.device());
@@ -242,27 +212,28 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Ten
   for (std::size_t e = 0; e < kept_pairs.size(); ++e) kept_pairs[e] = std::min(computed_counts[e], plan.quota[e]);
   const std::vector<double> expected_forward = even_split(*table, computed_counts, settings_.ranks);
   const std::vector<double> expected_backward = even_split(*table, kept_pairs, settings_.ranks);
-  check_budget(rank_memory(*table, expected_forward, expected_backward), *table, expected_forward, expected_backward,
-               "as planned");
+  check_budget(rank_holdings(*table, expected_forward, expected_backward), "as planned");
   overhead.compaction += clock.lap();
 
   const std::vector<double> no_load(static_cast<std::size_t>(settings_.ranks), 0.0);
-  const torch::Tensor instance =
-      route(Phase::Forward, computed_experts, pass->home, *table,
-            capacity(rank_memory(*table, no_load, expected_backward), settings_.costs.forward_pair_bytes));
+  std::vector<int64_t> forward_capacity;
+  for (const LayerHolding& h : rank_holdings(*table, no_load, expected_backward)) {
+    forward_capacity.push_back(forward_pairs_that_fit(settings_.costs.memory, h, settings_.budget_bytes));
+  }
+  const torch::Tensor instance = route(Phase::Forward, computed_experts, pass->home, *table, forward_capacity);
   overhead.routing += clock.lap();
   pass->layout = build_pair_layout(instance, pass->home, *table, settings_.ranks, settings_.process, experts.device());
   pass->local_pairs =
       all.source_row.index_select(0, computed_cpu.index_select(0, pass->layout.local.home_pairs)).to(experts.device());
   const std::vector<double> forward_load = as_doubles(pass->layout.load);
-  check_budget(rank_memory(*table, forward_load, expected_backward), *table, forward_load, expected_backward,
-               "after forward routing");
+  check_budget(rank_holdings(*table, forward_load, expected_backward), "after forward routing");
   overhead.compaction += clock.lap();
 
   statistics_.pairs_routed += experts_cpu.numel();
   statistics_.pairs_dropped += experts_cpu.numel() - pass->computed.numel();
   statistics_.replicas = table->replicas();
   statistics_.overhead += overhead;
+  statistics_.planning_seconds[kForwardPhase] += overhead.total();
   return pass;
 }
 
@@ -298,19 +269,20 @@ BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch
   const std::vector<double> no_load(static_cast<std::size_t>(settings_.ranks), 0.0);
   overhead.compaction += clock.lap();
 
-  const torch::Tensor instance =
-      route(Phase::Backward, kept_experts, kept_home, table,
-            capacity(rank_memory(table, forward_load, no_load), settings_.costs.backward_pair_bytes));
+  std::vector<int64_t> backward_capacity;
+  for (const LayerHolding& h : rank_holdings(table, forward_load, no_load)) {
+    backward_capacity.push_back(backward_pairs_that_fit(settings_.costs.memory, h, settings_.budget_bytes));
+  }
+  const torch::Tensor instance = route(Phase::Backward, kept_experts, kept_home, table, backward_capacity);
   overhead.routing += clock.lap();
   pass.layout = build_pair_layout(instance, kept_home, table, settings_.ranks, settings_.process, forward.experts.device());
   localize(forward, selection.weights, pass);
-  const std::vector<double> backward_load = as_doubles(pass.layout.load);
-  const std::vector<RankMemory> memory = rank_memory(table, forward_load, backward_load);
-  check_budget(memory, table, forward_load, backward_load, "after backward routing");
+  check_budget(rank_holdings(table, forward_load, as_doubles(pass.layout.load)), "after backward routing");
   overhead.compaction += clock.lap();
 
   statistics_.overhead += overhead;
-  account_pass(forward, pass, memory);
+  statistics_.planning_seconds[kBackwardPhase] += overhead.total();
+  account(forward, pass);
   return pass;
 }
 
@@ -353,97 +325,31 @@ void ExpertPipeline::localize(const ForwardPass& forward, const torch::Tensor& w
                           .to(device);
 }
 
-// Loads, bytes, memory and modeled time of one forward-backward pass (one micro-batch).
-void ExpertPipeline::account_pass(const ForwardPass& forward, const BackwardPass& backward,
-                                  const std::vector<RankMemory>& memory) {
-  const PairCosts& c = settings_.costs;
-  const InstanceTable& table = *forward.table;
-  const PairLayout& f = forward.layout;
-  const PairLayout& b = backward.layout;
+void ExpertPipeline::account(const ForwardPass& forward, const BackwardPass& backward) {
+  PassAccount pass = account_pass(settings_, forward, backward);
   const auto R = static_cast<std::size_t>(settings_.ranks);
-  const bool input_grads_for_all = dropped_pairs_keep_input_grad();
-
-  // Kept pairs whose backward runs on another rank than their forward need their saved context
-  // (input row and pre-activations) moved there, unless everything is recomputed from the input
-  // row sent from home.
-  std::vector<int64_t> moved_to(R, 0), moved_from(R, 0);
-  if (!settings_.recompute && b.pairs() > 0) {
-    const torch::Tensor forward_instance = f.instance.index_select(0, backward.kept);
-    const int64_t* fi = forward_instance.data_ptr<int64_t>();
-    const int64_t* bi = b.instance.data_ptr<int64_t>();
-    for (int64_t p = 0; p < b.pairs(); ++p) {
-      const int64_t from = table.instance_rank[fi[p]], to = table.instance_rank[bi[p]];
-      if (from == to) continue;
-      ++moved_from[from];
-      ++moved_to[to];
-    }
-  }
-  const int64_t context_bytes = c.row_bytes + c.pre_activation_bytes;
-
-  LayerTraffic traffic;
-  traffic.forward_dispatch = f.crossing() * c.row_bytes;
-  traffic.forward_combine = f.crossing() * c.row_bytes;
-  // Gradient rows of the kept pairs (of every pair when dropped pairs keep their input gradient).
-  const PairLayout& gradient_layout = input_grads_for_all ? f : b;
-  int64_t moved = 0;
-  for (std::size_t r = 0; r < R; ++r) moved += moved_to[r];
-  traffic.backward_dispatch = gradient_layout.crossing() * c.row_bytes +
-                              (settings_.recompute ? b.crossing() * c.row_bytes : moved * context_bytes);
-  traffic.backward_return = gradient_layout.crossing() * c.row_bytes;
-  traffic.replica_sync = 2 * table.replicas() * c.expert_bytes;
-
-  // Modeled time: each rank's GEMMs plus its share of every exchange; the slowest rank wins.
-  const CostModel& model = settings_.cost_model;
-  double slowest = 0;
   if (statistics_.forward_load.empty()) {
     for (auto* per_rank : {&statistics_.forward_load, &statistics_.backward_load, &statistics_.bytes_sent,
                            &statistics_.bytes_received}) {
       per_rank->assign(R, 0);
     }
   }
-  std::vector<int64_t>& sent = statistics_.bytes_sent;
-  std::vector<int64_t>& received = statistics_.bytes_received;
   for (std::size_t r = 0; r < R; ++r) {
-    double work = f.load[r] * c.forward_flops + b.load[r] * c.backward_flops;
-    if (input_grads_for_all) work += (f.load[r] - b.load[r]) * c.forward_flops;  // input-gradient GEMMs
-    double seconds = model.compute_seconds(work);
-    const double row = static_cast<double>(c.row_bytes);
-    seconds += 2 * model.exchange_seconds(f.sent[r] * row, f.received[r] * row, std::max(f.peers_sent[r], f.peers_received[r]));
-    const PairLayout& g = gradient_layout;
-    const double extra_out = settings_.recompute ? b.sent[r] * row : moved_from[r] * static_cast<double>(context_bytes);
-    const double extra_in = settings_.recompute ? b.received[r] * row : moved_to[r] * static_cast<double>(context_bytes);
-    seconds += model.exchange_seconds(g.sent[r] * row + extra_out, g.received[r] * row + extra_in,
-                                      std::max(g.peers_sent[r], g.peers_received[r]));
-    seconds += model.exchange_seconds(g.received[r] * row, g.sent[r] * row, std::max(g.peers_sent[r], g.peers_received[r]));
-    slowest = std::max(slowest, seconds);
-    // Dispatch out, combine back, gradient rows out (with context) and input gradients back.
-    const double exchanged = static_cast<double>(f.sent[r] + f.received[r] + g.sent[r] + g.received[r]) * row;
-    sent[r] += static_cast<int64_t>(exchanged + extra_out);
-    received[r] += static_cast<int64_t>(exchanged + extra_in);
+    statistics_.forward_load[r] += forward.layout.load[r];
+    statistics_.backward_load[r] += backward.layout.load[r];
+    statistics_.bytes_sent[r] += pass.bytes_sent[r];
+    statistics_.bytes_received[r] += pass.bytes_received[r];
   }
-  // Replica parameters out and gradients back, each owner to each of its replicas.
-  std::vector<double> replica_bytes(R, 0.0);
-  for (const auto& instances : table.expert_instances) {
-    for (std::size_t i = 1; i < instances.size(); ++i) {
-      replica_bytes[table.instance_rank[instances[0]]] += c.expert_bytes;
-      replica_bytes[table.instance_rank[instances[i]]] += c.expert_bytes;
-    }
-  }
-  double replica_seconds = 0;
-  for (double bytes : replica_bytes) replica_seconds = std::max(replica_seconds, model.exchange_seconds(bytes, bytes, bytes > 0 ? 2 : 0));
+  statistics_.pairs_kept += backward.layout.pairs();
+  statistics_.traffic += pass.traffic;
+  statistics_.modeled += pass.modeled;
+  statistics_.passes.push_back(std::move(pass.holdings));
+}
 
-  statistics_.pairs_kept += b.pairs();
-  statistics_.traffic += traffic;
-  statistics_.modeled_seconds += slowest + replica_seconds;
-  for (std::size_t r = 0; r < R; ++r) {
-    statistics_.forward_load[r] += f.load[r];
-    statistics_.backward_load[r] += b.load[r];
-  }
-  if (statistics_.memory.empty()) {
-    statistics_.memory = memory;
-  } else {
-    for (std::size_t r = 0; r < R; ++r) statistics_.memory[r] = RankMemory::max(statistics_.memory[r], memory[r]);
-  }
+void ExpertPipeline::add_rank_seconds(int phase, int64_t rank, double seconds) {
+  std::vector<double>& ranks = statistics_.rank_expert_seconds[phase];
+  if (ranks.empty()) ranks.assign(static_cast<std::size_t>(settings_.ranks), 0.0);
+  ranks[static_cast<std::size_t>(rank)] += seconds;
 }
 
 void ExpertPipeline::add_seconds(double forward, double backward) {

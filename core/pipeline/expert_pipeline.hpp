@@ -23,12 +23,13 @@
 #include <vector>
 
 #include "core/config/experiment.hpp"
-#include "core/pipeline/cost_model.hpp"
+#include "core/cost/cost_model.hpp"
 #include "core/pipeline/instance_table.hpp"
 #include "core/pipeline/layer_statistics.hpp"
 #include "core/pipeline/pair_costs.hpp"
 #include "core/pipeline/pair_exchange.hpp"
 #include "core/pipeline/pair_layout.hpp"
+#include "core/pipeline/rank_clock.hpp"
 #include "core/pipeline/process_view.hpp"
 #include "core/plugins/policy_set.hpp"
 
@@ -56,6 +57,7 @@ struct ForwardPass {
   torch::Tensor experts;                // [n] int64 expert of each computed pair, on the layer's device
   std::vector<int64_t> expert_offsets;  // [experts + 1] over the computed pairs
   torch::Tensor home;                   // [n] int64 CPU: home rank of each computed pair
+  std::vector<int64_t> routed_per_home_rank;  // [ranks]: routed pairs (dropped ones included) homed on each rank
   std::shared_ptr<const InstanceTable> table;
   std::vector<int64_t> quota;
   PairLayout layout;
@@ -105,24 +107,25 @@ class ExpertPipeline {
 
   // Called by the layer with its measured wall times.
   void add_seconds(double forward, double backward);
+  // The clock the expert computation times each rank's part with (Note [Critical path]), and
+  // what it charged; `phase` is kForwardPhase or kBackwardPhase.
+  RankClock& rank_clock() { return *rank_clock_; }
+  void set_rank_clock(std::shared_ptr<RankClock> clock) { rank_clock_ = std::move(clock); }
+  void add_rank_seconds(int phase, int64_t rank, double seconds);
   // The statistics since the last call (one optimizer step's passes), then starts afresh.
   LayerStepStatistics take_statistics();
 
  private:
-  std::vector<RankMemory> rank_memory(const InstanceTable& table, const std::vector<double>& forward_load,
-                                      const std::vector<double>& backward_load) const;
-  void check_budget(const std::vector<RankMemory>& memory, const InstanceTable& table,
-                    const std::vector<double>& forward_load, const std::vector<double>& backward_load,
-                    const std::string& stage) const;
-  std::vector<int64_t> capacity(const std::vector<RankMemory>& memory, int64_t pair_bytes) const;
+  // Every rank's holding must fit the layer's budget (lrmoe/memory_model.hpp); `stage` says when.
+  void check_budget(const std::vector<LayerHolding>& holdings, const std::string& stage) const;
   torch::Tensor route(Phase phase, const torch::Tensor& experts, const torch::Tensor& home,
                       const InstanceTable& table, std::vector<int64_t> capacity);
   // Every process's signals of the forward's computed pairs, in pair order.
   PairBatch gather_signals(const ForwardPass& forward, PairBatch local) const;
   // The parts of `pass` this process computes: local kept pairs, weights, the context move.
   void localize(const ForwardPass& forward, const torch::Tensor& weights, BackwardPass& pass) const;
-  // `memory`: the pass's per-rank memory, as checked after backward routing.
-  void account_pass(const ForwardPass& forward, const BackwardPass& backward, const std::vector<RankMemory>& memory);
+  // Adds the pass's holdings, bytes and modeled time to the step's statistics.
+  void account(const ForwardPass& forward, const BackwardPass& backward);
   // The plugin name of one policy, for messages.
   const std::string& policy_name(PolicyKind kind) const;
 
@@ -130,6 +133,7 @@ class ExpertPipeline {
   PipelineSettings settings_;
   std::shared_ptr<Collectives> collectives_;
   std::shared_ptr<PairExchange> exchange_;
+  std::shared_ptr<RankClock> rank_clock_ = std::make_shared<WallRankClock>();
   int64_t step_ = 0;
   std::deque<std::vector<int64_t>> history_;  // earlier counts, oldest first
   LayerStepStatistics statistics_;

@@ -1,31 +1,16 @@
 #pragma once
 // What one MoE layer did in one optimizer step, per logical rank: the figures the paper compares
-// (loads, all-to-all bytes, memory by category) and the modeled cluster time of that work.
+// (loads, all-to-all bytes, what each rank held) and the modeled cluster time of that work.
 
 #include <cstdint>
 #include <vector>
 
+#include "core/cost/cost_model.hpp"
+#include "core/pipeline/critical_path.hpp"
 #include "core/pipeline/pair_exchange.hpp"
+#include "lrmoe/memory_model.hpp"
 
 namespace lrmoe {
-
-// Memory of one rank by the categories of the design (bytes). The paper's subtotal is
-// owned + replicas + forward_tokens + backward_tokens.
-struct RankMemory {
-  int64_t owned = 0;            // parameters of the experts the rank owns
-  int64_t replicas = 0;         // parameters of the replicas it hosts
-  int64_t gradients = 0;        // expert gradient buffers (owned and replicas)
-  int64_t optimizer = 0;        // Adam state of the experts it owns
-  int64_t forward_tokens = 0;   // token buffers of the pairs it computes in forward
-  int64_t backward_tokens = 0;  // token buffers of the kept pairs it runs backward for
-  int64_t dense = 0;            // dense parameters, gradients, optimizer state, activations (estimated)
-
-  int64_t subtotal() const { return owned + replicas + forward_tokens + backward_tokens; }
-  int64_t total() const { return subtotal() + gradients + optimizer + dense; }
-  RankMemory& operator+=(const RankMemory& other);
-  // Category-wise maximum: the peak over the micro-batches of a step.
-  static RankMemory max(const RankMemory& a, const RankMemory& b);
-};
 
 // The four all-to-alls of a layer and the replica traffic, in bytes over all ranks.
 struct LayerTraffic {
@@ -53,8 +38,7 @@ struct PipelineOverhead {
 // What one process measured of a layer in one step.
 struct ProcessStepMeasurement {
   int64_t process = 0;
-  double forward_seconds = 0;
-  double backward_seconds = 0;
+  ProcessPhaseTimes times;        // its wall and planning seconds of the layer, per phase
   ExchangeMeasurement exchange;  // its all-to-all-v calls: bytes to and from other processes, wall time
 };
 
@@ -69,13 +53,19 @@ struct LayerStepStatistics {
   std::vector<int64_t> bytes_sent;     // per rank: pair-row bytes to other ranks, all four all-to-alls
   std::vector<int64_t> bytes_received; // per rank: from other ranks
   LayerTraffic traffic;
-  std::vector<RankMemory> memory;  // per rank, peak over the step's micro-batches
+  // Per pass (micro-batch), per rank: what the rank held for this layer (its memory timeline's
+  // input, core/pipeline/memory_timeline.hpp).
+  std::vector<std::vector<LayerHolding>> passes;
   double forward_seconds = 0;      // measured wall time of the layer (the slowest process's)
   double backward_seconds = 0;
   ExchangeMeasurement exchange;    // this process's all-to-all-v calls
   std::vector<ProcessStepMeasurement> processes;  // every process's measurements (multi-process runs)
   PipelineOverhead overhead;       // part of the two above
-  double modeled_seconds = 0;      // cost model: slowest rank's compute plus its communication
+  double planning_seconds[kPhases] = {0, 0};  // the overhead by phase: the plan every rank computes
+  // [phase][rank]: each rank's timed expert work (this process's ranks; zero for the others).
+  std::vector<double> rank_expert_seconds[kPhases];
+  CriticalPath critical_path;      // of the whole step, over all processes (set by the trainer)
+  ModeledTime modeled;             // cost model: the step's passes under the run's hardware profile
 };
 
 }  // namespace lrmoe

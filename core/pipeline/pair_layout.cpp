@@ -77,7 +77,8 @@ PairLayout build_pair_layout(const torch::Tensor& instance, const torch::Tensor&
   layout.received.assign(r, 0);
   layout.peers_sent.assign(r, 0);
   layout.peers_received.assign(r, 0);
-  std::vector<int64_t> matrix(r * r, 0);  // [source][destination]
+  std::vector<int64_t>& matrix = layout.matrix;
+  matrix.assign(r * r, 0);
   const int64_t* inst = instance.data_ptr<int64_t>();
   const int64_t* from = home.data_ptr<int64_t>();
   for (int64_t p = 0; p < instance.numel(); ++p) {

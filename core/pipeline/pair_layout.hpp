@@ -41,6 +41,7 @@ struct PairLayout {
   std::vector<int64_t> received;          // [ranks]: pairs each rank receives from another rank
   std::vector<int64_t> peers_sent;        // [ranks]: ranks each rank sends at least one pair to
   std::vector<int64_t> peers_received;    // [ranks]: ranks each rank receives from
+  std::vector<int64_t> matrix;            // [ranks * ranks]: pairs from home rank s to rank d at [s * ranks + d]
   ProcessSlice local;
 
   int64_t pairs() const { return instance.numel(); }

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
+#include "core/config/memory_spec.hpp"
 #include "core/model/parameter_count.hpp"
 
 namespace lrmoe {
@@ -27,20 +30,33 @@ RankBudget rank_budget(const ModelConfig& model, const TrainConfig& train, const
   RankBudget budget;
   budget.dense_bytes = 4 * dense_parameters * costs.element_bytes +  // parameter, gradient, two moments
                        dense_activation_bytes(model, rank_tokens, train.seq_len);
-  budget.optimizer_bytes = moe_layers * (model.num_experts / cluster.ranks) * 2 * costs.expert_bytes;
-  const int64_t left = static_cast<int64_t>(cluster.memory_per_rank) - budget.dense_bytes - budget.optimizer_bytes;
+  const int64_t owned_per_rank = model.num_experts / cluster.ranks;
+  budget.optimizer_bytes = moe_layers * owned_per_rank * 2 * costs.expert_bytes;
+  // Fixed ownership at balanced load: every rank owns E/R experts and computes and keeps its
+  // share of each micro-batch's pairs.
+  const double balanced_pairs =
+      static_cast<double>(train.batch_size * train.seq_len * model.top_k) / static_cast<double>(cluster.ranks);
+  const LayerHolding fixed{owned_per_rank, 0, balanced_pairs, balanced_pairs};
+  const int64_t fixed_moe = moe_layers * static_cast<int64_t>(std::ceil(layer_peak_bytes(costs.memory, fixed)));
+  budget.fixed_need_bytes = budget.dense_bytes + budget.optimizer_bytes + fixed_moe;
+  const MemorySpec spec = parse_memory_spec(cluster.memory_per_rank);
+  budget.memory_per_rank =
+      spec.bytes > 0 ? static_cast<int64_t>(spec.bytes)
+                     : budget.dense_bytes + budget.optimizer_bytes +
+                           static_cast<int64_t>(std::floor(spec.times_fixed * static_cast<double>(fixed_moe)));
+  const int64_t left = budget.memory_per_rank - budget.dense_bytes - budget.optimizer_bytes;
   if (moe_layers == 0) return budget;
   if (left <= 0) {
     throw PlanError(fmt::format("cluster.memory_per_rank ({} bytes) does not even hold the dense state and "
                                 "activations ({} bytes) and the owned experts' optimizer state ({} bytes); raise it",
-                                cluster.memory_per_rank, budget.dense_bytes, budget.optimizer_bytes));
+                                budget.memory_per_rank, budget.dense_bytes, budget.optimizer_bytes));
   }
   budget.layer_bytes = left / moe_layers;
   return budget;
 }
 
 PipelineSettings pipeline_settings(const Experiment& experiment, const ModelConfig& model, int64_t layer,
-                                   const RankBudget& budget, double gemm_flops) {
+                                   const RankBudget& budget, const CostModel& cost_model) {
   const ClusterConfig& cluster = experiment.cluster;
   PipelineSettings settings;
   settings.layer = layer;
@@ -53,9 +69,7 @@ PipelineSettings pipeline_settings(const Experiment& experiment, const ModelConf
   settings.costs = pair_costs(model, settings.recompute);
   settings.dropped_pair_keeps = experiment.policies.dropped_pair_keeps;
   settings.seed = experiment.experiment.seed;
-  settings.cost_model.flops = cluster.gemm_flops > 0 ? cluster.gemm_flops : gemm_flops;
-  settings.cost_model.bandwidth = static_cast<double>(cluster.link_bandwidth);
-  settings.cost_model.latency = cluster.link_latency;
+  settings.cost_model = cost_model;
   return settings;
 }
 

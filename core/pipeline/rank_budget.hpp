@@ -17,6 +17,11 @@ struct RankBudget {
   int64_t dense_bytes = 0;
   int64_t optimizer_bytes = 0;  // Adam state of the experts a rank owns, all MoE layers
   int64_t layer_bytes = 0;      // per MoE layer: instances and token buffers
+  // What fixed ownership needs per rank at balanced load (every rank computing and keeping
+  // top_k * tokens / ranks pairs of each micro-batch), dense and optimizer state included: the
+  // unit of memory_per_rank = "<f>x fixed".
+  int64_t fixed_need_bytes = 0;
+  int64_t memory_per_rank = 0;  // cluster.memory_per_rank resolved to bytes
 };
 
 // Throws PlanError, with the numbers, when nothing is left for the MoE layers.
@@ -30,9 +35,8 @@ RankBudget rank_budget(const ModelConfig& model, const TrainConfig& train, const
 // norm and the logits with their softmax.
 int64_t dense_activation_bytes(const ModelConfig& model, int64_t tokens, int64_t seq_len);
 
-// The settings of MoE layer `layer` (index among the MoE layers). `gemm_flops` calibrates the
-// cost model when cluster.gemm_flops is 0.
+// The settings of MoE layer `layer` (index among the MoE layers).
 PipelineSettings pipeline_settings(const Experiment& experiment, const ModelConfig& model, int64_t layer,
-                                   const RankBudget& budget, double gemm_flops);
+                                   const RankBudget& budget, const CostModel& cost_model);
 
 }  // namespace lrmoe

@@ -6,7 +6,6 @@
 #include <string>
 
 #include "core/pipeline/expert_counts.hpp"
-#include "core/system/blas_probe.hpp"
 #include "core/system/threads.hpp"
 #include "core/train/lr_schedule.hpp"
 
@@ -50,7 +49,7 @@ ModelConfig resolve_model_vocabulary(const ModelConfig& model, int64_t data_voca
 }
 
 Trainer::Trainer(const Experiment& experiment, const TokenSource& data, std::shared_ptr<const PolicySet> policies,
-                 std::shared_ptr<Collectives> collectives)
+                 std::shared_ptr<Collectives> collectives, std::optional<HardwareProfile> profile)
     : experiment_(experiment),
       data_(data),
       collectives_(collectives ? std::move(collectives) : std::make_shared<Collectives>()),
@@ -60,17 +59,18 @@ Trainer::Trainer(const Experiment& experiment, const TokenSource& data, std::sha
   model_config_ = resolve_model_vocabulary(experiment.model, data.vocab_size());
   model_ = Transformer(model_config_);
   optimizer_ = make_optimizer(*model_, experiment.train);
-  if (policies) install_pipelines(std::move(policies));
+  if (policies) install_pipelines(std::move(policies), std::move(profile));
 }
 
-void Trainer::install_pipelines(std::shared_ptr<const PolicySet> policies) {
+void Trainer::install_pipelines(std::shared_ptr<const PolicySet> policies, std::optional<HardwareProfile> profile) {
   const PairCosts costs = pair_costs(model_config_, experiment_.policies.recompute);
   budget_ = lrmoe::rank_budget(model_config_, experiment_.train, experiment_.cluster, costs);
-  const double gemm_flops = experiment_.cluster.gemm_flops > 0 ? 0.0 : probe_blas().matmul_gflops * 1e9;
+  cost_model_ = CostModel(profile ? std::move(*profile)
+                                  : resolve_hardware_profile(experiment_.cluster.profile, experiment_.cluster.ranks));
   const auto& layers = model_->moe_layers();
   for (std::size_t i = 0; i < layers.size(); ++i) {
     PipelineSettings settings =
-        pipeline_settings(experiment_, model_config_, static_cast<int64_t>(i), budget_, gemm_flops);
+        pipeline_settings(experiment_, model_config_, static_cast<int64_t>(i), budget_, cost_model_);
     settings.process.index = collectives_->rank();
     settings.process.processes = collectives_->size();
     auto pipeline = std::make_shared<ExpertPipeline>(policies, settings, collectives_);
@@ -119,19 +119,33 @@ StepReport Trainer::train_step(int64_t step) {
     report.expert_load.push_back({model_->moe_layer_indices()[i], int64_values(counts)});
     LayerStepStatistics statistics = layer->take_statistics();
     report.moe_seconds += statistics.forward_seconds + statistics.backward_seconds;
-    report.moe_modeled_seconds += statistics.modeled_seconds;
+    report.moe_modeled_seconds += statistics.modeled.total();
     if (!pipelines_.empty()) report.layers.push_back(std::move(statistics));
   }
-  if (!pipelines_.empty()) {
-    report.rank_memory.assign(static_cast<std::size_t>(experiment_.cluster.ranks), RankMemory{});
-    for (RankMemory& rank : report.rank_memory) rank.dense = budget_.dense_bytes;
-    for (const LayerStepStatistics& layer : report.layers) {
-      for (std::size_t r = 0; r < layer.memory.size(); ++r) report.rank_memory[r] += layer.memory[r];
-    }
-  }
+  report.moe_critical_seconds = report.moe_seconds;
+  report.rank_memory = memory_peaks(report.layers);
   report.step_seconds = seconds_since(started);
   gather_measurements(report);
   return report;
+}
+
+std::vector<MemoryPeak> Trainer::memory_peaks(const std::vector<LayerStepStatistics>& layers) const {
+  std::vector<MemoryPeak> peaks;
+  if (layers.empty()) return peaks;
+  const auto ranks = static_cast<std::size_t>(experiment_.cluster.ranks);
+  const MemoryCosts costs = pipelines_.front()->settings().costs.memory;
+  const StaticMemory fixed{budget_.optimizer_bytes, budget_.dense_bytes};
+  const std::size_t passes = layers.front().passes.size();
+  peaks.resize(ranks);
+  for (std::size_t r = 0; r < ranks; ++r) {
+    for (std::size_t pass = 0; pass < passes; ++pass) {
+      std::vector<LayerHolding> holdings;
+      for (const LayerStepStatistics& layer : layers) holdings.push_back(layer.passes[pass][r]);
+      const MemoryPeak peak = pass_peak(costs, holdings, fixed);
+      peaks[r] = pass == 0 ? peak : max_peak(peaks[r], peak);
+    }
+  }
+  return peaks;
 }
 
 void Trainer::sum_gradients() {
@@ -166,48 +180,71 @@ double Trainer::process_mean(double value) {
 }
 
 void Trainer::gather_measurements(StepReport& report) {
-  if (collectives_->single() || report.layers.empty()) return;
-  constexpr int64_t kFields = 6;
+  if (report.layers.empty()) return;
+  const int64_t ranks = experiment_.cluster.ranks;
+  const int64_t processes = collectives_->size();
+  // Per layer: wall and planning seconds by phase, exchange bytes, seconds and calls, then each
+  // rank's expert seconds by phase (zero for the ranks of other processes).
+  const int64_t fields = 8 + kPhases * ranks;
   const auto layers = static_cast<int64_t>(report.layers.size());
-  torch::Tensor local = torch::empty({1, layers * kFields + 1}, torch::kFloat64);
+  torch::Tensor local = torch::zeros({1, layers * fields + 1}, torch::kFloat64);
   auto* values = local.data_ptr<double>();
   for (int64_t l = 0; l < layers; ++l) {
     const LayerStepStatistics& s = report.layers[l];
-    const double fields[kFields] = {s.forward_seconds,
-                                    s.backward_seconds,
-                                    static_cast<double>(s.exchange.bytes_sent),
-                                    static_cast<double>(s.exchange.bytes_received),
-                                    s.exchange.seconds,
-                                    static_cast<double>(s.exchange.calls)};
-    std::copy(fields, fields + kFields, values + l * kFields);
+    double* f = values + l * fields;
+    f[0] = s.forward_seconds;
+    f[1] = s.backward_seconds;
+    f[2] = s.planning_seconds[kForwardPhase];
+    f[3] = s.planning_seconds[kBackwardPhase];
+    f[4] = static_cast<double>(s.exchange.bytes_sent);
+    f[5] = static_cast<double>(s.exchange.bytes_received);
+    f[6] = s.exchange.seconds;
+    f[7] = static_cast<double>(s.exchange.calls);
+    for (int phase = 0; phase < kPhases; ++phase) {
+      const std::vector<double>& expert = s.rank_expert_seconds[phase];
+      std::copy(expert.begin(), expert.end(), f + 8 + phase * ranks);
+    }
   }
-  values[layers * kFields] = report.step_seconds;
+  values[layers * fields] = report.step_seconds;
   // [processes, ...]: one row from each.
-  const torch::Tensor all = collectives_->gather_rows(local, std::vector<int64_t>(collectives_->size(), 1));
+  const torch::Tensor all =
+      collectives_->single() ? local : collectives_->gather_rows(local, std::vector<int64_t>(processes, 1));
   const auto* rows = all.data_ptr<double>();
   const int64_t width = all.size(1);
 
   report.moe_seconds = 0;
+  report.moe_critical_seconds = 0;
   for (int64_t l = 0; l < layers; ++l) {
     LayerStepStatistics& s = report.layers[l];
     s.processes.clear();
-    for (int64_t p = 0; p < all.size(0); ++p) {
-      const double* f = rows + p * width + l * kFields;
+    std::vector<double> expert[kPhases];
+    for (auto& phase : expert) phase.assign(static_cast<std::size_t>(ranks), 0.0);
+    std::vector<ProcessPhaseTimes> times;
+    for (int64_t p = 0; p < processes; ++p) {
+      const double* f = rows + p * width + l * fields;
       ProcessStepMeasurement m;
       m.process = p;
-      m.forward_seconds = f[0];
-      m.backward_seconds = f[1];
-      m.exchange.bytes_sent = static_cast<int64_t>(f[2]);
-      m.exchange.bytes_received = static_cast<int64_t>(f[3]);
-      m.exchange.seconds = f[4];
-      m.exchange.calls = static_cast<int64_t>(f[5]);
-      s.forward_seconds = std::max(s.forward_seconds, m.forward_seconds);
-      s.backward_seconds = std::max(s.backward_seconds, m.backward_seconds);
-      s.processes.push_back(m);
+      m.times.wall[kForwardPhase] = f[0];
+      m.times.wall[kBackwardPhase] = f[1];
+      m.times.planning[kForwardPhase] = f[2];
+      m.times.planning[kBackwardPhase] = f[3];
+      m.exchange.bytes_sent = static_cast<int64_t>(f[4]);
+      m.exchange.bytes_received = static_cast<int64_t>(f[5]);
+      m.exchange.seconds = f[6];
+      m.exchange.calls = static_cast<int64_t>(f[7]);
+      for (int phase = 0; phase < kPhases; ++phase) {
+        for (int64_t r = 0; r < ranks; ++r) expert[phase][static_cast<std::size_t>(r)] += f[8 + phase * ranks + r];
+      }
+      s.forward_seconds = std::max(s.forward_seconds, f[0]);
+      s.backward_seconds = std::max(s.backward_seconds, f[1]);
+      times.push_back(m.times);
+      if (processes > 1) s.processes.push_back(m);
     }
+    s.critical_path = critical_path(expert, times, ranks / processes);
     report.moe_seconds += s.forward_seconds + s.backward_seconds;
+    report.moe_critical_seconds += s.critical_path.seconds;
   }
-  for (int64_t p = 0; p < all.size(0); ++p) report.step_seconds = std::max(report.step_seconds, rows[p * width + width - 1]);
+  for (int64_t p = 0; p < processes; ++p) report.step_seconds = std::max(report.step_seconds, rows[p * width + width - 1]);
 }
 
 double Trainer::evaluate() {
@@ -223,6 +260,16 @@ double Trainer::evaluate() {
   return process_mean(total / static_cast<double>(experiment_.train.eval_batches));
 }
 
+bool Trainer::evaluates(int64_t step, double train_loss, std::optional<double> last_eval) const {
+  const TrainConfig& t = experiment_.train;
+  if (step % t.eval_every == 0 || step == t.max_steps) return true;
+  if (t.target_loss <= 0) return false;
+  // Near the target, every step: the crossing is then found at the step it happens, not up to
+  // eval_every steps later.
+  const double near = t.target_loss * (1 + t.near_target_margin);
+  return train_loss <= near || (last_eval && *last_eval <= near);
+}
+
 TrainingOutcome Trainer::run(TrainingObserver& observer) {
   const TrainConfig& t = experiment_.train;
   TrainingOutcome outcome;
@@ -231,18 +278,21 @@ TrainingOutcome Trainer::run(TrainingObserver& observer) {
     outcome.steps = step;
     outcome.step_seconds += report.step_seconds;
     outcome.moe_seconds += report.moe_seconds;
+    outcome.moe_critical_seconds += report.moe_critical_seconds;
     outcome.moe_modeled_seconds += report.moe_modeled_seconds;
     outcome.tokens += report.tokens;
     outcome.final_train_loss = report.train_loss;
     report.cumulative_step_seconds = outcome.step_seconds;
     report.cumulative_moe_seconds = outcome.moe_seconds;
+    report.cumulative_moe_critical_seconds = outcome.moe_critical_seconds;
     report.cumulative_moe_modeled_seconds = outcome.moe_modeled_seconds;
 
-    if (step % t.eval_every == 0 || step == t.max_steps) {
+    if (evaluates(step, report.train_loss, outcome.final_eval_loss)) {
       report.eval_loss = evaluate();
       outcome.final_eval_loss = report.eval_loss;
       if (t.target_loss > 0 && *report.eval_loss <= t.target_loss && !outcome.target) {
-        outcome.target = TargetReached{step, outcome.step_seconds, outcome.moe_seconds, outcome.moe_modeled_seconds};
+        outcome.target = TargetReached{step, outcome.step_seconds, outcome.moe_seconds, outcome.moe_critical_seconds,
+                                       outcome.moe_modeled_seconds};
       }
     }
     observer.on_step(report);

@@ -32,7 +32,8 @@ enum class StopReason { TargetReached, MaxSteps, Stopped };
 struct TargetReached {
   int64_t step = 0;
   double step_seconds = 0;  // cumulative step time until then
-  double moe_seconds = 0;   // cumulative MoE-layer time until then
+  double moe_seconds = 0;   // cumulative MoE-layer wall time until then
+  double moe_critical_seconds = 0;  // cumulative MoE-layer critical path until then
   double moe_modeled_seconds = 0;  // cumulative modeled MoE-layer time until then
 };
 
@@ -44,6 +45,7 @@ struct TrainingOutcome {
   std::optional<TargetReached> target;
   double step_seconds = 0;
   double moe_seconds = 0;
+  double moe_critical_seconds = 0;
   double moe_modeled_seconds = 0;
   int64_t tokens = 0;
 };
@@ -56,9 +58,12 @@ class Trainer {
  public:
   // Seeds torch, builds the model and the optimizer. With `policies`, every MoE layer trains
   // through the LRMoE pipeline on cluster.ranks logical ranks; without, it is exact on one rank.
-  // `collectives`: the processes of the run; none: this process alone.
+  // `collectives`: the processes of the run; none: this process alone. `profile`: the cost
+  // model's hardware profile, resolved by the caller (this-machine is probed once per run);
+  // none: resolved here from cluster.profile.
   Trainer(const Experiment& experiment, const TokenSource& data,
-          std::shared_ptr<const PolicySet> policies = nullptr, std::shared_ptr<Collectives> collectives = nullptr);
+          std::shared_ptr<const PolicySet> policies = nullptr, std::shared_ptr<Collectives> collectives = nullptr,
+          std::optional<HardwareProfile> profile = std::nullopt);
 
   TrainingOutcome run(TrainingObserver& observer);
   // Mean cross-entropy over train.eval_batches validation batches.
@@ -67,17 +72,25 @@ class Trainer {
   const ModelConfig& model_config() const { return model_config_; }
   // How each rank's memory divides; zero without policies.
   const RankBudget& rank_budget() const { return budget_; }
+  // The profile the cost model uses (loaded, or probed once for "this-machine"); default
+  // without policies.
+  const HardwareProfile& hardware_profile() const { return cost_model_.profile(); }
 
  private:
   // One optimizer step; returns its report without eval loss.
   StepReport train_step(int64_t step);
   // An ExpertPipeline for every MoE layer, sharing the policies.
-  void install_pipelines(std::shared_ptr<const PolicySet> policies);
+  void install_pipelines(std::shared_ptr<const PolicySet> policies, std::optional<HardwareProfile> profile);
   // Sums every parameter's gradient over the processes.
   void sum_gradients();
-  // Every process's measured layer times and exchanges into `report` (the slowest process's
-  // times become the layer's).
+  // Every process's measured layer times, rank times and exchanges into `report` (the slowest
+  // process's times become the layer's), and each layer's critical path.
   void gather_measurements(StepReport& report);
+  // The peak of each rank's memory timeline over the step's passes.
+  std::vector<MemoryPeak> memory_peaks(const std::vector<LayerStepStatistics>& layers) const;
+  // Whether to evaluate after `step`: every eval_every steps, and every step once the losses
+  // are near the target (train.near_target_margin).
+  bool evaluates(int64_t step, double train_loss, std::optional<double> last_eval) const;
   // Whether any process's observer asks to stop.
   bool stop_requested(const TrainingObserver& observer);
   // The mean over processes of a value each computed on its shard.
@@ -92,6 +105,7 @@ class Trainer {
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::vector<std::shared_ptr<ExpertPipeline>> pipelines_;  // one per MoE layer
   RankBudget budget_;
+  CostModel cost_model_;
 };
 
 }  // namespace lrmoe

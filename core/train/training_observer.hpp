@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/pipeline/layer_statistics.hpp"
+#include "core/pipeline/memory_timeline.hpp"
 
 namespace lrmoe {
 
@@ -24,16 +25,21 @@ struct StepReport {
   double grad_norm = 0;  // before clipping
   int64_t tokens = 0;
   double step_seconds = 0;  // forward, backward and optimizer; evaluation excluded
-  double moe_seconds = 0;   // inside MoE layers, forward and backward
-  double moe_modeled_seconds = 0;  // cost model: the same MoE work on the configured cluster
+  double moe_seconds = 0;   // inside MoE layers, forward and backward: the slowest process's wall time
+  // The MoE layers' critical path: per layer and phase, the slowest logical rank (Note [Critical
+  // path]); equal to moe_seconds without the pipeline.
+  double moe_critical_seconds = 0;
+  double moe_modeled_seconds = 0;  // cost model: the same MoE work under the run's hardware profile
   double cumulative_step_seconds = 0;
   double cumulative_moe_seconds = 0;
+  double cumulative_moe_critical_seconds = 0;
   double cumulative_moe_modeled_seconds = 0;
   std::vector<LayerLoad> expert_load;
   // Per MoE layer, when training runs the pipeline (statistics.layer indexes MoE layers).
   std::vector<LayerStepStatistics> layers;
-  // Per logical rank: every layer's expert memory plus the dense state; empty without pipeline.
-  std::vector<RankMemory> rank_memory;
+  // Per logical rank: the peak of its memory timeline over the step (Note [Memory model]);
+  // empty without pipeline.
+  std::vector<MemoryPeak> rank_memory;
 };
 
 class TrainingObserver {

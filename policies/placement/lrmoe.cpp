@@ -8,16 +8,18 @@
 //  2. Replicas balance the forward load F(r) = sum over the instances on r of n_e / cnt_e. At
 //     most max_replicas times: take the most loaded rank r_max and its instance e with the largest
 //     n_e / cnt_e; take the least-loaded rank t that has a free slot, does not host e, and whose
-//     memory (step 4, with no backward pairs) fits one more slot and n_e / (cnt_e + 1) more
+//     memory (step 4, with no backward pairs) fits one more replica and n_e / (cnt_e + 1) more
 //     forward pairs; add a replica of e on t's lowest free slot if both t's and r_max's new loads
 //     stay below F(r_max), else stop.
 //  3. Quotas by water-filling per instance: q_e = min(n_e, floor(cnt_e * tau)), tau the largest
-//     level with sum q_e <= K = ceil(keep_fraction * sum n). A replicated expert spreads its
-//     backward work over its instances, so it may keep proportionally more.
-//  4. Memory: rank r needs instances(r) * slot_bytes + F(r) * forward_pair_bytes
-//     + Bk(r) * backward_pair_bytes <= budget_bytes, with Bk(r) = sum over the instances on r of
-//     q_e / cnt_e. tau is lowered (bisection) until every rank fits; if even tau = 0 does not
-//     fit, the quotas are all 0 and the runner reports the numbers that do not fit.
+//     level with sum q_e <= K = ceil(keep_fraction * sum n) and every rank within its budget
+//     (step 4). With keep_fraction 1 (the default) the budget alone sets the quotas: the largest
+//     that fit. A replicated expert spreads its backward work over its instances, so it may keep
+//     proportionally more.
+//  4. Memory: the runner's model (lrmoe/memory_model.hpp): layer_fits(memory, {owned(r),
+//     replicas(r), F(r), Bk(r)}, budget_bytes) for every rank, with Bk(r) = sum over the
+//     instances on r of q_e / cnt_e. tau is lowered (bisection) until every rank fits; if even
+//     tau = 0 does not fit, the quotas are all 0 and the runner reports the numbers that do not fit.
 // Edge cases: an expert with n_e = 0 keeps nothing. Once tau >= 1 every expert with n_e > 0 keeps
 // at least one pair; a small K or a tight budget can leave tau < 1, and then only replicated
 // experts (cnt_e * tau >= 1) keep any. Ties go to the lower rank and the lower expert index.
@@ -36,6 +38,11 @@ struct Layout {
   std::vector<int64_t> copies;  // cnt_e
   // Instances per rank. Slots fill from 0 up, so this is also the rank's lowest free slot.
   std::vector<int64_t> hosted;
+  std::vector<int64_t> owned;  // owners per rank
+
+  lrmoe::LayerHolding holding(size_t rank, double forward_pairs, double backward_pairs) const {
+    return {owned[rank], hosted[rank] - owned[rank], forward_pairs, backward_pairs};
+  }
 
   bool hosts(int64_t rank, int64_t expert) const {
     return std::any_of(instances.begin(), instances.end(), [&](const lrmoe::ExpertInstance& instance) {
@@ -55,29 +62,16 @@ struct Layout {
   }
 };
 
-// The memory model of placement.hpp for one rank.
-struct Memory {
-  double slot_bytes, forward_pair_bytes, backward_pair_bytes, budget_bytes;
-
-  bool fits(int64_t instances, double forward_pairs, double backward_pairs) const {
-    return static_cast<double>(instances) * slot_bytes + forward_pairs * forward_pair_bytes +
-               backward_pairs * backward_pair_bytes <=
-           budget_bytes;
-  }
-};
-
 class LrmoePlanner : public lrmoe::PlacementPolicy {
  public:
   explicit LrmoePlanner(const lrmoe::Parameters& parameters)
       : keep_fraction_(parameters.real("keep_fraction")), max_replicas_(parameters.integer("max_replicas")) {}
 
   lrmoe::PlacementPlan plan(const lrmoe::PlacementRequest& request) override {
-    const Memory memory{static_cast<double>(request.slot_bytes), static_cast<double>(request.forward_pair_bytes),
-                        static_cast<double>(request.backward_pair_bytes), static_cast<double>(request.budget_bytes)};
     Layout layout = owners(request);
-    add_replicas(request, memory, layout);
+    add_replicas(request, layout);
     lrmoe::PlacementPlan plan;
-    plan.quota = quotas(request, memory, layout);
+    plan.quota = quotas(request, layout);
     plan.instances = std::move(layout.instances);
     return plan;
   }
@@ -87,16 +81,17 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
   static Layout owners(const lrmoe::PlacementRequest& request) {
     const int64_t per_rank = (request.num_experts + request.ranks - 1) / request.ranks;
     Layout layout{{}, std::vector<int64_t>(static_cast<size_t>(request.num_experts), 1),
-                  std::vector<int64_t>(static_cast<size_t>(request.ranks), 0)};
+                  std::vector<int64_t>(static_cast<size_t>(request.ranks), 0), {}};
     for (int64_t e = 0; e < request.num_experts; ++e) {
       layout.instances.push_back({e, e / per_rank, e % per_rank, true});
       ++layout.hosted[static_cast<size_t>(e / per_rank)];
     }
+    layout.owned = layout.hosted;
     return layout;
   }
 
   // Step 2.
-  void add_replicas(const lrmoe::PlacementRequest& request, const Memory& memory, Layout& layout) const {
+  void add_replicas(const lrmoe::PlacementRequest& request, Layout& layout) const {
     const std::vector<int64_t>& pairs = request.counts;
     auto share = [&](int64_t e, int64_t copies) {
       return static_cast<double>(pairs[static_cast<size_t>(e)]) / static_cast<double>(copies);
@@ -123,8 +118,10 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
       int64_t target = -1;
       for (int64_t r = 0; r < request.ranks; ++r) {
         const auto i = static_cast<size_t>(r);
+        lrmoe::LayerHolding with_replica = layout.holding(i, load[i] + after, 0);
+        ++with_replica.replicas;
         if (layout.hosted[i] < request.slots_per_rank && !layout.hosts(r, hot) &&
-            memory.fits(layout.hosted[i] + 1, load[i] + after, 0) &&
+            lrmoe::layer_fits(request.memory, with_replica, request.budget_bytes) &&
             (target < 0 || load[i] < load[static_cast<size_t>(target)])) {
           target = r;
         }
@@ -143,8 +140,7 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
   // Steps 3 and 4: the largest tau that keeps sum q <= K and every rank within its budget. Both
   // only get harder as tau grows, so one bisection finds it; it keeps the last tau that passed,
   // so the quotas returned always satisfy both (all 0 when even tau = 0 does not fit).
-  std::vector<int64_t> quotas(const lrmoe::PlacementRequest& request, const Memory& memory,
-                              const Layout& layout) const {
+  std::vector<int64_t> quotas(const lrmoe::PlacementRequest& request, const Layout& layout) const {
     const std::vector<int64_t>& pairs = request.counts;
     const auto total = std::accumulate(pairs.begin(), pairs.end(), int64_t{0});
     const auto keep = static_cast<int64_t>(std::ceil(keep_fraction_ * static_cast<double>(total)));
@@ -164,7 +160,7 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
       }
       const std::vector<double> backward = layout.per_rank_share(quota);
       for (size_t r = 0; r < layout.hosted.size(); ++r) {
-        if (!memory.fits(layout.hosted[r], forward[r], backward[r])) {
+        if (!lrmoe::layer_fits(request.memory, layout.holding(r, forward[r], backward[r]), request.budget_bytes)) {
           return false;
         }
       }
@@ -197,9 +193,11 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
 
 lrmoe::PluginDescriptor describe() {
   return lrmoe::describe_policy<LrmoePlanner>(
-      "lrmoe", "1.0.0", "static owners, load-balancing replicas and water-filled backward quotas within the memory budget",
-      {lrmoe::real_parameter("keep_fraction", 0.5,
-                             "share of this pass's routed pairs that keep their backward work (0 keeps none)", 0, 1),
+      "lrmoe", "2.0.0", "static owners, load-balancing replicas and water-filled backward quotas within the memory budget",
+      {lrmoe::real_parameter("keep_fraction", 1.0,
+                             "at most this share of this pass's routed pairs keeps its backward work; within it the "
+                             "quotas are the largest the memory budget holds (0 keeps none)",
+                             0, 1),
        lrmoe::integer_parameter("max_replicas", 4, "replicas added per layer at most", 0)});
 }
 

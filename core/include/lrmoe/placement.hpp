@@ -3,21 +3,19 @@
 // which instances of each expert (one owner, any number of replicas) and how many of each
 // expert's token-expert pairs keep their backward work (the retention quota).
 //
-// The memory model the runner checks every plan against, per rank r and MoE layer:
-//
-//   instances(r) * slot_bytes + forward_pairs(r) * forward_pair_bytes
-//                             + backward_pairs(r) * backward_pair_bytes  <=  budget_bytes
-//
-// forward_pairs(r) counts the pairs computed on r in the forward pass and backward_pairs(r)
+// The runner checks every plan against the memory model of lrmoe/memory_model.hpp, per rank r
+// and MoE layer: layer_peak_bytes(request.memory, holding(r)) <= budget_bytes, where holding(r)
+// counts the instances r owns and the replicas it hosts, the pairs computed on r in forward and
 // the kept pairs whose backward work runs on r. Before routing, an expert's forward pairs
 // (min(count, forward capacity)) and kept pairs (min(count, quota)) count as split evenly, in
 // fractions, over its instances; after routing, the real (whole) per-rank loads are checked
-// again. A plan that does not
-// fit stops the run, with the numbers, before any buffer is allocated.
+// again. A plan that does not fit stops the run, with the numbers, before any buffer is
+// allocated. A placement that plans within the budget calls the same functions.
 
 #include <cstdint>
 #include <vector>
 
+#include "lrmoe/memory_model.hpp"
 #include "lrmoe/policy.hpp"
 
 namespace lrmoe {
@@ -42,12 +40,11 @@ struct PlacementRequest {
   // The counts of earlier forward passes of this layer, oldest first, most recent last; empty
   // on the first one. The runner keeps a bounded number of them.
   std::vector<std::vector<int64_t>> history;
-  // The memory model above, per rank, for this MoE layer; always > 0 (the runner refuses a
-  // cluster.memory_per_rank that leaves nothing for the MoE layers).
+  // The memory model above: the per-rank budget of this MoE layer, always > 0 (the runner
+  // refuses a cluster.memory_per_rank that leaves nothing for the MoE layers), and the bytes per
+  // instance and per pair.
   int64_t budget_bytes = 0;
-  int64_t slot_bytes = 0;           // parameters and gradient of one expert instance
-  int64_t forward_pair_bytes = 0;   // token buffers per pair computed in forward
-  int64_t backward_pair_bytes = 0;  // token buffers per pair with backward work
+  MemoryCosts memory;
 };
 
 struct PlacementPlan {

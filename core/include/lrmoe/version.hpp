@@ -10,7 +10,8 @@
 
 namespace lrmoe {
 
-inline constexpr int kPluginApiVersion = 1;
+// 2: PlacementRequest carries the liveness memory model (lrmoe/memory_model.hpp).
+inline constexpr int kPluginApiVersion = 2;
 
 // Plain data, so that the loader can read it from any plugin before trusting its C++ types.
 struct PluginAbi {

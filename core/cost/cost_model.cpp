@@ -1,0 +1,122 @@
+#include "core/cost/cost_model.hpp"
+
+#include <algorithm>
+
+namespace lrmoe {
+
+TrafficMatrix::TrafficMatrix(int64_t r) : ranks(r), bytes(static_cast<std::size_t>(r * r), 0.0) {}
+
+bool TrafficMatrix::empty() const {
+  return std::all_of(bytes.begin(), bytes.end(), [](double b) { return b == 0; });
+}
+
+ModeledTime& ModeledTime::operator+=(const ModeledTime& o) {
+  forward_compute += o.forward_compute;
+  backward_compute += o.backward_compute;
+  all_to_all += o.all_to_all;
+  gathers += o.gathers;
+  replicas += o.replicas;
+  return *this;
+}
+
+double CostModel::gemm_seconds(int64_t m, int64_t k, int64_t n) const {
+  if (m <= 0 || k <= 0 || n <= 0) return 0;
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
+  const double compute = flops / (profile_.peak_flops * profile_.gemm_efficiency_at(static_cast<double>(m)));
+  const double bytes = static_cast<double>(profile_.element_bytes) *
+                       static_cast<double>(m * k + k * n + m * n);
+  return std::max(compute, bytes / profile_.memory_bandwidth);
+}
+
+double CostModel::expert_forward_seconds(const ExpertShape& s, int64_t rows) const {
+  // [rows, h] x [h, 2f] pre-activations, then [rows, f] x [f, h] output.
+  return gemm_seconds(rows, s.hidden, 2 * s.ffn) + gemm_seconds(rows, s.ffn, s.hidden);
+}
+
+double CostModel::expert_backward_seconds(const ExpertShape& s, int64_t kept, int64_t input_rows,
+                                          int64_t recomputed) const {
+  // Weight gradients of the kept pairs: the hidden gradient [kept, h] x [h, f], the down and
+  // gate-up weight gradients (the pairs are the reduction dimension, the efficiency curve is
+  // read at the same row count). Input gradients: [rows, 2f] x [2f, h], with the hidden
+  // gradient of rows that were not kept.
+  double seconds = gemm_seconds(recomputed, s.hidden, 2 * s.ffn);
+  seconds += gemm_seconds(kept, s.hidden, s.ffn);
+  if (kept > 0) {
+    const double flops = 2.0 * static_cast<double>(kept) * static_cast<double>(s.hidden * s.ffn);
+    const double bytes = static_cast<double>(profile_.element_bytes) *
+                         static_cast<double>(kept * (s.hidden + 3 * s.ffn) + 3 * s.hidden * s.ffn);
+    const double efficiency = profile_.gemm_efficiency_at(static_cast<double>(kept));
+    // dW_down [h, f] (FLOPs h f) and dW_gate_up [2f, h] (FLOPs 2 h f) over `kept` pairs.
+    seconds += std::max(3.0 * flops / (profile_.peak_flops * efficiency), bytes / profile_.memory_bandwidth);
+  }
+  if (input_rows > kept) seconds += gemm_seconds(input_rows - kept, s.hidden, s.ffn);
+  seconds += gemm_seconds(input_rows, 2 * s.ffn, s.hidden);
+  return seconds;
+}
+
+bool CostModel::same_node(int64_t a, int64_t b) const {
+  return a / profile_.ranks_per_node == b / profile_.ranks_per_node;
+}
+
+bool CostModel::ring_crosses_nodes(int64_t ranks) const { return ranks > profile_.ranks_per_node; }
+
+double CostModel::exchange_seconds(const TrafficMatrix& t) const {
+  double slowest = 0;
+  for (int64_t r = 0; r < t.ranks; ++r) {
+    // [0]: peers on r's node, [1]: on other nodes.
+    double out[2] = {0, 0}, in[2] = {0, 0};
+    int64_t peers_out[2] = {0, 0}, peers_in[2] = {0, 0};
+    for (int64_t s = 0; s < t.ranks; ++s) {
+      if (s == r) continue;
+      const int link = same_node(r, s) ? 0 : 1;
+      if (t.at(r, s) > 0) {
+        out[link] += t.at(r, s);
+        ++peers_out[link];
+      }
+      if (t.at(s, r) > 0) {
+        in[link] += t.at(s, r);
+        ++peers_in[link];
+      }
+    }
+    const double bandwidth[2] = {profile_.intra_node_bandwidth, profile_.inter_node_bandwidth};
+    const double latency[2] = {profile_.intra_node_latency, profile_.inter_node_latency};
+    for (int link = 0; link < 2; ++link) {
+      const double seconds = static_cast<double>(std::max(peers_out[link], peers_in[link])) * latency[link] +
+                             std::max(out[link], in[link]) / bandwidth[link];
+      slowest = std::max(slowest, seconds);
+    }
+  }
+  return slowest;
+}
+
+double CostModel::all_gather_seconds(const std::vector<double>& contribution) const {
+  const auto ranks = static_cast<int64_t>(contribution.size());
+  if (ranks <= 1) return 0;
+  double total = 0, smallest = contribution.front();
+  for (double b : contribution) {
+    total += b;
+    smallest = std::min(smallest, b);
+  }
+  const bool inter = ring_crosses_nodes(ranks);
+  const double bandwidth = inter ? profile_.inter_node_bandwidth : profile_.intra_node_bandwidth;
+  const double latency = inter ? profile_.inter_node_latency : profile_.intra_node_latency;
+  // R - 1 ring steps; the rank with the smallest share receives the most.
+  return static_cast<double>(ranks - 1) * latency + (total - smallest) / bandwidth;
+}
+
+double CostModel::all_reduce_seconds(double bytes, int64_t ranks) const {
+  if (ranks <= 1) return 0;
+  const bool inter = ring_crosses_nodes(ranks);
+  const double bandwidth = inter ? profile_.inter_node_bandwidth : profile_.intra_node_bandwidth;
+  const double latency = inter ? profile_.inter_node_latency : profile_.intra_node_latency;
+  const double r = static_cast<double>(ranks);
+  // Reduce-scatter then all-gather: 2 (R - 1) steps of bytes / R each.
+  return 2.0 * (r - 1) * latency + 2.0 * (r - 1) / r * bytes / bandwidth;
+}
+
+HardwareProfile resolve_hardware_profile(const std::string& profile, int64_t ranks) {
+  return profile == kThisMachineProfile ? probe_this_machine(ranks)
+                                        : load_hardware_profile(profile, hardware_profile_dirs());
+}
+
+}  // namespace lrmoe

@@ -1,0 +1,85 @@
+#pragma once
+// The modeled cluster time of one MoE layer's forward-backward pass under a hardware profile:
+// each rank's expert GEMMs with the profile's throughput and efficiency curve, and every
+// collective the pipeline performs, over the profile's links (Note [Cost model] in
+// docs/notes.md). It is a pure function of the routing and the profile: two runs that route
+// alike are modeled alike, whatever the machine they ran on.
+
+#include <cstdint>
+#include <vector>
+
+#include "core/cost/hardware_profile.hpp"
+
+namespace lrmoe {
+
+// Bytes each rank sends to each other rank in one point-to-point exchange: [from * ranks + to].
+struct TrafficMatrix {
+  int64_t ranks = 0;
+  std::vector<double> bytes;
+
+  explicit TrafficMatrix(int64_t ranks = 0);
+  double& at(int64_t from, int64_t to) { return bytes[static_cast<std::size_t>(from * ranks + to)]; }
+  double at(int64_t from, int64_t to) const { return bytes[static_cast<std::size_t>(from * ranks + to)]; }
+  bool empty() const;
+};
+
+// Expert GEMM shapes of one MoE layer.
+struct ExpertShape {
+  int64_t hidden = 0;
+  int64_t ffn = 0;
+};
+
+// The modeled seconds of one pass, by part. Compute is the slowest rank's in each phase
+// (forward, backward): the all-to-alls between them synchronise the ranks.
+struct ModeledTime {
+  double forward_compute = 0;
+  double backward_compute = 0;
+  double all_to_all = 0;  // forward dispatch and combine, backward dispatch (and saved-context move) and return
+  double gathers = 0;     // expert-count all-reduce, pair and signal all-gathers of the global plan
+  double replicas = 0;    // replica weight broadcast and replica gradient reduce
+
+  double compute() const { return forward_compute + backward_compute; }
+  double communication() const { return all_to_all + gathers + replicas; }
+  double total() const { return compute() + communication(); }
+  ModeledTime& operator+=(const ModeledTime& other);
+};
+
+class CostModel {
+ public:
+  CostModel() = default;
+  explicit CostModel(HardwareProfile profile) : profile_(std::move(profile)) {}
+
+  const HardwareProfile& profile() const { return profile_; }
+  int64_t element_bytes() const { return profile_.element_bytes; }
+
+  // One GEMM [m, k] x [k, n]: its FLOPs at the efficiency of m rows, or its operands and result
+  // through memory, whichever is slower (roofline).
+  double gemm_seconds(int64_t m, int64_t k, int64_t n) const;
+  // One instance's expert GEMMs over `rows` pairs: forward (gate-up and down projections).
+  double expert_forward_seconds(const ExpertShape& shape, int64_t rows) const;
+  // Its backward over `kept` pairs (weight gradients; input gradients for `input_rows` pairs,
+  // and the gate-up projection again for `recomputed` pairs).
+  double expert_backward_seconds(const ExpertShape& shape, int64_t kept, int64_t input_rows, int64_t recomputed) const;
+
+  // A point-to-point exchange (all-to-all-v, broadcast, reduce): every rank's messages to its
+  // peers on its node and on other nodes go out at once over the two links; it ends when the
+  // slowest rank's busiest link does.
+  double exchange_seconds(const TrafficMatrix& traffic) const;
+  // A ring all-gather where rank r contributes contribution[r] bytes.
+  double all_gather_seconds(const std::vector<double>& contribution) const;
+  // A ring all-reduce of `bytes` on each of `ranks` ranks.
+  double all_reduce_seconds(double bytes, int64_t ranks) const;
+
+ private:
+  bool same_node(int64_t a, int64_t b) const;
+  // The link a ring over `ranks` ranks is bounded by: between nodes when it spans several.
+  bool ring_crosses_nodes(int64_t ranks) const;
+
+  HardwareProfile profile_;
+};
+
+// The profile `profile` names (cluster.profile): a file by name or path, or this machine probed
+// now for `ranks` ranks.
+HardwareProfile resolve_hardware_profile(const std::string& profile, int64_t ranks);
+
+}  // namespace lrmoe

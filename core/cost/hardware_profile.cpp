@@ -1,0 +1,486 @@
+#include "core/cost/hardware_profile.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <toml++/toml.h>
+#include <torch/torch.h>
+
+#include "core/config/did_you_mean.hpp"
+#include "core/system/blas_probe.hpp"
+#include "core/system/host_info.hpp"
+
+namespace fs = std::filesystem;
+
+namespace lrmoe {
+namespace {
+
+constexpr const char* kFormatHint = "experiments/hardware/README.md describes every key";
+
+// The keys of a profile file, in the order to_toml writes them, with what each one means.
+struct KeyInfo {
+  const char* key;
+  const char* meaning;
+};
+const std::vector<KeyInfo>& profile_keys() {
+  static const std::vector<KeyInfo> keys = {
+      {"name", "the file's stem"},
+      {"description", "one line on the hardware"},
+      {"peak_flops", "dense GEMM FLOP/s of one rank"},
+      {"gemm_efficiency", "[rows, efficiency] pairs"},
+      {"memory_bandwidth", "device memory bytes/s"},
+      {"element_bytes", "bytes per element at the training precision"},
+      {"ranks_per_node", "ranks (GPUs) per node"},
+      {"intra_node_bandwidth", "bytes/s one rank sends to ranks on its node"},
+      {"intra_node_latency", "seconds per message to a rank on its node"},
+      {"inter_node_bandwidth", "bytes/s one rank sends to ranks on other nodes"},
+      {"inter_node_latency", "seconds per message to a rank on another node"},
+  };
+  return keys;
+}
+
+std::vector<std::string> key_names() {
+  std::vector<std::string> names;
+  for (const KeyInfo& info : profile_keys()) names.emplace_back(info.key);
+  return names;
+}
+
+// Shortest text that reads back as the same double, always with a '.' or an exponent (or
+// inf/nan) so that TOML reads it as a float again.
+std::string format_float(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  std::string text = fmt::format("{}", value);
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text;
+}
+
+// Rows are counts: written as integers when they are whole numbers TOML can hold exactly.
+std::string format_rows(double rows) {
+  if (std::isfinite(rows) && rows == std::floor(rows) && std::fabs(rows) < 9.0e15) {
+    return fmt::format("{}", static_cast<int64_t>(rows));
+  }
+  return format_float(rows);
+}
+
+std::string format_string(const std::string& value) {
+  std::ostringstream out;
+  out << toml::toml_formatter{toml::value<std::string>{value}, toml::format_flags::allow_unicode_strings};
+  return out.str();
+}
+
+std::string one_line(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  std::replace(text.begin(), text.end(), '\r', ' ');
+  return text;
+}
+
+// " (did you mean 'x'?)" when one of `candidates` is a likely typo of `word`, otherwise "".
+std::string suggestion(const std::string& word, const std::vector<std::string>& candidates) {
+  const std::string text = did_you_mean(word, candidates);  // "; did you mean 'x'?"
+  return text.empty() ? "" : " (" + text.substr(2) + ")";
+}
+
+std::string type_name(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a float";
+    case toml::node_type::boolean:
+      return "a boolean";
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::date:
+    case toml::node_type::time:
+    case toml::node_type::date_time:
+      return "a date/time";
+    case toml::node_type::none:
+      break;
+  }
+  return "nothing";
+}
+
+std::string place(const std::string& file, const toml::node& node) {
+  const toml::source_position begin = node.source().begin;
+  if (begin.line == 0) return file;
+  return fmt::format("{}:{}:{}", file, begin.line, begin.column);
+}
+
+[[noreturn]] void fail(const std::string& message) { throw std::invalid_argument(one_line(message)); }
+
+// Reads one profile document, checking each key as it goes.
+class ProfileReader {
+ public:
+  ProfileReader(std::string file, const toml::table& table) : file_(std::move(file)), table_(table) {}
+
+  void reject_unknown_keys() const {
+    const std::vector<std::string> known = key_names();
+    for (const auto& [key, node] : table_) {
+      const std::string name(key.str());
+      if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+      fail(fmt::format("{}: unknown key '{}'{}; remove it or fix its spelling: the keys of a hardware profile are {} "
+                       "({})",
+                       place_of_key(key, node), name, suggestion(name, known), quoted_list(known), kFormatHint));
+    }
+  }
+
+  const toml::node& require(const char* key) const {
+    const toml::node* node = table_.get(key);
+    if (!node) {
+      fail(fmt::format("{}: missing key '{}' ({}); add it ({})", file_, key, meaning(key), kFormatHint));
+    }
+    return *node;
+  }
+
+  std::string text(const char* key) const {
+    const toml::node& node = require(key);
+    if (const auto* value = node.as_string()) return value->get();
+    fail(fmt::format("{}: {} must be a string, not {}; write it in quotes, e.g. {} = \"...\"", place(file_, node), key,
+                     type_name(node), key));
+  }
+
+  // A number (integer or float) as a double.
+  double number(const toml::node& node, const std::string& what, const char* example) const {
+    if (const auto* value = node.as_integer()) return static_cast<double>(value->get());
+    if (const auto* value = node.as_floating_point()) return value->get();
+    fail(fmt::format("{}: {} must be a number, not {}; e.g. {}", place(file_, node), what, type_name(node), example));
+  }
+
+  double positive(const char* key, const char* unit, const char* example) const {
+    const toml::node& node = require(key);
+    const double value = number(node, key, example);
+    if (!(std::isfinite(value) && value > 0)) {
+      fail(fmt::format("{}: {} = {} is out of range: it must be a finite number of {} greater than 0; e.g. {}",
+                       place(file_, node), key, format_float(value), unit, example));
+    }
+    return value;
+  }
+
+  double non_negative(const char* key, const char* unit, const char* example) const {
+    const toml::node& node = require(key);
+    const double value = number(node, key, example);
+    if (!(std::isfinite(value) && value >= 0)) {
+      fail(fmt::format("{}: {} = {} is out of range: it must be a finite number of {}, 0 or more; e.g. {}",
+                       place(file_, node), key, format_float(value), unit, example));
+    }
+    return value;
+  }
+
+  int64_t integer(const char* key, const char* example) const {
+    const toml::node& node = require(key);
+    if (const auto* value = node.as_integer()) return value->get();
+    fail(fmt::format("{}: {} must be an integer, not {}; e.g. {}", place(file_, node), key, type_name(node), example));
+  }
+
+  std::vector<GemmEfficiencyPoint> curve(const char* key) const {
+    const toml::node& node = require(key);
+    constexpr const char* kExample = "gemm_efficiency = [[16, 0.1], [128, 0.78]]";
+    const toml::array* array = node.as_array();
+    if (!array) {
+      fail(fmt::format("{}: {} must be an array of [rows, efficiency] pairs, not {}; e.g. {}", place(file_, node), key,
+                       type_name(node), kExample));
+    }
+    if (array->empty()) {
+      fail(fmt::format("{}: {} is empty; give at least one [rows, efficiency] pair, e.g. {}", place(file_, node), key,
+                       kExample));
+    }
+    std::vector<GemmEfficiencyPoint> points;
+    for (std::size_t i = 0; i < array->size(); ++i) {
+      const toml::node& item = *array->get(i);
+      const std::string what = fmt::format("{}[{}]", key, i);
+      const toml::array* pair = item.as_array();
+      if (!pair || pair->size() != 2) {
+        fail(fmt::format("{}: {} must be a [rows, efficiency] pair of two numbers, not {}; e.g. {}",
+                         place(file_, item), what, pair ? fmt::format("{} values", pair->size()) : type_name(item),
+                         kExample));
+      }
+      GemmEfficiencyPoint point;
+      point.rows = number(*pair->get(0), what + " rows", kExample);
+      point.efficiency = number(*pair->get(1), what + " efficiency", kExample);
+      if (!(std::isfinite(point.rows) && point.rows > 0)) {
+        fail(fmt::format("{}: {} rows = {} is out of range: rows must be greater than 0", place(file_, *pair->get(0)),
+                         what, format_float(point.rows)));
+      }
+      if (!points.empty() && !(point.rows > points.back().rows)) {
+        fail(fmt::format("{}: {} rows = {} does not follow {}; list the pairs by strictly increasing rows",
+                         place(file_, *pair->get(0)), what, format_rows(point.rows), format_rows(points.back().rows)));
+      }
+      if (!(point.efficiency > 0 && point.efficiency <= 1)) {
+        fail(fmt::format("{}: {} efficiency = {} is out of range: it is a fraction of peak_flops in (0, 1]",
+                         place(file_, *pair->get(1)), what, format_float(point.efficiency)));
+      }
+      points.push_back(point);
+    }
+    return points;
+  }
+
+  const std::string& file() const { return file_; }
+
+  std::string place_of_key(const toml::key& key, const toml::node& value) const {
+    const toml::source_position begin = key.source().begin;
+    if (begin.line == 0) return place(file_, value);
+    return fmt::format("{}:{}:{}", file_, begin.line, begin.column);
+  }
+
+ private:
+  static const char* meaning(const char* key) {
+    for (const KeyInfo& info : profile_keys()) {
+      if (std::string_view(info.key) == key) return info.meaning;
+    }
+    return "?";
+  }
+
+  std::string file_;
+  const toml::table& table_;
+};
+
+HardwareProfile read_profile(const fs::path& path) {
+  const std::string file = path.string();
+  std::error_code error;
+  if (!fs::is_regular_file(path, error)) {
+    fail(fmt::format("{}: cannot read this hardware profile ({}); check the path, or name a profile in {}", file,
+                     fs::exists(path, error) ? "not a regular file" : "no such file", "experiments/hardware"));
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream bytes;
+  if (!in || !(bytes << in.rdbuf())) {
+    fail(fmt::format("{}: cannot read this hardware profile (permission denied or I/O error); check the file's "
+                     "permissions",
+                     file));
+  }
+  toml::table table;
+  try {
+    table = toml::parse(bytes.str(), file);
+  } catch (const toml::parse_error& e) {
+    fail(fmt::format("{}:{}:{}: {}; fix the TOML syntax ({})", file, e.source().begin.line, e.source().begin.column,
+                     e.description(), kFormatHint));
+  }
+
+  ProfileReader reader(file, table);
+  reader.reject_unknown_keys();
+  HardwareProfile profile;
+  profile.source = file;
+  profile.name = reader.text("name");
+  const std::string stem = path.stem().string();
+  if (profile.name != stem) {
+    fail(fmt::format("{}: name = \"{}\" differs from the file name \"{}\"; a profile is found by its file name, so "
+                     "make them the same",
+                     place(file, reader.require("name")), profile.name, stem));
+  }
+  profile.description = reader.text("description");
+  profile.peak_flops = reader.positive("peak_flops", "FLOP/s", "peak_flops = 989e12");
+  profile.gemm_efficiency = reader.curve("gemm_efficiency");
+  profile.memory_bandwidth = reader.positive("memory_bandwidth", "bytes/s", "memory_bandwidth = 3.35e12");
+  {
+    profile.element_bytes = reader.integer("element_bytes", "element_bytes = 2");
+    if (profile.element_bytes != 1 && profile.element_bytes != 2 && profile.element_bytes != 4) {
+      fail(fmt::format("{}: element_bytes = {} is out of range: it must be 1 (fp8), 2 (bf16/fp16) or 4 (fp32)",
+                       place(file, reader.require("element_bytes")), profile.element_bytes));
+    }
+  }
+  {
+    profile.ranks_per_node = reader.integer("ranks_per_node", "ranks_per_node = 8");
+    if (profile.ranks_per_node < 1) {
+      fail(fmt::format("{}: ranks_per_node = {} is out of range: a node holds at least 1 rank",
+                       place(file, reader.require("ranks_per_node")), profile.ranks_per_node));
+    }
+  }
+  profile.intra_node_bandwidth = reader.positive("intra_node_bandwidth", "bytes/s", "intra_node_bandwidth = 370e9");
+  profile.intra_node_latency = reader.non_negative("intra_node_latency", "seconds", "intra_node_latency = 3.5e-6");
+  profile.inter_node_bandwidth = reader.positive("inter_node_bandwidth", "bytes/s", "inter_node_bandwidth = 48e9");
+  profile.inter_node_latency = reader.non_negative("inter_node_latency", "seconds", "inter_node_latency = 14e-6");
+  return profile;
+}
+
+bool names_a_path(const std::string& name_or_path) {
+  const std::string suffix = ".toml";
+  return name_or_path.find('/') != std::string::npos ||
+         (name_or_path.size() >= suffix.size() &&
+          name_or_path.compare(name_or_path.size() - suffix.size(), suffix.size(), suffix) == 0);
+}
+
+std::vector<std::string> available_names(const std::vector<fs::path>& search_dirs) {
+  std::vector<std::string> names;
+  for (const fs::path& dir : search_dirs) {
+    std::error_code error;
+    if (!fs::is_directory(dir, error)) continue;
+    for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
+      if (entry.path().extension() == ".toml") names.push_back(entry.path().stem().string());
+    }
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+std::string folder_list(const std::vector<fs::path>& dirs) {
+  if (dirs.empty()) return "no folders";
+  std::string text;
+  for (const fs::path& dir : dirs) text += (text.empty() ? "" : ", ") + dir.string();
+  return text;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Best of a few copies of a large buffer, as seconds per copy, and its size in bytes.
+std::pair<double, double> measure_large_copy() {
+  const int64_t elements = int64_t{1} << 25;  // 128 MiB of float32: well past the last-level cache
+  auto source = torch::ones({elements}, torch::kFloat32);
+  auto target = torch::empty({elements}, torch::kFloat32);
+  target.copy_(source);  // warm-up: page faults, thread pool
+  double best = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < 3; ++i) {
+    const auto started = std::chrono::steady_clock::now();
+    target.copy_(source);
+    best = std::min(best, seconds_since(started));
+  }
+  return {std::max(best, 1e-9), static_cast<double>(elements) * 4.0};
+}
+
+// Seconds to move a few rows of one rank's activations into another's buffer in one process.
+double measure_small_move() {
+  const int64_t rows = 4096;
+  const int64_t hidden = 256;
+  auto source = torch::randn({rows, hidden}, torch::kFloat32);
+  auto index = torch::tensor({3, 700, 1500, 4000}, torch::kLong);
+  auto target = torch::empty({index.size(0), hidden}, torch::kFloat32);
+  target.copy_(source.index_select(0, index));  // warm-up
+  const int batches = 10;
+  const int per_batch = 50;
+  double best = std::numeric_limits<double>::infinity();
+  for (int b = 0; b < batches; ++b) {
+    const auto started = std::chrono::steady_clock::now();
+    for (int i = 0; i < per_batch; ++i) target.copy_(source.index_select(0, index));
+    best = std::min(best, seconds_since(started) / per_batch);
+  }
+  return std::max(best, 1e-9);
+}
+
+}  // namespace
+
+double HardwareProfile::gemm_efficiency_at(double rows) const {
+  if (gemm_efficiency.empty()) return 1.0;
+  const GemmEfficiencyPoint& first = gemm_efficiency.front();
+  const GemmEfficiencyPoint& last = gemm_efficiency.back();
+  if (!(rows > first.rows)) return first.efficiency;  // also rows <= 0 and NaN
+  if (rows >= last.rows) return last.efficiency;
+  // The segment [a, b] with a.rows < rows < b.rows (or rows == a.rows).
+  const auto upper = std::upper_bound(gemm_efficiency.begin(), gemm_efficiency.end(), rows,
+                                      [](double r, const GemmEfficiencyPoint& p) { return r < p.rows; });
+  const GemmEfficiencyPoint& b = *upper;
+  const GemmEfficiencyPoint& a = *(upper - 1);
+  const double t = (std::log(rows) - std::log(a.rows)) / (std::log(b.rows) - std::log(a.rows));
+  return a.efficiency + t * (b.efficiency - a.efficiency);
+}
+
+std::string HardwareProfile::to_toml() const {
+  std::string out;
+  out += "# lrmoe hardware profile; the keys are described in experiments/hardware/README.md.\n";
+  if (!source.empty()) out += "# source: " + one_line(source) + "\n";
+  out += "name = " + format_string(name) + "\n";
+  out += "description = " + format_string(description) + "\n";
+  out += "peak_flops = " + format_float(peak_flops) + "\n";
+  out += "gemm_efficiency = [";
+  for (std::size_t i = 0; i < gemm_efficiency.size(); ++i) {
+    out += fmt::format("{}[{}, {}]", i == 0 ? "" : ", ", format_rows(gemm_efficiency[i].rows),
+                       format_float(gemm_efficiency[i].efficiency));
+  }
+  out += "]\n";
+  out += "memory_bandwidth = " + format_float(memory_bandwidth) + "\n";
+  out += fmt::format("element_bytes = {}\n", element_bytes);
+  out += fmt::format("ranks_per_node = {}\n", ranks_per_node);
+  out += "intra_node_bandwidth = " + format_float(intra_node_bandwidth) + "\n";
+  out += "intra_node_latency = " + format_float(intra_node_latency) + "\n";
+  out += "inter_node_bandwidth = " + format_float(inter_node_bandwidth) + "\n";
+  out += "inter_node_latency = " + format_float(inter_node_latency) + "\n";
+  return out;
+}
+
+HardwareProfile load_hardware_profile(const std::string& name_or_path, const std::vector<fs::path>& search_dirs) {
+  if (name_or_path.empty()) {
+    fail(fmt::format("the hardware profile name is empty; name one of {} or give a path to a .toml file",
+                     quoted_list(available_names(search_dirs))));
+  }
+  if (names_a_path(name_or_path)) return read_profile(fs::path(name_or_path));
+  for (const fs::path& dir : search_dirs) {
+    const fs::path candidate = dir / (name_or_path + ".toml");
+    std::error_code error;
+    if (fs::exists(candidate, error)) return read_profile(candidate);
+  }
+  const std::vector<std::string> names = available_names(search_dirs);
+  fail(fmt::format("unknown hardware profile '{}'{}; the profiles in {} are {}; name one of them or \"{}\", give a "
+                   "path to a .toml file, or add its folder to LRMOE_HARDWARE_PATH",
+                   name_or_path, suggestion(name_or_path, names), folder_list(search_dirs),
+                   names.empty() ? "none" : quoted_list(names), kThisMachineProfile));
+}
+
+std::vector<fs::path> hardware_profile_dirs() {
+  std::vector<fs::path> dirs;
+  std::error_code error;
+  const fs::path executable = fs::read_symlink("/proc/self/exe", error);
+  if (!error) {
+    const fs::path bin = executable.parent_path();
+    for (const fs::path& folder : {bin / "hardware", bin.parent_path() / "runner" / "hardware",
+                                   bin.parent_path() / "share" / "lrmoe" / "hardware"}) {
+      if (fs::is_directory(folder, error)) {
+        dirs.push_back(folder);
+        break;
+      }
+    }
+  }
+  if (const char* path = std::getenv("LRMOE_HARDWARE_PATH")) {
+    std::string_view rest(path);
+    while (!rest.empty()) {
+      const std::size_t colon = rest.find(':');
+      const std::string_view folder = rest.substr(0, colon);
+      if (!folder.empty()) dirs.emplace_back(std::string(folder));
+      if (colon == std::string_view::npos) break;
+      rest.remove_prefix(colon + 1);
+    }
+  }
+  return dirs;
+}
+
+HardwareProfile probe_this_machine(int64_t ranks) {
+  if (ranks < 1) {
+    fail(fmt::format("probe_this_machine: ranks = {} is out of range; a run has at least 1 rank", ranks));
+  }
+  torch::NoGradGuard no_grad;
+  const BlasReport blas = probe_blas();
+  const auto [copy_seconds, copy_bytes] = measure_large_copy();
+  const double move_seconds = measure_small_move();
+
+  HardwareProfile profile;
+  profile.name = kThisMachineProfile;
+  profile.source = "probed on " + host_name();
+  profile.peak_flops = blas.matmul_gflops * 1e9;
+  profile.gemm_efficiency = {{1, 1.0}};
+  profile.memory_bandwidth = 2.0 * copy_bytes / copy_seconds;  // each byte read once and written once
+  profile.element_bytes = 4;
+  profile.ranks_per_node = ranks;
+  profile.intra_node_bandwidth = copy_bytes / copy_seconds;
+  profile.intra_node_latency = move_seconds;
+  profile.inter_node_bandwidth = profile.intra_node_bandwidth;
+  profile.inter_node_latency = profile.intra_node_latency;
+  profile.description = fmt::format(
+      "measured on {}: {:.1f} GFLOP/s float32 matmul ({}), {:.1f} GB/s tensor copy, {:.2f} us to move 4 rows; "
+      "all {} logical ranks on this host",
+      host_name(), blas.matmul_gflops, blas.library, profile.intra_node_bandwidth / 1e9, move_seconds * 1e6, ranks);
+  return profile;
+}
+
+}  // namespace lrmoe

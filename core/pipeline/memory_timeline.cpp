@@ -1,0 +1,78 @@
+#include "core/pipeline/memory_timeline.hpp"
+
+#include <cmath>
+
+namespace lrmoe {
+namespace {
+
+int64_t whole(double bytes) { return static_cast<int64_t>(std::llround(bytes)); }
+
+// One moment, category by category. `live` layers are those whose forward has run and whose
+// backward has not finished; `current` is the layer running at the moment.
+RankMemory at_moment(const MemoryCosts& c, const std::vector<LayerHolding>& layers, const StaticMemory& fixed,
+                     TimelineMoment moment) {
+  RankMemory m;
+  m.optimizer = fixed.optimizer;
+  m.dense = fixed.dense;
+  const auto current = static_cast<std::size_t>(moment.layer);
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const LayerHolding& h = layers[l];
+    m.owned += h.owned * c.expert_bytes;
+    m.gradients += h.owned * c.expert_bytes;
+    if (l > current) continue;  // not yet forwarded, or already backwarded
+    m.replicas += h.replicas * c.expert_bytes;
+    m.forward_tokens += whole(h.forward_pairs * static_cast<double>(c.saved_pair_bytes));
+  }
+  const LayerHolding& now = layers[current];
+  if (moment.phase == StepPhase::Forward) {
+    m.forward_tokens += whole(forward_transient_bytes(c, now));
+  } else {
+    m.backward_tokens += whole(now.backward_pairs * static_cast<double>(c.backward_pair_bytes));
+    m.gradients += now.replicas * c.expert_bytes;
+  }
+  return m;
+}
+
+}  // namespace
+
+const char* phase_name(StepPhase phase) { return phase == StepPhase::Forward ? "forward" : "backward"; }
+
+MemoryPeak pass_peak(const MemoryCosts& costs, const std::vector<LayerHolding>& layers, const StaticMemory& fixed) {
+  MemoryPeak peak;
+  bool first = true;
+  auto visit = [&](TimelineMoment moment) {
+    const RankMemory m = at_moment(costs, layers, fixed, moment);
+    if (first || m.total() > peak.at_peak.total()) {
+      peak.at_peak = m;
+      peak.peak = moment;
+    }
+    if (first || m.subtotal() > peak.subtotal) {
+      peak.subtotal = m.subtotal();
+      peak.subtotal_peak = moment;
+    }
+    first = false;
+  };
+  const auto count = static_cast<int64_t>(layers.size());
+  for (int64_t l = 0; l < count; ++l) visit({StepPhase::Forward, l});
+  for (int64_t l = count - 1; l >= 0; --l) visit({StepPhase::Backward, l});
+  if (first) {  // no MoE layers: the static memory alone
+    peak.at_peak.optimizer = fixed.optimizer;
+    peak.at_peak.dense = fixed.dense;
+  }
+  return peak;
+}
+
+MemoryPeak max_peak(const MemoryPeak& a, const MemoryPeak& b) {
+  MemoryPeak m = a;
+  if (b.at_peak.total() > a.at_peak.total()) {
+    m.at_peak = b.at_peak;
+    m.peak = b.peak;
+  }
+  if (b.subtotal > a.subtotal) {
+    m.subtotal = b.subtotal;
+    m.subtotal_peak = b.subtotal_peak;
+  }
+  return m;
+}
+
+}  // namespace lrmoe

@@ -1,0 +1,60 @@
+#pragma once
+// A rank's memory over one training step, as a timeline of the moments where buffers are
+// allocated and freed (Note [Memory model] in docs/notes.md): the forward of each MoE layer in
+// order, then the backward of each in reverse, once per micro-batch. The recorded memory of a
+// rank is the peak of that timeline, with the moment it occurs, for the total and, separately,
+// for the paper's subtotal (owned experts + replicas + token buffers); never a sum of buffers
+// that are not live together.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lrmoe/memory_model.hpp"
+
+namespace lrmoe {
+
+// Memory of one rank by the categories of the design, in bytes, at one moment.
+struct RankMemory {
+  int64_t owned = 0;            // parameters of the experts the rank owns
+  int64_t replicas = 0;         // parameters of the replicas it hosts (live layers)
+  int64_t gradients = 0;        // owned experts' gradient buffers, and the replicas' in a layer's backward
+  int64_t optimizer = 0;        // Adam state of the experts it owns
+  int64_t forward_tokens = 0;   // activations saved for the expert backward, and the forward token buffers
+  int64_t backward_tokens = 0;  // the backward token buffers of the layer in backward
+  int64_t dense = 0;            // dense parameters, gradients, optimizer state, activations (estimated)
+
+  int64_t subtotal() const { return owned + replicas + forward_tokens + backward_tokens; }
+  int64_t total() const { return subtotal() + gradients + optimizer + dense; }
+};
+
+enum class StepPhase { Forward, Backward };
+const char* phase_name(StepPhase phase);
+
+// A moment of the timeline: the forward or backward of one MoE layer (index among the MoE layers).
+struct TimelineMoment {
+  StepPhase phase = StepPhase::Forward;
+  int64_t layer = 0;
+};
+
+struct MemoryPeak {
+  RankMemory at_peak;           // every category at the moment of the largest total
+  TimelineMoment peak;          // that moment
+  int64_t subtotal = 0;         // the largest subtotal over the timeline
+  TimelineMoment subtotal_peak; // its moment
+};
+
+// Bytes a rank holds all step outside the MoE layers' plans.
+struct StaticMemory {
+  int64_t optimizer = 0;  // Adam state of the experts it owns
+  int64_t dense = 0;
+};
+
+// The peak of one forward-backward pass of one rank: `layers[l]` is what it holds for MoE layer
+// l. Ties keep the earliest moment.
+MemoryPeak pass_peak(const MemoryCosts& costs, const std::vector<LayerHolding>& layers, const StaticMemory& fixed);
+
+// The larger of two peaks, each measure on its own: (the step's peak over its micro-batches).
+MemoryPeak max_peak(const MemoryPeak& a, const MemoryPeak& b);
+
+}  // namespace lrmoe

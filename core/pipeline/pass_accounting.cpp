@@ -1,0 +1,166 @@
+#include "core/pipeline/pass_accounting.hpp"
+
+#include <algorithm>
+
+namespace lrmoe {
+namespace {
+
+// Bytes the pipeline's plan gathers send per pair: expert, home rank and gate as three float64
+// (core/pipeline/global_pairs.cpp); four float32 signals per computed pair; int64 expert counts.
+constexpr double kPairGatherBytes = 24;
+constexpr double kSignalGatherBytes = 16;
+constexpr double kCountBytes = 8;
+
+// `pairs` (a layout's rank matrix) times `row_bytes`, transposed for a return trip.
+TrafficMatrix rows_matrix(const std::vector<int64_t>& pairs, int64_t ranks, double row_bytes, bool transpose) {
+  TrafficMatrix t(ranks);
+  for (int64_t s = 0; s < ranks; ++s) {
+    for (int64_t d = 0; d < ranks; ++d) {
+      if (s == d) continue;
+      const double bytes = static_cast<double>(pairs[static_cast<std::size_t>(s * ranks + d)]) * row_bytes;
+      (transpose ? t.at(d, s) : t.at(s, d)) += bytes;
+    }
+  }
+  return t;
+}
+
+// Rows each instance has in a layout.
+int64_t rows_of(const PairLayout& layout, std::size_t instance) {
+  return layout.instance_offsets[instance + 1] - layout.instance_offsets[instance];
+}
+
+std::vector<int64_t> per_rank(const torch::Tensor& ranks_of_pairs, int64_t ranks) {
+  std::vector<int64_t> counts(static_cast<std::size_t>(ranks), 0);
+  const int64_t* r = ranks_of_pairs.data_ptr<int64_t>();
+  for (int64_t p = 0; p < ranks_of_pairs.numel(); ++p) ++counts[static_cast<std::size_t>(r[p])];
+  return counts;
+}
+
+}  // namespace
+
+std::vector<LayerHolding> rank_holdings(const InstanceTable& table, const std::vector<double>& forward_pairs,
+                                        const std::vector<double>& backward_pairs) {
+  std::vector<LayerHolding> holdings(forward_pairs.size());
+  for (const ExpertInstance& instance : table.instances) {
+    LayerHolding& h = holdings[static_cast<std::size_t>(instance.rank)];
+    ++(instance.owner ? h.owned : h.replicas);
+  }
+  for (std::size_t r = 0; r < holdings.size(); ++r) {
+    holdings[r].forward_pairs = forward_pairs[r];
+    holdings[r].backward_pairs = backward_pairs[r];
+  }
+  return holdings;
+}
+
+PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& forward, const BackwardPass& backward) {
+  const PairCosts& c = settings.costs;
+  const CostModel& model = settings.cost_model;
+  const InstanceTable& table = *forward.table;
+  const PairLayout& f = forward.layout;
+  const PairLayout& b = backward.layout;
+  const int64_t R = settings.ranks;
+  const auto r_size = static_cast<std::size_t>(R);
+  const bool input_grads_for_all = settings.dropped_pair_keeps == DroppedPairKeeps::InputGrad;
+  PassAccount account;
+
+  std::vector<double> forward_load(f.load.begin(), f.load.end()), backward_load(b.load.begin(), b.load.end());
+  account.holdings = rank_holdings(table, forward_load, backward_load);
+
+  // Kept pairs whose backward instance is on another rank than their forward one take their
+  // saved pre-activations along (without recomputation); the input row travels with the
+  // gradient row in any case.
+  std::vector<int64_t> moved(r_size * r_size, 0);
+  if (!settings.recompute && b.pairs() > 0) {
+    const torch::Tensor forward_instance = f.instance.index_select(0, backward.kept);
+    const int64_t* fi = forward_instance.data_ptr<int64_t>();
+    const int64_t* bi = b.instance.data_ptr<int64_t>();
+    for (int64_t p = 0; p < b.pairs(); ++p) {
+      const int64_t from = table.instance_rank[fi[p]], to = table.instance_rank[bi[p]];
+      if (from != to) ++moved[static_cast<std::size_t>(from * R + to)];
+    }
+  }
+
+  // The exchanges of the pass, each one all-to-all-v call: (pair matrix, elements per row,
+  // transposed). The run's bytes use its element size; the model uses the profile's.
+  struct Exchange {
+    const std::vector<int64_t>* pairs;
+    int64_t elements;
+    bool back;
+    int64_t LayerTraffic::*category;
+  };
+  const int64_t h = c.hidden, ffn = c.ffn;
+  std::vector<Exchange> exchanges = {
+      {&f.matrix, h, false, &LayerTraffic::forward_dispatch},
+      {&f.matrix, h + 1, true, &LayerTraffic::forward_combine},  // output row and hidden norm
+      {&b.matrix, 2 * h, false, &LayerTraffic::backward_dispatch},  // gradient row and input row
+  };
+  if (!settings.recompute) exchanges.push_back({&moved, 2 * ffn, false, &LayerTraffic::backward_dispatch});
+  if (input_grads_for_all) {
+    // Every computed pair's gradient row (and input row, to recompute) to its forward instance,
+    // and its input gradient back; kept pairs return none of their own.
+    exchanges.push_back({&f.matrix, settings.recompute ? 2 * h : h, false, &LayerTraffic::backward_dispatch});
+    exchanges.push_back({&f.matrix, h, true, &LayerTraffic::backward_return});
+  } else {
+    exchanges.push_back({&b.matrix, h, true, &LayerTraffic::backward_return});
+  }
+  account.bytes_sent.assign(r_size, 0);
+  account.bytes_received.assign(r_size, 0);
+  for (const Exchange& x : exchanges) {
+    const TrafficMatrix run_bytes = rows_matrix(*x.pairs, R, static_cast<double>(x.elements * c.element_bytes), x.back);
+    for (int64_t s = 0; s < R; ++s) {
+      for (int64_t d = 0; d < R; ++d) {
+        const auto bytes = static_cast<int64_t>(run_bytes.at(s, d));
+        account.traffic.*x.category += bytes;
+        account.bytes_sent[static_cast<std::size_t>(s)] += bytes;
+        account.bytes_received[static_cast<std::size_t>(d)] += bytes;
+      }
+    }
+    account.modeled.all_to_all += model.exchange_seconds(
+        rows_matrix(*x.pairs, R, static_cast<double>(x.elements * model.element_bytes()), x.back));
+  }
+
+  // Replica parameters from the owner out, and replica gradients back to it.
+  TrafficMatrix replica_out(R), replica_back(R);
+  const double model_expert_bytes = static_cast<double>(3 * h * ffn * model.element_bytes());
+  for (const auto& instances : table.expert_instances) {
+    const int64_t owner = table.instance_rank[instances[0]];
+    for (std::size_t i = 1; i < instances.size(); ++i) {
+      const int64_t replica = table.instance_rank[instances[i]];
+      account.traffic.replica_sync += 2 * c.expert_bytes;
+      if (replica == owner) continue;
+      replica_out.at(owner, replica) += model_expert_bytes;
+      replica_back.at(replica, owner) += model_expert_bytes;
+    }
+  }
+  account.modeled.replicas = model.exchange_seconds(replica_out) + model.exchange_seconds(replica_back);
+
+  // The global plan: expert counts summed, every rank's routed pairs and its computed pairs'
+  // signals gathered by all.
+  std::vector<double> pair_bytes, signal_bytes;
+  const std::vector<int64_t> computed_home = per_rank(forward.home, R);
+  for (std::size_t r = 0; r < r_size; ++r) {
+    pair_bytes.push_back(static_cast<double>(forward.routed_per_home_rank[r]) * kPairGatherBytes);
+    signal_bytes.push_back(static_cast<double>(computed_home[r]) * kSignalGatherBytes);
+  }
+  account.modeled.gathers = model.all_reduce_seconds(static_cast<double>(settings.num_experts) * kCountBytes, R) +
+                            model.all_gather_seconds(pair_bytes) + model.all_gather_seconds(signal_bytes);
+
+  // Compute: each rank's instances, forward over their computed pairs, backward over their kept
+  // pairs (and input gradients for every computed pair when dropped pairs keep them).
+  const ExpertShape shape{h, ffn};
+  std::vector<double> forward_seconds(r_size, 0.0), backward_seconds(r_size, 0.0);
+  for (std::size_t i = 0; i < table.instances.size(); ++i) {
+    const auto r = static_cast<std::size_t>(table.instance_rank[i]);
+    const int64_t computed = rows_of(f, i), kept = rows_of(b, i);
+    forward_seconds[r] += model.expert_forward_seconds(shape, computed);
+    const int64_t input_rows = input_grads_for_all ? computed : kept;
+    int64_t recomputed = 0;
+    if (settings.recompute) recomputed = kept + (input_grads_for_all ? computed : 0);
+    backward_seconds[r] += model.expert_backward_seconds(shape, kept, input_rows, recomputed);
+  }
+  account.modeled.forward_compute = *std::max_element(forward_seconds.begin(), forward_seconds.end());
+  account.modeled.backward_compute = *std::max_element(backward_seconds.begin(), backward_seconds.end());
+  return account;
+}
+
+}  // namespace lrmoe

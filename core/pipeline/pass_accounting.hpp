@@ -1,0 +1,28 @@
+#pragma once
+// What one forward-backward pass of one MoE layer holds, moves and costs, from its plan alone:
+// the per-rank holdings of the memory model, the bytes of every exchange, and the modeled time
+// (Note [Cost model] in docs/notes.md).
+
+#include <cstdint>
+#include <vector>
+
+#include "core/cost/cost_model.hpp"
+#include "core/pipeline/expert_pipeline.hpp"
+
+namespace lrmoe {
+
+struct PassAccount {
+  std::vector<LayerHolding> holdings;  // [ranks]: what each rank holds for this layer
+  LayerTraffic traffic;                // bytes over all ranks, at the run's element size
+  std::vector<int64_t> bytes_sent;     // [ranks]: pair-row bytes to other ranks
+  std::vector<int64_t> bytes_received; // [ranks]
+  ModeledTime modeled;
+};
+
+// Per rank: the instances it owns and the replicas it hosts, with the given pair loads.
+std::vector<LayerHolding> rank_holdings(const InstanceTable& table, const std::vector<double>& forward_pairs,
+                                        const std::vector<double>& backward_pairs);
+
+PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& forward, const BackwardPass& backward);
+
+}  // namespace lrmoe
