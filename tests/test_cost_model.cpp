@@ -1,0 +1,86 @@
+// The cost model's formulas on hand-computed examples (Note [Cost model]), and the critical path
+// (Note [Critical path]): a skewed routing has a longer one than a balanced routing of the same
+// total work.
+#include <catch2/catch.hpp>
+
+#include "core/cost/cost_model.hpp"
+#include "core/pipeline/critical_path.hpp"
+
+using namespace lrmoe;
+
+namespace {
+
+// Two nodes of two ranks; round numbers.
+HardwareProfile two_by_two() {
+  HardwareProfile p;
+  p.name = "test";
+  p.peak_flops = 1e12;
+  p.gemm_efficiency = {{1, 0.5}, {100, 1.0}};
+  p.memory_bandwidth = 1e12;
+  p.element_bytes = 2;
+  p.ranks_per_node = 2;
+  p.intra_node_bandwidth = 100e9;
+  p.intra_node_latency = 1e-6;
+  p.inter_node_bandwidth = 10e9;
+  p.inter_node_latency = 10e-6;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("an exchange ends when the slowest rank's busiest link does", "[cost]") {
+  const CostModel model(two_by_two());
+  TrafficMatrix t(4);
+  t.at(0, 1) = 1e6;  // intra-node: 1e-6 + 1e6 / 100e9 = 11 us
+  t.at(0, 2) = 1e6;  // inter-node: 10e-6 + 1e6 / 10e9 = 110 us
+  t.at(3, 2) = 2e5;  // intra-node, rank 2 receives: 1e-6 + 2e5 / 100e9 = 3 us
+  // Rank 0: max(11, 110) us; rank 2 receives 1e6 over the inter-node link: 110 us as well.
+  CHECK(model.exchange_seconds(t) == Approx(110e-6));
+  TrafficMatrix none(4);
+  CHECK(model.exchange_seconds(none) == 0);
+}
+
+TEST_CASE("a GEMM is as slow as its FLOPs at the curve's efficiency or its bytes, whichever is slower", "[cost]") {
+  const CostModel model(two_by_two());
+  // 100 rows: efficiency 1; 2 * 100 * 1000 * 1000 FLOPs / 1e12 = 200 us; bytes 2 * (1e5 + 1e6 + 1e5)
+  // / 1e12 = 2.4 us.
+  CHECK(model.gemm_seconds(100, 1000, 1000) == Approx(200e-6));
+  // 1 row: efficiency 0.5: 2e6 / 0.5e12 = 4 us; bytes 2 * (1000 + 1e6 + 1000) / 1e12 = 2.004 us.
+  CHECK(model.gemm_seconds(1, 1000, 1000) == Approx(4e-6));
+  // 10 rows: efficiency 0.75 (halfway in log rows): 2e7 / 0.75e12.
+  CHECK(model.gemm_seconds(10, 1000, 1000) == Approx(2e7 / 0.75e12));
+  CHECK(model.gemm_seconds(0, 1000, 1000) == 0);
+}
+
+TEST_CASE("ring collectives pay a latency per step and their bytes over the bottleneck link", "[cost]") {
+  const CostModel model(two_by_two());
+  // Four ranks span two nodes: the inter-node link. All-gather of 1e6 bytes each: 3 latencies and
+  // 3e6 received bytes.
+  CHECK(model.all_gather_seconds({1e6, 1e6, 1e6, 1e6}) == Approx(3 * 10e-6 + 3e6 / 10e9));
+  // All-reduce of 1e6 bytes on two ranks of one node: 2 latencies and 2 * 1/2 * 1e6 bytes.
+  CHECK(model.all_reduce_seconds(1e6, 2) == Approx(2 * 1e-6 + 1e6 / 100e9));
+  CHECK(model.all_reduce_seconds(1e6, 1) == 0);
+}
+
+TEST_CASE("a skewed routing has a longer critical path than a balanced one of equal work", "[cost]") {
+  // Expert seconds from operation counts (one unit per pair), one process hosting two ranks, with
+  // one unit of planning and two of shared work per phase.
+  auto path_of = [](std::vector<double> forward, std::vector<double> backward) {
+    const std::vector<double> expert[kPhases] = {forward, backward};
+    ProcessPhaseTimes process;
+    for (int phase = 0; phase < kPhases; ++phase) {
+      const std::vector<double>& own = expert[phase];
+      process.planning[phase] = 1;
+      process.wall[phase] = own[0] + own[1] + 1 + 2;
+    }
+    return critical_path(expert, {process}, 2);
+  };
+  const CriticalPath balanced = path_of({50, 50}, {25, 25});
+  const CriticalPath skewed = path_of({80, 20}, {40, 10});
+  CHECK(balanced.rank_sum == Approx(skewed.rank_sum));
+  // Each rank: its pairs + the plan + half the shared work.
+  CHECK(balanced.seconds == Approx((50 + 1 + 1) + (25 + 1 + 1)));
+  CHECK(skewed.seconds == Approx((80 + 1 + 1) + (40 + 1 + 1)));
+  CHECK(skewed.seconds > balanced.seconds);
+  CHECK(skewed.rank_seconds[kForwardPhase] == std::vector<double>{82, 22});
+}
