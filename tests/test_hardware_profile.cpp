@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/cost/hardware_profile.hpp"
+#include "core/cost/machine_probe.hpp"
 #include "support/temp_folder.hpp"
 
 namespace fs = std::filesystem;
@@ -149,7 +150,7 @@ TEST_CASE("shipped profiles hold the datasheet figures they cite", "[hardware]")
   CHECK(h100.gemm_efficiency_at(96) == Approx(0.39 + 0.39 * std::log2(1.5)));
 }
 
-TEST_CASE("a path finds a profile file; hardware_profile_dirs has the build copies and LRMOE_HARDWARE_PATH",
+TEST_CASE("a path finds a profile file, and hardware_profile_dirs has the build copies and LRMOE_HARDWARE_PATH",
           "[hardware]") {
   const fs::path file = kShippedDir / "h200-sxm-8gpu-ib400.toml";
   CHECK(load_hardware_profile(file.string(), {}).name == "h200-sxm-8gpu-ib400");

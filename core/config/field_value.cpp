@@ -4,31 +4,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 #include <stdexcept>
 
 #include "core/config/byte_size.hpp"
 #include "core/config/did_you_mean.hpp"
 #include "core/config/experiment_loader.hpp"
+#include "core/config/toml_text.hpp"
 
 namespace lrmoe {
 namespace {
-
-// Shortest text that reads back as the same double, always with a '.' or an exponent so that
-// TOML reads it as a float again.
-std::string format_float(double value) {
-  std::string text = fmt::format("{}", value);
-  if (text.find_first_of(".e") == std::string::npos) text += ".0";
-  return text;
-}
-
-std::string format_string(const std::string& value) {
-  // Basic "..." strings with escapes only: one deterministic spelling, whatever the text holds.
-  std::ostringstream out;
-  out << toml::toml_formatter{toml::value<std::string>{value},
-                              toml::format_flags::allow_unicode_strings};
-  return out.str();
-}
 
 class FieldReader {
  public:
@@ -133,13 +117,13 @@ std::string field_value_toml(const FieldValue& value) {
       [](const auto& v) -> std::string {
         using T = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<T, double>) {
-          return format_float(v);
+          return toml_float(v);
         } else if constexpr (std::is_same_v<T, bool>) {
           return v ? "true" : "false";
         } else if constexpr (std::is_same_v<T, std::string>) {
-          return format_string(v);
+          return toml_string(v);
         } else if constexpr (std::is_same_v<T, uint64_t>) {
-          return format_string(format_byte_size(v));
+          return toml_string(format_byte_size(v));
         } else {
           return std::to_string(v);
         }

@@ -3,19 +3,17 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
-#include <limits>
 #include <sstream>
 #include <stdexcept>
 #include <toml++/toml.h>
-#include <torch/torch.h>
 
 #include "core/config/did_you_mean.hpp"
-#include "core/system/blas_probe.hpp"
-#include "core/system/host_info.hpp"
+#include "core/config/field_value.hpp"
+#include "core/config/toml_text.hpp"
+#include "core/system/search_folders.hpp"
 
 namespace fs = std::filesystem;
 
@@ -52,28 +50,12 @@ std::vector<std::string> key_names() {
   return names;
 }
 
-// Shortest text that reads back as the same double, always with a '.' or an exponent (or
-// inf/nan) so that TOML reads it as a float again.
-std::string format_float(double value) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  std::string text = fmt::format("{}", value);
-  if (text.find_first_of(".e") == std::string::npos) text += ".0";
-  return text;
-}
-
 // Rows are counts: written as integers when they are whole numbers TOML can hold exactly.
 std::string format_rows(double rows) {
   if (std::isfinite(rows) && rows == std::floor(rows) && std::fabs(rows) < 9.0e15) {
     return fmt::format("{}", static_cast<int64_t>(rows));
   }
-  return format_float(rows);
-}
-
-std::string format_string(const std::string& value) {
-  std::ostringstream out;
-  out << toml::toml_formatter{toml::value<std::string>{value}, toml::format_flags::allow_unicode_strings};
-  return out.str();
+  return toml_float(rows);
 }
 
 std::string one_line(std::string text) {
@@ -88,28 +70,10 @@ std::string suggestion(const std::string& word, const std::vector<std::string>& 
   return text.empty() ? "" : " (" + text.substr(2) + ")";
 }
 
+// toml_type_name with its article: "a string", "an integer".
 std::string type_name(const toml::node& node) {
-  switch (node.type()) {
-    case toml::node_type::string:
-      return "a string";
-    case toml::node_type::integer:
-      return "an integer";
-    case toml::node_type::floating_point:
-      return "a float";
-    case toml::node_type::boolean:
-      return "a boolean";
-    case toml::node_type::table:
-      return "a table";
-    case toml::node_type::array:
-      return "an array";
-    case toml::node_type::date:
-    case toml::node_type::time:
-    case toml::node_type::date_time:
-      return "a date/time";
-    case toml::node_type::none:
-      break;
-  }
-  return "nothing";
+  const std::string name = toml_type_name(node);
+  return (std::string_view("aeiou").find(name.front()) == std::string_view::npos ? "a " : "an ") + name;
 }
 
 std::string place(const std::string& file, const toml::node& node) {
@@ -163,7 +127,7 @@ class ProfileReader {
     const double value = number(node, key, example);
     if (!(std::isfinite(value) && value > 0)) {
       fail(fmt::format("{}: {} = {} is out of range: it must be a finite number of {} greater than 0; e.g. {}",
-                       place(file_, node), key, format_float(value), unit, example));
+                       place(file_, node), key, toml_float(value), unit, example));
     }
     return value;
   }
@@ -173,7 +137,7 @@ class ProfileReader {
     const double value = number(node, key, example);
     if (!(std::isfinite(value) && value >= 0)) {
       fail(fmt::format("{}: {} = {} is out of range: it must be a finite number of {}, 0 or more; e.g. {}",
-                       place(file_, node), key, format_float(value), unit, example));
+                       place(file_, node), key, toml_float(value), unit, example));
     }
     return value;
   }
@@ -211,7 +175,7 @@ class ProfileReader {
       point.efficiency = number(*pair->get(1), what + " efficiency", kExample);
       if (!(std::isfinite(point.rows) && point.rows > 0)) {
         fail(fmt::format("{}: {} rows = {} is out of range: rows must be greater than 0", place(file_, *pair->get(0)),
-                         what, format_float(point.rows)));
+                         what, toml_float(point.rows)));
       }
       if (!points.empty() && !(point.rows > points.back().rows)) {
         fail(fmt::format("{}: {} rows = {} does not follow {}; list the pairs by strictly increasing rows",
@@ -219,7 +183,7 @@ class ProfileReader {
       }
       if (!(point.efficiency > 0 && point.efficiency <= 1)) {
         fail(fmt::format("{}: {} efficiency = {} is out of range: it is a fraction of peak_flops in (0, 1]",
-                         place(file_, *pair->get(1)), what, format_float(point.efficiency)));
+                         place(file_, *pair->get(1)), what, toml_float(point.efficiency)));
       }
       points.push_back(point);
     }
@@ -332,44 +296,6 @@ std::string folder_list(const std::vector<fs::path>& dirs) {
   return text;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// Best of a few copies of a large buffer, as seconds per copy, and its size in bytes.
-std::pair<double, double> measure_large_copy() {
-  const int64_t elements = int64_t{1} << 25;  // 128 MiB of float32: well past the last-level cache
-  auto source = torch::ones({elements}, torch::kFloat32);
-  auto target = torch::empty({elements}, torch::kFloat32);
-  target.copy_(source);  // warm-up: page faults, thread pool
-  double best = std::numeric_limits<double>::infinity();
-  for (int i = 0; i < 3; ++i) {
-    const auto started = std::chrono::steady_clock::now();
-    target.copy_(source);
-    best = std::min(best, seconds_since(started));
-  }
-  return {std::max(best, 1e-9), static_cast<double>(elements) * 4.0};
-}
-
-// Seconds to move a few rows of one rank's activations into another's buffer in one process.
-double measure_small_move() {
-  const int64_t rows = 4096;
-  const int64_t hidden = 256;
-  auto source = torch::randn({rows, hidden}, torch::kFloat32);
-  auto index = torch::tensor({3, 700, 1500, 4000}, torch::kLong);
-  auto target = torch::empty({index.size(0), hidden}, torch::kFloat32);
-  target.copy_(source.index_select(0, index));  // warm-up
-  const int batches = 10;
-  const int per_batch = 50;
-  double best = std::numeric_limits<double>::infinity();
-  for (int b = 0; b < batches; ++b) {
-    const auto started = std::chrono::steady_clock::now();
-    for (int i = 0; i < per_batch; ++i) target.copy_(source.index_select(0, index));
-    best = std::min(best, seconds_since(started) / per_batch);
-  }
-  return std::max(best, 1e-9);
-}
-
 }  // namespace
 
 double HardwareProfile::gemm_efficiency_at(double rows) const {
@@ -391,22 +317,22 @@ std::string HardwareProfile::to_toml() const {
   std::string out;
   out += "# lrmoe hardware profile; the keys are described in experiments/hardware/README.md.\n";
   if (!source.empty()) out += "# source: " + one_line(source) + "\n";
-  out += "name = " + format_string(name) + "\n";
-  out += "description = " + format_string(description) + "\n";
-  out += "peak_flops = " + format_float(peak_flops) + "\n";
+  out += "name = " + toml_string(name) + "\n";
+  out += "description = " + toml_string(description) + "\n";
+  out += "peak_flops = " + toml_float(peak_flops) + "\n";
   out += "gemm_efficiency = [";
   for (std::size_t i = 0; i < gemm_efficiency.size(); ++i) {
     out += fmt::format("{}[{}, {}]", i == 0 ? "" : ", ", format_rows(gemm_efficiency[i].rows),
-                       format_float(gemm_efficiency[i].efficiency));
+                       toml_float(gemm_efficiency[i].efficiency));
   }
   out += "]\n";
-  out += "memory_bandwidth = " + format_float(memory_bandwidth) + "\n";
+  out += "memory_bandwidth = " + toml_float(memory_bandwidth) + "\n";
   out += fmt::format("element_bytes = {}\n", element_bytes);
   out += fmt::format("ranks_per_node = {}\n", ranks_per_node);
-  out += "intra_node_bandwidth = " + format_float(intra_node_bandwidth) + "\n";
-  out += "intra_node_latency = " + format_float(intra_node_latency) + "\n";
-  out += "inter_node_bandwidth = " + format_float(inter_node_bandwidth) + "\n";
-  out += "inter_node_latency = " + format_float(inter_node_latency) + "\n";
+  out += "intra_node_bandwidth = " + toml_float(intra_node_bandwidth) + "\n";
+  out += "intra_node_latency = " + toml_float(intra_node_latency) + "\n";
+  out += "inter_node_bandwidth = " + toml_float(inter_node_bandwidth) + "\n";
+  out += "inter_node_latency = " + toml_float(inter_node_latency) + "\n";
   return out;
 }
 
@@ -430,57 +356,11 @@ HardwareProfile load_hardware_profile(const std::string& name_or_path, const std
 
 std::vector<fs::path> hardware_profile_dirs() {
   std::vector<fs::path> dirs;
-  std::error_code error;
-  const fs::path executable = fs::read_symlink("/proc/self/exe", error);
-  if (!error) {
-    const fs::path bin = executable.parent_path();
-    for (const fs::path& folder : {bin / "hardware", bin.parent_path() / "runner" / "hardware",
-                                   bin.parent_path() / "share" / "lrmoe" / "hardware"}) {
-      if (fs::is_directory(folder, error)) {
-        dirs.push_back(folder);
-        break;
-      }
-    }
-  }
-  if (const char* path = std::getenv("LRMOE_HARDWARE_PATH")) {
-    std::string_view rest(path);
-    while (!rest.empty()) {
-      const std::size_t colon = rest.find(':');
-      const std::string_view folder = rest.substr(0, colon);
-      if (!folder.empty()) dirs.emplace_back(std::string(folder));
-      if (colon == std::string_view::npos) break;
-      rest.remove_prefix(colon + 1);
-    }
-  }
+  const fs::path shipped = folder_beside_executable(
+      {"hardware", fs::path("..") / "runner" / "hardware", fs::path("..") / "share" / "lrmoe" / "hardware"});
+  if (!shipped.empty()) dirs.push_back(shipped);
+  if (const char* path = std::getenv("LRMOE_HARDWARE_PATH")) append_folder_list(dirs, path);
   return dirs;
-}
-
-HardwareProfile probe_this_machine(int64_t ranks) {
-  if (ranks < 1) {
-    fail(fmt::format("probe_this_machine: ranks = {} is out of range; a run has at least 1 rank", ranks));
-  }
-  torch::NoGradGuard no_grad;
-  const BlasReport blas = probe_blas();
-  const auto [copy_seconds, copy_bytes] = measure_large_copy();
-  const double move_seconds = measure_small_move();
-
-  HardwareProfile profile;
-  profile.name = kThisMachineProfile;
-  profile.source = "probed on " + host_name();
-  profile.peak_flops = blas.matmul_gflops * 1e9;
-  profile.gemm_efficiency = {{1, 1.0}};
-  profile.memory_bandwidth = 2.0 * copy_bytes / copy_seconds;  // each byte read once and written once
-  profile.element_bytes = 4;
-  profile.ranks_per_node = ranks;
-  profile.intra_node_bandwidth = copy_bytes / copy_seconds;
-  profile.intra_node_latency = move_seconds;
-  profile.inter_node_bandwidth = profile.intra_node_bandwidth;
-  profile.inter_node_latency = profile.intra_node_latency;
-  profile.description = fmt::format(
-      "measured on {}: {:.1f} GFLOP/s float32 matmul ({}), {:.1f} GB/s tensor copy, {:.2f} us to move 4 rows; "
-      "all {} logical ranks on this host",
-      host_name(), blas.matmul_gflops, blas.library, profile.intra_node_bandwidth / 1e9, move_seconds * 1e6, ranks);
-  return profile;
 }
 
 }  // namespace lrmoe

@@ -7,20 +7,12 @@
 #include "core/config/did_you_mean.hpp"
 #include "core/config/policy_sections.hpp"
 #include "core/plugins/policy_parameters.hpp"
+#include "core/system/search_folders.hpp"
 
 namespace fs = std::filesystem;
 
 namespace lrmoe {
 namespace {
-
-void append_folders(std::vector<fs::path>& folders, const std::string& list) {
-  std::size_t start = 0;
-  while (start <= list.size()) {
-    const std::size_t end = std::min(list.find(':', start), list.size());
-    if (end > start) folders.emplace_back(list.substr(start, end - start));
-    start = end + 1;
-  }
-}
 
 const PluginInfo& find_plugin(const PluginCatalog& catalog, PolicyKind kind, const std::string& name) {
   if (const PluginInfo* plugin = catalog.find(kind, name)) return *plugin;
@@ -57,21 +49,14 @@ std::shared_ptr<T> create(const PluginCatalog& catalog, PolicyKind kind, const P
 }  // namespace
 
 fs::path runner_plugin_folder() {
-  std::error_code error;
-  const fs::path executable = fs::read_symlink("/proc/self/exe", error);
-  if (error) return {};
-  for (const fs::path& folder : {executable.parent_path() / "plugins",
-                                 executable.parent_path().parent_path() / "lib" / "lrmoe" / "plugins"}) {
-    if (fs::is_directory(folder)) return folder;
-  }
-  return {};
+  return folder_beside_executable({"plugins", fs::path("..") / "lib" / "lrmoe" / "plugins"});
 }
 
 std::vector<fs::path> plugin_folders(const PoliciesConfig& policies) {
   std::vector<fs::path> folders;
   if (fs::path own = runner_plugin_folder(); !own.empty()) folders.push_back(own);
-  if (const char* path = std::getenv("LRMOE_PLUGIN_PATH")) append_folders(folders, path);
-  append_folders(folders, policies.plugin_path);
+  if (const char* path = std::getenv("LRMOE_PLUGIN_PATH")) append_folder_list(folders, path);
+  append_folder_list(folders, policies.plugin_path);
   return folders;
 }
 
