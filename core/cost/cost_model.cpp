@@ -2,13 +2,11 @@
 
 #include <algorithm>
 
+#include "core/cost/machine_probe.hpp"
+
 namespace lrmoe {
 
 TrafficMatrix::TrafficMatrix(int64_t r) : ranks(r), bytes(static_cast<std::size_t>(r * r), 0.0) {}
-
-bool TrafficMatrix::empty() const {
-  return std::all_of(bytes.begin(), bytes.end(), [](double b) { return b == 0; });
-}
 
 ModeledTime& ModeledTime::operator+=(const ModeledTime& o) {
   forward_compute += o.forward_compute;

@@ -20,7 +20,6 @@ struct TrafficMatrix {
   explicit TrafficMatrix(int64_t ranks = 0);
   double& at(int64_t from, int64_t to) { return bytes[static_cast<std::size_t>(from * ranks + to)]; }
   double at(int64_t from, int64_t to) const { return bytes[static_cast<std::size_t>(from * ranks + to)]; }
-  bool empty() const;
 };
 
 // Expert GEMM shapes of one MoE layer.

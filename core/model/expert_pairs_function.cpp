@@ -241,7 +241,7 @@ std::shared_ptr<const ForwardPass> single_rank_pass(const ExpertPairs& pairs, in
   layout.instance = pairs.experts.to(torch::kCPU);
   layout.instance_offsets = pairs.expert_offsets;
   layout.load = {n};
-  layout.sent = layout.received = layout.peers_sent = layout.peers_received = {0};
+  layout.matrix = {n};
   layout.local = process_slice(layout.order, layout.instance, torch::zeros({n}, torch::kInt64), layout.instance_offsets,
                                *table, ProcessView{}, pairs.experts.device());
   return pass;

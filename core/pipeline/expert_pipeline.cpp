@@ -127,6 +127,13 @@ void ExpertPipeline::check_budget(const std::vector<LayerHolding>& holdings, con
   }
 }
 
+std::vector<int64_t> ExpertPipeline::room(const std::vector<LayerHolding>& holdings,
+                                          int64_t (*pairs_that_fit)(const MemoryCosts&, LayerHolding, int64_t)) const {
+  std::vector<int64_t> pairs;
+  for (const LayerHolding& h : holdings) pairs.push_back(pairs_that_fit(settings_.costs.memory, h, settings_.budget_bytes));
+  return pairs;
+}
+
 torch::Tensor ExpertPipeline::route(Phase phase, const torch::Tensor& experts, const torch::Tensor& home,
                                     const InstanceTable& table, std::vector<int64_t> capacity) {
   RoutingRequest request;
@@ -201,8 +208,7 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Ten
   const std::vector<int64_t> computed_counts = expert_counts(computed_experts, E);
   pass->expert_offsets = offsets_from_counts(computed_counts);
   pass->home = all.home.index_select(0, pass->computed);
-  pass->routed_per_home_rank.assign(static_cast<std::size_t>(settings_.ranks), 0);
-  for (int64_t i = 0; i < all.home.numel(); ++i) ++pass->routed_per_home_rank[all.home.data_ptr<int64_t>()[i]];
+  pass->routed_per_home_rank = expert_counts(all.home, settings_.ranks);  // a bincount over home ranks
   const torch::Tensor computed_cpu = pass->computed;
   pass->computed = pass->computed.to(experts.device());
   pass->experts = computed_experts.to(experts.device());
@@ -216,11 +222,8 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Ten
   overhead.compaction += clock.lap();
 
   const std::vector<double> no_load(static_cast<std::size_t>(settings_.ranks), 0.0);
-  std::vector<int64_t> forward_capacity;
-  for (const LayerHolding& h : rank_holdings(*table, no_load, expected_backward)) {
-    forward_capacity.push_back(forward_pairs_that_fit(settings_.costs.memory, h, settings_.budget_bytes));
-  }
-  const torch::Tensor instance = route(Phase::Forward, computed_experts, pass->home, *table, forward_capacity);
+  const torch::Tensor instance = route(Phase::Forward, computed_experts, pass->home, *table,
+                                       room(rank_holdings(*table, no_load, expected_backward), forward_pairs_that_fit));
   overhead.routing += clock.lap();
   pass->layout = build_pair_layout(instance, pass->home, *table, settings_.ranks, settings_.process, experts.device());
   pass->local_pairs =
@@ -269,11 +272,8 @@ BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch
   const std::vector<double> no_load(static_cast<std::size_t>(settings_.ranks), 0.0);
   overhead.compaction += clock.lap();
 
-  std::vector<int64_t> backward_capacity;
-  for (const LayerHolding& h : rank_holdings(table, forward_load, no_load)) {
-    backward_capacity.push_back(backward_pairs_that_fit(settings_.costs.memory, h, settings_.budget_bytes));
-  }
-  const torch::Tensor instance = route(Phase::Backward, kept_experts, kept_home, table, backward_capacity);
+  const torch::Tensor instance = route(Phase::Backward, kept_experts, kept_home, table,
+                                       room(rank_holdings(table, forward_load, no_load), backward_pairs_that_fit));
   overhead.routing += clock.lap();
   pass.layout = build_pair_layout(instance, kept_home, table, settings_.ranks, settings_.process, forward.experts.device());
   localize(forward, selection.weights, pass);

@@ -118,6 +118,10 @@ class ExpertPipeline {
  private:
   // Every rank's holding must fit the layer's budget (lrmoe/memory_model.hpp); `stage` says when.
   void check_budget(const std::vector<LayerHolding>& holdings, const std::string& stage) const;
+  // Per rank, the pairs of one phase that still fit beside `holdings` (a routing's capacity):
+  // `pairs_that_fit` is forward_pairs_that_fit or backward_pairs_that_fit.
+  std::vector<int64_t> room(const std::vector<LayerHolding>& holdings,
+                            int64_t (*pairs_that_fit)(const MemoryCosts&, LayerHolding, int64_t)) const;
   torch::Tensor route(Phase phase, const torch::Tensor& experts, const torch::Tensor& home,
                       const InstanceTable& table, std::vector<int64_t> capacity);
   // Every process's signals of the forward's computed pairs, in pair order.

@@ -24,7 +24,7 @@ RankMemory at_moment(const MemoryCosts& c, const std::vector<LayerHolding>& laye
     m.forward_tokens += whole(h.forward_pairs * static_cast<double>(c.saved_pair_bytes));
   }
   const LayerHolding& now = layers[current];
-  if (moment.phase == StepPhase::Forward) {
+  if (moment.phase == Phase::Forward) {
     m.forward_tokens += whole(forward_transient_bytes(c, now));
   } else {
     m.backward_tokens += whole(now.backward_pairs * static_cast<double>(c.backward_pair_bytes));
@@ -35,7 +35,7 @@ RankMemory at_moment(const MemoryCosts& c, const std::vector<LayerHolding>& laye
 
 }  // namespace
 
-const char* phase_name(StepPhase phase) { return phase == StepPhase::Forward ? "forward" : "backward"; }
+const char* phase_name(Phase phase) { return phase == Phase::Forward ? "forward" : "backward"; }
 
 MemoryPeak pass_peak(const MemoryCosts& costs, const std::vector<LayerHolding>& layers, const StaticMemory& fixed) {
   MemoryPeak peak;
@@ -53,8 +53,8 @@ MemoryPeak pass_peak(const MemoryCosts& costs, const std::vector<LayerHolding>& 
     first = false;
   };
   const auto count = static_cast<int64_t>(layers.size());
-  for (int64_t l = 0; l < count; ++l) visit({StepPhase::Forward, l});
-  for (int64_t l = count - 1; l >= 0; --l) visit({StepPhase::Backward, l});
+  for (int64_t l = 0; l < count; ++l) visit({Phase::Forward, l});
+  for (int64_t l = count - 1; l >= 0; --l) visit({Phase::Backward, l});
   if (first) {  // no MoE layers: the static memory alone
     peak.at_peak.optimizer = fixed.optimizer;
     peak.at_peak.dense = fixed.dense;

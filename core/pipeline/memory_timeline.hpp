@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lrmoe/memory_model.hpp"
+#include "lrmoe/routing.hpp"
 
 namespace lrmoe {
 
@@ -28,12 +29,12 @@ struct RankMemory {
   int64_t total() const { return subtotal() + gradients + optimizer + dense; }
 };
 
-enum class StepPhase { Forward, Backward };
-const char* phase_name(StepPhase phase);
+// "forward" or "backward": the text recorded for a moment.
+const char* phase_name(Phase phase);
 
 // A moment of the timeline: the forward or backward of one MoE layer (index among the MoE layers).
 struct TimelineMoment {
-  StepPhase phase = StepPhase::Forward;
+  Phase phase = Phase::Forward;
   int64_t layer = 0;
 };
 

@@ -16,12 +16,6 @@ PairCosts pair_costs(const ModelConfig& model, bool recompute, int64_t element_b
   costs.memory.forward_pair_bytes = (2 * hidden + ffn) * element_bytes + (recompute ? costs.pre_activation_bytes : 0);
   costs.memory.saved_pair_bytes = recompute ? 0 : costs.pre_activation_bytes;
   costs.memory.backward_pair_bytes = (3 * hidden + 4 * ffn) * element_bytes;
-  // Three GEMMs of 2 * hidden * ffn FLOPs per row each way; backward has weight and input
-  // gradients (twice the forward), plus the gate-up GEMM (two thirds of the forward) again when
-  // recomputing the pre-activations.
-  const double gemm = 6.0 * static_cast<double>(hidden * ffn);
-  costs.forward_flops = gemm;
-  costs.backward_flops = 2 * gemm + (recompute ? 2.0 / 3.0 * gemm : 0.0);
   return costs;
 }
 

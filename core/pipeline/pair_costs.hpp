@@ -1,7 +1,8 @@
 #pragma once
 // The unit costs of one MoE layer, from the model's dimensions: bytes for the memory model
-// (lrmoe/memory_model.hpp), rows for the exchanges, FLOPs for the cost model. One place, so that
-// the placement policies, the plan check, the accounting and the cost model use the same numbers.
+// (lrmoe/memory_model.hpp), rows and expert shapes for the exchanges and the cost model. One
+// place, so that the placement policies, the plan check, the accounting and the cost model use
+// the same numbers.
 
 #include <cstdint>
 
@@ -22,10 +23,6 @@ struct PairCosts {
   // kept pair in backward: the incoming gradient row and input row, the pre-activations
   // (recomputed or saved) and their gradients, and the input-gradient row.
   MemoryCosts memory;
-  // FLOPs of one pair through one expert: forward, and backward (weight plus input gradients,
-  // plus the gate-up GEMM again when recomputing).
-  double forward_flops = 0;
-  double backward_flops = 0;
 };
 
 PairCosts pair_costs(const ModelConfig& model, bool recompute, int64_t element_bytes = 4);

@@ -37,15 +37,10 @@ struct PairLayout {
   torch::Tensor instance;                 // [pairs] int64 CPU: instance of each pair (pair order)
   std::vector<int64_t> instance_offsets;  // [instances + 1]: rows of instance i
   std::vector<int64_t> load;              // [ranks]: pairs each rank receives (its own included)
-  std::vector<int64_t> sent;              // [ranks]: pairs each rank sends to another rank
-  std::vector<int64_t> received;          // [ranks]: pairs each rank receives from another rank
-  std::vector<int64_t> peers_sent;        // [ranks]: ranks each rank sends at least one pair to
-  std::vector<int64_t> peers_received;    // [ranks]: ranks each rank receives from
   std::vector<int64_t> matrix;            // [ranks * ranks]: pairs from home rank s to rank d at [s * ranks + d]
   ProcessSlice local;
 
   int64_t pairs() const { return instance.numel(); }
-  int64_t crossing() const;  // pairs whose destination is not their home rank
 };
 
 // `instance`: [pairs] int64 CPU index into table.instances; `home`: [pairs] int64 CPU home ranks.

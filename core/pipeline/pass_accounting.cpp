@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/pipeline/expert_counts.hpp"
+
 namespace lrmoe {
 namespace {
 
@@ -11,7 +13,8 @@ constexpr double kPairGatherBytes = 24;
 constexpr double kSignalGatherBytes = 16;
 constexpr double kCountBytes = 8;
 
-// `pairs` (a layout's rank matrix) times `row_bytes`, transposed for a return trip.
+// `pairs` (a layout's rank matrix) times `row_bytes`, transposed for a return trip; a rank's
+// pairs to itself move nothing.
 TrafficMatrix rows_matrix(const std::vector<int64_t>& pairs, int64_t ranks, double row_bytes, bool transpose) {
   TrafficMatrix t(ranks);
   for (int64_t s = 0; s < ranks; ++s) {
@@ -24,28 +27,27 @@ TrafficMatrix rows_matrix(const std::vector<int64_t>& pairs, int64_t ranks, doub
   return t;
 }
 
+TrafficMatrix scaled(TrafficMatrix t, double factor) {
+  for (double& bytes : t.bytes) bytes *= factor;
+  return t;
+}
+
 // Rows each instance has in a layout.
 int64_t rows_of(const PairLayout& layout, std::size_t instance) {
   return layout.instance_offsets[instance + 1] - layout.instance_offsets[instance];
-}
-
-std::vector<int64_t> per_rank(const torch::Tensor& ranks_of_pairs, int64_t ranks) {
-  std::vector<int64_t> counts(static_cast<std::size_t>(ranks), 0);
-  const int64_t* r = ranks_of_pairs.data_ptr<int64_t>();
-  for (int64_t p = 0; p < ranks_of_pairs.numel(); ++p) ++counts[static_cast<std::size_t>(r[p])];
-  return counts;
 }
 
 }  // namespace
 
 std::vector<LayerHolding> rank_holdings(const InstanceTable& table, const std::vector<double>& forward_pairs,
                                         const std::vector<double>& backward_pairs) {
+  const auto ranks = static_cast<int64_t>(forward_pairs.size());
+  const std::vector<int64_t> owned = table.owners_per_rank(ranks);
+  const std::vector<int64_t> instances = table.instances_per_rank(ranks);
   std::vector<LayerHolding> holdings(forward_pairs.size());
-  for (const ExpertInstance& instance : table.instances) {
-    LayerHolding& h = holdings[static_cast<std::size_t>(instance.rank)];
-    ++(instance.owner ? h.owned : h.replicas);
-  }
   for (std::size_t r = 0; r < holdings.size(); ++r) {
+    holdings[r].owned = owned[r];
+    holdings[r].replicas = instances[r] - owned[r];
     holdings[r].forward_pairs = forward_pairs[r];
     holdings[r].backward_pairs = backward_pairs[r];
   }
@@ -106,7 +108,8 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
   account.bytes_sent.assign(r_size, 0);
   account.bytes_received.assign(r_size, 0);
   for (const Exchange& x : exchanges) {
-    const TrafficMatrix run_bytes = rows_matrix(*x.pairs, R, static_cast<double>(x.elements * c.element_bytes), x.back);
+    const TrafficMatrix elements = rows_matrix(*x.pairs, R, static_cast<double>(x.elements), x.back);
+    const TrafficMatrix run_bytes = scaled(elements, static_cast<double>(c.element_bytes));
     for (int64_t s = 0; s < R; ++s) {
       for (int64_t d = 0; d < R; ++d) {
         const auto bytes = static_cast<int64_t>(run_bytes.at(s, d));
@@ -115,8 +118,8 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
         account.bytes_received[static_cast<std::size_t>(d)] += bytes;
       }
     }
-    account.modeled.all_to_all += model.exchange_seconds(
-        rows_matrix(*x.pairs, R, static_cast<double>(x.elements * model.element_bytes()), x.back));
+    account.modeled.all_to_all +=
+        model.exchange_seconds(scaled(elements, static_cast<double>(model.element_bytes())));
   }
 
   // Replica parameters from the owner out, and replica gradients back to it.
@@ -137,7 +140,7 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
   // The global plan: expert counts summed, every rank's routed pairs and its computed pairs'
   // signals gathered by all.
   std::vector<double> pair_bytes, signal_bytes;
-  const std::vector<int64_t> computed_home = per_rank(forward.home, R);
+  const std::vector<int64_t> computed_home = expert_counts(forward.home, R);  // a bincount over home ranks
   for (std::size_t r = 0; r < r_size; ++r) {
     pair_bytes.push_back(static_cast<double>(forward.routed_per_home_rank[r]) * kPairGatherBytes);
     signal_bytes.push_back(static_cast<double>(computed_home[r]) * kSignalGatherBytes);
