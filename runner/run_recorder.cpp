@@ -77,8 +77,14 @@ void RunRecorder::on_step(const StepReport& r) {
     store_.add_layer_step(run_, layer_step_record(r.step, layer));
     const CriticalPath& path = layer.critical_path;
     for (std::size_t rank = 0; rank < layer.forward_load.size(); ++rank) {
-      RankLayerRecord row{r.step, layer.layer, static_cast<int64_t>(rank), layer.forward_load[rank],
-                          layer.backward_load[rank], layer.bytes_sent[rank], layer.bytes_received[rank]};
+      RankLayerRecord row;
+      row.step = r.step;
+      row.layer = layer.layer;
+      row.rank = static_cast<int64_t>(rank);
+      row.forward_pairs = layer.forward_load[rank];
+      row.backward_pairs = layer.backward_load[rank];
+      row.bytes_sent = layer.bytes_sent[rank];
+      row.bytes_received = layer.bytes_received[rank];
       if (rank < path.rank_seconds[kForwardPhase].size()) {
         row.forward_seconds = path.rank_seconds[kForwardPhase][rank];
         row.backward_seconds = path.rank_seconds[kBackwardPhase][rank];
@@ -94,8 +100,16 @@ void RunRecorder::on_step(const StepReport& r) {
   for (std::size_t rank = 0; rank < r.rank_memory.size(); ++rank) {
     const MemoryPeak& peak = r.rank_memory[rank];
     const RankMemory& m = peak.at_peak;
-    RankMemoryRecord row{r.step, static_cast<int64_t>(rank), m.owned, m.replicas, m.gradients, m.optimizer,
-                         m.forward_tokens, m.backward_tokens, m.dense};
+    RankMemoryRecord row;
+    row.step = r.step;
+    row.rank = static_cast<int64_t>(rank);
+    row.owned = m.owned;
+    row.replicas = m.replicas;
+    row.gradients = m.gradients;
+    row.optimizer = m.optimizer;
+    row.forward_tokens = m.forward_tokens;
+    row.backward_tokens = m.backward_tokens;
+    row.dense = m.dense;
     row.peak_phase = phase_name(peak.peak.phase);
     row.peak_layer = peak.peak.layer;
     row.peak_subtotal = peak.subtotal;

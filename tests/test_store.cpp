@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 
+#include "support/rank_memory_row.hpp"
 #include "support/temp_folder.hpp"
 #include "inspect_commands.hpp"
 #include "sparkline.hpp"
@@ -28,6 +29,7 @@ namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using lrmoe::ResultsStore;
 using lrmoe::StoreError;
+using lrmoe_test::rank_memory_row;
 using lrmoe_test::TempFolder;
 
 namespace {
@@ -292,7 +294,7 @@ TEST_CASE("layer statistics and rank memory round-trip, buffered until a flush",
   const int64_t run = writer->begin_run(sample_run("statistics"));
   const std::string id = std::to_string(run);
   writer->add_layer_step(run, sample_layer_step(3, 1));
-  writer->add_rank_memory(run, {3, 2, 11, 12, 13, 14, 15, 16, 17});
+  writer->add_rank_memory(run, rank_memory_row(3, 2, {11, 12, 13, 14, 15, 16, 17}));
   writer->add_rank_layer(run, {3, 1, 2, 21, 22, 23, 24});
   writer->add_process_layer(run, {3, 1, 1, 31, 32, 0.25, 4, 0.5, 0.75});
   CHECK(scalar(*reader, "SELECT count(*) FROM moe_layer_steps") == "0");
@@ -349,11 +351,11 @@ TEST_CASE("layer statistics and rank memory round-trip, buffered until a flush",
     writer->add_layer_step(run, sample_layer_step(3, 1));
     CHECK_THAT(store_error_of([&] { writer->flush(); }),
                Contains("UNIQUE constraint failed: moe_layer_steps.run"));
-    writer->add_rank_memory(run, {3, 2, 0, 0, 0, 0, 0, 0, 0});
+    writer->add_rank_memory(run, rank_memory_row(3, 2, {0, 0, 0, 0, 0, 0, 0}));
     CHECK_THAT(store_error_of([&] { writer->flush(); }),
                Contains("UNIQUE constraint failed: rank_memory.run"));
     writer->add_layer_step(run, sample_layer_step(3, 2));
-    writer->add_rank_memory(run, {4, 2, 0, 0, 0, 0, 0, 0, 0});
+    writer->add_rank_memory(run, rank_memory_row(4, 2, {0, 0, 0, 0, 0, 0, 0}));
     writer->flush();
     CHECK(scalar(*reader, "SELECT count(*) FROM moe_layer_steps") == "2");
     CHECK(scalar(*reader, "SELECT count(*) FROM rank_memory") == "2");
@@ -371,11 +373,11 @@ TEST_CASE("memory_peak and layer_summary aggregate the per-step rows", "[store]"
     // Rank 0's subtotal peaks in step 2, its total (optimizer state) in step 3; adding up each
     // category's own maximum would give a subtotal of 250.
     //                           step rank owned replicas gradients optimizer fwd bwd dense
-    store->add_rank_memory(run, {1, 0, 100, 0, 10, 10, 70, 40, 5});   // 210, total 235
-    store->add_rank_memory(run, {2, 0, 100, 30, 10, 10, 60, 50, 5});  // 240, total 265
-    store->add_rank_memory(run, {3, 0, 100, 0, 10, 200, 50, 40, 5});  // 190, total 405
-    store->add_rank_memory(run, {1, 1, 80, 0, 8, 8, 20, 10, 5});      // 110, total 131
-    store->add_rank_memory(other, {1, 0, 1000, 0, 0, 0, 0, 0, 0});
+    store->add_rank_memory(run, rank_memory_row(1, 0, {100, 0, 10, 10, 70, 40, 5}));   // 210, total 235
+    store->add_rank_memory(run, rank_memory_row(2, 0, {100, 30, 10, 10, 60, 50, 5}));  // 240, total 265
+    store->add_rank_memory(run, rank_memory_row(3, 0, {100, 0, 10, 200, 50, 40, 5}));  // 190, total 405
+    store->add_rank_memory(run, rank_memory_row(1, 1, {80, 0, 8, 8, 20, 10, 5}));      // 110, total 131
+    store->add_rank_memory(other, rank_memory_row(1, 0, {1000, 0, 0, 0, 0, 0, 0}));
     store->flush();
     const lrmoe::QueryResult peaks = store->query(
         "SELECT run, rank, peak_subtotal, peak_total FROM memory_peak ORDER BY run, rank");
@@ -563,7 +565,7 @@ TEST_CASE("an older database migrates to the current schema", "[store]") {
       // The new tables take rows of the old run (the destructor flushes).
       store->add_plugins(7, {{"metric", "gate", "1.0.0", "", "/p/metric.so", "bb"}});
       store->add_layer_step(7, sample_layer_step(4, 0));
-      store->add_rank_memory(7, {4, 0, 1, 2, 3, 4, 5, 6, 7});
+      store->add_rank_memory(7, rank_memory_row(4, 0, {1, 2, 3, 4, 5, 6, 7}));
     }
     auto store = ResultsStore::open_read_only(db_path);
     const lrmoe::QueryResult summary =

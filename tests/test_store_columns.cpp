@@ -14,6 +14,7 @@
 #include "store/results_store.hpp"
 #include "store/schema.hpp"
 #include "store/sqlite_handle.hpp"
+#include "support/rank_memory_row.hpp"
 #include "support/temp_folder.hpp"
 
 using lrmoe::ResultsStore;
@@ -208,7 +209,7 @@ TEST_CASE("every field of every recorded table reads back in its own column", "[
   layer.modeled_gather_seconds = 41.5;
   layer.modeled_replica_seconds = 41.25;
 
-  lrmoe::RankMemoryRecord memory{7, 3, 201, 202, 203, 204, 205, 206, 207};
+  lrmoe::RankMemoryRecord memory = lrmoe_test::rank_memory_row(7, 3, {201, 202, 203, 204, 205, 206, 207});
   memory.peak_phase = "backward";
   memory.peak_layer = 208;
   memory.peak_subtotal = 209;
