@@ -224,7 +224,8 @@ TEST_CASE("Every built-in policy plugin loads with its name, kind and version", 
       INFO(name);
       const lrmoe::PluginInfo* info = builtin_catalog().find(kind, name);
       REQUIRE(info != nullptr);
-      CHECK(info->descriptor.version == (name == "lrmoe" ? "2.0.0" : "1.0.0"));  // lrmoe: budget-derived quotas
+      // lrmoe 2: budget-derived quotas; symi 1.1: fit_budget.
+      CHECK(info->descriptor.version == (name == "lrmoe" ? "2.0.0" : name == "symi" ? "1.1.0" : "1.0.0"));
       CHECK(info->path.stem() == name);
       CHECK(lrmoe::create_policy(*info, lrmoe::resolve_parameters(*info, {})) != nullptr);
     }
@@ -302,6 +303,27 @@ TEST_CASE("symi's forward capacity is slot capacity times replicas", "[policies]
   CHECK(load<lrmoe::PlacementPolicy>("symi", {{"capacity_factor", 1.25}})->plan(request).forward_capacity ==
         std::vector<int64_t>{14, 14, 7, 7});
   CHECK(load<lrmoe::PlacementPolicy>("symi", {{"capacity_factor", 0.0}})->plan(request).forward_capacity.empty());
+}
+
+TEST_CASE("symi with fit_budget lowers its slot capacity to the largest that fits every rank", "[policies]") {
+  // As above: cnt = [2, 2, 1, 1], slot capacity 6. Rank 0 holds e0, a replica of e0 and e1; rank
+  // 1 a replica of e1, e2 and e3: 2 owned and 1 replica each. With expert bytes 50 and pair bytes
+  // 1 forward and 10 backward, a rank computing and keeping 3c pairs peaks at
+  // 2 * 2 * 50 + 50 + max(3c, 10 * 3c + 50) = 300 + 30c: a budget of 450 holds c = 5.
+  PlacementRequest request = placement_request(2, 3, {10, 3, 0, 20});
+  request.memory = {50, 1, 0, 10};
+  request.budget_bytes = 450;
+  const auto fitted = load<lrmoe::PlacementPolicy>("symi", {{"fit_budget", true}});
+  const PlacementPlan plan = fitted->plan(request);
+  CHECK(plan.forward_capacity == std::vector<int64_t>{10, 10, 5, 5});
+  // The published capacity when it fits, and the plan unchanged without fit_budget.
+  request.budget_bytes = 480;
+  CHECK(fitted->plan(request).forward_capacity == std::vector<int64_t>{12, 12, 6, 6});
+  request.budget_bytes = 450;
+  CHECK(load<lrmoe::PlacementPolicy>("symi")->plan(request).forward_capacity == std::vector<int64_t>{12, 12, 6, 6});
+  // Nothing fits: capacity 0, and the runner reports the numbers.
+  request.budget_bytes = 100;
+  CHECK(fitted->plan(request).forward_capacity == std::vector<int64_t>{0, 0, 0, 0});
 }
 
 TEST_CASE("fixed_ownership places expert e on rank e / ceil(E/R) with the Megatron capacity", "[policies]") {

@@ -14,6 +14,12 @@
 // capacity_factor > 0 keeps SYMI's forward capacity: slot capacity = ceil(capacity_factor *
 // this pass's pairs / (S*R)), and expert e computes at most slot capacity * cnt_e pairs. 0 is
 // dropless.
+//
+// SYMI keeps every computed pair in backward, so under a memory budget that binds its only
+// choice is how many pairs a slot computes. fit_budget = true lowers the slot capacity to the
+// largest c at which every rank fits the runner's memory model (lrmoe/memory_model.hpp) with
+// c * slots(r) pairs forward and backward; at 0 nothing fits and the runner reports the numbers.
+// The published system does not do this: it is the operating point a memory-bound SYMI must choose.
 
 #include <lrmoe/plugin.hpp>
 
@@ -60,7 +66,8 @@ std::vector<int64_t> replica_counts(const std::vector<int64_t>& popularity, int6
 
 class Symi : public lrmoe::PlacementPolicy {
  public:
-  explicit Symi(const lrmoe::Parameters& parameters) : capacity_factor_(parameters.real("capacity_factor")) {}
+  explicit Symi(const lrmoe::Parameters& parameters)
+      : capacity_factor_(parameters.real("capacity_factor")), fit_budget_(parameters.boolean("fit_budget")) {}
 
   lrmoe::PlacementPlan plan(const lrmoe::PlacementRequest& request) override {
     const int64_t slots_per_rank = request.slots_per_rank;
@@ -82,8 +89,9 @@ class Symi : public lrmoe::PlacementPolicy {
     plan.quota = request.counts;
     if (capacity_factor_ > 0) {
       const auto pairs = std::accumulate(request.counts.begin(), request.counts.end(), int64_t{0});
-      const auto slot_capacity =
+      auto slot_capacity =
           static_cast<int64_t>(std::ceil(capacity_factor_ * static_cast<double>(pairs) / static_cast<double>(slots)));
+      if (fit_budget_) slot_capacity = largest_fitting_capacity(request, plan.instances, slot_capacity);
       for (const int64_t c : count) {
         plan.forward_capacity.push_back(slot_capacity * c);
       }
@@ -92,14 +100,43 @@ class Symi : public lrmoe::PlacementPolicy {
   }
 
  private:
+  // The largest slot capacity <= `most` at which every rank fits the budget (0 when none does):
+  // fitting only gets harder as the capacity grows, so a bisection finds it.
+  static int64_t largest_fitting_capacity(const lrmoe::PlacementRequest& request,
+                                          const std::vector<lrmoe::ExpertInstance>& instances, int64_t most) {
+    std::vector<lrmoe::LayerHolding> ranks(static_cast<size_t>(request.ranks));
+    for (const lrmoe::ExpertInstance& instance : instances) {
+      lrmoe::LayerHolding& h = ranks[static_cast<size_t>(instance.rank)];
+      ++(instance.owner ? h.owned : h.replicas);
+    }
+    auto fits = [&](int64_t capacity) {
+      for (lrmoe::LayerHolding h : ranks) {
+        h.forward_pairs = h.backward_pairs = static_cast<double>(capacity * (h.owned + h.replicas));
+        if (!lrmoe::layer_fits(request.memory, h, request.budget_bytes)) return false;
+      }
+      return true;
+    };
+    int64_t low = 0, high = most;  // fits(low) is assumed; high is the answer when it fits
+    if (fits(high)) return high;
+    while (high - low > 1) {
+      const int64_t middle = low + (high - low) / 2;
+      (fits(middle) ? low : high) = middle;
+    }
+    return low;
+  }
+
   double capacity_factor_;
+  bool fit_budget_;
 };
 
 lrmoe::PluginDescriptor describe() {
   return lrmoe::describe_policy<Symi>(
-      "symi", "1.0.0", "replicas follow the previous pass's popularity over all slots (SYMI)",
+      "symi", "1.1.0", "replicas follow the previous pass's popularity over all slots (SYMI)",
       {lrmoe::real_parameter("capacity_factor", 1.0,
-                             "forward capacity per slot, as a multiple of the mean pairs per slot; 0 is dropless", 0)});
+                             "forward capacity per slot, as a multiple of the mean pairs per slot; 0 is dropless", 0),
+       lrmoe::boolean_parameter("fit_budget", false,
+                                "lower the slot capacity until every rank fits the memory budget (needs "
+                                "capacity_factor > 0)")});
 }
 
 }  // namespace
