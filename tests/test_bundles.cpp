@@ -105,3 +105,25 @@ TEST_CASE("the lrmoe bundle keeps its quota of pairs and reports loads, bytes an
   CHECK(last.moe_modeled_seconds > 0);
   CHECK(last.cumulative_moe_modeled_seconds >= last.moe_modeled_seconds);
 }
+
+TEST_CASE("under a fixed hardware profile, two runs that route alike are modeled alike", "[bundles]") {
+  // The modeled time is a pure function of the routing and the profile (Note [Cost model]); the
+  // measured times of the same two runs differ.
+  const Experiment e = tiny({"policies.bundle=lrmoe", "cluster.ranks=4", "cluster.slots_per_rank=3",
+                             "policies.placement.keep_fraction=0.5"});
+  const Recording first = train(e, true);
+  const Recording second = train(e, true);
+  REQUIRE(first.reports.size() == second.reports.size());
+  for (std::size_t i = 0; i < first.reports.size(); ++i) {
+    CHECK(first.reports[i].moe_modeled_seconds > 0);
+    CHECK(first.reports[i].moe_modeled_seconds == second.reports[i].moe_modeled_seconds);
+    for (std::size_t l = 0; l < first.reports[i].layers.size(); ++l) {
+      const ModeledTime& a = first.reports[i].layers[l].modeled;
+      const ModeledTime& b = second.reports[i].layers[l].modeled;
+      CHECK(a.compute() == b.compute());
+      CHECK(a.all_to_all == b.all_to_all);
+      CHECK(a.gathers == b.gathers);
+      CHECK(a.replicas == b.replicas);
+    }
+  }
+}

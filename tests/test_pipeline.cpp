@@ -105,6 +105,22 @@ torch::Tensor round_robin(const RoutingRequest& request) {
   return out;
 }
 
+// Charges a rank's part of a phase one second per pair row: operation counts, not wall time.
+struct CountingClock : RankClock {
+  double time(int64_t rows, const std::function<void()>& work) override {
+    work();
+    return static_cast<double>(rows);
+  }
+};
+
+// Owners only: experts 0 and 1 on rank 0, 2 and 3 on rank 1.
+PlacementPlan owners_plan(const PlacementRequest& request) {
+  PlacementPlan plan;
+  plan.instances = {{0, 0, 0, true}, {1, 0, 1, true}, {2, 1, 0, true}, {3, 1, 1, true}};
+  plan.quota = request.counts;
+  return plan;
+}
+
 std::shared_ptr<ExpertPipeline> make_pipeline(std::shared_ptr<PolicySet> policies, PipelineSettings settings) {
   return std::make_shared<ExpertPipeline>(std::move(policies), settings, std::make_shared<Collectives>());
 }
@@ -330,4 +346,31 @@ TEST_CASE("importance sampling keeps the expert weight gradient unbiased, top-qu
   const auto [topk_mean, topk_single] = mean_error(2);
   INFO("quota_topk: relative error " << topk_mean);
   CHECK(topk_mean > 0.1);  // deterministic and biased: averaging does not help
+}
+
+TEST_CASE("a skewed routing has a longer critical path than a balanced one with the same pairs", "[pipeline]") {
+  // Sixteen pairs either way; balanced: 8 per rank, skewed: 12 on rank 0 and 4 on rank 1.
+  const Problem balanced({0, 2, 1, 3, 0, 2, 1, 3, 0, 2, 1, 3, 0, 2, 1, 3});
+  const Problem skewed({0, 1, 0, 1, 0, 1, 0, 1, 0, 2, 1, 3, 0, 2, 1, 3});
+  auto path_of = [](const Problem& problem) {
+    auto pipeline = make_pipeline(scripted_policies(owners_plan), problem.settings());
+    pipeline->set_rank_clock(std::make_shared<CountingClock>());
+    problem.run(pipeline, problem.pairs, problem.gates);
+    const LayerStepStatistics stats = pipeline->take_statistics();
+    // One process, nothing but the ranks' counted expert work and no plan: the critical path is
+    // the busiest rank's pairs, forward and backward.
+    ProcessPhaseTimes process;
+    for (int phase = 0; phase < kPhases; ++phase) {
+      for (double seconds : stats.rank_expert_seconds[phase]) process.wall[phase] += seconds;
+    }
+    return critical_path(stats.rank_expert_seconds, {process}, Problem::ranks);
+  };
+  const CriticalPath even = path_of(balanced);
+  const CriticalPath uneven = path_of(skewed);
+  CHECK(even.rank_seconds[kForwardPhase] == std::vector<double>{8, 8});
+  CHECK(uneven.rank_seconds[kForwardPhase] == std::vector<double>{12, 4});
+  CHECK(uneven.rank_seconds[kBackwardPhase] == std::vector<double>{12, 4});
+  CHECK(even.rank_sum == uneven.rank_sum);
+  CHECK(even.seconds == 16);
+  CHECK(uneven.seconds == 24);
 }
