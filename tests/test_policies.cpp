@@ -224,8 +224,9 @@ TEST_CASE("Every built-in policy plugin loads with its name, kind and version", 
       INFO(name);
       const lrmoe::PluginInfo* info = builtin_catalog().find(kind, name);
       REQUIRE(info != nullptr);
-      // lrmoe 2: budget-derived quotas; symi 1.1: fit_budget.
-      CHECK(info->descriptor.version == (name == "lrmoe" ? "2.0.0" : name == "symi" ? "1.1.0" : "1.0.0"));
+      // lrmoe 2: budget-derived quotas; symi 1.1: fit_budget; capacity_aware 1.1: room first.
+      const std::string version = name == "lrmoe" ? "2.0.0" : name == "symi" || name == "capacity_aware" ? "1.1.0" : "1.0.0";
+      CHECK(info->descriptor.version == version);
       CHECK(info->path.stem() == name);
       CHECK(lrmoe::create_policy(*info, lrmoe::resolve_parameters(*info, {})) != nullptr);
     }
@@ -352,7 +353,8 @@ TEST_CASE("lrmoe replicates the hot expert and water-fills quotas within the bud
   // < 80, so it is added; cnt = [2, 1, 1, 1], F = [50, 50]. max_replicas = 1 stops there.
   PlacementRequest request = placement_request(2, 3, {60, 20, 10, 10});
   request.memory = {50, 1, 0, 10};  // expert parameters 50 (and as much gradient), pairs 1 and 10
-  const auto planner = load<lrmoe::PlacementPolicy>("lrmoe", {{"max_replicas", int64_t{1}}, {"keep_fraction", 0.5}});
+  const auto planner = load<lrmoe::PlacementPolicy>(
+      "lrmoe", {{"max_replicas", int64_t{1}}, {"keep_fraction", 0.5}, {"headroom", 0.0}});
 
   SECTION("generous budget: quotas from K alone") {
     // K = ceil(0.5 * 100) = 50. q = [min(60, floor(2 tau)), min(20, floor(tau)), min(10, floor(tau)) x 2]:
@@ -758,6 +760,13 @@ TEST_CASE("capacity_aware prefers the home rank, then the lower instance, on equ
   // Expert 2 lives on ranks 2 (instance 2) and 0 (instance 5); home rank 1 hosts neither.
   CHECK(route_one(2, 0) == 5);
   CHECK(route_one(2, 1) == 2);
+}
+
+TEST_CASE("capacity_aware fills the rank with the most room first when capacities differ", "[policies]") {
+  // Three pairs of e0 (ranks 0, 1, 2), all at home on rank 1, capacities 10, 2 and 2: rank 0 has
+  // the most room after each of them (10, 9, 8 against 2), so all three go there.
+  const RoutingRequest request = routing_request(3, three_rank_instances(), {0, 0, 0}, {1, 1, 1}, {10, 2, 2});
+  CHECK(to_vector(load<lrmoe::RoutingPolicy>("capacity_aware")->route(request)) == std::vector<int64_t>{0, 0, 0});
 }
 
 TEST_CASE("capacity_aware serves experts with fewer instances first", "[policies]") {

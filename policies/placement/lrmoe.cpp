@@ -17,8 +17,9 @@
 //     that fit. A replicated expert spreads its backward work over its instances, so it may keep
 //     proportionally more.
 //  4. Memory: the runner's model (lrmoe/memory_model.hpp): layer_fits(memory, {owned(r),
-//     replicas(r), F(r), Bk(r)}, budget_bytes) for every rank, with Bk(r) = sum over the
-//     instances on r of q_e / cnt_e. tau is lowered (bisection) until every rank fits; if even
+//     replicas(r), F(r), Bk(r)}, (1 - headroom) * budget_bytes) for every rank, with Bk(r) = sum
+//     over the instances on r of q_e / cnt_e. The headroom is for routing: the runner checks the
+//     routed loads, not this even split, against the whole budget. tau is lowered (bisection) until every rank fits; if even
 //     tau = 0 does not fit, the quotas are all 0 and the runner reports the numbers that do not fit.
 // Edge cases: an expert with n_e = 0 keeps nothing. Once tau >= 1 every expert with n_e > 0 keeps
 // at least one pair; a small K or a tight budget can leave tau < 1, and then only replicated
@@ -65,7 +66,9 @@ struct Layout {
 class LrmoePlanner : public lrmoe::PlacementPolicy {
  public:
   explicit LrmoePlanner(const lrmoe::Parameters& parameters)
-      : keep_fraction_(parameters.real("keep_fraction")), max_replicas_(parameters.integer("max_replicas")) {}
+      : keep_fraction_(parameters.real("keep_fraction")),
+        max_replicas_(parameters.integer("max_replicas")),
+        headroom_(parameters.real("headroom")) {}
 
   lrmoe::PlacementPlan plan(const lrmoe::PlacementRequest& request) override {
     Layout layout = owners(request);
@@ -121,7 +124,7 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
         lrmoe::LayerHolding with_replica = layout.holding(i, load[i] + after, 0);
         ++with_replica.replicas;
         if (layout.hosted[i] < request.slots_per_rank && !layout.hosts(r, hot) &&
-            lrmoe::layer_fits(request.memory, with_replica, request.budget_bytes) &&
+            lrmoe::layer_fits(request.memory, with_replica, planning_budget(request)) &&
             (target < 0 || load[i] < load[static_cast<size_t>(target)])) {
           target = r;
         }
@@ -160,7 +163,7 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
       }
       const std::vector<double> backward = layout.per_rank_share(quota);
       for (size_t r = 0; r < layout.hosted.size(); ++r) {
-        if (!lrmoe::layer_fits(request.memory, layout.holding(r, forward[r], backward[r]), request.budget_bytes)) {
+        if (!lrmoe::layer_fits(request.memory, layout.holding(r, forward[r], backward[r]), planning_budget(request))) {
           return false;
         }
       }
@@ -187,8 +190,15 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
     return quotas_at(low);
   }
 
+  // The budget the plan is made for: the runner checks the routed loads, which differ from the
+  // even split the plan assumes by a few pairs per rank, against the whole budget.
+  int64_t planning_budget(const lrmoe::PlacementRequest& request) const {
+    return static_cast<int64_t>(static_cast<double>(request.budget_bytes) * (1.0 - headroom_));
+  }
+
   double keep_fraction_;
   int64_t max_replicas_;
+  double headroom_;
 };
 
 lrmoe::PluginDescriptor describe() {
@@ -198,7 +208,11 @@ lrmoe::PluginDescriptor describe() {
                              "at most this share of this pass's routed pairs keeps its backward work; within it the "
                              "quotas are the largest the memory budget holds (0 keeps none)",
                              0, 1),
-       lrmoe::integer_parameter("max_replicas", 4, "replicas added per layer at most", 0)});
+       lrmoe::integer_parameter("max_replicas", 4, "replicas added per layer at most", 0),
+       lrmoe::real_parameter("headroom", 0.03,
+                             "share of the budget the plan leaves free, because routed loads differ from the even "
+                             "split over instances the plan assumes",
+                             0, 0.5)});
 }
 
 }  // namespace

@@ -1,13 +1,18 @@
 // Routing "capacity_aware": LRMoE's routing of pairs over the eligible instances (owner and
-// replicas) of their expert, filling the least-loaded rank first within each rank's capacity.
+// replicas) of their expert, filling the rank with the most room left first within each rank's
+// capacity.
 //
 // Rank loads start at 0. Experts are served in increasing order of their number of instances
 // (equal: lower expert index), because an expert with fewer instances has fewer places to go and
 // must claim them before the flexible experts fill them; each expert's pairs are served in pair
-// order. A pair goes to the instance of its expert whose rank has the lowest load among the ranks
-// still under capacity; on equal load it prefers the pair's home rank (its token needs no
-// transfer), then the lower instance index. When every instance's rank is full, the pair still
-// goes to the least-loaded one (same preferences), and the runner reports the overflow.
+// order. A pair goes to the instance of its expert whose rank has the most room left (capacity
+// minus the pairs routed there so far) among the ranks still under capacity; with equal
+// capacities that is the least-loaded rank. On equal room it prefers the pair's home rank (its
+// token needs no transfer), then the lower instance index. Room, not load: under a memory budget
+// the ranks' capacities differ (replicas and forward buffers take their share), and a rank that
+// fills up early forces its unreplicated experts' pairs over its capacity. When every instance's
+// rank is full, the pair still goes to the one with the least overflow (same preferences), and
+// the runner reports the overflow.
 
 #include <lrmoe/plugin.hpp>
 
@@ -49,12 +54,13 @@ class CapacityAware : public lrmoe::RoutingPolicy {
     std::vector<int64_t> load(static_cast<size_t>(request.ranks), 0);
     for (const size_t e : order) {
       for (const int64_t pair : pairs_of[e]) {
-        // The smallest key wins: a rank under capacity, then lower load, the home rank, the
+        // The smallest key wins: a rank under capacity, then more room, the home rank, the
         // lower instance index.
         auto key = [&](int64_t instance) {
           const int64_t rank = request.instances[static_cast<size_t>(instance)].rank;
           const auto r = static_cast<size_t>(rank);
-          return std::make_tuple(load[r] >= request.capacity[r], load[r], rank != home[pair], instance);
+          return std::make_tuple(load[r] >= request.capacity[r], load[r] - request.capacity[r], rank != home[pair],
+                                 instance);
         };
         int64_t best = request.expert_instances[e].front();
         for (const int64_t instance : request.expert_instances[e]) {
@@ -72,7 +78,7 @@ class CapacityAware : public lrmoe::RoutingPolicy {
 
 lrmoe::PluginDescriptor describe() {
   return lrmoe::describe_policy<CapacityAware>(
-      "capacity_aware", "1.0.0", "each pair to the least-loaded rank of its expert's instances, within capacity");
+      "capacity_aware", "1.1.0", "each pair to the rank with the most room among its expert's instances, within capacity");
 }
 
 }  // namespace
