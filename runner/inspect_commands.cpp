@@ -43,7 +43,7 @@ QueryResult runs_table(const std::vector<RunSummary>& runs) {
   table.columns = {"id",          "name",          "policies",     "ranks",
                    "status",      "started (UTC)", "steps",        "train loss",
                    "eval loss",   "target",        "target step",  "target time s",
-                   "target MoE s", "target modeled MoE s"};
+                   "target MoE s", "target MoE critical s", "target modeled MoE s"};
   for (const RunSummary& run : runs) {
     const auto& ttt = run.time_to_target;
     table.rows.push_back({
@@ -60,6 +60,9 @@ QueryResult runs_table(const std::vector<RunSummary>& runs) {
         ttt ? std::optional(std::to_string(ttt->step)) : std::nullopt,
         ttt ? std::optional(seconds_text(ttt->step_seconds)) : std::nullopt,
         ttt ? std::optional(seconds_text(ttt->moe_seconds)) : std::nullopt,
+        // Runs recorded before schema 5 have no critical path.
+        ttt && std::isfinite(ttt->moe_critical_seconds) ? std::optional(seconds_text(ttt->moe_critical_seconds))
+                                                        : std::nullopt,
         ttt && std::isfinite(ttt->moe_modeled_seconds) ? std::optional(fmt::format("{:.4f}", ttt->moe_modeled_seconds))
                                                        : std::nullopt,
     });
@@ -110,9 +113,13 @@ void print_run(std::ostream& out, const RunSummary& run, const std::vector<StepR
   print_field(out, "target loss", or_dash(loss_text(run.target_loss)));
   const auto& ttt = run.time_to_target;
   print_field(out, "time to target",
-              ttt ? fmt::format("step {}, {} s, {} s of it in MoE layers{}", ttt->step,
+              ttt ? fmt::format("step {}, {} s, {} s of it in MoE layers{}{}", ttt->step,
                                 seconds_text(ttt->step_seconds), seconds_text(ttt->moe_seconds),
-                                // Runs recorded before the cost model have no modeled time.
+                                // Runs recorded before schema 5 have no critical path, before the
+                                // cost model no modeled time.
+                                std::isfinite(ttt->moe_critical_seconds)
+                                    ? fmt::format(", {} s critical path", seconds_text(ttt->moe_critical_seconds))
+                                    : "",
                                 std::isfinite(ttt->moe_modeled_seconds)
                                     ? fmt::format(" ({:.4f} s modeled)", ttt->moe_modeled_seconds)
                                     : "")

@@ -54,6 +54,42 @@ LayerStepRecord layer_step_record(int64_t step, const LayerStepStatistics& s) {
   return record;
 }
 
+// One logical rank in one layer and step: its pairs, bytes and time on the critical path.
+RankLayerRecord rank_layer_record(int64_t step, const LayerStepStatistics& layer, std::size_t rank) {
+  RankLayerRecord row;
+  row.step = step;
+  row.layer = layer.layer;
+  row.rank = static_cast<int64_t>(rank);
+  row.forward_pairs = layer.forward_load[rank];
+  row.backward_pairs = layer.backward_load[rank];
+  row.bytes_sent = layer.bytes_sent[rank];
+  row.bytes_received = layer.bytes_received[rank];
+  row.forward_seconds = layer.critical_path.rank_seconds[kForwardPhase][rank];
+  row.backward_seconds = layer.critical_path.rank_seconds[kBackwardPhase][rank];
+  return row;
+}
+
+// One logical rank's memory in one step: the peak of its timeline and when it occurs.
+RankMemoryRecord rank_memory_record(int64_t step, std::size_t rank, const MemoryPeak& peak) {
+  const RankMemory& m = peak.at_peak;
+  RankMemoryRecord row;
+  row.step = step;
+  row.rank = static_cast<int64_t>(rank);
+  row.owned = m.owned;
+  row.replicas = m.replicas;
+  row.gradients = m.gradients;
+  row.optimizer = m.optimizer;
+  row.forward_tokens = m.forward_tokens;
+  row.backward_tokens = m.backward_tokens;
+  row.dense = m.dense;
+  row.peak_phase = phase_name(peak.peak.phase);
+  row.peak_layer = peak.peak.layer;
+  row.peak_subtotal = peak.subtotal;
+  row.subtotal_phase = phase_name(peak.subtotal_peak.phase);
+  row.subtotal_layer = peak.subtotal_peak.layer;
+  return row;
+}
+
 }  // namespace
 
 RunRecorder::RunRecorder(ResultsStore& store, int64_t run, ProgressDisplay& progress)
@@ -75,21 +111,8 @@ void RunRecorder::on_step(const StepReport& r) {
   for (const LayerLoad& load : r.expert_load) store_.add_expert_load(run_, r.step, load.layer, load.pairs_per_expert);
   for (const LayerStepStatistics& layer : r.layers) {
     store_.add_layer_step(run_, layer_step_record(r.step, layer));
-    const CriticalPath& path = layer.critical_path;
     for (std::size_t rank = 0; rank < layer.forward_load.size(); ++rank) {
-      RankLayerRecord row;
-      row.step = r.step;
-      row.layer = layer.layer;
-      row.rank = static_cast<int64_t>(rank);
-      row.forward_pairs = layer.forward_load[rank];
-      row.backward_pairs = layer.backward_load[rank];
-      row.bytes_sent = layer.bytes_sent[rank];
-      row.bytes_received = layer.bytes_received[rank];
-      if (rank < path.rank_seconds[kForwardPhase].size()) {
-        row.forward_seconds = path.rank_seconds[kForwardPhase][rank];
-        row.backward_seconds = path.rank_seconds[kBackwardPhase][rank];
-      }
-      store_.add_rank_layer(run_, row);
+      store_.add_rank_layer(run_, rank_layer_record(r.step, layer, rank));
     }
     for (const ProcessStepMeasurement& p : layer.processes) {
       store_.add_process_layer(run_, {r.step, layer.layer, p.process, p.exchange.bytes_sent, p.exchange.bytes_received,
@@ -98,24 +121,7 @@ void RunRecorder::on_step(const StepReport& r) {
     }
   }
   for (std::size_t rank = 0; rank < r.rank_memory.size(); ++rank) {
-    const MemoryPeak& peak = r.rank_memory[rank];
-    const RankMemory& m = peak.at_peak;
-    RankMemoryRecord row;
-    row.step = r.step;
-    row.rank = static_cast<int64_t>(rank);
-    row.owned = m.owned;
-    row.replicas = m.replicas;
-    row.gradients = m.gradients;
-    row.optimizer = m.optimizer;
-    row.forward_tokens = m.forward_tokens;
-    row.backward_tokens = m.backward_tokens;
-    row.dense = m.dense;
-    row.peak_phase = phase_name(peak.peak.phase);
-    row.peak_layer = peak.peak.layer;
-    row.peak_subtotal = peak.subtotal;
-    row.subtotal_phase = phase_name(peak.subtotal_peak.phase);
-    row.subtotal_layer = peak.subtotal_peak.layer;
-    store_.add_rank_memory(run_, row);
+    store_.add_rank_memory(run_, rank_memory_record(r.step, rank, r.rank_memory[rank]));
   }
 
   const auto now = std::chrono::steady_clock::now();
