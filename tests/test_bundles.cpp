@@ -127,3 +127,31 @@ TEST_CASE("under a fixed hardware profile, two runs that route alike are modeled
     }
   }
 }
+
+TEST_CASE("near the target every step is evaluated, so the crossing is found at its step", "[bundles]") {
+  // eval_every is past the run: only the margin (5% above the target) makes evaluations happen.
+  const Experiment e = tiny({"train.max_steps=40", "train.eval_every=1000", "train.target_loss=3.0"});
+  const Recording run = train(e, false);
+  const double near = e.train.target_loss * (1 + e.train.near_target_margin);
+  std::optional<double> last_eval;
+  int64_t first_evaluation = 0;
+  for (const StepReport& r : run.reports) {
+    INFO("step " << r.step << " train loss " << r.train_loss);
+    const bool close = r.train_loss <= near || (last_eval && *last_eval <= near);
+    CHECK(r.eval_loss.has_value() == (close || r.step == e.train.max_steps));
+    if (r.eval_loss) {
+      if (first_evaluation == 0) first_evaluation = r.step;
+      last_eval = r.eval_loss;
+    }
+  }
+  // The margin made an evaluation happen before the last step: the test exercised it.
+  REQUIRE(first_evaluation > 0);
+  REQUIRE(first_evaluation < e.train.max_steps);
+  // The run stops at the first evaluation at or below the target, if any.
+  const StepReport& last = run.reports.back();
+  if (last.eval_loss && *last.eval_loss <= e.train.target_loss) {
+    for (std::size_t i = 0; i + 1 < run.reports.size(); ++i) {
+      if (run.reports[i].eval_loss) CHECK(*run.reports[i].eval_loss > e.train.target_loss);
+    }
+  }
+}
