@@ -14,7 +14,7 @@
 #include "core/data/token_source.hpp"
 #include "core/distributed/collectives.hpp"
 #include "core/distributed/launch_environment.hpp"
-#include "core/model/parameter_count.hpp"
+#include "core/config/parameter_count.hpp"
 #include "core/pipeline/rank_budget.hpp"
 #include "core/plugins/policy_set.hpp"
 #include "core/system/blas_probe.hpp"

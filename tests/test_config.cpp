@@ -16,7 +16,7 @@
 #include "core/config/experiment_loader.hpp"
 #include "core/config/policy_sections.hpp"
 #include "core/config/experiment_schema.hpp"
-#include "core/model/presets.hpp"
+#include "core/config/model_presets.hpp"
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;

@@ -3,6 +3,7 @@
 
 #include <map>
 
+#include "core/config/experiment.hpp"
 #include "core/distributed/launch_environment.hpp"
 
 using namespace lrmoe;

@@ -5,7 +5,7 @@
 
 #include "core/model/expert_pairs_function.hpp"
 #include "core/model/moe_layer.hpp"
-#include "core/model/presets.hpp"
+#include "core/config/model_presets.hpp"
 
 using namespace lrmoe;
 

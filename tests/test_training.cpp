@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/data/token_source.hpp"
-#include "core/model/presets.hpp"
+#include "core/config/model_presets.hpp"
 #include "core/train/lr_schedule.hpp"
 #include "core/train/trainer.hpp"
 

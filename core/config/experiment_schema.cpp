@@ -7,7 +7,7 @@
 
 #include "core/config/field_value.hpp"
 #include "core/config/policy_sections.hpp"
-#include "core/model/presets.hpp"
+#include "core/config/model_presets.hpp"
 
 namespace lrmoe {
 namespace {

@@ -10,7 +10,8 @@
 namespace lrmoe {
 namespace {
 
-// The four plugins of each bundle: the paper's system and its two baselines (DESIGN.md 1, 7).
+// The four plugins of each bundle: the LRMoE system and its two baselines, fixed expert ownership
+// and SYMI (docs/ARCHITECTURE.md).
 struct Bundle {
   const char* name;
   std::array<const char*, 4> plugins;  // placement, metric, selection, routing

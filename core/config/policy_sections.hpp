@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/config/experiment.hpp"
+#include "core/config/policies_config.hpp"
 
 namespace lrmoe {
 

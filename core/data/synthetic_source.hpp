@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config/experiment.hpp"
+#include "core/config/data_config.hpp"
 #include "core/data/markov_chain.hpp"
 #include "core/data/seeded_rng.hpp"
 #include "core/data/token_source.hpp"

@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/config/experiment.hpp"
+#include "core/config/data_config.hpp"
 #include "core/data/token_source.hpp"
 
 namespace lrmoe {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/config/experiment.hpp"
+#include "core/config/data_config.hpp"
 #include "core/data/token_source.hpp"
 
 namespace lrmoe {

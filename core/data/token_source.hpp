@@ -14,7 +14,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/config/experiment.hpp"
+#include "core/config/data_config.hpp"
 
 namespace lrmoe {
 
@@ -32,7 +32,8 @@ struct Batch {
 
 // The rows of a batch one process of a data-parallel run reads: rows [index * B / count,
 // (index + 1) * B / count) of the batch of B rows. Each row is drawn from its own seed, so the
-// shards of P processes are exactly the rows one process would read.
+// shards of P processes are exactly the rows one process would read, in order (Note [Exact
+// multi-process plan] in docs/notes.md).
 struct RowShard {
   int64_t index = 0;
   int64_t count = 1;

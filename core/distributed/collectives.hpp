@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config/experiment.hpp"
+#include "core/config/cluster_config.hpp"
 #include "core/distributed/launch_environment.hpp"
 
 namespace lrmoe {
@@ -47,8 +47,9 @@ class Collectives {
   // In place, over every process.
   void sum(torch::Tensor& tensor);
   void max(torch::Tensor& tensor);
-  // Every process's `local` rows ([n_p, ...], n_p may differ) concatenated in process order;
-  // `counts`, if given, receives n_p.
+  // Every process's `local` rows ([n_p, ...], n_p may differ) concatenated in process order
+  // (the pair order of the plan relies on it: Note [Pair order] in docs/notes.md); `counts`, if
+  // given, receives n_p.
   torch::Tensor gather_rows(const torch::Tensor& local, std::vector<int64_t>* counts = nullptr);
   // The same when every process knows every n_p already: one collective instead of two.
   torch::Tensor gather_rows(const torch::Tensor& local, const std::vector<int64_t>& counts);

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <thread>
 
+#include "core/config/experiment.hpp"
+
 namespace lrmoe {
 namespace {
 

@@ -11,9 +11,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/config/experiment.hpp"
+#include "core/config/cluster_config.hpp"
 
 namespace lrmoe {
+
+struct Experiment;
 
 // A missing, malformed or inconsistent launcher variable; the message names it and the fix.
 class LaunchError : public std::runtime_error {

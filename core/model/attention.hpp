@@ -3,7 +3,7 @@
 
 #include <torch/torch.h>
 
-#include "core/config/experiment.hpp"
+#include "core/config/model_config.hpp"
 #include "core/model/rms_norm.hpp"
 #include "core/model/rotary_embedding.hpp"
 

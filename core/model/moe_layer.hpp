@@ -7,7 +7,7 @@
 
 #include <torch/torch.h>
 
-#include "core/config/experiment.hpp"
+#include "core/config/model_config.hpp"
 #include "core/model/backward_stopwatch.hpp"
 #include "core/pipeline/expert_pipeline.hpp"
 #include "core/model/router.hpp"

@@ -13,13 +13,14 @@
 //
 // In a multi-process run each process routes its own tokens; the counts behind the balancing
 // loss's routed shares and behind the bias update are summed over all processes in training, so
-// every process's loss and bias are those of the whole batch.
+// every process's loss and bias are those of the whole batch (Note [Exact multi-process plan] in
+// docs/notes.md).
 
 #include <torch/torch.h>
 
 #include <memory>
 
-#include "core/config/experiment.hpp"
+#include "core/config/model_config.hpp"
 #include "core/distributed/collectives.hpp"
 
 namespace lrmoe {

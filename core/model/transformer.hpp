@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "core/config/experiment.hpp"
+#include "core/config/model_config.hpp"
 #include "core/model/attention.hpp"
 #include "core/model/moe_layer.hpp"
 #include "core/model/rms_norm.hpp"

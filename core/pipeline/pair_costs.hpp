@@ -1,12 +1,12 @@
 #pragma once
 // The unit costs of one MoE layer, from the model's dimensions: bytes for the memory model
-// (lrmoe/memory_model.hpp), rows and expert shapes for the exchanges and the cost model. One
-// place, so that the placement policies, the plan check, the accounting and the cost model use
-// the same numbers.
+// (lrmoe/memory_model.hpp, Note [Memory model] in docs/notes.md), rows and expert shapes for the
+// exchanges and the cost model (Note [Cost model]). One place, so that the placement policies,
+// the plan check, the accounting and the cost model use the same numbers.
 
 #include <cstdint>
 
-#include "core/config/experiment.hpp"
+#include "core/config/model_config.hpp"
 #include "lrmoe/memory_model.hpp"
 
 namespace lrmoe {

@@ -4,8 +4,9 @@
 
 #include <cmath>
 
+#include "core/config/experiment.hpp"
 #include "core/config/memory_spec.hpp"
-#include "core/model/parameter_count.hpp"
+#include "core/config/parameter_count.hpp"
 
 namespace lrmoe {
 

@@ -1,14 +1,19 @@
 #pragma once
 // How a rank's memory (cluster.memory_per_rank) divides: the data-parallel dense state and
 // activations and the optimizer state of the experts it owns come first; what is left is shared
-// equally by the MoE layers, each of which plans its instances and token buffers within its share.
+// equally by the MoE layers, each of which plans its instances and token buffers within its share
+// (Note [Memory model] in docs/notes.md).
 
 #include <cstdint>
 
-#include "core/config/experiment.hpp"
+#include "core/config/cluster_config.hpp"
+#include "core/config/model_config.hpp"
+#include "core/config/train_config.hpp"
 #include "core/pipeline/expert_pipeline.hpp"
 
 namespace lrmoe {
+
+struct Experiment;
 
 struct RankBudget {
   // Dense parameters, gradients and Adam state (float32), and the activations autograd keeps for

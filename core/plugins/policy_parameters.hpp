@@ -1,10 +1,11 @@
 #pragma once
-// Checking an experiment's settings of a plugin's parameters against what the plugin declares.
+// Checking an experiment's settings of a plugin's parameters against what the plugin declares
+// (Note [Plugin ABI] in docs/notes.md).
 
 #include <map>
 #include <string>
 
-#include "core/config/experiment.hpp"
+#include "core/config/policies_config.hpp"
 #include "core/plugins/plugin_catalog.hpp"
 
 namespace lrmoe {

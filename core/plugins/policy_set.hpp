@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config/experiment.hpp"
+#include "core/config/policies_config.hpp"
 #include "core/plugins/plugin_catalog.hpp"
 
 namespace lrmoe {

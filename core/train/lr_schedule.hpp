@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "core/config/experiment.hpp"
+#include "core/config/train_config.hpp"
 
 namespace lrmoe {
 

@@ -1,4 +1,4 @@
-#include "core/model/parameter_count.hpp"
+#include "core/config/parameter_count.hpp"
 
 namespace lrmoe {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config/experiment.hpp"
+#include "core/config/model_config.hpp"
 
 namespace lrmoe {
 

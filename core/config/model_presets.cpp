@@ -1,4 +1,4 @@
-#include "core/model/presets.hpp"
+#include "core/config/model_presets.hpp"
 
 #include <functional>
 #include <map>

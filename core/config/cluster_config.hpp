@@ -1,0 +1,25 @@
+#pragma once
+// The [cluster] section of an experiment: ranks, memory, cost model, rendezvous. Field meanings,
+// defaults and ranges are documented once, in the schema table (core/config/experiment_schema.cpp;
+// `lrmoe schema` prints it).
+
+#include <cstdint>
+#include <string>
+
+namespace lrmoe {
+
+// The c10d backend of multi-process runs: Gloo on CPU, NCCL in builds against a CUDA LibTorch.
+enum class CollectiveBackend { Gloo, Nccl };
+
+struct ClusterConfig {
+  int64_t ranks = 1;                              // expert-parallel ranks
+  std::string memory_per_rank = "80GiB";          // a size, or "<f>x fixed" (core/config/memory_spec.hpp)
+  int64_t slots_per_rank = 0;                     // expert slots per MoE layer; 0: experts/ranks
+  std::string profile = "h100-sxm-8gpu-ib400";    // cost model's hardware profile (experiments/hardware/)
+  std::string master_addr = "127.0.0.1";          // rendezvous host when the launcher names none
+  int64_t master_port = 29500;                    // rendezvous port when the launcher names none
+  double timeout = 30;                            // seconds a process waits for a peer before failing
+  CollectiveBackend backend = CollectiveBackend::Gloo;
+};
+
+}  // namespace lrmoe

@@ -1,0 +1,43 @@
+#pragma once
+// The [policies] section of an experiment: the four policy plugins and their settings. Field
+// meanings, defaults and ranges are documented once, in the schema table
+// (core/config/experiment_schema.cpp; `lrmoe schema` prints it).
+
+#include <map>
+#include <string>
+
+#include "lrmoe/parameters.hpp"
+
+namespace lrmoe {
+
+// A policy plugin's parameter as an experiment sets it, with where it was set (for messages).
+struct PolicySetting {
+  ParameterValue value;
+  std::string place;  // "exp.toml:12:3" or "--set policies.placement.capacity_factor"
+};
+
+struct PolicyChoice {
+  std::string name;  // plugin name; resolved from the bundle when the experiment names none
+  std::map<std::string, PolicySetting> settings;
+};
+
+// What a pair whose backward work is not kept still gets: nothing through its expert (neither
+// weight nor input gradient), or its exact input gradient (only its weight-gradient
+// contribution is dropped).
+enum class DroppedPairKeeps { Nothing, InputGrad };
+
+// Named sets of the four policies (core/config/policy_sections.cpp lists what each picks).
+enum class PolicyBundle { Fixed, Symi, Lrmoe };
+
+struct PoliciesConfig {
+  PolicyBundle bundle = PolicyBundle::Fixed;
+  std::string plugin_path;       // extra plugin folders, ':'-separated
+  bool recompute = false;        // recompute kept pairs' expert activations in backward
+  DroppedPairKeeps dropped_pair_keeps = DroppedPairKeeps::Nothing;
+  PolicyChoice placement;
+  PolicyChoice metric;
+  PolicyChoice selection;
+  PolicyChoice routing;
+};
+
+}  // namespace lrmoe

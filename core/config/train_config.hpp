@@ -1,0 +1,31 @@
+#pragma once
+// The [train] section of an experiment: optimisation, evaluation and the target. Field meanings,
+// defaults and ranges are documented once, in the schema table (core/config/experiment_schema.cpp;
+// `lrmoe schema` prints it).
+
+#include <cstdint>
+
+namespace lrmoe {
+
+struct TrainConfig {
+  int64_t batch_size = 16;    // sequences per micro-batch
+  int64_t micro_batches = 1;  // gradient accumulation
+  int64_t seq_len = 64;
+  int64_t max_steps = 1000;
+  int64_t warmup_steps = 20;
+  double lr = 3e-3;
+  double min_lr = 3e-4;
+  double weight_decay = 0.1;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double grad_clip = 1.0;     // 0 disables clipping
+  int64_t eval_every = 25;
+  int64_t eval_batches = 4;
+  double target_loss = 0.0;   // stop when the evaluation loss reaches it; 0: run to max_steps
+  double near_target_margin = 0.05;  // evaluate every step once a loss is within this fraction of the target
+  int64_t log_every = 10;
+  int64_t threads = 0;        // intra-op threads; 0: one per core
+};
+
+}  // namespace lrmoe
