@@ -1,6 +1,6 @@
 #pragma once
 // Per-expert pair counts and the offsets that make each expert's pairs, once sorted by expert,
-// one contiguous slice [offsets[e], offsets[e+1]).
+// one contiguous slice [offsets[e], offsets[e+1]) (Note [Pair order] in docs/notes.md).
 
 #include <torch/torch.h>
 

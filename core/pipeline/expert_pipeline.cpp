@@ -7,8 +7,11 @@
 #include <cmath>
 
 #include "core/pipeline/expert_counts.hpp"
+#include "core/pipeline/forward_capacity.hpp"
 #include "core/pipeline/global_pairs.hpp"
 #include "core/pipeline/pass_accounting.hpp"
+#include "core/pipeline/plan_budget.hpp"
+#include "core/pipeline/plugin_output_checks.hpp"
 
 namespace lrmoe {
 namespace {
@@ -29,36 +32,7 @@ class Stopwatch {
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
-// Pairs each rank would hold if every expert's `pairs` were split evenly over its instances.
-std::vector<double> even_split(const InstanceTable& table, const std::vector<int64_t>& pairs, int64_t ranks) {
-  std::vector<double> load(static_cast<std::size_t>(ranks), 0.0);
-  for (std::size_t e = 0; e < pairs.size(); ++e) {
-    const auto& instances = table.expert_instances[e];
-    for (int64_t i : instances) load[table.instance_rank[i]] += static_cast<double>(pairs[e]) / instances.size();
-  }
-  return load;
-}
-
 std::vector<double> as_doubles(const std::vector<int64_t>& values) { return {values.begin(), values.end()}; }
-
-// The routed pairs each expert computes: its `capacity` highest-gate pairs (Megatron drops by
-// probability), in pair order. `experts` is sorted, so each expert is one run.
-torch::Tensor within_forward_capacity(const torch::Tensor& experts_cpu, const torch::Tensor& gates,
-                                      const std::vector<int64_t>& counts, const std::vector<int64_t>& capacity) {
-  // Descending gate, then stably by expert: each expert's pairs by falling gate.
-  auto by_gate = std::get<1>(torch::sort(gates.detach().to(torch::kCPU), /*stable=*/true, 0, /*descending=*/true));
-  auto order = by_gate.index_select(
-      0, std::get<1>(torch::sort(experts_cpu.index_select(0, by_gate), /*stable=*/true, 0, false)));
-  const std::vector<int64_t> offsets = offsets_from_counts(counts);
-  std::vector<int64_t> keep;
-  const int64_t* ordered = order.data_ptr<int64_t>();
-  for (std::size_t e = 0; e < counts.size(); ++e) {
-    const int64_t n = std::min(counts[e], capacity[e]);
-    keep.insert(keep.end(), ordered + offsets[e], ordered + offsets[e] + n);
-  }
-  std::sort(keep.begin(), keep.end());
-  return torch::tensor(keep, torch::kInt64);
-}
 
 uint64_t mix_seed(uint64_t seed, int64_t step, int64_t layer, int64_t pass) {
   // splitmix64 over the fields: different streams per step, layer and micro-batch.
@@ -67,30 +41,6 @@ uint64_t mix_seed(uint64_t seed, int64_t step, int64_t layer, int64_t pass) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
-}
-
-std::string readable_bytes(double bytes) {
-  if (bytes >= 1024.0 * 1024.0 * 1024.0) return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024.0 * 1024.0));
-  if (bytes >= 1024.0 * 1024.0) return fmt::format("{:.2f} MiB", bytes / (1024.0 * 1024.0));
-  if (bytes >= 1024.0) return fmt::format("{:.1f} KiB", bytes / 1024.0);
-  return fmt::format("{:.0f} B", bytes);
-}
-
-void check_selection(const Selection& selection, int64_t pairs, const std::string& policy) {
-  const torch::Tensor& kept = selection.kept;
-  auto fail = [&](const std::string& why) { return PlanError(fmt::format("selection '{}' {}", policy, why)); };
-  if (!kept.defined() || kept.dim() != 1 || kept.scalar_type() != torch::kInt64) {
-    throw fail("must return `kept` as a 1-D int64 tensor");
-  }
-  if (kept.numel() > 0) {
-    if (kept.min().item<int64_t>() < 0 || kept.max().item<int64_t>() >= pairs) throw fail("kept a pair index out of range");
-    if (kept.numel() > 1 && !(kept.slice(0, 1) > kept.slice(0, 0, -1)).all().item<bool>()) {
-      throw fail("must return `kept` strictly increasing");
-    }
-  }
-  if (selection.weights.defined() && selection.weights.numel() != kept.numel()) {
-    throw fail(fmt::format("returned {} weights for {} kept pairs", selection.weights.numel(), kept.numel()));
-  }
 }
 
 }  // namespace
@@ -109,31 +59,6 @@ const std::string& ExpertPipeline::policy_name(PolicyKind kind) const {
   return policies_->records.at(static_cast<std::size_t>(kind)).name;
 }
 
-// The budget covers what the placement decides: instances and token buffers (optimizer state
-// and dense state were taken out of it up front).
-void ExpertPipeline::check_budget(const std::vector<LayerHolding>& holdings, const std::string& stage) const {
-  const MemoryCosts& c = settings_.costs.memory;
-  for (std::size_t r = 0; r < holdings.size(); ++r) {
-    const LayerHolding& h = holdings[r];
-    if (layer_fits(c, h, settings_.budget_bytes)) continue;
-    throw PlanError(fmt::format(
-        "step {}, MoE layer {}: the plan of placement '{}' does not fit rank {} {}: {} instances ({} replicas) x {} "
-        "+ {:.0f} forward pairs x ({} B saved + {} B in forward) + {:.0f} kept pairs x {} B in backward peak at {} > "
-        "{} per rank for this layer; raise cluster.memory_per_rank, lower the quotas, or use a placement that fits",
-        step_, settings_.layer, policy_name(PolicyKind::Placement), r, stage, h.owned + h.replicas, h.replicas,
-        readable_bytes(static_cast<double>(c.expert_bytes)), h.forward_pairs, c.saved_pair_bytes,
-        c.forward_pair_bytes, h.backward_pairs, c.backward_pair_bytes, readable_bytes(layer_peak_bytes(c, h)),
-        readable_bytes(static_cast<double>(settings_.budget_bytes))));
-  }
-}
-
-std::vector<int64_t> ExpertPipeline::room(const std::vector<LayerHolding>& holdings,
-                                          int64_t (*pairs_that_fit)(const MemoryCosts&, LayerHolding, int64_t)) const {
-  std::vector<int64_t> pairs;
-  for (const LayerHolding& h : holdings) pairs.push_back(pairs_that_fit(settings_.costs.memory, h, settings_.budget_bytes));
-  return pairs;
-}
-
 torch::Tensor ExpertPipeline::route(Phase phase, const torch::Tensor& experts, const torch::Tensor& home,
                                     const InstanceTable& table, std::vector<int64_t> capacity) {
   RoutingRequest request;
@@ -146,20 +71,21 @@ torch::Tensor ExpertPipeline::route(Phase phase, const torch::Tensor& experts, c
   request.instances = table.instances;
   request.expert_instances = table.expert_instances;
   request.capacity = std::move(capacity);
-  torch::Tensor instance = policies_->routing->route(request);
+  return checked_routing(policies_->routing->route(request), experts, table, policy_name(PolicyKind::Routing));
+}
 
-  const std::string& policy = policy_name(PolicyKind::Routing);
-  if (!instance.defined() || instance.dim() != 1 || instance.numel() != experts.numel()) {
-    throw PlanError(fmt::format("routing '{}' must return one instance per pair ({})", policy, experts.numel()));
-  }
-  instance = instance.to(torch::kCPU, torch::kInt64).contiguous();
-  if (instance.numel() > 0 && (instance.min().item<int64_t>() < 0 || instance.max().item<int64_t>() >= table.size())) {
-    throw PlanError(fmt::format("routing '{}' returned an instance index outside 0..{}", policy, table.size() - 1));
-  }
-  if (!table.instance_expert.index_select(0, instance).equal(experts)) {
-    throw PlanError(fmt::format("routing '{}' sent a pair to an instance of another expert", policy));
-  }
-  return instance;
+std::string ExpertPipeline::plan_name() const {
+  return fmt::format("step {}, MoE layer {}: the plan of placement '{}'", step_, settings_.layer,
+                     policy_name(PolicyKind::Placement));
+}
+
+std::vector<int64_t> ExpertPipeline::room(const std::vector<LayerHolding>& holdings,
+                                          int64_t (*pairs_that_fit)(const MemoryCosts&, LayerHolding, int64_t)) const {
+  return rank_room(holdings, settings_.costs.memory, settings_.budget_bytes, pairs_that_fit);
+}
+
+void ExpertPipeline::check_budget(const std::vector<LayerHolding>& holdings, const std::string& stage) const {
+  check_plan_fits(holdings, settings_.costs.memory, settings_.budget_bytes, plan_name(), stage);
 }
 
 std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Tensor& experts,
@@ -254,10 +180,7 @@ BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch
 
   const torch::Tensor scores = policies_->metric->score(signals);
   overhead.metric += clock.lap();
-  if (!scores.defined() || scores.numel() != forward.experts.numel()) {
-    throw PlanError(fmt::format("metric '{}' must return one score per pair ({})", policy_name(PolicyKind::Metric),
-                                forward.experts.numel()));
-  }
+  check_scores(scores, forward.experts.numel(), policy_name(PolicyKind::Metric));
   Selection selection = policies_->selection->select(signals, scores);
   overhead.selection += clock.lap();
   check_selection(selection, forward.experts.numel(), policy_name(PolicyKind::Selection));

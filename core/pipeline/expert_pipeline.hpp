@@ -1,5 +1,6 @@
 #pragma once
-// The LRMoE pipeline of one MoE layer over R logical expert-parallel ranks (DESIGN.md section 3).
+// The LRMoE pipeline of one MoE layer over R logical expert-parallel ranks: the planning of each
+// pass (docs/ARCHITECTURE.md walks one step through it).
 //
 // Forward phase (plan_forward): global per-expert counts -> placement policy (instances and
 // retention quotas) checked against the rank memory budget -> forward capacity drops, if the
@@ -7,8 +8,10 @@
 // Backward phase (plan_backward): metric policy scores every computed pair -> selection policy
 // keeps pairs within the quotas (with weights) -> routing policy spreads the kept pairs over
 // eligible instances with per-rank capacity -> compaction of the kept pairs only.
-// The expert computation itself is in core/model/expert_pairs_function.cpp; pair rows move
-// between ranks only through the PairExchange seam.
+// What the plugins return is checked in plugin_output_checks.cpp, plans are checked against the
+// memory budget in plan_budget.cpp, and each pass is accounted in pass_accounting.cpp. The
+// expert computation itself is in core/model/expert_pairs_function.cpp; pair rows move between
+// ranks only through the PairExchange seam.
 //
 // With several processes (core/pipeline/process_view.hpp), every process gathers the pairs and
 // the per-pair signals of all processes and computes the same plan over all of them
@@ -22,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config/experiment.hpp"
+#include "core/config/policies_config.hpp"
 #include "core/cost/cost_model.hpp"
 #include "core/pipeline/instance_table.hpp"
 #include "core/pipeline/layer_statistics.hpp"
@@ -130,8 +133,9 @@ class ExpertPipeline {
   void localize(const ForwardPass& forward, const torch::Tensor& weights, BackwardPass& pass) const;
   // Adds the pass's holdings, bytes and modeled time to the step's statistics.
   void account(const ForwardPass& forward, const BackwardPass& backward);
-  // The plugin name of one policy, for messages.
+  // The plugin name of one policy, and whose plan this pass is, for messages.
   const std::string& policy_name(PolicyKind kind) const;
+  std::string plan_name() const;
 
   std::shared_ptr<const PolicySet> policies_;
   PipelineSettings settings_;

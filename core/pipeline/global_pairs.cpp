@@ -22,6 +22,8 @@ GlobalPairs gather_pairs(Collectives& collectives, const torch::Tensor& experts,
   std::vector<torch::Tensor> rows;
   for (int64_t n : counts) rows.push_back(torch::arange(n, torch::kInt64));
   const torch::Tensor all_experts = all.select(1, 0).to(torch::kInt64);
+  // Stable over the process-ordered rows: pair order, the same on every process (Note [Pair
+  // order] in docs/notes.md).
   const torch::Tensor order = std::get<1>(torch::sort(all_experts, /*stable=*/true, 0, false));
   pairs.experts = all_experts.index_select(0, order).to(experts.device());
   pairs.home = all.select(1, 1).to(torch::kInt64).index_select(0, order);

@@ -1,8 +1,9 @@
 #pragma once
 // Every process plans every pass over the routed pairs of the whole run, so that the placement,
 // the selection and the routing see exactly what one process holding all tokens would see, and
-// all processes reach the same plan without another round of messages. These gather the pairs
-// and their per-pair signals from all processes in that order.
+// all processes reach the same plan without another round of messages (Note [Exact multi-process
+// plan] in docs/notes.md). These gather the pairs and their per-pair signals from all processes
+// in that order.
 
 #include <torch/torch.h>
 
@@ -11,7 +12,7 @@
 namespace lrmoe {
 
 // The pairs of all processes by expert, then token: process p's tokens come before process
-// p+1's, so the order is the one a single process would have.
+// p+1's, so the order is the one a single process would have (Note [Pair order]).
 struct GlobalPairs {
   torch::Tensor experts;     // [n] int64, on the device of the local pairs
   torch::Tensor gates;       // [n] float32, detached, on that device

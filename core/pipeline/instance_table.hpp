@@ -1,7 +1,7 @@
 #pragma once
 // A placement plan's expert instances, checked and laid out in destination order: instance i is
 // the i-th by (rank, slot), so the pairs bound for one rank, and within it for one instance, are
-// contiguous once pairs are sorted by instance.
+// contiguous once pairs are sorted by instance (Note [Pair order] in docs/notes.md).
 
 #include <torch/torch.h>
 

@@ -41,7 +41,8 @@ ProcessSlice process_slice(const torch::Tensor& device_order, const torch::Tenso
   slice.send_rows = home_row.index_select(0, order.masked_select(sent_mask)).to(device);
   slice.send_counts = counts_of(destination_process.masked_select(sent_mask), process.processes);
 
-  // Receiving: the destination rows here are one contiguous run, as instances go by rank.
+  // Receiving: the destination rows here are one contiguous run, as instances go by rank and a
+  // process hosts consecutive ranks (Note [Pair order]).
   const torch::Tensor here = destination_process.eq(process.index);
   const int64_t rows = here.sum().item<int64_t>();
   slice.first_row = rows > 0 ? here.to(torch::kInt64).argmax().item<int64_t>() : 0;
@@ -65,7 +66,8 @@ PairLayout build_pair_layout(const torch::Tensor& instance, const torch::Tensor&
   PairLayout layout;
   layout.ranks = ranks;
   layout.instance = instance;
-  // Stable, so a slice keeps its pairs in pair order (expert, then token): deterministic.
+  // Stable, so a slice keeps its pairs in pair order (expert, then token): deterministic, and the
+  // same on every process (Note [Pair order] in docs/notes.md).
   layout.order = std::get<1>(torch::sort(instance, /*stable=*/true, /*dim=*/0, /*descending=*/false)).to(device);
 
   const auto r = static_cast<std::size_t>(ranks);

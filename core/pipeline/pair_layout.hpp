@@ -3,8 +3,9 @@
 // destination instance, so that each destination rank receives one contiguous payload and each
 // instance one contiguous slice for the grouped GEMM; and who sends how many pairs to whom.
 //
-// Every process builds the same layout over all pairs (the plan is global and deterministic);
-// its ProcessSlice says which part of it this process sends, receives and computes.
+// Every process builds the same layout over all pairs (the plan is global and deterministic,
+// Note [Exact multi-process plan] in docs/notes.md); its ProcessSlice says which part of it this
+// process sends, receives and computes. Pair, home and destination order: Note [Pair order].
 
 #include <torch/torch.h>
 

@@ -3,12 +3,15 @@
 #include <algorithm>
 
 #include "core/pipeline/expert_counts.hpp"
+#include "core/pipeline/plan_budget.hpp"
 
 namespace lrmoe {
 namespace {
 
 // Bytes the pipeline's plan gathers send per pair: expert, home rank and gate as three float64
 // (core/pipeline/global_pairs.cpp); four float32 signals per computed pair; int64 expert counts.
+// The price of every process planning over all pairs (Note [Exact multi-process plan] in
+// docs/notes.md).
 constexpr double kPairGatherBytes = 24;
 constexpr double kSignalGatherBytes = 16;
 constexpr double kCountBytes = 8;
@@ -38,21 +41,6 @@ int64_t rows_of(const PairLayout& layout, std::size_t instance) {
 }
 
 }  // namespace
-
-std::vector<LayerHolding> rank_holdings(const InstanceTable& table, const std::vector<double>& forward_pairs,
-                                        const std::vector<double>& backward_pairs) {
-  const auto ranks = static_cast<int64_t>(forward_pairs.size());
-  const std::vector<int64_t> owned = table.owners_per_rank(ranks);
-  const std::vector<int64_t> instances = table.instances_per_rank(ranks);
-  std::vector<LayerHolding> holdings(forward_pairs.size());
-  for (std::size_t r = 0; r < holdings.size(); ++r) {
-    holdings[r].owned = owned[r];
-    holdings[r].replicas = instances[r] - owned[r];
-    holdings[r].forward_pairs = forward_pairs[r];
-    holdings[r].backward_pairs = backward_pairs[r];
-  }
-  return holdings;
-}
 
 PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& forward, const BackwardPass& backward) {
   const PairCosts& c = settings.costs;

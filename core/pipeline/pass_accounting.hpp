@@ -19,10 +19,6 @@ struct PassAccount {
   ModeledTime modeled;
 };
 
-// Per rank: the instances it owns and the replicas it hosts, with the given pair loads.
-std::vector<LayerHolding> rank_holdings(const InstanceTable& table, const std::vector<double>& forward_pairs,
-                                        const std::vector<double>& backward_pairs);
-
 PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& forward, const BackwardPass& backward);
 
 }  // namespace lrmoe

@@ -1,6 +1,8 @@
 #pragma once
 // How the R logical expert-parallel ranks map onto the P processes of a run: process p hosts
 // the consecutive ranks [p * R/P, (p + 1) * R/P). With P = 1 every rank lives in this process.
+// Consecutive, so that a process's destination rows are one run of a layout (Note [Pair order]
+// in docs/notes.md).
 
 #include <cstdint>
 

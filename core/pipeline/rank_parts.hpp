@@ -1,8 +1,8 @@
 #pragma once
 // The part of a process's destination rows that each of its logical ranks computes: ranks host
-// contiguous runs of instances (instances go by rank), so each rank's rows are one contiguous
-// run too. The expert computation runs and times rank by rank over these parts
-// (Note [Critical path] in docs/notes.md).
+// contiguous runs of instances (instances go by rank, Note [Pair order] in docs/notes.md), so
+// each rank's rows are one contiguous run too. The expert computation runs and times rank by
+// rank over these parts (Note [Critical path] in docs/notes.md).
 
 #include <cstdint>
 #include <vector>
