@@ -58,7 +58,8 @@ int main(int argc, char** argv) {
   bench->add_option("--steps", bench_steps, "training steps to time")->check(CLI::PositiveNumber);
 
   auto* bench_pipeline = app.add_subcommand(
-      "bench-pipeline", "time one MoE layer's forward+backward keeping all pairs vs 50% and 25% quotas");
+      "bench-pipeline", "time one MoE layer's forward+backward under variants of its policies (default: 100%, 50% and "
+                        "25% backward quotas)");
   lrmoe::PipelineBenchOptions pipeline_bench;
   bench_pipeline->add_option("--tokens", pipeline_bench.tokens, "tokens per pass")->check(CLI::PositiveNumber);
   bench_pipeline->add_option("--hidden", pipeline_bench.hidden, "hidden size")->check(CLI::PositiveNumber);
@@ -68,6 +69,9 @@ int main(int argc, char** argv) {
   bench_pipeline->add_option("--ranks", pipeline_bench.ranks, "logical ranks (must divide experts)")
       ->check(CLI::PositiveNumber);
   bench_pipeline->add_option("--rounds", pipeline_bench.rounds, "timed rounds per variant")->check(CLI::PositiveNumber);
+  bench_pipeline->add_option("--set", pipeline_bench.overrides, "override section.key=value for every variant (repeatable)");
+  bench_pipeline->add_option("--vary", pipeline_bench.vary, "section.key=v1,v2,...: one variant per value")
+      ->capture_default_str();
 
   auto* bench_parallel = app.add_subcommand(
       "bench-parallel", "all-to-all-v bus bandwidth of the pipeline vs bare c10d, and step time on N processes vs 1");

@@ -8,9 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/config/policy_sections.hpp"
+#include "core/config/experiment_loader.hpp"
 #include "core/model/moe_layer.hpp"
-#include "core/model/presets.hpp"
 #include "core/pipeline/rank_budget.hpp"
 #include "core/system/threads.hpp"
 
@@ -18,9 +17,8 @@ namespace lrmoe {
 namespace {
 
 struct Variant {
-  Variant(std::string name, double fraction) : label(std::move(name)), keep_fraction(fraction) {}
-  std::string label;
-  double keep_fraction;  // 1: every pair keeps its backward work
+  std::string label;  // "keep_fraction=0.5"
+  Experiment experiment;
   MoELayer layer{nullptr};
   std::shared_ptr<ExpertPipeline> pipeline;
   std::vector<double> seconds;
@@ -29,20 +27,32 @@ struct Variant {
   int64_t kept = 0, routed = 0;
 };
 
-Experiment bench_experiment(const PipelineBenchOptions& o, double keep_fraction) {
-  Experiment e;
-  e.model = *find_preset("tiny-moe");
-  e.model.hidden_size = o.hidden;
-  e.model.expert_ffn_size = o.expert_ffn;
-  e.model.num_experts = o.experts;
-  e.model.top_k = o.top_k;
-  e.model.shared_experts = 0;
-  e.cluster.ranks = o.ranks;
-  e.cluster.slots_per_rank = o.experts / o.ranks + 2;  // room for replicas
-  e.policies.bundle = PolicyBundle::Lrmoe;
-  apply_bundle(e.policies);
-  e.policies.placement.settings["keep_fraction"] = {keep_fraction, "bench-pipeline"};
-  return e;
+// The layer's dimensions as an experiment on the tiny-moe preset with the lrmoe bundle, then the
+// user's overrides and the variant's value: the loader checks every key and plugin parameter.
+std::vector<Variant> bench_variants(const PipelineBenchOptions& o) {
+  const std::string base = fmt::format(
+      "[model]\npreset = \"tiny-moe\"\nhidden_size = {}\nexpert_ffn_size = {}\nnum_experts = {}\ntop_k = {}\n"
+      "shared_experts = 0\n[cluster]\nranks = {}\nslots_per_rank = {}\n[policies]\nbundle = \"lrmoe\"\n",
+      o.hidden, o.expert_ffn, o.experts, o.top_k, o.ranks, o.experts / o.ranks + 2);  // 2 slots for replicas
+  const std::size_t equals = o.vary.find('=');
+  if (equals == std::string::npos || equals == 0 || equals + 1 == o.vary.size()) {
+    throw ConfigError(fmt::format("--vary {}: expected section.key=value1,value2,...", o.vary));
+  }
+  const std::string key = o.vary.substr(0, equals);
+  std::vector<Variant> variants;
+  std::size_t begin = equals + 1;
+  while (begin <= o.vary.size()) {
+    const std::size_t comma = std::min(o.vary.find(',', begin), o.vary.size());
+    const std::string value = o.vary.substr(begin, comma - begin);
+    std::vector<std::string> overrides = o.overrides;
+    overrides.push_back(key + "=" + value);
+    Variant v;
+    v.label = key.substr(key.rfind('.') + 1) + "=" + value;
+    v.experiment = load_experiment_text(base, "bench-pipeline", overrides);
+    variants.push_back(std::move(v));
+    begin = comma + 1;
+  }
+  return variants;
 }
 
 // A router that prefers some experts, as trained routers do: a shared direction in the inputs
@@ -66,9 +76,9 @@ int pipeline_bench_command(const PipelineBenchOptions& o) {
   auto x = torch::randn({o.tokens, o.hidden}) + 0.8 * direction;
   auto probe = torch::randn({o.tokens, o.hidden});
 
-  std::vector<Variant> variants{{"keep all", 1.0}, {"quota 50%", 0.5}, {"quota 25%", 0.25}};
+  std::vector<Variant> variants = bench_variants(o);
   for (Variant& v : variants) {
-    const Experiment e = bench_experiment(o, v.keep_fraction);
+    const Experiment& e = v.experiment;
     torch::manual_seed(1);  // the same weights for every variant
     v.layer = MoELayer(e.model);
     for (auto& p : v.layer->parameters()) {
@@ -108,9 +118,10 @@ int pipeline_bench_command(const PipelineBenchOptions& o) {
 
   fmt::print("MoE layer           {} tokens, hidden {}, {} experts of ffn {}, top-{}, {} logical ranks, {} rounds\n",
              o.tokens, o.hidden, o.experts, o.expert_ffn, o.top_k, o.ranks, o.rounds);
-  fmt::print("policies            lrmoe placement (keep_fraction varies), grad_contribution, quota_topk, "
-             "capacity_aware\n\n");
-  fmt::print("{:<12} {:>8} {:>12} {:>9} | overhead % of layer time: {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n", "variant",
+  const PoliciesConfig& policies = variants.front().experiment.policies;
+  fmt::print("policies            placement {}, metric {}, selection {}, routing {}; varied: {}\n\n",
+             policies.placement.name, policies.metric.name, policies.selection.name, policies.routing.name, o.vary);
+  fmt::print("{:<20} {:>8} {:>12} {:>9} | overhead % of layer time: {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n", "variant",
              "kept", "fwd+bwd ms", "ratio", "place", "metric", "select", "route", "compact", "total");
   std::sort(variants.front().seconds.begin(), variants.front().seconds.end());
   const double baseline = variants.front().seconds[variants.front().seconds.size() / 2];
@@ -118,7 +129,7 @@ int pipeline_bench_command(const PipelineBenchOptions& o) {
     std::sort(v.seconds.begin(), v.seconds.end());
     const double median = v.seconds[v.seconds.size() / 2];
     auto share = [&](double s) { return 100.0 * s / v.layer_seconds; };
-    fmt::print("{:<12} {:>7.1f}% {:>12.1f} {:>9.3f} | {:>33.2f} {:>7.2f} {:>7.2f} {:>7.2f} {:>7.2f} {:>7.2f}\n", v.label,
+    fmt::print("{:<20} {:>7.1f}% {:>12.1f} {:>9.3f} | {:>33.2f} {:>7.2f} {:>7.2f} {:>7.2f} {:>7.2f} {:>7.2f}\n", v.label,
                100.0 * static_cast<double>(v.kept) / static_cast<double>(v.routed), 1e3 * median, median / baseline,
                share(v.overhead.placement), share(v.overhead.metric), share(v.overhead.selection),
                share(v.overhead.routing), share(v.overhead.compaction), share(v.overhead.total()));
