@@ -1,6 +1,6 @@
 // Placement "fixed_ownership": the expert parallelism of DeepSpeed-MoE and Megatron-Core. Expert
-// e lives on rank e / ceil(E/R), slot e % ceil(E/R), forever; no replicas, so the hottest rank
-// carries its experts' whole load. Every pair keeps its backward work.
+// e lives on rank e / ceil(E/R), slot e % ceil(E/R), forever (lrmoe/static_owners.hpp); no
+// replicas, so the hottest rank carries its experts' whole load. Every pair keeps its backward work.
 //
 // capacity_factor > 0 turns on the forward capacity of those systems: every expert computes at
 // most C = ceil(k * T / E * capacity_factor) pairs (k top-k, T tokens); the runner drops the
@@ -19,11 +19,8 @@ class FixedOwnership : public lrmoe::PlacementPolicy {
 
   lrmoe::PlacementPlan plan(const lrmoe::PlacementRequest& request) override {
     const int64_t experts = request.num_experts;
-    const int64_t per_rank = (experts + request.ranks - 1) / request.ranks;
     lrmoe::PlacementPlan plan;
-    for (int64_t e = 0; e < experts; ++e) {
-      plan.instances.push_back({e, e / per_rank, e % per_rank, true});
-    }
+    plan.instances = lrmoe::static_owners(experts, request.ranks);
     plan.quota = request.counts;
     if (capacity_factor_ > 0) {
       // In Megatron's order: pairs per expert, then the factor.

@@ -3,8 +3,8 @@
 // quotas decide how many keep their backward work.
 //
 // Per MoE layer and step, with n_e this pass's routed pairs of expert e and cnt_e its instances:
-//  1. Owners are static, exactly as fixed_ownership (expert e on rank e / ceil(E/R), slot
-//     e % ceil(E/R)), so expert optimizer state never moves.
+//  1. Owners are static, exactly as fixed_ownership (lrmoe/static_owners.hpp: expert e on rank
+//     e / ceil(E/R), slot e % ceil(E/R)), so expert optimizer state never moves.
 //  2. Replicas balance the forward load F(r) = sum over the instances on r of n_e / cnt_e. At
 //     most max_replicas times: take the most loaded rank r_max and its instance e with the largest
 //     n_e / cnt_e; take the least-loaded rank t that has a free slot, does not host e, and whose
@@ -82,13 +82,10 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
  private:
   // Step 1.
   static Layout owners(const lrmoe::PlacementRequest& request) {
-    const int64_t per_rank = (request.num_experts + request.ranks - 1) / request.ranks;
-    Layout layout{{}, std::vector<int64_t>(static_cast<size_t>(request.num_experts), 1),
+    Layout layout{lrmoe::static_owners(request.num_experts, request.ranks),
+                  std::vector<int64_t>(static_cast<size_t>(request.num_experts), 1),
                   std::vector<int64_t>(static_cast<size_t>(request.ranks), 0), {}};
-    for (int64_t e = 0; e < request.num_experts; ++e) {
-      layout.instances.push_back({e, e / per_rank, e % per_rank, true});
-      ++layout.hosted[static_cast<size_t>(e / per_rank)];
-    }
+    for (const lrmoe::ExpertInstance& owner : layout.instances) ++layout.hosted[static_cast<size_t>(owner.rank)];
     layout.owned = layout.hosted;
     return layout;
   }

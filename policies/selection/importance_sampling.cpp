@@ -16,7 +16,6 @@
 #include <functional>
 #include <limits>
 
-#include "../common/expert_scores.hpp"
 
 namespace {
 
@@ -64,7 +63,7 @@ class ImportanceSampling : public lrmoe::SelectionPolicy {
       : uniform_mix_(parameters.real("uniform_mix")) {}
 
   lrmoe::Selection select(const lrmoe::PairBatch& pairs, const at::Tensor& scores) override {
-    const std::vector<float> values = lrmoe::policies::scores_on_cpu(scores);
+    const std::vector<float> values = lrmoe::scores_on_cpu(scores);
     // A stream of its own: the random metric draws from pairs.seed itself, and sampling with the
     // very numbers that are the scores would tie p_i to the draw and bias the estimate.
     const at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(pairs.seed ^ kSamplingStream);
@@ -73,10 +72,9 @@ class ImportanceSampling : public lrmoe::SelectionPolicy {
 
     std::vector<int64_t> kept;
     std::vector<float> weights;
-    for (size_t e = 0; e + 1 < pairs.expert_offsets.size(); ++e) {
-      const int64_t begin = pairs.expert_offsets[e];
-      const int64_t end = pairs.expert_offsets[e + 1];
-      const int64_t quota = pairs.quota[e];
+    for (const lrmoe::ExpertSegment& segment : lrmoe::expert_segments(pairs.expert_offsets)) {
+      const int64_t begin = segment.begin, end = segment.end;
+      const int64_t quota = pairs.quota[segment.expert];
       if (quota >= end - begin) {
         for (int64_t i = begin; i < end; ++i) {
           kept.push_back(i);
@@ -92,8 +90,7 @@ class ImportanceSampling : public lrmoe::SelectionPolicy {
         }
       }
     }
-    const at::Device device = scores.device();
-    return {at::tensor(kept, at::kLong).to(device), at::tensor(weights, at::kFloat).to(device)};
+    return lrmoe::make_selection(kept, weights, scores.device());
   }
 
  private:

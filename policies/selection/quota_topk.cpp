@@ -6,8 +6,6 @@
 
 #include <lrmoe/plugin.hpp>
 
-#include "../common/expert_scores.hpp"
-
 namespace {
 
 class QuotaTopK : public lrmoe::SelectionPolicy {
@@ -15,22 +13,19 @@ class QuotaTopK : public lrmoe::SelectionPolicy {
   explicit QuotaTopK(const lrmoe::Parameters& parameters) : rescale_(parameters.boolean("rescale")) {}
 
   lrmoe::Selection select(const lrmoe::PairBatch& pairs, const at::Tensor& scores) override {
-    const std::vector<float> values = lrmoe::policies::scores_on_cpu(scores);
+    const std::vector<float> values = lrmoe::scores_on_cpu(scores);
     std::vector<int64_t> kept;
     std::vector<float> weights;
-    for (size_t e = 0; e + 1 < pairs.expert_offsets.size(); ++e) {
-      const int64_t begin = pairs.expert_offsets[e];
-      const int64_t end = pairs.expert_offsets[e + 1];
-      const std::vector<int64_t> chosen = lrmoe::policies::highest_scored(values, begin, end, pairs.quota[e]);
+    for (const lrmoe::ExpertSegment& segment : lrmoe::expert_segments(pairs.expert_offsets)) {
+      const int64_t begin = segment.begin, end = segment.end;
+      const std::vector<int64_t> chosen = lrmoe::highest_scored(values, begin, end, pairs.quota[segment.expert]);
       kept.insert(kept.end(), chosen.begin(), chosen.end());
       if (rescale_ && !chosen.empty()) {
         weights.insert(weights.end(), chosen.size(),
                        static_cast<float>(end - begin) / static_cast<float>(chosen.size()));
       }
     }
-    const at::Device device = scores.device();
-    return {at::tensor(kept, at::kLong).to(device),
-            rescale_ ? at::tensor(weights, at::kFloat).to(device) : at::Tensor()};
+    return rescale_ ? lrmoe::make_selection(kept, weights, scores.device()) : lrmoe::make_selection(kept, scores.device());
   }
 
  private:

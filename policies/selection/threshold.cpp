@@ -5,8 +5,6 @@
 
 #include <lrmoe/plugin.hpp>
 
-#include "../common/expert_scores.hpp"
-
 namespace {
 
 class Threshold : public lrmoe::SelectionPolicy {
@@ -14,23 +12,22 @@ class Threshold : public lrmoe::SelectionPolicy {
   explicit Threshold(const lrmoe::Parameters& parameters) : threshold_(parameters.real("threshold")) {}
 
   lrmoe::Selection select(const lrmoe::PairBatch& pairs, const at::Tensor& scores) override {
-    const std::vector<float> values = lrmoe::policies::scores_on_cpu(scores);
+    const std::vector<float> values = lrmoe::scores_on_cpu(scores);
     std::vector<int64_t> kept;
-    for (size_t e = 0; e + 1 < pairs.expert_offsets.size(); ++e) {
-      const int64_t begin = pairs.expert_offsets[e];
-      const int64_t end = pairs.expert_offsets[e + 1];
+    for (const lrmoe::ExpertSegment& segment : lrmoe::expert_segments(pairs.expert_offsets)) {
+      const int64_t begin = segment.begin, end = segment.end;
       if (begin == end) {
         continue;
       }
       const double cutoff = threshold_ * *std::max_element(values.begin() + begin, values.begin() + end);
       // The pairs above the cutoff among the quota's highest are the highest above the cutoff.
-      for (const int64_t i : lrmoe::policies::highest_scored(values, begin, end, pairs.quota[e])) {
+      for (const int64_t i : lrmoe::highest_scored(values, begin, end, pairs.quota[segment.expert])) {
         if (values[i] >= cutoff) {
           kept.push_back(i);
         }
       }
     }
-    return {at::tensor(kept, at::kLong).to(scores.device()), at::Tensor()};
+    return lrmoe::make_selection(kept, scores.device());
   }
 
  private:

@@ -31,11 +31,13 @@
 
 #include <boost/dll/alias.hpp>
 
+#include "lrmoe/expert_segments.hpp"
 #include "lrmoe/metric.hpp"
 #include "lrmoe/parameters.hpp"
 #include "lrmoe/placement.hpp"
 #include "lrmoe/routing.hpp"
 #include "lrmoe/selection.hpp"
+#include "lrmoe/static_owners.hpp"
 #include "lrmoe/version.hpp"
 
 namespace lrmoe {

@@ -1,0 +1,48 @@
+// The public plugin kit (lrmoe/expert_segments.hpp, lrmoe/static_owners.hpp): what an
+// out-of-tree plugin gets to do what the built-in ones do.
+
+#include <catch2/catch.hpp>
+
+#include "lrmoe/plugin.hpp"
+
+TEST_CASE("static owners are contiguous blocks of ceil(E/R) experts, the last rank taking the remainder",
+          "[plugin-kit]") {
+  const std::vector<lrmoe::ExpertInstance> owners = lrmoe::static_owners(10, 4);
+  REQUIRE(owners.size() == 10);
+  REQUIRE(lrmoe::owned_experts_per_rank(10, 4) == 3);
+  const std::vector<std::pair<int64_t, int64_t>> expected{{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1},
+                                                          {1, 2}, {2, 0}, {2, 1}, {2, 2}, {3, 0}};
+  for (std::size_t e = 0; e < owners.size(); ++e) {
+    CHECK(owners[e].expert == static_cast<int64_t>(e));
+    CHECK(owners[e].owner);
+    CHECK(std::make_pair(owners[e].rank, owners[e].slot) == expected[e]);
+  }
+}
+
+TEST_CASE("expert segments cover the pair order expert by expert, empty experts included", "[plugin-kit]") {
+  const std::vector<lrmoe::ExpertSegment> segments = lrmoe::expert_segments({0, 2, 2, 5});
+  REQUIRE(segments.size() == 3);
+  CHECK((segments[0].begin == 0 && segments[0].end == 2));
+  CHECK(segments[1].size() == 0);
+  CHECK((segments[2].expert == 2 && segments[2].begin == 2 && segments[2].size() == 3));
+}
+
+TEST_CASE("highest_scored keeps the limit's best of one segment, ties to the lower index, in pair order",
+          "[plugin-kit]") {
+  const std::vector<float> scores = lrmoe::scores_on_cpu(at::tensor({9.0F, 1.0F, 3.0F, NAN, 3.0F, 2.0F}));
+  CHECK(scores[3] == 0.0F);  // NaN scores as 0, so the order stays strict
+  CHECK(lrmoe::highest_scored(scores, 1, 6, 2) == std::vector<int64_t>{2, 4});
+  CHECK(lrmoe::highest_scored(scores, 1, 6, 3) == std::vector<int64_t>{2, 4, 5});
+  CHECK(lrmoe::highest_scored(scores, 1, 6, 0).empty());
+  CHECK(lrmoe::highest_scored(scores, 1, 3, 99) == std::vector<int64_t>{1, 2});
+}
+
+TEST_CASE("make_selection leaves the weights undefined when none are given", "[plugin-kit]") {
+  const lrmoe::Selection unweighted = lrmoe::make_selection({1, 4}, at::kCPU);
+  CHECK(unweighted.kept.scalar_type() == at::kLong);
+  CHECK(unweighted.kept.numel() == 2);
+  CHECK_FALSE(unweighted.weights.defined());
+  const lrmoe::Selection weighted = lrmoe::make_selection({1, 4}, {2.0F, 0.5F}, at::kCPU);
+  CHECK(weighted.weights.scalar_type() == at::kFloat);
+  CHECK(weighted.weights[1].item<float>() == 0.5F);
+}
