@@ -1,9 +1,11 @@
 // The plugin loader: every error a user can cause is one line naming the file or setting and
-// what to do; and a plugin built out of tree with find_package(lrmoe) loads and trains.
+// what to do; and the plugin of docs/PLUGINS.md, built out of tree with find_package(lrmoe), loads
+// and trains.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
 #include <fstream>
+#include <map>
 
 #include "core/config/experiment_loader.hpp"
 #include "core/plugins/policy_parameters.hpp"
@@ -123,7 +125,30 @@ TEST_CASE("plugin errors are one line naming the file or setting and the fix", "
   }
 }
 
-TEST_CASE("a plugin built out of tree with find_package(lrmoe) loads and trains", "[plugins][slow]") {
+namespace {
+
+// The fenced code blocks of a Markdown file that name a file in their info string
+// ("```cpp file=quota_fraction.cpp"), by file name.
+std::map<std::string, std::string> files_in_markdown(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  std::map<std::string, std::string> files;
+  std::string line, name;
+  while (std::getline(in, line)) {
+    if (line.rfind("```", 0) != 0) {
+      if (!name.empty()) files[name] += line + "\n";
+      continue;
+    }
+    const std::size_t tag = line.find(" file=");
+    name = name.empty() && tag != std::string::npos ? line.substr(tag + 6) : "";
+  }
+  return files;
+}
+
+}  // namespace
+
+TEST_CASE("the plugin of docs/PLUGINS.md builds out of tree with find_package(lrmoe), loads and trains",
+          "[plugins][slow]") {
   using lrmoe_test::ChildProcess;
   lrmoe_test::TempFolder dir;
   auto run = [&](const std::vector<std::string>& args, const std::string& log, int seconds = 300) {
@@ -136,43 +161,43 @@ TEST_CASE("a plugin built out of tree with find_package(lrmoe) loads and trains"
   const std::string prefix = dir.file("prefix");
   run({"/usr/bin/cmake", "--install", LRMOE_BUILD_DIR, "--prefix", prefix}, "install.log");
 
-  dir.write("src/CMakeLists.txt",
-            "cmake_minimum_required(VERSION 3.18)\nproject(gate_power CXX)\nfind_package(lrmoe REQUIRED)\n"
-            "lrmoe_add_plugin(gate_power gate_power.cpp)\n");
-  dir.write("src/gate_power.cpp", R"(#include <lrmoe/plugin.hpp>
-class GatePower : public lrmoe::MetricPolicy {
- public:
-  explicit GatePower(const lrmoe::Parameters& p) : power_(p.real("power")) {}
-  at::Tensor score(const lrmoe::PairBatch& pairs) override { return pairs.gates.pow(power_); }
- private:
-  double power_;
-};
-lrmoe::PluginDescriptor describe() {
-  return lrmoe::describe_policy<GatePower>("gate_power", "1.0.0", "gate ** power",
-                                           {lrmoe::real_parameter("power", 2.0, "exponent", 0)});
-}
-LRMOE_PLUGIN(describe)
-)");
+  const std::map<std::string, std::string> files = files_in_markdown(std::string(LRMOE_SOURCE_DIR) + "/docs/PLUGINS.md");
+  REQUIRE(files.size() == 2);
+  REQUIRE(files.count("CMakeLists.txt") == 1);
+  REQUIRE(files.count("quota_fraction.cpp") == 1);
+  for (const auto& [name, text] : files) dir.write("src/" + name, text);
   const std::string build = dir.file("build");
   run({"/usr/bin/cmake", "-S", dir.file("src"), "-B", build, "-DCMAKE_BUILD_TYPE=Release",
        "-DCMAKE_PREFIX_PATH=" + prefix},
       "configure.log");
   run({"/usr/bin/cmake", "--build", build}, "build.log");
 
-  const std::string listing = run({LRMOE_BINARY, "plugins", "--path", build}, "plugins.log");
-  CHECK_THAT(listing, Contains("metric gate_power 1.0.0") && Contains("power"));
+  // The installed runner, as the page uses it.
+  const std::string lrmoe = prefix + "/bin/lrmoe";
+  const std::string listing = run({lrmoe, "plugins", "--path", build}, "plugins.log");
+  CHECK_THAT(listing, Contains("selection quota_fraction 1.0.0") && Contains("fraction"));
 
   const std::string db = dir.file("results.db");
-  run({LRMOE_BINARY, "run", std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml", "--db", db, "--set",
+  run({lrmoe, "run", std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml", "--db", db, "--set",
        "train.max_steps=15", "--set", "cluster.ranks=2", "--set", "policies.bundle=lrmoe", "--set",
-       "policies.metric.name=gate_power", "--set", "policies.metric.power=3", "--set", "policies.plugin_path=" + build},
+       "policies.placement.keep_fraction=0.5", "--set", "policies.selection.name=quota_fraction", "--set",
+       "policies.selection.fraction=0.25", "--set", "policies.plugin_path=" + build},
       "run.log");
   auto store = ResultsStore::open_read_only(db);
-  auto recorded = store->query("SELECT name, version, parameters, length(sha256) FROM run_plugins WHERE kind = 'metric'");
+  auto recorded =
+      store->query("SELECT name, version, parameters, length(sha256) FROM run_plugins WHERE kind = 'selection'");
   REQUIRE(recorded.rows.size() == 1);
-  CHECK(recorded.rows[0][0].value() == "gate_power");
+  CHECK(recorded.rows[0][0].value() == "quota_fraction");
   CHECK(recorded.rows[0][1].value() == "1.0.0");
-  CHECK(recorded.rows[0][2].value() == "power = 3.0\n");
+  CHECK(recorded.rows[0][2].value() == "fraction = 0.25\n");
   CHECK(recorded.rows[0][3].value() == "64");
-  CHECK(store->steps(store->list_runs().front().id).size() == 15);
+  const int64_t run_id = store->list_runs().front().id;
+  CHECK(store->steps(run_id).size() == 15);
+  // A quarter of the quota: the layers keep about an eighth of their pairs, never more than a
+  // quarter (quotas are at most every pair, ceil adds at most one per expert).
+  auto kept = store->query(fmt::format(
+      "SELECT sum(pairs_kept), sum(pairs_routed) FROM moe_layer_steps WHERE run = {}", run_id));
+  const double share = std::stod(kept.rows[0][0].value()) / std::stod(kept.rows[0][1].value());
+  CHECK(share > 0.05);
+  CHECK(share < 0.3);
 }
