@@ -1,7 +1,7 @@
 // Expert parallelism over real processes (c10d Gloo on 127.0.0.1): the collectives, one run on
-// P = 1, 2 and 4 processes giving the same losses and one set of database rows, every bundle
-// reaching its target on two processes, and a rank that dies or hangs ending the run as failed
-// with its committed steps.
+// P = 1, 2 and 4 processes giving the same losses and one set of database rows (Note [Exact
+// multi-process plan] in docs/notes.md), every bundle reaching its target on two processes, and
+// a rank that dies or hangs ending the run as failed with its committed steps.
 
 #include <catch2/catch.hpp>
 #include <sys/wait.h>

@@ -1,6 +1,7 @@
 // The LRMoE pipeline inside the expert computation (core/pipeline, expert_pairs_function):
 // replicas never change the math, selection changes exactly the expert-side gradients it says,
-// gate gradients stay exact, and plans that break the contract or the budget are refused.
+// gate gradients stay exact (Note [Gradients of dropped pairs] in docs/notes.md), and plans that
+// break the contract or the budget are refused.
 #include <catch2/catch.hpp>
 
 #include "core/model/expert_pairs_function.hpp"

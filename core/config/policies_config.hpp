@@ -23,7 +23,7 @@ struct PolicyChoice {
 
 // What a pair whose backward work is not kept still gets: nothing through its expert (neither
 // weight nor input gradient), or its exact input gradient (only its weight-gradient
-// contribution is dropped).
+// contribution is dropped). Note [Gradients of dropped pairs] in docs/notes.md.
 enum class DroppedPairKeeps { Nothing, InputGrad };
 
 // Named sets of the four policies (core/config/policy_sections.cpp lists what each picks).

@@ -125,7 +125,8 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
 
     auto upstream = grad_outputs[0].index_select(0, tokens);  // d at each pair's token
     auto x_home = x.index_select(0, tokens);
-    // The gate gradient needs only the forward output at home: exact for every pair.
+    // The gate gradient needs only the forward output at home: exact for every pair (Note
+    // [Gradients of dropped pairs] in docs/notes.md).
     auto grad_gates = (upstream * y_home).sum(1).to(gates.scalar_type());
 
     BackwardPass plan;
@@ -137,7 +138,8 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
       signals.input_norm = x_home.norm(2, 1).to(torch::kFloat32);
       signals.hidden_norm = hidden_norm.to(torch::kFloat32);
       plan = state->pipeline->plan_backward(forward, std::move(signals));
-      // Saved pre-activations move from each kept pair's forward instance to its backward one.
+      // Saved pre-activations move from each kept pair's forward instance to its backward one,
+      // which the backward routing may have chosen elsewhere (Note [Gradients of dropped pairs]).
       if (saved_pre.defined()) pre_rows = exchange.dispatch(saved_pre.index_select(0, plan.context_rows), plan.context);
     } else {
       // Every pair is kept, on the instance that computed it in forward.
@@ -180,7 +182,8 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     if (!all_input_grads) {
       grad_x.index_add_(0, tokens.index_select(0, plan.local_kept), exchange.combine(torch::cat(input_parts), kept_here));
     } else {
-      // Every computed pair's exact input gradient, at its forward instance.
+      // Every computed pair's exact, unweighted input gradient, at its forward instance (Note
+      // [Gradients of dropped pairs]).
       const ProcessSlice& f = forward.layout.local;
       auto all_rows = exchange.dispatch(upstream * gates.to(x.scalar_type()).unsqueeze(1), f);
       auto all_x = saved_pre.defined() ? Tensor() : exchange.dispatch(x_home, f);
@@ -234,7 +237,8 @@ std::shared_ptr<const ForwardPass> single_rank_pass(const ExpertPairs& pairs, in
   pass->expert_offsets = pairs.expert_offsets;
   pass->table = table;
   pass->local_pairs = pass->computed;
-  // Pairs are sorted by expert already: destination order is pair order, and all stay here.
+  // Pairs are sorted by expert already: destination order is pair order, and all stay here
+  // (Note [Pair order] in docs/notes.md).
   PairLayout& layout = pass->layout;
   layout.ranks = 1;
   layout.order = pass->computed;

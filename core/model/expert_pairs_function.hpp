@@ -6,11 +6,11 @@
 // instance's contiguous slice (grouped_gemm.hpp) with that instance's copy of its expert's
 // weights, and the expert outputs come back home (combine), where they are gate-weighted and
 // summed into their tokens. Every pair's ungated output stays at home, so backward gives every
-// pair its exact gate gradient. The expert backward runs only for the pairs the pipeline keeps
-// (expert_pipeline.hpp), each scaled by its weight, on the instance the backward routing
-// chose; replica weight gradients are summed into their expert. A dropped pair loses its
-// weight-gradient contribution, and its input gradient through the expert too unless
-// [policies] dropped_pair_keeps = "input_grad".
+// pair its exact gate gradient (Note [Gradients of dropped pairs] in docs/notes.md). The expert
+// backward runs only for the pairs the pipeline keeps (expert_pipeline.hpp), each scaled by its
+// weight, on the instance the backward routing chose; replica weight gradients are summed into
+// their expert. A dropped pair loses its weight-gradient contribution, and its input gradient
+// through the expert too unless [policies] dropped_pair_keeps = "input_grad".
 
 #include <torch/torch.h>
 
@@ -27,7 +27,8 @@ struct ExpertPairs {
   std::vector<int64_t> expert_offsets;  // [experts + 1]
 };
 
-// Sorts (token, expert) pairs by expert, stably, and computes the slice offsets.
+// Sorts (token, expert) pairs by expert, stably, and computes the slice offsets (Note [Pair
+// order]).
 // `gate_order` receives the permutation applied, to reorder the gates the same way.
 ExpertPairs compact_pairs_by_expert(const torch::Tensor& pair_tokens, const torch::Tensor& pair_experts,
                                     int64_t num_experts, torch::Tensor* gate_order);

@@ -26,7 +26,8 @@ MoEOutput MoELayerImpl::forward(const torch::Tensor& input) {
   const int64_t tokens = x.size(0);
 
   Routing routing = router_(x);
-  // Pair p = token * top_k + slot; sorting by expert makes each expert's pairs contiguous.
+  // Pair p = token * top_k + slot; sorting by expert makes each expert's pairs contiguous, in
+  // token order (Note [Pair order] in docs/notes.md).
   auto pair_tokens = torch::arange(tokens, torch::TensorOptions().dtype(torch::kInt64).device(x.device()))
                          .repeat_interleave(top_k_);
   torch::Tensor order;
@@ -36,7 +37,8 @@ MoEOutput MoELayerImpl::forward(const torch::Tensor& input) {
   torch::Tensor out;
   if (pipeline_ && torch::GradMode::is_enabled()) {
     // This process's tokens are sharded contiguously over its logical ranks, as data-parallel
-    // batches are.
+    // batches are: the home ranks of one process holding every token (Note [Exact multi-process
+    // plan]).
     const ProcessView& process = pipeline_->settings().process;
     auto home = pairs.tokens.to(torch::kCPU).mul(process.ranks_per_process).div(tokens, "floor").add(process.first_rank());
     auto pass = pipeline_->plan_forward(pairs.experts, gates, home, tokens);

@@ -124,7 +124,7 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Ten
   pass->table = table;
   pass->quota = plan.quota;
 
-  // Forward capacity drops, then the computed pairs in expert order.
+  // Forward capacity drops, then the computed pairs in expert order (Note [Pair order]).
   if (plan.forward_capacity.empty()) {
     pass->computed = torch::arange(experts_cpu.numel(), torch::kInt64);
   } else {
@@ -173,6 +173,8 @@ BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch
   overhead.compaction += clock.lap();
   signals.step = forward.step;
   signals.layer = settings_.layer;
+  // The pass index is a global count, so every process draws the same seed (Note [Exact
+  // multi-process plan]).
   signals.seed = mix_seed(settings_.seed, forward.step, settings_.layer, statistics_.pairs_routed);
   signals.experts = forward.experts;
   signals.expert_offsets = forward.expert_offsets;

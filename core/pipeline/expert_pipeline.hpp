@@ -15,8 +15,9 @@
 //
 // With several processes (core/pipeline/process_view.hpp), every process gathers the pairs and
 // the per-pair signals of all processes and computes the same plan over all of them
-// (global_pairs.hpp): the quotas are exact, not approximated per process. Each pass then says
-// which of its pairs are this process's.
+// (global_pairs.hpp): the quotas are exact, not approximated per process (Note [Exact
+// multi-process plan] in docs/notes.md). Each pass then says which of its pairs are this
+// process's. Every index below is into the pair order of Note [Pair order].
 
 #include <torch/torch.h>
 
@@ -76,10 +77,10 @@ struct BackwardPass {
   // (undefined: all 1). On the device.
   torch::Tensor local_kept;
   torch::Tensor local_weights;
-  // Without recomputation, each kept pair's saved pre-activations move from its forward instance
-  // to its backward instance: `context` is this process's part of that move (from the forward
-  // ranks, in the destination order of `layout`), `context_rows` the forward destination rows
-  // here it takes them from.
+  // Without recomputation (Note [Gradients of dropped pairs]), each kept pair's saved
+  // pre-activations move from its forward instance to its backward instance: `context` is this
+  // process's part of that move (from the forward ranks, in the destination order of `layout`),
+  // `context_rows` the forward destination rows here it takes them from.
   ProcessSlice context;
   torch::Tensor context_rows;
 };
@@ -143,7 +144,8 @@ class ExpertPipeline {
   std::shared_ptr<PairExchange> exchange_;
   std::shared_ptr<RankClock> rank_clock_ = std::make_shared<WallRankClock>();
   int64_t step_ = 0;
-  std::deque<std::vector<int64_t>> history_;  // earlier counts, oldest first
+  // Earlier global counts, oldest first: the same on every process (Note [Exact multi-process plan]).
+  std::deque<std::vector<int64_t>> history_;
   LayerStepStatistics statistics_;
 };
 

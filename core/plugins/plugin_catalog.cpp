@@ -41,7 +41,8 @@ std::shared_ptr<boost::dll::shared_library> open_library(const fs::path& path) {
   }
 }
 
-// Reads the library's ABI through a plain struct before anything that depends on it.
+// Reads the library's ABI through a plain struct before anything that depends on it (Note
+// [Plugin ABI] in docs/notes.md).
 PluginInfo load_plugin(const fs::path& path) {
   auto library = open_library(path);
   for (const char* entry : {kAbiEntryPoint, kDescriptorEntryPoint}) {
@@ -137,7 +138,7 @@ std::vector<std::string> PluginCatalog::names(PolicyKind kind) const {
 
 std::shared_ptr<Policy> create_policy(const PluginInfo& plugin, const Parameters& parameters) {
   std::unique_ptr<Policy> policy = plugin.descriptor.create(parameters);
-  // The deleter holds the library, so its code outlives every object it made.
+  // The deleter holds the library, so its code outlives every object it made (Note [Plugin ABI]).
   return std::shared_ptr<Policy>(policy.release(), [library = plugin.library](Policy* p) { delete p; });
 }
 

@@ -6,7 +6,8 @@
 // checks its plugin-API and LibTorch versions before calling into it, and reads its descriptor.
 // Every problem a user can cause (a folder or library that is missing, a library without the
 // entry points, another API or LibTorch version, two plugins with one name) is a PluginError
-// with a one-line message naming the file and what to do.
+// with a one-line message naming the file and what to do. Versions, entry points and library
+// lifetime: Note [Plugin ABI] in docs/notes.md.
 
 #include <filesystem>
 #include <memory>
@@ -28,7 +29,8 @@ class PluginError : public std::runtime_error {
 };
 
 struct PluginInfo {
-  // First, so that it is destroyed last: the descriptor's factory is code in the library.
+  // First, so that it is destroyed last: the descriptor's factory is code in the library (Note
+  // [Plugin ABI]).
   std::shared_ptr<boost::dll::shared_library> library;
   PluginDescriptor descriptor;
   std::filesystem::path path;

@@ -148,6 +148,8 @@ std::vector<MemoryPeak> Trainer::memory_peaks(const std::vector<LayerStepStatist
   return peaks;
 }
 
+// Replica gradients are already in their experts'; the sum adds every process's contributions,
+// so every process takes the same step (Note [Exact multi-process plan] in docs/notes.md).
 void Trainer::sum_gradients() {
   if (collectives_->single()) return;
   std::vector<torch::Tensor> grads;

@@ -8,9 +8,10 @@
 // and hosts R/P of the logical ranks; gradients are summed over the processes after the last
 // micro-batch (data parallel for the dense parameters; for the experts, replica and per-process
 // contributions reduce into one gradient), so every process takes the same optimizer step and
-// the losses are those of one process reading the whole batch, within float rounding. Expert
-// weights and their optimizer state are held by every process in this version: the per-rank
-// memory the pipeline plans and records is the model of an expert-sharded cluster.
+// the losses are those of one process reading the whole batch, within float rounding (Note [Exact
+// multi-process plan] in docs/notes.md). Expert weights and their optimizer state are held by
+// every process in this version: the per-rank memory the pipeline plans and records is the model
+// of an expert-sharded cluster.
 
 #include <torch/torch.h>
 

@@ -1,6 +1,7 @@
 // Selection "quota_topk": per expert, keep exactly min(pairs, quota) pairs, those with the
-// highest scores (equal scores: the lower index). LRMoE's deterministic contribution selection:
-// it spends the quota on the pairs the metric ranks highest, at the price of a biased gradient.
+// highest scores (equal scores: the lower index, so every process chooses alike: Note [Exact
+// multi-process plan]). LRMoE's deterministic contribution selection: it spends the quota on the
+// pairs the metric ranks highest, at the price of a biased gradient.
 // With rescale, each kept pair of expert e weighs pairs_e / kept_e, so that the expert's
 // gradient keeps its scale (as if every pair contributed like the kept ones on average).
 

@@ -1,6 +1,6 @@
 // A plugin that claims another plugin-API or LibTorch version than the runner's, as a library
 // built against another lrmoe or LibTorch would. The loader must refuse it before calling into
-// anything but its ABI entry point.
+// anything but its ABI entry point (Note [Plugin ABI] in docs/notes.md).
 #include <lrmoe/plugin.hpp>
 
 #ifndef LRMOE_FIXTURE_API_OFFSET

@@ -2,7 +2,7 @@
 // Parameters of a policy plugin: what a plugin declares (name, type, default, allowed values,
 // meaning) and the resolved values it is constructed with. The loader checks an experiment's
 // values against the declaration and fills in defaults, so a plugin reads every declared
-// parameter without checking it again.
+// parameter without checking it again (Note [Plugin ABI] in docs/notes.md).
 
 #include <cstdint>
 #include <limits>

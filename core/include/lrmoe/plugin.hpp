@@ -21,7 +21,7 @@
 //
 // The loader first reads the plain PluginAbi (plugin-API and LibTorch versions) and refuses a
 // mismatch before it calls anything else in the library; the library stays loaded while any
-// policy it created lives.
+// policy it created lives (Note [Plugin ABI] in docs/notes.md; the guide is docs/PLUGINS.md).
 
 #include <functional>
 #include <memory>

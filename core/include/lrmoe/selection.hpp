@@ -3,7 +3,8 @@
 // An expert's quota bounds its kept pairs over all of its pairs on every rank. A kept pair's
 // contribution to the expert's weight and input gradients is scaled by its weight: 1 for a
 // biased top-quota choice, 1/p for unbiased sampling with keep probability p. The gate (router)
-// gradient of every pair stays exact whatever is selected.
+// gradient of every pair stays exact whatever is selected (Note [Gradients of dropped pairs] in
+// docs/notes.md).
 
 #include "lrmoe/policy.hpp"
 

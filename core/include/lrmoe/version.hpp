@@ -4,7 +4,8 @@
 // kPluginApiVersion changes whenever an interface in core/include/lrmoe/ changes in a way that
 // breaks binary compatibility; the loader refuses a plugin built against another value. The
 // interfaces pass at::Tensor, so a plugin must also be built against the same LibTorch version
-// as the runner: the loader compares the version each side was compiled with.
+// as the runner: the loader compares the version each side was compiled with. Note [Plugin ABI]
+// in docs/notes.md says what raises the version.
 
 #include <torch/version.h>
 
