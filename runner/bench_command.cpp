@@ -25,7 +25,8 @@ double median_seconds(const std::function<void()>& fn, int repeats) {
   for (int i = 0; i < repeats; ++i) {
     const auto started = std::chrono::steady_clock::now();
     fn();
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    times.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
@@ -69,12 +70,14 @@ void bench_grouped_gemm(const ModelConfig& c, const std::vector<int64_t>& pairs_
   const double flops = 6.0 * static_cast<double>(pairs * hidden * ffn);
   const double grouped_gflops = flops / grouped_times[2] / 1e9;
   const double dense_gflops = flops / dense_times[2] / 1e9;
-  const auto busy = std::count_if(pairs_per_expert.begin(), pairs_per_expert.end(), [](int64_t n) { return n > 0; });
-  fmt::print("grouped GEMM        {} pairs over {} experts ({} non-empty), hidden {}, expert ffn {}\n", pairs,
-             c.num_experts, busy, hidden, ffn);
+  const auto busy = std::count_if(pairs_per_expert.begin(), pairs_per_expert.end(),
+                                  [](int64_t n) { return n > 0; });
+  fmt::print(
+      "grouped GEMM        {} pairs over {} experts ({} non-empty), hidden {}, expert ffn {}\n",
+      pairs, c.num_experts, busy, hidden, ffn);
   fmt::print("  grouped (per-expert slices)   {:8.1f} GFLOP/s\n", grouped_gflops);
-  fmt::print("  dense matmul, same FLOPs      {:8.1f} GFLOP/s (one BLAS call on {} threads)\n", dense_gflops,
-             torch::get_num_threads());
+  fmt::print("  dense matmul, same FLOPs      {:8.1f} GFLOP/s (one BLAS call on {} threads)\n",
+             dense_gflops, torch::get_num_threads());
   fmt::print("  ratio grouped / dense         {:8.3f}\n", grouped_gflops / dense_gflops);
 }
 
@@ -96,15 +99,17 @@ int bench_command(const ExperimentSource& source, int64_t steps) {
     moe_seconds += report.moe_seconds;
     tokens += report.tokens;
   }
-  fmt::print("experiment          {} (model {}), {} timed steps after {} warm-up steps\n", e.experiment.name,
-             e.model.preset, steps, kWarmupSteps);
-  fmt::print("BLAS                {} ({:.0f} GFLOP/s fp32 matmul), {} intra-op threads\n", blas.library,
-             blas.matmul_gflops, torch::get_num_threads());
-  fmt::print("training            {:.0f} tokens/s ({:.1f} ms per step)\n", static_cast<double>(tokens) / step_seconds,
+  fmt::print("experiment          {} (model {}), {} timed steps after {} warm-up steps\n",
+             e.experiment.name, e.model.preset, steps, kWarmupSteps);
+  fmt::print("BLAS                {} ({:.0f} GFLOP/s fp32 matmul), {} intra-op threads\n",
+             blas.library, blas.matmul_gflops, torch::get_num_threads());
+  fmt::print("training            {:.0f} tokens/s ({:.1f} ms per step)\n",
+             static_cast<double>(tokens) / step_seconds,
              1e3 * step_seconds / static_cast<double>(steps));
   fmt::print("MoE-layer share     {:.1f}% of step time\n", 100.0 * moe_seconds / step_seconds);
   const auto& last = observer.reports.back();
-  if (!last.expert_load.empty()) bench_grouped_gemm(trainer.model_config(), last.expert_load.front().pairs_per_expert);
+  if (!last.expert_load.empty())
+    bench_grouped_gemm(trainer.model_config(), last.expert_load.front().pairs_per_expert);
   return 0;
 }
 

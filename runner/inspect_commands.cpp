@@ -22,7 +22,9 @@ std::optional<std::string> loss_text(const std::optional<double>& loss) {
   return fmt::format("{:.4f}", *loss);
 }
 
-std::string seconds_text(double seconds) { return fmt::format("{:.1f}", seconds); }
+std::string seconds_text(double seconds) {
+  return fmt::format("{:.1f}", seconds);
+}
 
 // '2024-05-01T12:00:03.123Z' as '2024-05-01 12:00:03': seconds are precise enough to read.
 std::string readable_time(std::string iso_utc) {
@@ -40,10 +42,21 @@ std::string with_thousands(int64_t value) {
 
 QueryResult runs_table(const std::vector<RunSummary>& runs) {
   QueryResult table;
-  table.columns = {"id",          "name",          "policies",     "ranks",
-                   "status",      "started (UTC)", "steps",        "train loss",
-                   "eval loss",   "target",        "target step",  "target time s",
-                   "target MoE s", "target MoE critical s", "target modeled MoE s"};
+  table.columns = {"id",
+                   "name",
+                   "policies",
+                   "ranks",
+                   "status",
+                   "started (UTC)",
+                   "steps",
+                   "train loss",
+                   "eval loss",
+                   "target",
+                   "target step",
+                   "target time s",
+                   "target MoE s",
+                   "target MoE critical s",
+                   "target modeled MoE s"};
   for (const RunSummary& run : runs) {
     const auto& ttt = run.time_to_target;
     table.rows.push_back({
@@ -61,10 +74,12 @@ QueryResult runs_table(const std::vector<RunSummary>& runs) {
         ttt ? std::optional(seconds_text(ttt->step_seconds)) : std::nullopt,
         ttt ? std::optional(seconds_text(ttt->moe_seconds)) : std::nullopt,
         // Runs recorded before schema 5 have no critical path.
-        ttt && std::isfinite(ttt->moe_critical_seconds) ? std::optional(seconds_text(ttt->moe_critical_seconds))
-                                                        : std::nullopt,
-        ttt && std::isfinite(ttt->moe_modeled_seconds) ? std::optional(fmt::format("{:.4f}", ttt->moe_modeled_seconds))
-                                                       : std::nullopt,
+        ttt && std::isfinite(ttt->moe_critical_seconds)
+            ? std::optional(seconds_text(ttt->moe_critical_seconds))
+            : std::nullopt,
+        ttt && std::isfinite(ttt->moe_modeled_seconds)
+            ? std::optional(fmt::format("{:.4f}", ttt->moe_modeled_seconds))
+            : std::nullopt,
     });
   }
   return table;
@@ -80,7 +95,9 @@ std::string curve_text(const std::vector<double>& values) {
   return fmt::format("{}  min {:.4f}  max {:.4f}", sparkline(values, kSparklineWidth), *low, *high);
 }
 
-std::string_view dash_if_empty(std::string_view text) { return text.empty() ? "-" : text; }
+std::string_view dash_if_empty(std::string_view text) {
+  return text.empty() ? "-" : text;
+}
 
 void print_field(std::ostream& out, std::string_view label, std::string_view value) {
   out << fmt::format("  {:<16}{}\n", label, dash_if_empty(value));
@@ -105,7 +122,8 @@ void print_run(std::ostream& out, const RunSummary& run, const std::vector<StepR
   print_field(out, "seed", std::to_string(run.seed));
   print_field(out, "policies",
               fmt::format("{} on {} ranks{}", dash_if_empty(run.policies), run.ranks,
-                          run.processes > 1 ? fmt::format(" in {} processes", run.processes) : std::string()));
+                          run.processes > 1 ? fmt::format(" in {} processes", run.processes)
+                                            : std::string()));
   print_field(out, "parameters",
               fmt::format("{} total, {} active", with_thousands(run.params_total),
                           with_thousands(run.params_active)));
@@ -118,7 +136,8 @@ void print_run(std::ostream& out, const RunSummary& run, const std::vector<StepR
                                 // Runs recorded before schema 5 have no critical path, before the
                                 // cost model no modeled time.
                                 std::isfinite(ttt->moe_critical_seconds)
-                                    ? fmt::format(", {} s critical path", seconds_text(ttt->moe_critical_seconds))
+                                    ? fmt::format(", {} s critical path",
+                                                  seconds_text(ttt->moe_critical_seconds))
                                     : "",
                                 std::isfinite(ttt->moe_modeled_seconds)
                                     ? fmt::format(" ({:.4f} s modeled)", ttt->moe_modeled_seconds)

@@ -1,7 +1,7 @@
 #include "interrupt.hpp"
 
-#include <csignal>
 #include <unistd.h>
+#include <csignal>
 
 namespace lrmoe {
 namespace {
@@ -22,6 +22,8 @@ void install_interrupt_handler() {
   std::signal(SIGTERM, on_signal);
 }
 
-bool interrupt_requested() { return requested != 0; }
+bool interrupt_requested() {
+  return requested != 0;
+}
 
 }  // namespace lrmoe

@@ -18,7 +18,8 @@ int launch_command(const ExperimentSource& source, int64_t processes) {
   options.arguments = {"run"};
   const std::vector<std::string> named = experiment_arguments(source);
   options.arguments.insert(options.arguments.end(), named.begin(), named.end());
-  if (source.database) options.arguments.insert(options.arguments.end(), {"--db", *source.database});
+  if (source.database)
+    options.arguments.insert(options.arguments.end(), {"--db", *source.database});
   options.master_addr = "127.0.0.1";
   options.master_port = 0;  // a free one: several launches may run side by side
   // The survivors notice a dead or hung peer within cluster.timeout and record the failure;

@@ -29,7 +29,8 @@ namespace {
 
 constexpr int kPollMilliseconds = 100;  // how late a child's end or a deadline may be noticed
 constexpr double kKillDelaySeconds = 5;
-constexpr std::size_t kMaxLineBytes = 1 << 16;  // a longer line without newline is printed in pieces
+// a longer line without newline is printed in pieces
+constexpr std::size_t kMaxLineBytes = 1 << 16;
 
 std::runtime_error os_error(const std::string& what, int error = errno) {
   return std::runtime_error(fmt::format("{}: {}", what, std::strerror(error)));
@@ -39,7 +40,8 @@ std::string self_executable() {
   std::error_code error;
   const std::filesystem::path path = std::filesystem::read_symlink("/proc/self/exe", error);
   if (error) {
-    throw std::runtime_error(fmt::format("cannot find this program's path in /proc/self/exe: {}", error.message()));
+    throw std::runtime_error(
+        fmt::format("cannot find this program's path in /proc/self/exe: {}", error.message()));
   }
   return path.string();
 }
@@ -69,7 +71,8 @@ class SignalForwarding {
  public:
   SignalForwarding() {
     int fds[2];
-    if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) throw os_error("cannot create the launcher's signal pipe");
+    if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
+      throw os_error("cannot create the launcher's signal pipe");
     wake_read_ = fds[0];
     wake_write_ = fds[1];
     g_interrupts = 0;
@@ -104,10 +107,12 @@ class SignalForwarding {
     while (read(wake_read_, drain, sizeof drain) > 0) {
     }
     std::vector<int> signals;
-    for (const int interrupts = g_interrupts; forwarded_interrupts_ < interrupts; ++forwarded_interrupts_) {
+    for (const int interrupts = g_interrupts; forwarded_interrupts_ < interrupts;
+         ++forwarded_interrupts_) {
       signals.push_back(SIGINT);
     }
-    for (const int terminations = g_terminations; forwarded_terminations_ < terminations; ++forwarded_terminations_) {
+    for (const int terminations = g_terminations; forwarded_terminations_ < terminations;
+         ++forwarded_terminations_) {
       signals.push_back(SIGTERM);
     }
     return signals;
@@ -124,7 +129,7 @@ class SignalForwarding {
  private:
   int wake_read_ = -1;
   int wake_write_ = -1;
-  struct sigaction previous_[3] {};
+  struct sigaction previous_[3]{};
   int forwarded_interrupts_ = 0;
   int forwarded_terminations_ = 0;
 };
@@ -144,7 +149,8 @@ int exit_code(int wait_status) {
 }
 
 // This environment with the torchrun variables of one rank replacing any inherited ones.
-std::vector<std::string> rank_environment(const std::vector<std::pair<std::string, std::string>>& variables) {
+std::vector<std::string> rank_environment(
+    const std::vector<std::pair<std::string, std::string>>& variables) {
   std::vector<std::string> environment;
   for (char** entry = environ; *entry; ++entry) {
     const std::string_view text(*entry);
@@ -202,7 +208,8 @@ void print_line(std::FILE* sink, std::string_view prefix, std::string_view line)
 
 void print_complete_lines(OutputPipe& pipe, std::string_view prefix) {
   std::size_t start = 0;
-  for (std::size_t end; (end = pipe.pending.find('\n', start)) != std::string::npos; start = end + 1) {
+  for (std::size_t end; (end = pipe.pending.find('\n', start)) != std::string::npos;
+       start = end + 1) {
     print_line(pipe.sink, prefix, std::string_view(pipe.pending).substr(start, end - start));
   }
   pipe.pending.erase(0, start);
@@ -279,7 +286,8 @@ class Supervisor {
     int err[2] = {-1, -1};
     const bool piped = pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0;
     const int pipe_error = errno;
-    child.out = {out[0], options_.stdout_sink, {}};  // the destructor closes the launcher's ends from here on
+    // the destructor closes the launcher's ends from here on
+    child.out = {out[0], options_.stdout_sink, {}};
     child.err = {err[0], options_.stderr_sink, {}};
     if (!piped) {
       if (out[1] >= 0) close(out[1]);
@@ -295,7 +303,8 @@ class Supervisor {
     const std::string exec_error = fmt::format("lrmoe launch: cannot execute {}: ", program);
     const pid_t parent = getpid();
 
-    // Until the child has restored its signal dispositions, the launcher's handler must not run in it.
+    // Until the child has restored its signal dispositions, the launcher's handler must not run in
+    // it.
     sigset_t forwarded;
     sigset_t previous_mask;
     sigemptyset(&forwarded);
@@ -305,10 +314,12 @@ class Supervisor {
     const pid_t pid = fork();
     if (pid == 0) {
       setpgid(0, 0);
-      // If the launcher itself is killed, its ranks are asked to stop instead of running on orphaned.
+      // If the launcher itself is killed, its ranks are asked to stop instead of running on
+      // orphaned.
       prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (getppid() != parent) _exit(128 + SIGTERM);
-      dup2(null_input_, STDIN_FILENO);  // in a background process group, reading the terminal would stop it
+      // in a background process group, reading the terminal would stop it
+      dup2(null_input_, STDIN_FILENO);
       dup2(out[1], STDOUT_FILENO);
       dup2(err[1], STDERR_FILENO);
       signals_.restore();
@@ -370,7 +381,8 @@ class Supervisor {
         pipes.emplace_back(pipe, &child);
       }
     }
-    if (poll(polled.data(), polled.size(), kPollMilliseconds) <= 0) return;  // timeout, or a signal (EINTR)
+    // timeout, or a signal (EINTR)
+    if (poll(polled.data(), polled.size(), kPollMilliseconds) <= 0) return;
     for (std::size_t i = 0; i < pipes.size(); ++i) {
       if (polled[i + 1].revents != 0) read_pipe(*pipes[i].first, pipes[i].second->prefix, false);
     }
@@ -390,10 +402,12 @@ class Supervisor {
       // Its output so far is in the pipes: print it before the line that says how it ended.
       read_pipe(child.out, child.prefix, true);
       read_pipe(child.err, child.prefix, true);
-      if (child.out.fd >= 0) close_pipe(child.out, child.prefix);  // held open by something that escaped its group
+      // held open by something that escaped its group
+      if (child.out.fd >= 0) close_pipe(child.out, child.prefix);
       if (child.err.fd >= 0) close_pipe(child.err, child.prefix);
       if (exit_code(status) == 0) continue;
-      fmt::print(options_.stderr_sink, "lrmoe launch: rank {} {}\n", child.rank, how_it_ended(status));
+      fmt::print(options_.stderr_sink, "lrmoe launch: rank {} {}\n", child.rank,
+                 how_it_ended(status));
       std::fflush(options_.stderr_sink);
       if (!child.terminated) worst_status_ = std::max(worst_status_, exit_code(status));
       if (!failed_rank_) {
@@ -410,7 +424,8 @@ class Supervisor {
       for (Child& child : children_) {
         if (!child.running) continue;
         fmt::print(options_.stderr_sink,
-                   "lrmoe launch: rank {} did not stop within {:g} s after rank {} failed; terminating it\n",
+                   "lrmoe launch: rank {} did not stop within {:g} s after rank {} failed; "
+                   "terminating it\n",
                    child.rank, options_.stop_timeout_seconds, *failed_rank_);
         std::fflush(options_.stderr_sink);
         child.terminated = true;
@@ -421,7 +436,8 @@ class Supervisor {
       kill_sent_ = true;
       for (Child& child : children_) {
         if (!child.running) continue;
-        fmt::print(options_.stderr_sink, "lrmoe launch: rank {} did not stop within {:g} s of SIGTERM; killing it\n",
+        fmt::print(options_.stderr_sink,
+                   "lrmoe launch: rank {} did not stop within {:g} s of SIGTERM; killing it\n",
                    child.rank, kKillDelaySeconds);
         std::fflush(options_.stderr_sink);
         kill(-child.pid, SIGKILL);
@@ -444,15 +460,17 @@ class Supervisor {
 
 void check_options(const LocalLaunchOptions& options) {
   if (options.processes < 1) {
-    throw std::runtime_error(
-        fmt::format("the number of processes to launch must be at least 1, got {}", options.processes));
+    throw std::runtime_error(fmt::format(
+        "the number of processes to launch must be at least 1, got {}", options.processes));
   }
   if (options.master_port < 0 || options.master_port > 65535) {
     throw std::runtime_error(
-        fmt::format("master port {} is out of range: use 1..65535, or 0 to pick a free one", options.master_port));
+        fmt::format("master port {} is out of range: use 1..65535, or 0 to pick a free one",
+                    options.master_port));
   }
   if (!(options.stop_timeout_seconds >= 0)) {
-    throw std::runtime_error(fmt::format("the stop timeout must be 0 s or more, got {}", options.stop_timeout_seconds));
+    throw std::runtime_error(
+        fmt::format("the stop timeout must be 0 s or more, got {}", options.stop_timeout_seconds));
   }
   if (!options.stdout_sink || !options.stderr_sink) {
     throw std::runtime_error("launch_local needs an output sink for both streams");
@@ -467,7 +485,8 @@ int64_t free_tcp_port(const std::string& address) {
   hints.ai_flags = AI_NUMERICSERV;
   addrinfo* found = nullptr;
   if (const int error = getaddrinfo(address.c_str(), "0", &hints, &found); error != 0) {
-    throw std::runtime_error(fmt::format("cannot resolve the master address '{}': {}", address, gai_strerror(error)));
+    throw std::runtime_error(
+        fmt::format("cannot resolve the master address '{}': {}", address, gai_strerror(error)));
   }
   const std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> addresses(found, freeaddrinfo);
   int error = 0;
@@ -484,17 +503,20 @@ int64_t free_tcp_port(const std::string& address) {
     error = errno;
     close(fd);
     if (!ok) continue;
-    const in_port_t port = bound.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6&>(bound).sin6_port
-                                                       : reinterpret_cast<const sockaddr_in&>(bound).sin_port;
+    const in_port_t port = bound.ss_family == AF_INET6
+                               ? reinterpret_cast<const sockaddr_in6&>(bound).sin6_port
+                               : reinterpret_cast<const sockaddr_in&>(bound).sin_port;
     return ntohs(port);
   }
-  throw os_error(fmt::format("cannot find a free TCP port on the master address '{}'", address), error);
+  throw os_error(fmt::format("cannot find a free TCP port on the master address '{}'", address),
+                 error);
 }
 
 int launch_local(const LocalLaunchOptions& options) {
   check_options(options);
   const std::string program = options.program.empty() ? self_executable() : options.program;
-  const int64_t port = options.master_port != 0 ? options.master_port : free_tcp_port(options.master_addr);
+  const int64_t port =
+      options.master_port != 0 ? options.master_port : free_tcp_port(options.master_addr);
   std::vector<std::string> argv{program};
   argv.insert(argv.end(), options.arguments.begin(), options.arguments.end());
 

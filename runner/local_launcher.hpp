@@ -11,14 +11,16 @@
 namespace lrmoe {
 
 struct LocalLaunchOptions {
-  int64_t processes = 1;               // P children
-  std::string program;                 // executable to start (no PATH search); empty: this program
-  std::vector<std::string> arguments;  // argv[1..] of each child, e.g. {"run", "exp.toml", "--set", "a.b=1"}
+  int64_t processes = 1;  // P children
+  std::string program;    // executable to start (no PATH search); empty: this program
+  std::vector<std::string>
+      arguments;  // argv[1..] of each child, e.g. {"run", "exp.toml", "--set", "a.b=1"}
   std::string master_addr = "127.0.0.1";
-  int64_t master_port = 0;            // 0: pick a free TCP port on master_addr
-  double stop_timeout_seconds = 30;   // after one child fails, how long the others get to stop on their own
-  std::FILE* stdout_sink = stdout;    // where the children's stdout lines go
-  std::FILE* stderr_sink = stderr;    // where their stderr lines and the launcher's own messages go
+  int64_t master_port = 0;  // 0: pick a free TCP port on master_addr
+  // after one child fails, how long the others get to stop on their own
+  double stop_timeout_seconds = 30;
+  std::FILE* stdout_sink = stdout;  // where the children's stdout lines go
+  std::FILE* stderr_sink = stderr;  // where their stderr lines and the launcher's own messages go
 };
 
 // Starts `processes` children with torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK,

@@ -1,10 +1,10 @@
 // lrmoe: the command-line program. Subcommands train experiments, inspect them and the results
 // database. Every user error ends in one line "lrmoe: <place>: <what to do>" and exit code 1.
 
-#include <CLI/CLI.hpp>
 #include <c10/util/Exception.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include <iostream>
 
@@ -19,10 +19,12 @@
 
 namespace {
 
-void add_experiment_options(CLI::App* command, lrmoe::ExperimentSource& source, bool file_required) {
+void add_experiment_options(CLI::App* command, lrmoe::ExperimentSource& source,
+                            bool file_required) {
   auto* file = command->add_option("experiment", source.file, "experiment TOML file");
   if (file_required) file->required();
-  command->add_option("--set", source.overrides, "override a field: section.key=value (repeatable)");
+  command->add_option("--set", source.overrides,
+                      "override a field: section.key=value (repeatable)");
 }
 
 }  // namespace
@@ -37,52 +39,70 @@ int main(int argc, char** argv) {
   int64_t run_id = 0;
   std::string sql;
 
-  auto* run = app.add_subcommand("run", "train an experiment (no file: the built-in default) and record it");
+  auto* run = app.add_subcommand(
+      "run", "train an experiment (no file: the built-in default) and record it");
   add_experiment_options(run, source, false);
   run->add_option("--db", source.database, "results database (overrides store.path)");
 
-  auto* launch = app.add_subcommand(
-      "launch", "train an experiment on N local processes over loopback (c10d), each hosting ranks/N logical ranks");
+  auto* launch = app.add_subcommand("launch",
+                                    "train an experiment on N local processes over loopback "
+                                    "(c10d), each hosting ranks/N logical ranks");
   add_experiment_options(launch, source, false);
   launch->add_option("--db", source.database, "results database (overrides store.path)");
   int64_t processes = 2;
-  launch->add_option("-n,--processes", processes, "processes to start (must divide cluster.ranks and batch_size)")
+  launch
+      ->add_option("-n,--processes", processes,
+                   "processes to start (must divide cluster.ranks and batch_size)")
       ->check(CLI::PositiveNumber);
 
-  auto* validate = app.add_subcommand("validate", "parse and resolve an experiment, print it, do not train");
+  auto* validate =
+      app.add_subcommand("validate", "parse and resolve an experiment, print it, do not train");
   add_experiment_options(validate, source, false);
 
-  auto* bench = app.add_subcommand("bench", "measure tokens/s, MoE-layer share and grouped-GEMM efficiency");
+  auto* bench =
+      app.add_subcommand("bench", "measure tokens/s, MoE-layer share and grouped-GEMM efficiency");
   add_experiment_options(bench, source, false);
   int64_t bench_steps = 20;
   bench->add_option("--steps", bench_steps, "training steps to time")->check(CLI::PositiveNumber);
 
-  auto* bench_pipeline = app.add_subcommand(
-      "bench-pipeline", "time one MoE layer's forward+backward under variants of its policies (default: 100%, 50% and "
-                        "25% backward quotas)");
+  auto* bench_pipeline = app.add_subcommand("bench-pipeline",
+                                            "time one MoE layer's forward+backward under variants "
+                                            "of its policies (default: 100%, 50% and "
+                                            "25% backward quotas)");
   lrmoe::PipelineBenchOptions pipeline_bench;
-  bench_pipeline->add_option("--tokens", pipeline_bench.tokens, "tokens per pass")->check(CLI::PositiveNumber);
-  bench_pipeline->add_option("--hidden", pipeline_bench.hidden, "hidden size")->check(CLI::PositiveNumber);
-  bench_pipeline->add_option("--expert-ffn", pipeline_bench.expert_ffn, "expert FFN size")->check(CLI::PositiveNumber);
-  bench_pipeline->add_option("--experts", pipeline_bench.experts, "routed experts")->check(CLI::PositiveNumber);
-  bench_pipeline->add_option("--top-k", pipeline_bench.top_k, "experts per token")->check(CLI::PositiveNumber);
+  bench_pipeline->add_option("--tokens", pipeline_bench.tokens, "tokens per pass")
+      ->check(CLI::PositiveNumber);
+  bench_pipeline->add_option("--hidden", pipeline_bench.hidden, "hidden size")
+      ->check(CLI::PositiveNumber);
+  bench_pipeline->add_option("--expert-ffn", pipeline_bench.expert_ffn, "expert FFN size")
+      ->check(CLI::PositiveNumber);
+  bench_pipeline->add_option("--experts", pipeline_bench.experts, "routed experts")
+      ->check(CLI::PositiveNumber);
+  bench_pipeline->add_option("--top-k", pipeline_bench.top_k, "experts per token")
+      ->check(CLI::PositiveNumber);
   bench_pipeline->add_option("--ranks", pipeline_bench.ranks, "logical ranks (must divide experts)")
       ->check(CLI::PositiveNumber);
-  bench_pipeline->add_option("--rounds", pipeline_bench.rounds, "timed rounds per variant")->check(CLI::PositiveNumber);
-  bench_pipeline->add_option("--set", pipeline_bench.overrides, "override section.key=value for every variant (repeatable)");
-  bench_pipeline->add_option("--vary", pipeline_bench.vary, "section.key=v1,v2,...: one variant per value")
+  bench_pipeline->add_option("--rounds", pipeline_bench.rounds, "timed rounds per variant")
+      ->check(CLI::PositiveNumber);
+  bench_pipeline->add_option("--set", pipeline_bench.overrides,
+                             "override section.key=value for every variant (repeatable)");
+  bench_pipeline
+      ->add_option("--vary", pipeline_bench.vary, "section.key=v1,v2,...: one variant per value")
       ->capture_default_str();
 
   auto* bench_parallel = app.add_subcommand(
-      "bench-parallel", "all-to-all-v bus bandwidth of the pipeline vs bare c10d, and step time on N processes vs 1");
+      "bench-parallel",
+      "all-to-all-v bus bandwidth of the pipeline vs bare c10d, and step time on N processes vs 1");
   add_experiment_options(bench_parallel, source, false);
   int64_t parallel_steps = 20;
-  bench_parallel->add_option("--steps", parallel_steps, "training steps to time")->check(CLI::PositiveNumber);
+  bench_parallel->add_option("--steps", parallel_steps, "training steps to time")
+      ->check(CLI::PositiveNumber);
   int64_t parallel_processes = 2;
   bench_parallel->add_option("-n,--processes", parallel_processes, "processes to compare with one")
       ->check(CLI::PositiveNumber);
   int64_t parallel_rounds = 3;
-  bench_parallel->add_option("--rounds", parallel_rounds, "interleaved rounds of 1 and N processes (medians)")
+  bench_parallel
+      ->add_option("--rounds", parallel_rounds, "interleaved rounds of 1 and N processes (medians)")
       ->check(CLI::PositiveNumber);
   // What each process of bench-parallel runs; not for users.
   auto* parallel_worker = app.add_subcommand("bench-parallel-worker", "")->group("");
@@ -98,15 +118,18 @@ int main(int argc, char** argv) {
   show->add_option("run", run_id, "run id")->required();
   show->add_option("--db", db, "results database");
 
-  auto* query = app.add_subcommand("query", "run one read-only SQL statement on the results database");
+  auto* query =
+      app.add_subcommand("query", "run one read-only SQL statement on the results database");
   query->add_option("sql", sql, "SQL statement")->required();
   query->add_option("--db", db, "results database");
 
-  auto* plugins = app.add_subcommand("plugins", "list the policy plugins found, with their parameters and defaults");
+  auto* plugins = app.add_subcommand(
+      "plugins", "list the policy plugins found, with their parameters and defaults");
   std::vector<std::string> plugin_folders;
   plugins->add_option("--path", plugin_folders, "another plugin folder to search (repeatable)");
 
-  app.add_subcommand("schema", "print the experiment schema: every section, key, default and range");
+  app.add_subcommand("schema",
+                     "print the experiment schema: every section, key, default and range");
 
   CLI11_PARSE(app, argc, argv);
 
@@ -116,8 +139,11 @@ int main(int argc, char** argv) {
     if (validate->parsed()) return lrmoe::validate_command(source);
     if (bench->parsed()) return lrmoe::bench_command(source, bench_steps);
     if (bench_pipeline->parsed()) return lrmoe::pipeline_bench_command(pipeline_bench);
-    if (bench_parallel->parsed()) return lrmoe::parallel_bench_command(source, parallel_steps, parallel_processes, parallel_rounds);
-    if (parallel_worker->parsed()) return lrmoe::parallel_bench_worker(source, parallel_steps, parallel_result);
+    if (bench_parallel->parsed())
+      return lrmoe::parallel_bench_command(source, parallel_steps, parallel_processes,
+                                           parallel_rounds);
+    if (parallel_worker->parsed())
+      return lrmoe::parallel_bench_worker(source, parallel_steps, parallel_result);
     if (runs->parsed()) return lrmoe::run_runs_command(db);
     if (show->parsed()) return lrmoe::run_show_command(db, run_id);
     if (query->parsed()) return lrmoe::run_query_command(db, sql);

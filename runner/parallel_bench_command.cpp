@@ -65,7 +65,8 @@ double bare_exchange_seconds(Collectives& collectives, int64_t calls, int64_t by
   return seconds;
 }
 
-std::vector<std::string> worker_arguments(const ExperimentSource& source, int64_t steps, const std::string& result) {
+std::vector<std::string> worker_arguments(const ExperimentSource& source, int64_t steps,
+                                          const std::string& result) {
   std::vector<std::string> args{"bench-parallel-worker"};
   const std::vector<std::string> experiment = experiment_arguments(source);
   args.insert(args.end(), experiment.begin(), experiment.end());
@@ -73,13 +74,16 @@ std::vector<std::string> worker_arguments(const ExperimentSource& source, int64_
   return args;
 }
 
-Figures measure(const ExperimentSource& source, int64_t steps, int64_t processes, const std::string& folder) {
+Figures measure(const ExperimentSource& source, int64_t steps, int64_t processes,
+                const std::string& folder) {
   const std::string result = fmt::format("{}/p{}.txt", folder, processes);
   LocalLaunchOptions options;
   options.processes = processes;
   options.arguments = worker_arguments(source, steps, result);
   const int code = launch_local(options);
-  if (code != 0) throw std::runtime_error(fmt::format("bench-parallel: the run on {} processes failed", processes));
+  if (code != 0)
+    throw std::runtime_error(
+        fmt::format("bench-parallel: the run on {} processes failed", processes));
   return read_figures(result);
 }
 
@@ -88,11 +92,14 @@ double median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
-std::string rate(double bytes_per_second) { return fmt::format("{:8.1f} MB/s", bytes_per_second / 1e6); }
+std::string rate(double bytes_per_second) {
+  return fmt::format("{:8.1f} MB/s", bytes_per_second / 1e6);
+}
 
 }  // namespace
 
-int parallel_bench_worker(const ExperimentSource& source, int64_t steps, const std::string& result_path) {
+int parallel_bench_worker(const ExperimentSource& source, int64_t steps,
+                          const std::string& result_path) {
   spdlog::set_level(spdlog::level::warn);
   Experiment e = timed_training_experiment(source, steps);
   const LaunchEnvironment launch = read_launch_environment(e.cluster, std::getenv);
@@ -100,7 +107,8 @@ int parallel_bench_worker(const ExperimentSource& source, int64_t steps, const s
   e.train.threads = threads_per_process(e.train.threads, launch);
   auto data = make_token_source(e.data, e.experiment.seed, e.train.seq_len);
   auto collectives = Collectives::connect(launch, e.cluster);
-  Trainer trainer(e, *data, std::make_shared<const PolicySet>(load_policy_set(e.policies)), collectives);
+  Trainer trainer(e, *data, std::make_shared<const PolicySet>(load_policy_set(e.policies)),
+                  collectives);
   CollectingObserver observer;
   trainer.run(observer);
 
@@ -122,13 +130,16 @@ int parallel_bench_worker(const ExperimentSource& source, int64_t steps, const s
   }
   if (collectives->rank() == 0) {
     std::ofstream out(result_path);
-    for (const auto& [name, value] : figures) out << name << ' ' << fmt::format("{:.17g}", value) << '\n';
+    for (const auto& [name, value] : figures)
+      out << name << ' ' << fmt::format("{:.17g}", value) << '\n';
   }
   return 0;
 }
 
-int parallel_bench_command(const ExperimentSource& source, int64_t steps, int64_t processes, int64_t rounds) {
-  if (processes < 2) throw std::runtime_error("bench-parallel: -n must be at least 2 (it compares with 1 process)");
+int parallel_bench_command(const ExperimentSource& source, int64_t steps, int64_t processes,
+                           int64_t rounds) {
+  if (processes < 2)
+    throw std::runtime_error("bench-parallel: -n must be at least 2 (it compares with 1 process)");
   const Experiment e = timed_training_experiment(source, steps);
   LaunchEnvironment launch;
   launch.launcher = "bench-parallel";
@@ -156,19 +167,24 @@ int parallel_bench_command(const ExperimentSource& source, int64_t steps, int64_
   const double calls = many.at("calls");
   const double pipeline_rate = many.at("pipeline_bytes") / median(pipeline_seconds);
   const double bare_rate = many.at("bare_bytes") / median(bare_seconds);
-  fmt::print("\nexperiment          {} (model {}), {} ranks, {} timed steps after {} warm-up steps, median of {} rounds\n",
-             e.experiment.name, e.model.preset, e.cluster.ranks, steps, kWarmupSteps, rounds);
-  fmt::print("all-to-all-v        process 0 of {} on 127.0.0.1 (c10d gloo): {:.0f} calls, {:.1f} KiB sent to other "
-             "processes per call\n",
-             processes, calls, many.at("pipeline_bytes") / calls / 1024.0);
-  fmt::print("  pipeline (in training)        bus bandwidth {}  ({:.0f} us per call)\n", rate(pipeline_rate),
-             1e6 * median(pipeline_seconds) / calls);
-  fmt::print("  bare c10d, same bytes         bus bandwidth {}  ({:.0f} us per call)\n", rate(bare_rate),
-             1e6 * median(bare_seconds) / calls);
+  fmt::print(
+      "\nexperiment          {} (model {}), {} ranks, {} timed steps after {} warm-up steps, "
+      "median of {} rounds\n",
+      e.experiment.name, e.model.preset, e.cluster.ranks, steps, kWarmupSteps, rounds);
+  fmt::print(
+      "all-to-all-v        process 0 of {} on 127.0.0.1 (c10d gloo): {:.0f} calls, {:.1f} KiB sent "
+      "to other "
+      "processes per call\n",
+      processes, calls, many.at("pipeline_bytes") / calls / 1024.0);
+  fmt::print("  pipeline (in training)        bus bandwidth {}  ({:.0f} us per call)\n",
+             rate(pipeline_rate), 1e6 * median(pipeline_seconds) / calls);
+  fmt::print("  bare c10d, same bytes         bus bandwidth {}  ({:.0f} us per call)\n",
+             rate(bare_rate), 1e6 * median(bare_seconds) / calls);
   fmt::print("  ratio pipeline / bare         {:8.3f}\n", pipeline_rate / bare_rate);
-  fmt::print("step time           1 process {:.1f} ms, {} processes {:.1f} ms: ratio {} / 1 = {:.3f}\n",
-             1e3 * median(step_one), processes, 1e3 * median(step_many), processes,
-             median(step_many) / median(step_one));
+  fmt::print(
+      "step time           1 process {:.1f} ms, {} processes {:.1f} ms: ratio {} / 1 = {:.3f}\n",
+      1e3 * median(step_one), processes, 1e3 * median(step_many), processes,
+      median(step_many) / median(step_one));
   return 0;
 }
 

@@ -31,9 +31,12 @@ struct Variant {
 // user's overrides and the variant's value: the loader checks every key and plugin parameter.
 std::vector<Variant> bench_variants(const PipelineBenchOptions& o) {
   const std::string base = fmt::format(
-      "[model]\npreset = \"tiny-moe\"\nhidden_size = {}\nexpert_ffn_size = {}\nnum_experts = {}\ntop_k = {}\n"
-      "shared_experts = 0\n[cluster]\nranks = {}\nslots_per_rank = {}\n[policies]\nbundle = \"lrmoe\"\n",
-      o.hidden, o.expert_ffn, o.experts, o.top_k, o.ranks, o.experts / o.ranks + 2);  // 2 slots for replicas
+      "[model]\npreset = \"tiny-moe\"\nhidden_size = {}\nexpert_ffn_size = {}\nnum_experts = "
+      "{}\ntop_k = {}\n"
+      "shared_experts = 0\n[cluster]\nranks = {}\nslots_per_rank = {}\n[policies]\nbundle = "
+      "\"lrmoe\"\n",
+      // 2 slots for replicas
+      o.hidden, o.expert_ffn, o.experts, o.top_k, o.ranks, o.experts / o.ranks + 2);
   const std::size_t equals = o.vary.find('=');
   if (equals == std::string::npos || equals == 0 || equals + 1 == o.vary.size()) {
     throw ConfigError(fmt::format("--vary {}: expected section.key=value1,value2,...", o.vary));
@@ -89,8 +92,9 @@ int pipeline_bench_command(const PipelineBenchOptions& o) {
     auto policies = std::make_shared<const PolicySet>(load_policy_set(e.policies));
     const RankBudget budget = rank_budget(e.model, e.train, e.cluster, pair_costs(e.model, false));
     const CostModel cost_model(load_hardware_profile(e.cluster.profile, hardware_profile_dirs()));
-    v.pipeline = std::make_shared<ExpertPipeline>(policies, pipeline_settings(e, e.model, 0, budget, cost_model),
-                                                  std::make_shared<Collectives>());
+    v.pipeline = std::make_shared<ExpertPipeline>(
+        policies, pipeline_settings(e, e.model, 0, budget, cost_model),
+        std::make_shared<Collectives>());
     v.layer->set_pipeline(v.pipeline);
   }
 
@@ -99,7 +103,8 @@ int pipeline_bench_command(const PipelineBenchOptions& o) {
     const auto started = std::chrono::steady_clock::now();
     auto xv = x.clone().requires_grad_(true);
     (v.layer->forward(xv).hidden * probe).sum().backward();
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     LayerStepStatistics stats = v.layer->take_statistics();
     v.layer->zero_grad();
     return std::make_pair(seconds, stats);
@@ -116,23 +121,32 @@ int pipeline_bench_command(const PipelineBenchOptions& o) {
     }
   }
 
-  fmt::print("MoE layer           {} tokens, hidden {}, {} experts of ffn {}, top-{}, {} logical ranks, {} rounds\n",
-             o.tokens, o.hidden, o.experts, o.expert_ffn, o.top_k, o.ranks, o.rounds);
+  fmt::print(
+      "MoE layer           {} tokens, hidden {}, {} experts of ffn {}, top-{}, {} logical ranks, "
+      "{} rounds\n",
+      o.tokens, o.hidden, o.experts, o.expert_ffn, o.top_k, o.ranks, o.rounds);
   const PoliciesConfig& policies = variants.front().experiment.policies;
-  fmt::print("policies            placement {}, metric {}, selection {}, routing {}; varied: {}\n\n",
-             policies.placement.name, policies.metric.name, policies.selection.name, policies.routing.name, o.vary);
-  fmt::print("{:<20} {:>8} {:>12} {:>9} | overhead % of layer time: {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n", "variant",
-             "kept", "fwd+bwd ms", "ratio", "place", "metric", "select", "route", "compact", "total");
+  fmt::print(
+      "policies            placement {}, metric {}, selection {}, routing {}; varied: {}\n\n",
+      policies.placement.name, policies.metric.name, policies.selection.name, policies.routing.name,
+      o.vary);
+  fmt::print(
+      "{:<20} {:>8} {:>12} {:>9} | overhead % of layer time: {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n",
+      "variant", "kept", "fwd+bwd ms", "ratio", "place", "metric", "select", "route", "compact",
+      "total");
   std::sort(variants.front().seconds.begin(), variants.front().seconds.end());
   const double baseline = variants.front().seconds[variants.front().seconds.size() / 2];
   for (Variant& v : variants) {
     std::sort(v.seconds.begin(), v.seconds.end());
     const double median = v.seconds[v.seconds.size() / 2];
     auto share = [&](double s) { return 100.0 * s / v.layer_seconds; };
-    fmt::print("{:<20} {:>7.1f}% {:>12.1f} {:>9.3f} | {:>33.2f} {:>7.2f} {:>7.2f} {:>7.2f} {:>7.2f} {:>7.2f}\n", v.label,
-               100.0 * static_cast<double>(v.kept) / static_cast<double>(v.routed), 1e3 * median, median / baseline,
-               share(v.overhead.placement), share(v.overhead.metric), share(v.overhead.selection),
-               share(v.overhead.routing), share(v.overhead.compaction), share(v.overhead.total()));
+    fmt::print(
+        "{:<20} {:>7.1f}% {:>12.1f} {:>9.3f} | {:>33.2f} {:>7.2f} {:>7.2f} {:>7.2f} {:>7.2f} "
+        "{:>7.2f}\n",
+        v.label, 100.0 * static_cast<double>(v.kept) / static_cast<double>(v.routed), 1e3 * median,
+        median / baseline, share(v.overhead.placement), share(v.overhead.metric),
+        share(v.overhead.selection), share(v.overhead.routing), share(v.overhead.compaction),
+        share(v.overhead.total()));
   }
   return 0;
 }

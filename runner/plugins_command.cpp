@@ -11,17 +11,21 @@ namespace lrmoe {
 
 int plugins_command(const std::vector<std::string>& extra_folders) {
   PoliciesConfig search;
-  for (const std::string& folder : extra_folders) search.plugin_path += (search.plugin_path.empty() ? "" : ":") + folder;
+  for (const std::string& folder : extra_folders)
+    search.plugin_path += (search.plugin_path.empty() ? "" : ":") + folder;
   const PluginCatalog catalog = PluginCatalog::discover(plugin_folders(search));
   if (catalog.plugins().empty()) {
-    fmt::print("no plugins found; the runner's own folder is missing and LRMOE_PLUGIN_PATH is empty\n");
+    fmt::print(
+        "no plugins found; the runner's own folder is missing and LRMOE_PLUGIN_PATH is empty\n");
     return 0;
   }
-  for (const PolicyKind kind : {PolicyKind::Placement, PolicyKind::Metric, PolicyKind::Selection, PolicyKind::Routing}) {
+  for (const PolicyKind kind :
+       {PolicyKind::Placement, PolicyKind::Metric, PolicyKind::Selection, PolicyKind::Routing}) {
     for (const PluginInfo& plugin : catalog.plugins()) {
       const PluginDescriptor& d = plugin.descriptor;
       if (d.kind != kind) continue;
-      fmt::print("{} {} {}  ({})\n  {}\n", kind_name(kind), d.name, d.version, plugin.path.string(), d.description);
+      fmt::print("{} {} {}  ({})\n  {}\n", kind_name(kind), d.name, d.version, plugin.path.string(),
+                 d.description);
       if (d.parameters.empty()) {
         fmt::print("  no parameters\n\n");
         continue;
@@ -29,8 +33,9 @@ int plugins_command(const std::vector<std::string>& extra_folders) {
       QueryResult table;
       table.columns = {"parameter", "type", "default", "allowed", "meaning"};
       for (const ParameterSpec& spec : d.parameters) {
-        table.rows.push_back({spec.name, parameter_type_name(spec.type), setting_toml(spec.default_value),
-                              parameter_allowed_text(spec), spec.meaning});
+        table.rows.push_back({spec.name, parameter_type_name(spec.type),
+                              setting_toml(spec.default_value), parameter_allowed_text(spec),
+                              spec.meaning});
       }
       const std::string text = render_text_table(table, 70, "");
       std::size_t start = 0;

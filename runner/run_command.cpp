@@ -11,10 +11,10 @@
 #include <stdexcept>
 
 #include "core/config/experiment_loader.hpp"
+#include "core/config/parameter_count.hpp"
 #include "core/data/token_source.hpp"
 #include "core/distributed/collectives.hpp"
 #include "core/distributed/launch_environment.hpp"
-#include "core/config/parameter_count.hpp"
 #include "core/pipeline/rank_budget.hpp"
 #include "core/plugins/policy_set.hpp"
 #include "core/system/blas_probe.hpp"
@@ -38,18 +38,23 @@ std::string billions(int64_t count) {
 
 BlasReport log_blas(const ThreadSetting& threads) {
   BlasReport blas = probe_blas();
-  spdlog::info("BLAS: {} ({:.0f} GFLOP/s fp32 matmul{}), {} LibTorch intra-op threads", blas.library,
-               blas.matmul_gflops, threads.blas_single ? ", one thread per GEMM" : "", threads.intra_op);
+  spdlog::info("BLAS: {} ({:.0f} GFLOP/s fp32 matmul{}), {} LibTorch intra-op threads",
+               blas.library, blas.matmul_gflops, threads.blas_single ? ", one thread per GEMM" : "",
+               threads.intra_op);
   if (blas.looks_like_reference) {
-    spdlog::warn("!!! LibTorch is running on the REFERENCE BLAS ({:.1f} GFLOP/s): training will be ~30x slower.",
-                 blas.matmul_gflops);
-    spdlog::warn("!!! Install an optimized BLAS: apt-get install libopenblas0-pthread (scripts/setup.sh does).");
+    spdlog::warn(
+        "!!! LibTorch is running on the REFERENCE BLAS ({:.1f} GFLOP/s): training will be ~30x "
+        "slower.",
+        blas.matmul_gflops);
+    spdlog::warn(
+        "!!! Install an optimized BLAS: apt-get install libopenblas0-pthread (scripts/setup.sh "
+        "does).");
   }
   return blas;
 }
 
-void print_summary(const Experiment& e, const TrainingOutcome& o, const std::string& db, int64_t run,
-                   int64_t processes) {
+void print_summary(const Experiment& e, const TrainingOutcome& o, const std::string& db,
+                   int64_t run, int64_t processes) {
   const char* reason = o.reason == StopReason::TargetReached ? "target reached"
                        : o.reason == StopReason::Stopped     ? "stopped by the user"
                                                              : "max_steps reached";
@@ -59,21 +64,29 @@ void print_summary(const Experiment& e, const TrainingOutcome& o, const std::str
   fmt::print("final train loss    {:.4f}\n", o.final_train_loss);
   if (o.final_eval_loss) fmt::print("final eval loss     {:.4f}\n", *o.final_eval_loss);
   if (e.train.target_loss > 0) {
-    fmt::print("target eval loss    {:.4f}: {}\n", e.train.target_loss, o.target ? "reached" : "NOT reached");
+    fmt::print("target eval loss    {:.4f}: {}\n", e.train.target_loss,
+               o.target ? "reached" : "NOT reached");
   }
   if (o.target) {
-    fmt::print("time to target      step {}, {:.2f} s of step time; MoE layers: {:.2f} s critical path, {:.2f} s "
-               "wall, {:.4f} s modeled\n",
-               o.target->step, o.target->step_seconds, o.target->moe_critical_seconds, o.target->moe_seconds,
-               o.target->moe_modeled_seconds);
+    fmt::print(
+        "time to target      step {}, {:.2f} s of step time; MoE layers: {:.2f} s critical path, "
+        "{:.2f} s "
+        "wall, {:.4f} s modeled\n",
+        o.target->step, o.target->step_seconds, o.target->moe_critical_seconds,
+        o.target->moe_seconds, o.target->moe_modeled_seconds);
   }
-  fmt::print("training time       {:.2f} s of step time ({:.0f} tokens/s), {:.2f} s in MoE layers ({:.0f}%)\n",
-             o.step_seconds, o.step_seconds > 0 ? static_cast<double>(o.tokens) / o.step_seconds : 0.0,
-             o.moe_seconds, o.step_seconds > 0 ? 100.0 * o.moe_seconds / o.step_seconds : 0.0);
-  fmt::print("MoE critical path   {:.2f} s (slowest logical rank per layer and phase)\n", o.moe_critical_seconds);
-  fmt::print("modeled MoE time    {:.4f} s on {} ranks under hardware profile {}\n", o.moe_modeled_seconds,
-             e.cluster.ranks, e.cluster.profile);
-  if (processes > 1) fmt::print("processes           {} (c10d {})\n", processes, e.cluster.backend == CollectiveBackend::Nccl ? "nccl" : "gloo");
+  fmt::print(
+      "training time       {:.2f} s of step time ({:.0f} tokens/s), {:.2f} s in MoE layers "
+      "({:.0f}%)\n",
+      o.step_seconds, o.step_seconds > 0 ? static_cast<double>(o.tokens) / o.step_seconds : 0.0,
+      o.moe_seconds, o.step_seconds > 0 ? 100.0 * o.moe_seconds / o.step_seconds : 0.0);
+  fmt::print("MoE critical path   {:.2f} s (slowest logical rank per layer and phase)\n",
+             o.moe_critical_seconds);
+  fmt::print("modeled MoE time    {:.4f} s on {} ranks under hardware profile {}\n",
+             o.moe_modeled_seconds, e.cluster.ranks, e.cluster.profile);
+  if (processes > 1)
+    fmt::print("processes           {} (c10d {})\n", processes,
+               e.cluster.backend == CollectiveBackend::Nccl ? "nccl" : "gloo");
   fmt::print("database            {} (run id {})\n", db, run);
   fmt::print("inspect with        lrmoe show {} --db {}\n", run, db);
 }
@@ -86,11 +99,13 @@ class FollowerObserver : public TrainingObserver {
   bool stop_requested() const override { return interrupt_requested(); }
 };
 
-int follow_run(const Experiment& experiment, const TokenSource& data, std::shared_ptr<const PolicySet> policies,
-               std::shared_ptr<Collectives> collectives, HardwareProfile profile) {
+int follow_run(const Experiment& experiment, const TokenSource& data,
+               std::shared_ptr<const PolicySet> policies, std::shared_ptr<Collectives> collectives,
+               HardwareProfile profile) {
   install_interrupt_handler();
   FollowerObserver observer;
-  Trainer trainer(experiment, data, std::move(policies), std::move(collectives), std::move(profile));
+  Trainer trainer(experiment, data, std::move(policies), std::move(collectives),
+                  std::move(profile));
   return trainer.run(observer).reason == StopReason::Stopped ? 130 : 0;
 }
 
@@ -99,14 +114,16 @@ int follow_run(const Experiment& experiment, const TokenSource& data, std::share
 std::vector<std::string> experiment_arguments(const ExperimentSource& source) {
   std::vector<std::string> arguments;
   if (source.file) arguments.push_back(*source.file);
-  for (const std::string& assignment : source.overrides) arguments.insert(arguments.end(), {"--set", assignment});
+  for (const std::string& assignment : source.overrides)
+    arguments.insert(arguments.end(), {"--set", assignment});
   return arguments;
 }
 
 Experiment load_experiment_source(const ExperimentSource& source) {
-  Experiment e = source.file ? load_experiment(*source.file, source.overrides)
-                             : load_experiment_text(default_experiment_toml(), "<built-in default experiment>",
-                                                    source.overrides);
+  Experiment e = source.file
+                     ? load_experiment(*source.file, source.overrides)
+                     : load_experiment_text(default_experiment_toml(),
+                                            "<built-in default experiment>", source.overrides);
   if (source.database) e.store.path = *source.database;
   return e;
 }
@@ -126,11 +143,13 @@ int validate_command(const ExperimentSource& source) {
 int run_command(const ExperimentSource& source) {
   Experiment experiment = load_experiment_source(source);
   // Everything a user can get wrong is checked before the database is touched.
-  auto data = make_token_source(experiment.data, experiment.experiment.seed, experiment.train.seq_len);
+  auto data =
+      make_token_source(experiment.data, experiment.experiment.seed, experiment.train.seq_len);
   try {
     experiment.model = resolve_model_vocabulary(experiment.model, data->vocab_size());
   } catch (const std::invalid_argument& error) {
-    throw std::runtime_error(fmt::format("{}: {}", source.file.value_or("<built-in default experiment>"), error.what()));
+    throw std::runtime_error(
+        fmt::format("{}: {}", source.file.value_or("<built-in default experiment>"), error.what()));
   }
   const LaunchEnvironment launch = read_launch_environment(experiment.cluster, std::getenv);
   check_processes_fit(experiment, launch);
@@ -139,14 +158,16 @@ int run_command(const ExperimentSource& source) {
   auto policies = std::make_shared<const PolicySet>(load_policy_set(experiment.policies));
   // A memory_per_rank that cannot hold the dense state is a configuration error: refused before
   // the database sees a run.
-  const RankBudget budget = rank_budget(experiment.model, experiment.train, experiment.cluster,
-                                        pair_costs(experiment.model, experiment.policies.recompute));
+  const RankBudget budget =
+      rank_budget(experiment.model, experiment.train, experiment.cluster,
+                  pair_costs(experiment.model, experiment.policies.recompute));
   // So is a hardware profile that cannot be read; this-machine is probed here, once.
   HardwareProfile profile;
   try {
     profile = resolve_hardware_profile(experiment.cluster.profile, experiment.cluster.ranks);
   } catch (const std::invalid_argument& error) {
-    throw std::runtime_error(fmt::format("{}: cluster.profile: {}", source.file.value_or("<built-in default experiment>"),
+    throw std::runtime_error(fmt::format("{}: cluster.profile: {}",
+                                         source.file.value_or("<built-in default experiment>"),
                                          error.what()));
   }
   // The rendezvous comes before the database: a run that cannot start records nothing.
@@ -155,21 +176,26 @@ int run_command(const ExperimentSource& source) {
   auto store = ResultsStore::open(experiment.store.path);
 
   const ThreadSetting threads = configure_threads(experiment.train.threads);
-  spdlog::info("experiment '{}' (seed {}), model {}", experiment.experiment.name, experiment.experiment.seed,
-               experiment.model.preset);
+  spdlog::info("experiment '{}' (seed {}), model {}", experiment.experiment.name,
+               experiment.experiment.seed, experiment.model.preset);
   spdlog::info("data: {}", data->describe());
   const BlasReport blas = log_blas(threads);
   const ParameterCount params = count_parameters(experiment.model);
-  spdlog::info("parameters: {} total, {} active per token", billions(params.total), billions(params.active));
-  spdlog::info("policies: {} on {} logical ranks", policy_names(experiment.policies), experiment.cluster.ranks);
-  spdlog::info("memory per rank: {:.1f} MiB ({}; fixed ownership needs {:.1f} MiB at balanced load); cost model: {} "
-               "({})",
-               static_cast<double>(budget.memory_per_rank) / (1 << 20), experiment.cluster.memory_per_rank,
-               static_cast<double>(budget.fixed_need_bytes) / (1 << 20), profile.name, profile.source);
+  spdlog::info("parameters: {} total, {} active per token", billions(params.total),
+               billions(params.active));
+  spdlog::info("policies: {} on {} logical ranks", policy_names(experiment.policies),
+               experiment.cluster.ranks);
+  spdlog::info(
+      "memory per rank: {:.1f} MiB ({}; fixed ownership needs {:.1f} MiB at balanced load); cost "
+      "model: {} "
+      "({})",
+      static_cast<double>(budget.memory_per_rank) / (1 << 20), experiment.cluster.memory_per_rank,
+      static_cast<double>(budget.fixed_need_bytes) / (1 << 20), profile.name, profile.source);
   if (launch.world_size > 1) {
-    spdlog::info("processes: {} ({}), {} logical ranks each, {} rows of every batch each, rendezvous {}:{}",
-                 launch.world_size, launch.launcher, experiment.cluster.ranks / launch.world_size,
-                 experiment.train.batch_size / launch.world_size, launch.master_addr, launch.master_port);
+    spdlog::info(
+        "processes: {} ({}), {} logical ranks each, {} rows of every batch each, rendezvous {}:{}",
+        launch.world_size, launch.launcher, experiment.cluster.ranks / launch.world_size,
+        experiment.train.batch_size / launch.world_size, launch.master_addr, launch.master_port);
   }
 
   RunInfo info;
@@ -192,7 +218,8 @@ int run_command(const ExperimentSource& source) {
   info.memory_per_rank = budget.memory_per_rank;
   const int64_t run = store->begin_run(info);
   std::vector<PluginRecordRow> plugins;
-  for (const PluginRecord& p : policies->records) plugins.push_back({p.kind, p.name, p.version, p.parameters, p.path, p.sha256});
+  for (const PluginRecord& p : policies->records)
+    plugins.push_back({p.kind, p.name, p.version, p.parameters, p.path, p.sha256});
   store->add_plugins(run, plugins);
   store->add_event(run, "info", "data: " + data->describe());
 
@@ -214,7 +241,8 @@ int run_command(const ExperimentSource& source) {
   std::optional<TimeToTarget> time_to_target;
   if (outcome.target) {
     const TargetReached& t = *outcome.target;
-    time_to_target = TimeToTarget{t.step, t.step_seconds, t.moe_seconds, t.moe_modeled_seconds, t.moe_critical_seconds};
+    time_to_target = TimeToTarget{t.step, t.step_seconds, t.moe_seconds, t.moe_modeled_seconds,
+                                  t.moe_critical_seconds};
   }
   const bool stopped = outcome.reason == StopReason::Stopped;
   store->add_event(run, stopped ? "warning" : "info", stopped ? "stopped by the user" : "finished");

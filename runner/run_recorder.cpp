@@ -15,7 +15,8 @@ constexpr double kFlushEverySeconds = 2.0;
 std::pair<int64_t, double> max_and_mean(const std::vector<int64_t>& load) {
   if (load.empty()) return {0, 0.0};
   return {*std::max_element(load.begin(), load.end()),
-          static_cast<double>(std::accumulate(load.begin(), load.end(), int64_t{0})) / static_cast<double>(load.size())};
+          static_cast<double>(std::accumulate(load.begin(), load.end(), int64_t{0})) /
+              static_cast<double>(load.size())};
 }
 
 LayerStepRecord layer_step_record(int64_t step, const LayerStepStatistics& s) {
@@ -49,13 +50,15 @@ LayerStepRecord layer_step_record(int64_t step, const LayerStepStatistics& s) {
   record.compaction_seconds = s.overhead.compaction;
   for (const ProcessStepMeasurement& process : s.processes) {
     record.measured_exchange_bytes += process.exchange.bytes_sent;
-    record.measured_exchange_seconds = std::max(record.measured_exchange_seconds, process.exchange.seconds);
+    record.measured_exchange_seconds =
+        std::max(record.measured_exchange_seconds, process.exchange.seconds);
   }
   return record;
 }
 
 // One logical rank in one layer and step: its pairs, bytes and time on the critical path.
-RankLayerRecord rank_layer_record(int64_t step, const LayerStepStatistics& layer, std::size_t rank) {
+RankLayerRecord rank_layer_record(int64_t step, const LayerStepStatistics& layer,
+                                  std::size_t rank) {
   RankLayerRecord row;
   row.step = step;
   row.layer = layer.layer;
@@ -93,7 +96,10 @@ RankMemoryRecord rank_memory_record(int64_t step, std::size_t rank, const Memory
 }  // namespace
 
 RunRecorder::RunRecorder(ResultsStore& store, int64_t run, ProgressDisplay& progress)
-    : store_(store), run_(run), progress_(progress), last_flush_(std::chrono::steady_clock::now()) {}
+    : store_(store),
+      run_(run),
+      progress_(progress),
+      last_flush_(std::chrono::steady_clock::now()) {}
 
 void RunRecorder::on_step(const StepReport& r) {
   StepRecord record;
@@ -108,16 +114,18 @@ void RunRecorder::on_step(const StepReport& r) {
   record.moe_modeled_seconds = r.moe_modeled_seconds;
   record.moe_critical_seconds = r.moe_critical_seconds;
   store_.add_step(run_, record);
-  for (const LayerLoad& load : r.expert_load) store_.add_expert_load(run_, r.step, load.layer, load.pairs_per_expert);
+  for (const LayerLoad& load : r.expert_load)
+    store_.add_expert_load(run_, r.step, load.layer, load.pairs_per_expert);
   for (const LayerStepStatistics& layer : r.layers) {
     store_.add_layer_step(run_, layer_step_record(r.step, layer));
     for (std::size_t rank = 0; rank < layer.forward_load.size(); ++rank) {
       store_.add_rank_layer(run_, rank_layer_record(r.step, layer, rank));
     }
     for (const ProcessStepMeasurement& p : layer.processes) {
-      store_.add_process_layer(run_, {r.step, layer.layer, p.process, p.exchange.bytes_sent, p.exchange.bytes_received,
-                                      p.exchange.seconds, p.exchange.calls, p.times.wall[kForwardPhase],
-                                      p.times.wall[kBackwardPhase]});
+      store_.add_process_layer(
+          run_, {r.step, layer.layer, p.process, p.exchange.bytes_sent, p.exchange.bytes_received,
+                 p.exchange.seconds, p.exchange.calls, p.times.wall[kForwardPhase],
+                 p.times.wall[kBackwardPhase]});
     }
   }
   for (std::size_t rank = 0; rank < r.rank_memory.size(); ++rank) {
@@ -125,13 +133,16 @@ void RunRecorder::on_step(const StepReport& r) {
   }
 
   const auto now = std::chrono::steady_clock::now();
-  if (r.eval_loss || std::chrono::duration<double>(now - last_flush_).count() >= kFlushEverySeconds) {
+  if (r.eval_loss ||
+      std::chrono::duration<double>(now - last_flush_).count() >= kFlushEverySeconds) {
     store_.flush();
     last_flush_ = now;
   }
   progress_.update(r);
 }
 
-bool RunRecorder::stop_requested() const { return interrupt_requested(); }
+bool RunRecorder::stop_requested() const {
+  return interrupt_requested();
+}
 
 }  // namespace lrmoe

@@ -8,7 +8,9 @@
 namespace lrmoe {
 namespace {
 
-bool is_utf8_continuation(char byte) { return (static_cast<unsigned char>(byte) & 0xC0) == 0x80; }
+bool is_utf8_continuation(char byte) {
+  return (static_cast<unsigned char>(byte) & 0xC0) == 0x80;
+}
 
 size_t display_width(std::string_view utf8) {
   return static_cast<size_t>(

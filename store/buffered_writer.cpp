@@ -56,8 +56,8 @@ void BufferedWriter::add_event(int64_t run, const std::string& level, const std:
 }
 
 size_t BufferedWriter::buffered_rows() const {
-  return steps_.size() + expert_load_.size() + layer_steps_.size() + rank_memory_.size() + rank_layers_.size() +
-         process_layers_.size() + events_.size();
+  return steps_.size() + expert_load_.size() + layer_steps_.size() + rank_memory_.size() +
+         rank_layers_.size() + process_layers_.size() + events_.size();
 }
 
 void BufferedWriter::flush_if_large() {

@@ -76,7 +76,9 @@ template <>
 struct FieldBinding<int64_t> {
   static constexpr ColumnType type = ColumnType::kInteger;
   static constexpr bool optional = false;
-  static void bind(sqlite::Statement& insert, int index, int64_t value) { insert.bind_int64(index, value); }
+  static void bind(sqlite::Statement& insert, int index, int64_t value) {
+    insert.bind_int64(index, value);
+  }
 };
 
 template <>
@@ -84,7 +86,9 @@ struct FieldBinding<double> {
   static constexpr ColumnType type = ColumnType::kReal;
   static constexpr bool optional = false;
   // NaN binds as NULL (see sqlite::Statement::bind_double).
-  static void bind(sqlite::Statement& insert, int index, double value) { insert.bind_double(index, value); }
+  static void bind(sqlite::Statement& insert, int index, double value) {
+    insert.bind_double(index, value);
+  }
 };
 
 template <>
@@ -109,7 +113,9 @@ template <>
 struct FieldBinding<std::string> {
   static constexpr ColumnType type = ColumnType::kText;
   static constexpr bool optional = false;
-  static void bind(sqlite::Statement& insert, int index, const std::string& value) { insert.bind_text(index, value); }
+  static void bind(sqlite::Statement& insert, int index, const std::string& value) {
+    insert.bind_text(index, value);
+  }
 };
 
 // The FieldBinding of what a pointer to a data member points at.

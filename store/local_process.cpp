@@ -14,7 +14,9 @@ std::string this_host_name() {
   return name;
 }
 
-int64_t this_process_id() { return static_cast<int64_t>(getpid()); }
+int64_t this_process_id() {
+  return static_cast<int64_t>(getpid());
+}
 
 bool process_is_alive(int64_t pid) {
   // kill() gives 0 and negative ids a meaning of their own (process groups), and pid_t is an

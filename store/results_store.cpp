@@ -54,7 +54,8 @@ class SqliteResultsStore final : public ResultsStore {
     sqlite::Statement insert = db_.prepare(
         "INSERT INTO runs (name, status, started_at, resolved_toml, toml_sha256, code_version, "
         "host, pid, torch_version, blas, seed, params_total, params_active, target_loss, ranks, "
-        "policies, processes, hardware_profile, memory_per_rank) VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, "
+        "policies, processes, hardware_profile, memory_per_rank) VALUES (?1, 'running', ?2, ?3, "
+        "?4, ?5, ?6, ?7, "
         "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
     insert.bind_text(1, info.name)
         .bind_text(2, store::utc_timestamp_now())
@@ -112,7 +113,9 @@ class SqliteResultsStore final : public ResultsStore {
     writer().add_rank_memory(run, record);
   }
 
-  void add_rank_layer(int64_t run, const RankLayerRecord& record) override { writer().add_rank_layer(run, record); }
+  void add_rank_layer(int64_t run, const RankLayerRecord& record) override {
+    writer().add_rank_layer(run, record);
+  }
 
   void add_process_layer(int64_t run, const ProcessLayerRecord& record) override {
     writer().add_process_layer(run, record);
@@ -129,7 +132,8 @@ class SqliteResultsStore final : public ResultsStore {
     writer().flush();
     sqlite::Statement update = db_.prepare(
         "UPDATE runs SET status = ?2, ended_at = ?3, ttt_step = ?4, ttt_step_seconds = ?5, "
-        "ttt_moe_seconds = ?6, ttt_moe_modeled_seconds = ?7, ttt_moe_critical_seconds = ?8 WHERE id = ?1");
+        "ttt_moe_seconds = ?6, ttt_moe_modeled_seconds = ?7, ttt_moe_critical_seconds = ?8 WHERE "
+        "id = ?1");
     update.bind_int64(1, run).bind_text(2, status).bind_text(3, store::utc_timestamp_now());
     if (time_to_target) {
       update.bind_int64(4, time_to_target->step)

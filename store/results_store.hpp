@@ -62,9 +62,9 @@ struct StepRecord {
   std::optional<double> eval_loss;
   double lr = 0;
   double grad_norm = 0;
-  int64_t tokens = 0;          // tokens in this step
-  double step_seconds = 0;     // wall time of the step
-  double moe_seconds = 0;      // wall time inside MoE layers (forward + backward)
+  int64_t tokens = 0;               // tokens in this step
+  double step_seconds = 0;          // wall time of the step
+  double moe_seconds = 0;           // wall time inside MoE layers (forward + backward)
   double moe_critical_seconds = 0;  // critical path of the MoE layers (Note [Critical path])
   // Modeled MoE-layer time of the step (cost model). Reads back as NaN for steps written
   // before schema 3, which did not record it.
@@ -102,7 +102,8 @@ struct LayerStepRecord {
 struct RankLayerRecord {
   int64_t step = 0, layer = 0, rank = 0;
   int64_t forward_pairs = 0, backward_pairs = 0, bytes_sent = 0, bytes_received = 0;
-  double forward_seconds = 0, backward_seconds = 0;  // the rank's time per phase on the critical path
+  // the rank's time per phase on the critical path
+  double forward_seconds = 0, backward_seconds = 0;
 };
 
 // One process in one MoE layer and step of a multi-process run, measured.
@@ -134,7 +135,7 @@ struct TimeToTarget {
   int64_t step = 0;
   double step_seconds = 0;
   double moe_seconds = 0;
-  double moe_modeled_seconds = 0;  // NaN for runs finished before schema 3
+  double moe_modeled_seconds = 0;   // NaN for runs finished before schema 3
   double moe_critical_seconds = 0;  // NaN for runs finished before schema 5
 };
 
@@ -153,9 +154,9 @@ struct RunSummary {
   uint64_t seed = 0;
   int64_t params_total = 0;
   int64_t params_active = 0;
-  int64_t ranks = 1;     // 1 for runs begun before schema 3
+  int64_t ranks = 1;      // 1 for runs begun before schema 3
   int64_t processes = 1;  // 1 for runs begun before schema 4
-  std::string policies;  // empty for runs begun before schema 3
+  std::string policies;   // empty for runs begun before schema 3
   std::optional<double> target_loss;
   std::optional<TimeToTarget> time_to_target;
   int64_t steps = 0;

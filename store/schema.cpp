@@ -437,6 +437,8 @@ void migrate(sqlite::Database& db, int target_version) {
 
 namespace lrmoe {
 
-int current_schema_version() { return static_cast<int>(store::kMigrations.size()); }
+int current_schema_version() {
+  return static_cast<int>(store::kMigrations.size());
+}
 
 }  // namespace lrmoe

@@ -82,9 +82,13 @@ Statement Database::prepare(std::string_view sql, std::string_view* rest) const 
   return Statement(*this, stmt);
 }
 
-int64_t Database::changes() const { return sqlite3_changes64(db_); }
+int64_t Database::changes() const {
+  return sqlite3_changes64(db_);
+}
 
-int64_t Database::last_insert_rowid() const { return sqlite3_last_insert_rowid(db_); }
+int64_t Database::last_insert_rowid() const {
+  return sqlite3_last_insert_rowid(db_);
+}
 
 StoreError Database::error(std::string_view context) const {
   const int code = sqlite3_extended_errcode(db_);
@@ -97,7 +101,9 @@ StoreError Database::error_with_message(std::string_view message) const {
 
 Statement::Statement(const Database& db, sqlite3_stmt* stmt) : db_(&db), stmt_(stmt) {}
 
-Statement::~Statement() { sqlite3_finalize(stmt_); }
+Statement::~Statement() {
+  sqlite3_finalize(stmt_);
+}
 
 Statement::Statement(Statement&& other) noexcept
     : db_(other.db_), stmt_(std::exchange(other.stmt_, nullptr)) {}
@@ -164,7 +170,9 @@ void Statement::execute() {
   reset();
 }
 
-int Statement::column_count() const { return sqlite3_column_count(stmt_); }
+int Statement::column_count() const {
+  return sqlite3_column_count(stmt_);
+}
 
 std::string Statement::column_name(int column) const {
   const char* name = sqlite3_column_name(stmt_, column);
@@ -175,7 +183,9 @@ bool Statement::column_is_null(int column) const {
   return sqlite3_column_type(stmt_, column) == SQLITE_NULL;
 }
 
-int64_t Statement::column_int64(int column) const { return sqlite3_column_int64(stmt_, column); }
+int64_t Statement::column_int64(int column) const {
+  return sqlite3_column_int64(stmt_, column);
+}
 
 double Statement::column_double(int column) const {
   return column_is_null(column) ? std::numeric_limits<double>::quiet_NaN()

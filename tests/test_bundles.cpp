@@ -22,8 +22,8 @@ struct Recording : TrainingObserver {
 };
 
 Experiment tiny(const std::vector<std::string>& overrides) {
-  std::vector<std::string> all{"train.max_steps=5", "train.batch_size=4", "train.micro_batches=2",
-                               "train.seq_len=16", "train.warmup_steps=1", "train.eval_every=5"};
+  std::vector<std::string> all{"train.max_steps=5", "train.batch_size=4",   "train.micro_batches=2",
+                               "train.seq_len=16",  "train.warmup_steps=1", "train.eval_every=5"};
   all.insert(all.end(), overrides.begin(), overrides.end());
   return load_experiment(std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml", all);
 }
@@ -43,7 +43,8 @@ Recording train(const Experiment& e, bool with_pipeline) {
 
 }  // namespace
 
-TEST_CASE("keeping every pair, any placement and routing train like the single-rank layer", "[bundles]") {
+TEST_CASE("keeping every pair, any placement and routing train like the single-rank layer",
+          "[bundles]") {
   const Recording reference = train(tiny({}), false);
   REQUIRE(reference.losses().size() == 5);
 
@@ -53,9 +54,11 @@ TEST_CASE("keeping every pair, any placement and routing train like the single-r
   const std::vector<std::vector<std::string>> variants{
       {"policies.bundle=fixed", "cluster.ranks=4"},
       // Dropless SYMI: replicas over every spare slot, tokens split round-robin over them.
-      {"policies.bundle=symi", "cluster.ranks=2", "cluster.slots_per_rank=7", "policies.placement.capacity_factor=0"},
+      {"policies.bundle=symi", "cluster.ranks=2", "cluster.slots_per_rank=7",
+       "policies.placement.capacity_factor=0"},
       // LRMoE's replicas and capacity-aware routing, with every pair kept.
-      {"policies.bundle=lrmoe", "cluster.ranks=4", "cluster.slots_per_rank=3", "policies.selection.name=keep_all"},
+      {"policies.bundle=lrmoe", "cluster.ranks=4", "cluster.slots_per_rank=3",
+       "policies.selection.name=keep_all"},
   };
   for (const auto& overrides : variants) {
     DYNAMIC_SECTION(overrides[0] << " " << overrides[1]) {
@@ -71,7 +74,8 @@ TEST_CASE("keeping every pair, any placement and routing train like the single-r
   }
 }
 
-TEST_CASE("the lrmoe bundle keeps its quota of pairs and reports loads, bytes and memory per rank", "[bundles]") {
+TEST_CASE("the lrmoe bundle keeps its quota of pairs and reports loads, bytes and memory per rank",
+          "[bundles]") {
   const Experiment e = tiny({"policies.bundle=lrmoe", "cluster.ranks=4", "cluster.slots_per_rank=3",
                              "policies.placement.keep_fraction=0.5"});
   const Recording run = train(e, true);
@@ -100,13 +104,15 @@ TEST_CASE("the lrmoe bundle keeps its quota of pairs and reports loads, bytes an
     CHECK(rank.owned > 0);
     CHECK(rank.dense > 0);
     CHECK(peak.subtotal <= rank.total());
-    CHECK(rank.total() <= static_cast<int64_t>(lrmoe::parse_memory_spec(e.cluster.memory_per_rank).bytes));
+    CHECK(rank.total() <=
+          static_cast<int64_t>(lrmoe::parse_memory_spec(e.cluster.memory_per_rank).bytes));
   }
   CHECK(last.moe_modeled_seconds > 0);
   CHECK(last.cumulative_moe_modeled_seconds >= last.moe_modeled_seconds);
 }
 
-TEST_CASE("under a fixed hardware profile, two runs that route alike are modeled alike", "[bundles]") {
+TEST_CASE("under a fixed hardware profile, two runs that route alike are modeled alike",
+          "[bundles]") {
   // The modeled time is a pure function of the routing and the profile (Note [Cost model]); the
   // measured times of the same two runs differ.
   const Experiment e = tiny({"policies.bundle=lrmoe", "cluster.ranks=4", "cluster.slots_per_rank=3",
@@ -128,9 +134,11 @@ TEST_CASE("under a fixed hardware profile, two runs that route alike are modeled
   }
 }
 
-TEST_CASE("near the target every step is evaluated, so the crossing is found at its step", "[bundles]") {
+TEST_CASE("near the target every step is evaluated, so the crossing is found at its step",
+          "[bundles]") {
   // eval_every is past the run: only the margin (5% above the target) makes evaluations happen.
-  const Experiment e = tiny({"train.max_steps=40", "train.eval_every=1000", "train.target_loss=3.0"});
+  const Experiment e =
+      tiny({"train.max_steps=40", "train.eval_every=1000", "train.target_loss=3.0"});
   const Recording run = train(e, false);
   const double near = e.train.target_loss * (1 + e.train.near_target_margin);
   std::optional<double> last_eval;

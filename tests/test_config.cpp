@@ -9,14 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "support/temp_folder.hpp"
-#include "core/config/memory_spec.hpp"
 #include "core/config/byte_size.hpp"
 #include "core/config/did_you_mean.hpp"
 #include "core/config/experiment_loader.hpp"
-#include "core/config/policy_sections.hpp"
 #include "core/config/experiment_schema.hpp"
+#include "core/config/memory_spec.hpp"
 #include "core/config/model_presets.hpp"
+#include "core/config/policy_sections.hpp"
+#include "support/temp_folder.hpp"
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
@@ -334,7 +334,8 @@ TEST_CASE("unknown sections and keys suggest the name that was meant", "[config]
   }
   SECTION("a policy named as a key of [policies] rather than in its own table") {
     const FileError error = file_error(kTinyModel + "[policies]\nplacement = \"greedy\"\n");
-    CHECK_THAT(error.message, StartsWith(error.file + ":4:1: unknown key 'placement' in [policies]"));
+    CHECK_THAT(error.message,
+               StartsWith(error.file + ":4:1: unknown key 'placement' in [policies]"));
   }
   SECTION("a plugin parameter that is not a plain value") {
     const FileError error = file_error(kTinyModel + "[policies.placement]\nsizes = [1, 2]\n");
@@ -342,8 +343,9 @@ TEST_CASE("unknown sections and keys suggest the name that was meant", "[config]
   }
 }
 
-TEST_CASE("policies: a bundle names all four, tables override one, other keys are plugin parameters",
-          "[config]") {
+TEST_CASE(
+    "policies: a bundle names all four, tables override one, other keys are plugin parameters",
+    "[config]") {
   SECTION("the default bundle is fixed ownership") {
     const Experiment e = tiny_with({});
     CHECK(e.policies.placement.name == "fixed_ownership");
@@ -359,10 +361,11 @@ TEST_CASE("policies: a bundle names all four, tables override one, other keys ar
     CHECK(e.policies.routing.name == "round_robin");
   }
   SECTION("parameters keep their type and where they were set; a later one wins") {
-    const Experiment e = load_experiment_text(kTinyModel +
-                                                  "[policies]\nbundle = \"symi\"\n"
-                                                  "[policies.placement]\ncapacity_factor = 2\nnote = \"x\"\n",
-                                              "p.toml", {"policies.placement.capacity_factor=1.5"});
+    const Experiment e =
+        load_experiment_text(kTinyModel +
+                                 "[policies]\nbundle = \"symi\"\n"
+                                 "[policies.placement]\ncapacity_factor = 2\nnote = \"x\"\n",
+                             "p.toml", {"policies.placement.capacity_factor=1.5"});
     const auto& settings = e.policies.placement.settings;
     REQUIRE(settings.size() == 2);
     CHECK(std::get<double>(settings.at("capacity_factor").value) == 1.5);
@@ -371,7 +374,9 @@ TEST_CASE("policies: a bundle names all four, tables override one, other keys ar
     CHECK(settings.at("note").place == "p.toml:7:8");
     // The resolved TOML names every plugin and keeps the parameters.
     const std::string toml = to_toml(e);
-    CHECK_THAT(toml, Contains("[policies.placement]\nname = \"symi\"\ncapacity_factor = 1.5\nnote = \"x\"\n"));
+    CHECK_THAT(
+        toml,
+        Contains("[policies.placement]\nname = \"symi\"\ncapacity_factor = 1.5\nnote = \"x\"\n"));
     CHECK(to_toml(load_experiment_text(toml, "again.toml")) == toml);
   }
 }
@@ -490,7 +495,8 @@ TEST_CASE("command-line override (--set) errors name the override", "[config]") 
              Contains("model.num_layers must be an integer, got string"));
   CHECK_THAT(config_error([] { tiny_with({"policies.placement=greedy"}); }),
              StartsWith("--set policies.placement: unknown key 'placement' in [policies]"));
-  CHECK_THAT(config_error([] { tiny_with({"policies.bundle=symmi"}); }), Contains("did you mean 'symi'"));
+  CHECK_THAT(config_error([] { tiny_with({"policies.bundle=symmi"}); }),
+             Contains("did you mean 'symi'"));
 }
 
 TEST_CASE("fields that contradict each other are reported where the last was set", "[config]") {

@@ -40,10 +40,12 @@ TEST_CASE("an exchange ends when the slowest rank's busiest link does", "[cost]"
   CHECK(model.exchange_seconds(none) == 0);
 }
 
-TEST_CASE("a GEMM is as slow as its FLOPs at the curve's efficiency or its bytes, whichever is slower", "[cost]") {
+TEST_CASE(
+    "a GEMM is as slow as its FLOPs at the curve's efficiency or its bytes, whichever is slower",
+    "[cost]") {
   const CostModel model(two_by_two());
-  // 100 rows: efficiency 1; 2 * 100 * 1000 * 1000 FLOPs / 1e12 = 200 us; bytes 2 * (1e5 + 1e6 + 1e5)
-  // / 1e12 = 2.4 us.
+  // 100 rows: efficiency 1; 2 * 100 * 1000 * 1000 FLOPs / 1e12 = 200 us; bytes 2 * (1e5 + 1e6 +
+  // 1e5) / 1e12 = 2.4 us.
   CHECK(model.gemm_seconds(100, 1000, 1000) == Approx(200e-6));
   // 1 row: efficiency 0.5: 2e6 / 0.5e12 = 4 us; bytes 2 * (1000 + 1e6 + 1000) / 1e12 = 2.004 us.
   CHECK(model.gemm_seconds(1, 1000, 1000) == Approx(4e-6));
@@ -52,7 +54,8 @@ TEST_CASE("a GEMM is as slow as its FLOPs at the curve's efficiency or its bytes
   CHECK(model.gemm_seconds(0, 1000, 1000) == 0);
 }
 
-TEST_CASE("ring collectives pay a latency per step and their bytes over the bottleneck link", "[cost]") {
+TEST_CASE("ring collectives pay a latency per step and their bytes over the bottleneck link",
+          "[cost]") {
   const CostModel model(two_by_two());
   // Four ranks span two nodes: the inter-node link. All-gather of 1e6 bytes each: 3 latencies and
   // 3e6 received bytes.
@@ -62,7 +65,8 @@ TEST_CASE("ring collectives pay a latency per step and their bytes over the bott
   CHECK(model.all_reduce_seconds(1e6, 1) == 0);
 }
 
-TEST_CASE("a skewed routing has a longer critical path than a balanced one of equal work", "[cost]") {
+TEST_CASE("a skewed routing has a longer critical path than a balanced one of equal work",
+          "[cost]") {
   // Expert seconds from operation counts (one unit per pair), one process hosting two ranks, with
   // one unit of planning and two of shared work per phase.
   auto path_of = [](std::vector<double> forward, std::vector<double> backward) {

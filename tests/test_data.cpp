@@ -1,9 +1,9 @@
 // The data sources: synthetic Markov topics (determinism, shapes, entropy floor), text files and
 // folders, binary token files, and the errors a user can cause.
 
-#include <catch2/catch.hpp>
 #include <torch/torch.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <chrono>
 #include <cmath>
@@ -15,12 +15,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "support/temp_folder.hpp"
 #include "core/data/markov_chain.hpp"
 #include "core/data/seeded_rng.hpp"
 #include "core/data/synthetic_source.hpp"
 #include "core/data/text_source.hpp"
 #include "core/data/token_source.hpp"
+#include "support/temp_folder.hpp"
 
 namespace fs = std::filesystem;
 using namespace lrmoe;

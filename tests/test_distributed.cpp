@@ -3,9 +3,9 @@
 // multi-process plan] in docs/notes.md), every bundle reaching its target on two processes, and
 // a rank that dies or hangs ending the run as failed with its committed steps.
 
-#include <catch2/catch.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <csignal>
 #include <filesystem>
@@ -49,7 +49,8 @@ std::vector<int> in_processes(int64_t processes, Body body) {
         launch.world_size = processes;
         launch.master_addr = "127.0.0.1";
         launch.master_port = port;
-        auto collectives = Collectives::connect(launch, std::chrono::seconds(20), lrmoe::CollectiveBackend::Gloo);
+        auto collectives =
+            Collectives::connect(launch, std::chrono::seconds(20), lrmoe::CollectiveBackend::Gloo);
         code = body(*collectives) ? 0 : 2;
       } catch (const std::exception& error) {
         std::fprintf(stderr, "process %ld: %s\n", static_cast<long>(rank), error.what());
@@ -67,10 +68,13 @@ std::vector<int> in_processes(int64_t processes, Body body) {
   return codes;
 }
 
-bool same(const torch::Tensor& a, const torch::Tensor& b) { return a.sizes() == b.sizes() && a.equal(b); }
+bool same(const torch::Tensor& a, const torch::Tensor& b) {
+  return a.sizes() == b.sizes() && a.equal(b);
+}
 
 std::vector<std::string> tiny_settings(int64_t ranks, int64_t slots, const std::string& bundle) {
-  return {"--set", "cluster.ranks=" + std::to_string(ranks), "--set", "cluster.slots_per_rank=" + std::to_string(slots),
+  return {"--set", "cluster.ranks=" + std::to_string(ranks),
+          "--set", "cluster.slots_per_rank=" + std::to_string(slots),
           "--set", "policies.bundle=" + bundle};
 }
 
@@ -116,7 +120,8 @@ pid_t launched_rank(const std::string& marker, int rank) {
 
 }  // namespace
 
-TEST_CASE("collectives: sums, gathers uneven rows, and all-to-all-v with empty sends and receives", "[distributed]") {
+TEST_CASE("collectives: sums, gathers uneven rows, and all-to-all-v with empty sends and receives",
+          "[distributed]") {
   // Process p holds p rows; process 0 sends and receives nothing.
   const std::vector<int> codes = in_processes(3, [](Collectives& c) {
     const int64_t me = c.rank();
@@ -136,19 +141,22 @@ TEST_CASE("collectives: sums, gathers uneven rows, and all-to-all-v with empty s
          same(c.gather_rows(mine, counts), all);  // the counts known up front: one collective
 
     // Processes 1 and 2 swap rows (bfloat16, to check rows travel as bytes); 0 is left out.
-    const std::vector<int64_t> send = me == 0 ? std::vector<int64_t>{0, 0, 0}
-                                    : me == 1 ? std::vector<int64_t>{0, 1, 2}
-                                              : std::vector<int64_t>{0, 3, 0};
-    const std::vector<int64_t> recv = me == 0 ? std::vector<int64_t>{0, 0, 0}
-                                    : me == 1 ? std::vector<int64_t>{0, 1, 3}
-                                              : std::vector<int64_t>{0, 2, 0};
+    const std::vector<int64_t> send = me == 0   ? std::vector<int64_t>{0, 0, 0}
+                                      : me == 1 ? std::vector<int64_t>{0, 1, 2}
+                                                : std::vector<int64_t>{0, 3, 0};
+    const std::vector<int64_t> recv = me == 0   ? std::vector<int64_t>{0, 0, 0}
+                                      : me == 1 ? std::vector<int64_t>{0, 1, 3}
+                                                : std::vector<int64_t>{0, 2, 0};
     const int64_t rows = send[1] + send[2];
-    const torch::Tensor out = torch::arange(rows * 3).reshape({rows, 3}).add(100 * me).to(torch::kBFloat16);
+    const torch::Tensor out =
+        torch::arange(rows * 3).reshape({rows, 3}).add(100 * me).to(torch::kBFloat16);
     const torch::Tensor in = c.exchange_rows(out, send, recv);
     torch::Tensor expected;
     if (me == 0) expected = torch::empty({0, 3}, torch::kBFloat16);
     if (me == 1) {
-      expected = torch::cat({torch::arange(3).add(100), torch::arange(9).add(200)}).reshape({4, 3}).to(torch::kBFloat16);
+      expected = torch::cat({torch::arange(3).add(100), torch::arange(9).add(200)})
+                     .reshape({4, 3})
+                     .to(torch::kBFloat16);
     }
     if (me == 2) expected = torch::arange(3, 9).add(100).reshape({2, 3}).to(torch::kBFloat16);
     ok = ok && same(in, expected);
@@ -158,7 +166,8 @@ TEST_CASE("collectives: sums, gathers uneven rows, and all-to-all-v with empty s
   CHECK(codes == std::vector<int>{0, 0, 0});
 }
 
-TEST_CASE("one run on P = 1, 2 and 4 processes: the same losses and one set of rows", "[distributed][slow]") {
+TEST_CASE("one run on P = 1, 2 and 4 processes: the same losses and one set of rows",
+          "[distributed][slow]") {
   struct Variant {
     std::string name;
     std::vector<std::string> settings;
@@ -172,8 +181,8 @@ TEST_CASE("one run on P = 1, 2 and 4 processes: the same losses and one set of r
        with(tiny_settings(4, 3, "lrmoe"), {"--set", "policies.recompute=true", "--set",
                                            "policies.dropped_pair_keeps=input_grad"})},
   };
-  const std::vector<std::string> steps{"--set", "train.max_steps=12", "--set", "train.eval_every=6", "--set",
-                                       "train.target_loss=0"};
+  const std::vector<std::string> steps{"--set", "train.max_steps=12", "--set", "train.eval_every=6",
+                                       "--set", "train.target_loss=0"};
   for (const Variant& variant : variants) {
     DYNAMIC_SECTION(variant.name) {
       TempFolder dir;
@@ -182,55 +191,68 @@ TEST_CASE("one run on P = 1, 2 and 4 processes: the same losses and one set of r
         db[processes] = dir.file("p" + std::to_string(processes) + ".db");
         const std::vector<std::string> command =
             processes == 1 ? std::vector<std::string>{"run", kTinyExperiment}
-                           : std::vector<std::string>{"launch", "-n", std::to_string(processes), kTinyExperiment};
-        auto [code, output] = run_lrmoe(with(with(with(command, variant.settings), steps), {"--db", db[processes]}),
-                                        dir.file("p" + std::to_string(processes) + ".log"), std::chrono::seconds(240));
+                           : std::vector<std::string>{"launch", "-n", std::to_string(processes),
+                                                      kTinyExperiment};
+        auto [code, output] = run_lrmoe(
+            with(with(with(command, variant.settings), steps), {"--db", db[processes]}),
+            dir.file("p" + std::to_string(processes) + ".log"), std::chrono::seconds(240));
         INFO(output);
         REQUIRE(code == 0);
       }
       const std::string losses = "SELECT train_loss FROM steps ORDER BY step";
-      const std::string evals = "SELECT eval_loss FROM steps WHERE eval_loss IS NOT NULL ORDER BY step";
+      const std::string evals =
+          "SELECT eval_loss FROM steps WHERE eval_loss IS NOT NULL ORDER BY step";
       for (int processes : {2, 4}) {
         INFO(processes << " processes");
-        const std::vector<double> one = doubles(db[1], losses), many = doubles(db[processes], losses);
+        const std::vector<double> one = doubles(db[1], losses),
+                                  many = doubles(db[processes], losses);
         REQUIRE(one.size() == 12);
         REQUIRE(many.size() == one.size());
         for (std::size_t i = 0; i < one.size(); ++i) CHECK(many[i] == Approx(one[i]).epsilon(1e-4));
-        const std::vector<double> eval_one = doubles(db[1], evals), eval_many = doubles(db[processes], evals);
+        const std::vector<double> eval_one = doubles(db[1], evals),
+                                  eval_many = doubles(db[processes], evals);
         REQUIRE(eval_many.size() == 2);
-        for (std::size_t i = 0; i < eval_one.size(); ++i) CHECK(eval_many[i] == Approx(eval_one[i]).epsilon(1e-4));
+        for (std::size_t i = 0; i < eval_one.size(); ++i)
+          CHECK(eval_many[i] == Approx(eval_one[i]).epsilon(1e-4));
 
         // One run, one set of rows, whatever P; the plan (and so what it moves) is the same.
         const std::string& d = db[processes];
         CHECK(column(d, "SELECT count(*), max(processes), max(ranks) FROM runs") ==
               "1 " + std::to_string(processes) + " 4 \n");
-        CHECK(column(d, "SELECT count(*) FROM moe_layer_steps") == column(db[1], "SELECT count(*) FROM moe_layer_steps"));
+        CHECK(column(d, "SELECT count(*) FROM moe_layer_steps") ==
+              column(db[1], "SELECT count(*) FROM moe_layer_steps"));
         const std::string planned =
-            "SELECT step, layer, rank, forward_pairs, backward_pairs, bytes_sent, bytes_received FROM rank_layer_steps "
+            "SELECT step, layer, rank, forward_pairs, backward_pairs, bytes_sent, bytes_received "
+            "FROM rank_layer_steps "
             "ORDER BY step, layer, rank";
         CHECK(column(d, planned) == column(db[1], planned));
-        CHECK(column(d, "SELECT count(*) FROM rank_layer_steps") == "96 \n");  // 12 steps x 2 layers x 4 ranks
+        // 12 steps x 2 layers x 4 ranks
+        CHECK(column(d, "SELECT count(*) FROM rank_layer_steps") == "96 \n");
         CHECK(column(d, "SELECT count(*), count(DISTINCT process) FROM process_layer_steps") ==
               std::to_string(24 * processes) + " " + std::to_string(processes) + " \n");
         // Pairs crossed processes, and the measured bytes are those of the rows that did.
         CHECK(doubles(d, "SELECT sum(measured_exchange_bytes) FROM moe_layer_steps")[0] > 0);
-        CHECK(column(d, "SELECT sum(bytes_sent) = sum(bytes_received) FROM process_layer_steps") == "1 \n");
+        CHECK(column(d, "SELECT sum(bytes_sent) = sum(bytes_received) FROM process_layer_steps") ==
+              "1 \n");
         CHECK(doubles(d, "SELECT min(exchange_seconds) FROM process_layer_steps")[0] > 0);
       }
-      CHECK(column(db[1], "SELECT count(*), sum(measured_exchange_bytes) FROM moe_layer_steps") == "24 0 \n");
+      CHECK(column(db[1], "SELECT count(*), sum(measured_exchange_bytes) FROM moe_layer_steps") ==
+            "24 0 \n");
       CHECK(column(db[1], "SELECT count(*) FROM process_layer_steps") == "0 \n");
     }
   }
 }
 
-TEST_CASE("every bundle trains the tiny model to its target on two processes", "[distributed][slow]") {
+TEST_CASE("every bundle trains the tiny model to its target on two processes",
+          "[distributed][slow]") {
   for (const std::string bundle : {"fixed", "symi", "lrmoe"}) {
     DYNAMIC_SECTION(bundle) {
       TempFolder dir;
       const std::string db = dir.file("results.db");
-      auto [code, output] = run_lrmoe(
-          with(with({"launch", "-n", "2", kTinyExperiment}, tiny_settings(2, 5, bundle)), {"--db", db}),
-          dir.file("run.log"), std::chrono::seconds(300));
+      auto [code, output] =
+          run_lrmoe(with(with({"launch", "-n", "2", kTinyExperiment}, tiny_settings(2, 5, bundle)),
+                         {"--db", db}),
+                    dir.file("run.log"), std::chrono::seconds(300));
       INFO(output);
       REQUIRE(code == 0);
       CHECK(output.find("[rank 0] target eval loss    0.7500: reached") != std::string::npos);
@@ -243,7 +265,8 @@ TEST_CASE("every bundle trains the tiny model to its target on two processes", "
   }
 }
 
-TEST_CASE("a rank that dies or hangs ends the run as failed, with its committed steps", "[distributed][slow]") {
+TEST_CASE("a rank that dies or hangs ends the run as failed, with its committed steps",
+          "[distributed][slow]") {
   TempFolder dir;
   const std::string db = dir.file("results.db");
   const std::string tag = std::to_string(getpid()) + "-" + std::to_string(rand());
@@ -251,8 +274,8 @@ TEST_CASE("a rank that dies or hangs ends the run as failed, with its committed 
   ScopedEnvironment environment(std::map<std::string, std::string>{{"LRMOE_TEST_LAUNCH", tag}});
   const std::vector<std::string> args =
       with(with({LRMOE_BINARY, "launch", "-n", "2", kTinyExperiment}, tiny_settings(2, 5, "lrmoe")),
-           {"--set", "train.target_loss=0", "--set", "train.max_steps=100000", "--set", "train.eval_every=5", "--set",
-            "cluster.timeout=4", "--db", db});
+           {"--set", "train.target_loss=0", "--set", "train.max_steps=100000", "--set",
+            "train.eval_every=5", "--set", "cluster.timeout=4", "--db", db});
 
   for (int fault : {SIGKILL, SIGSTOP}) {
     DYNAMIC_SECTION((fault == SIGKILL ? "killed" : "hung")) {
@@ -264,7 +287,8 @@ TEST_CASE("a rank that dies or hangs ends the run as failed, with its committed 
       kill(rank1, fault);
       // Rank 0 notices within cluster.timeout (4 s); the launcher then stops what is left.
       const int code = launch.wait(std::chrono::seconds(60));
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - faulted).count();
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - faulted).count();
       INFO(launch.output());
       CHECK(code != 0);
       CHECK(code != -1);  // ended on its own, not by the test's deadline
@@ -272,11 +296,13 @@ TEST_CASE("a rank that dies or hangs ends the run as failed, with its committed 
       if (fault == SIGKILL) {
         CHECK(launch.output().find("rank 1 was killed by signal 9") != std::string::npos);
         // Process 0 names its peer that is gone.
-        CHECK(launch.output().find("process 1 (pid " + std::to_string(rank1) + ") has exited") != std::string::npos);
+        CHECK(launch.output().find("process 1 (pid " + std::to_string(rank1) + ") has exited") !=
+              std::string::npos);
       }
       CHECK(launch.output().find("[rank 0] lrmoe: ") != std::string::npos);
       if (fault == SIGSTOP) {
-        CHECK(launch.output().find("another process of this run failed, was killed or stopped answering") !=
+        CHECK(launch.output().find(
+                  "another process of this run failed, was killed or stopped answering") !=
               std::string::npos);
       }
 
@@ -286,18 +312,21 @@ TEST_CASE("a rank that dies or hangs ends the run as failed, with its committed 
       CHECK(run.steps >= 10);
       CHECK(static_cast<int64_t>(store->steps(run.id).size()) == run.steps);
       CHECK(column(db, "SELECT count(*) FROM events WHERE run = " + std::to_string(run.id) +
-                           " AND level = 'error' AND message LIKE '%across processes failed: %'") == "1 \n");
+                           " AND level = 'error' AND message LIKE '%across processes failed: %'") ==
+            "1 \n");
     }
   }
 }
 
-TEST_CASE("Ctrl-C on lrmoe launch stops every process after the same step, recorded as stopped", "[distributed][slow]") {
+TEST_CASE("Ctrl-C on lrmoe launch stops every process after the same step, recorded as stopped",
+          "[distributed][slow]") {
   TempFolder dir;
   const std::string db = dir.file("results.db");
-  ChildProcess launch(with(with({LRMOE_BINARY, "launch", "-n", "2", kTinyExperiment}, tiny_settings(2, 5, "fixed")),
-                           {"--set", "train.target_loss=0", "--set", "train.max_steps=100000", "--set",
-                            "train.eval_every=5", "--db", db}),
-                      dir.file("launch.log"));
+  ChildProcess launch(
+      with(with({LRMOE_BINARY, "launch", "-n", "2", kTinyExperiment}, tiny_settings(2, 5, "fixed")),
+           {"--set", "train.target_loss=0", "--set", "train.max_steps=100000", "--set",
+            "train.eval_every=5", "--db", db}),
+      dir.file("launch.log"));
   lrmoe_test::wait_for_steps(db, 10);
   launch.signal(SIGINT);
   const int code = launch.wait(std::chrono::seconds(60));

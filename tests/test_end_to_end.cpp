@@ -17,8 +17,8 @@
 
 using lrmoe_test::ChildProcess;
 using lrmoe_test::ListeningSocket;
-using lrmoe_test::ScopedEnvironment;
 using lrmoe_test::run_lrmoe;
+using lrmoe_test::ScopedEnvironment;
 using lrmoe_test::TempFolder;
 
 namespace {
@@ -26,7 +26,9 @@ namespace {
 // The tiny experiment from experiments/: 8 experts, top-2, target 0.75 nats on synthetic data.
 const std::string kTinyExperiment = std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml";
 
-int64_t run_count(const std::string& db) { return static_cast<int64_t>(lrmoe::ResultsStore::open_read_only(db)->list_runs().size()); }
+int64_t run_count(const std::string& db) {
+  return static_cast<int64_t>(lrmoe::ResultsStore::open_read_only(db)->list_runs().size());
+}
 
 // Exactly one line on stderr/stdout combined that starts with "lrmoe: ".
 std::string error_line(const std::string& output) {
@@ -37,7 +39,8 @@ std::string error_line(const std::string& output) {
 
 }  // namespace
 
-TEST_CASE("lrmoe run trains a tiny experiment to its target and records every step", "[e2e][slow]") {
+TEST_CASE("lrmoe run trains a tiny experiment to its target and records every step",
+          "[e2e][slow]") {
   TempFolder dir;
   const std::string experiment = kTinyExperiment;
   const std::string db = dir.file("results.db");
@@ -64,13 +67,14 @@ TEST_CASE("lrmoe run trains a tiny experiment to its target and records every st
   REQUIRE(static_cast<int64_t>(steps.size()) == run.steps);
   CHECK(steps.front().train_loss > steps.back().train_loss);
   // Per-step expert load of both MoE layers, summing to tokens * top_k.
-  auto load = store->query("SELECT step, layer, SUM(pairs) FROM expert_load WHERE run = " + std::to_string(run.id) +
-                           " GROUP BY step, layer ORDER BY step, layer");
+  auto load = store->query("SELECT step, layer, SUM(pairs) FROM expert_load WHERE run = " +
+                           std::to_string(run.id) + " GROUP BY step, layer ORDER BY step, layer");
   REQUIRE(static_cast<int64_t>(load.rows.size()) == 2 * run.steps);
   CHECK(load.rows[0][2].value() == std::to_string(8 * 32 * 2));
 
   // The read-side commands work on it.
-  auto [show_code, show] = run_lrmoe({"show", std::to_string(run.id), "--db", db}, dir.file("show.log"));
+  auto [show_code, show] =
+      run_lrmoe({"show", std::to_string(run.id), "--db", db}, dir.file("show.log"));
   CHECK(show_code == 0);
   CHECK(show.find("tiny-moe") != std::string::npos);
   auto [runs_code, listing] = run_lrmoe({"runs", "--db", db}, dir.file("runs.log"));
@@ -78,24 +82,30 @@ TEST_CASE("lrmoe run trains a tiny experiment to its target and records every st
   CHECK(listing.find("finished") != std::string::npos);
 }
 
-TEST_CASE("bad inputs fail with one line naming the place, and the database keeps its runs", "[e2e]") {
+TEST_CASE("bad inputs fail with one line naming the place, and the database keeps its runs",
+          "[e2e]") {
   TempFolder dir;
   const std::string db = dir.file("results.db");
   // A database that already holds one (short) run.
   const std::string good = kTinyExperiment;
-  auto [seed_code, seed_output] = run_lrmoe({"run", good, "--db", db, "--set", "train.max_steps=2", "--set", "train.warmup_steps=1"}, dir.file("seed.log"));
+  auto [seed_code, seed_output] = run_lrmoe(
+      {"run", good, "--db", db, "--set", "train.max_steps=2", "--set", "train.warmup_steps=1"},
+      dir.file("seed.log"));
   INFO(seed_output);
   REQUIRE(seed_code == 0);
   REQUIRE(run_count(db) == 1);
 
   SECTION("TOML: unknown key") {
-    const std::string bad = dir.write("typo.toml", "[model]\npreset = \"tiny-moe\"\nhiden_size = 4\n").string();
+    const std::string bad =
+        dir.write("typo.toml", "[model]\npreset = \"tiny-moe\"\nhiden_size = 4\n").string();
     auto [code, output] = run_lrmoe({"run", bad, "--db", db}, dir.file("out.log"));
     CHECK(code == 1);
-    CHECK_THAT(error_line(output), Catch::Contains("typo.toml:3:1") && Catch::Contains("hidden_size"));
+    CHECK_THAT(error_line(output),
+               Catch::Contains("typo.toml:3:1") && Catch::Contains("hidden_size"));
   }
   SECTION("TOML: --set out of range") {
-    auto [code, output] = run_lrmoe({"run", good, "--db", db, "--set", "train.lr=-1"}, dir.file("out.log"));
+    auto [code, output] =
+        run_lrmoe({"run", good, "--db", db, "--set", "train.lr=-1"}, dir.file("out.log"));
     CHECK(code == 1);
     CHECK_THAT(error_line(output), Catch::Contains("train.lr"));
   }
@@ -116,21 +126,29 @@ TEST_CASE("bad inputs fail with one line naming the place, and the database keep
     CHECK(text == "my precious notes\n");
   }
   SECTION("cluster: a memory per rank that cannot hold the dense state") {
-    auto [code, output] =
-        run_lrmoe({"run", good, "--db", db, "--set", "cluster.memory_per_rank=300KB"}, dir.file("out.log"));
+    auto [code, output] = run_lrmoe(
+        {"run", good, "--db", db, "--set", "cluster.memory_per_rank=300KB"}, dir.file("out.log"));
     CHECK(code == 1);
-    CHECK_THAT(error_line(output), Catch::Contains("cluster.memory_per_rank (300000 bytes) does not even hold"));
+    CHECK_THAT(error_line(output),
+               Catch::Contains("cluster.memory_per_rank (300000 bytes) does not even hold"));
   }
   SECTION("launcher: a number of processes that does not divide cluster.ranks") {
-    ScopedEnvironment torchrun({{"WORLD_SIZE", "3"}, {"RANK", "0"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29511"}});
-    auto [code, output] = run_lrmoe({"run", good, "--db", db, "--set", "cluster.ranks=2"}, dir.file("out.log"));
+    ScopedEnvironment torchrun({{"WORLD_SIZE", "3"},
+                                {"RANK", "0"},
+                                {"MASTER_ADDR", "127.0.0.1"},
+                                {"MASTER_PORT", "29511"}});
+    auto [code, output] =
+        run_lrmoe({"run", good, "--db", db, "--set", "cluster.ranks=2"}, dir.file("out.log"));
     CHECK(code == 1);
-    CHECK_THAT(error_line(output), Catch::Contains("torchrun started 3 processes but cluster.ranks is 2") &&
-                                       Catch::Contains("divides 2"));
+    CHECK_THAT(error_line(output),
+               Catch::Contains("torchrun started 3 processes but cluster.ranks is 2") &&
+                   Catch::Contains("divides 2"));
   }
   SECTION("launcher: the master port is in use") {
     const ListeningSocket taken;
-    ScopedEnvironment torchrun({{"WORLD_SIZE", "2"}, {"RANK", "0"}, {"MASTER_ADDR", "127.0.0.1"},
+    ScopedEnvironment torchrun({{"WORLD_SIZE", "2"},
+                                {"RANK", "0"},
+                                {"MASTER_ADDR", "127.0.0.1"},
                                 {"MASTER_PORT", std::to_string(taken.port())}});
     auto [code, output] = run_lrmoe({"run", good, "--db", db, "--set", "cluster.ranks=2", "--set",
                                      "cluster.slots_per_rank=5", "--set", "cluster.timeout=5"},
@@ -140,8 +158,8 @@ TEST_CASE("bad inputs fail with one line naming the place, and the database keep
                                        Catch::Contains("port may be in use"));
   }
   SECTION("plugin: a name no plugin has") {
-    auto [code, output] =
-        run_lrmoe({"run", good, "--db", db, "--set", "policies.placement.name=symmi"}, dir.file("out.log"));
+    auto [code, output] = run_lrmoe(
+        {"run", good, "--db", db, "--set", "policies.placement.name=symmi"}, dir.file("out.log"));
     CHECK(code == 1);
     CHECK_THAT(error_line(output), Catch::Contains("[policies.placement] name = \"symmi\"") &&
                                        Catch::Contains("did you mean 'symi'?"));
@@ -152,13 +170,14 @@ TEST_CASE("bad inputs fail with one line naming the place, and the database keep
 TEST_CASE("a plan that does not fit the memory budget stops the run with the numbers", "[e2e]") {
   TempFolder dir;
   const std::string db = dir.file("results.db");
-  auto [code, output] = run_lrmoe({"run", kTinyExperiment, "--db", db, "--set", "cluster.ranks=2", "--set",
-                                   "cluster.memory_per_rank=2500KB"},
+  auto [code, output] = run_lrmoe({"run", kTinyExperiment, "--db", db, "--set", "cluster.ranks=2",
+                                   "--set", "cluster.memory_per_rank=2500KB"},
                                   dir.file("out.log"));
   CHECK(code == 1);
-  CHECK_THAT(error_line(output), Catch::Contains("step 1, MoE layer 0: the plan of placement 'fixed_ownership' "
-                                                 "does not fit rank 0 as planned: 4 instances (0 replicas) x") &&
-                                     Catch::Contains("raise cluster.memory_per_rank"));
+  CHECK_THAT(error_line(output),
+             Catch::Contains("step 1, MoE layer 0: the plan of placement 'fixed_ownership' "
+                             "does not fit rank 0 as planned: 4 instances (0 replicas) x") &&
+                 Catch::Contains("raise cluster.memory_per_rank"));
   auto store = lrmoe::ResultsStore::open_read_only(db);
   auto runs = store->list_runs();
   REQUIRE(runs.size() == 1);
@@ -173,10 +192,14 @@ TEST_CASE("the three bundles train the tiny model to its target and record what 
   TempFolder dir;
   const std::string db = dir.file("results.db");
   for (const std::string bundle : {"fixed", "symi", "lrmoe"}) {
-    std::vector<std::string> args{"run", kTinyExperiment, "--db", db, "--set", "policies.bundle=" + bundle, "--set",
-                                  "cluster.ranks=2", "--set", "cluster.slots_per_rank=5"};
+    std::vector<std::string> args{"run",   kTinyExperiment,
+                                  "--db",  db,
+                                  "--set", "policies.bundle=" + bundle,
+                                  "--set", "cluster.ranks=2",
+                                  "--set", "cluster.slots_per_rank=5"};
     // With memory to spare LRMoE's quota is its cap alone: half the pairs.
-    if (bundle == "lrmoe") args.insert(args.end(), {"--set", "policies.placement.keep_fraction=0.5"});
+    if (bundle == "lrmoe")
+      args.insert(args.end(), {"--set", "policies.placement.keep_fraction=0.5"});
     auto [code, output] = run_lrmoe(args, dir.file(bundle + ".log"));
     INFO(output);
     REQUIRE(code == 0);
@@ -191,7 +214,8 @@ TEST_CASE("the three bundles train the tiny model to its target and record what 
     CHECK(run.time_to_target->moe_modeled_seconds > 0);
     const std::string id = std::to_string(run.id);
     auto count = [&](const std::string& table) {
-      return std::stoll(*store->query("SELECT COUNT(*) FROM " + table + " WHERE run = " + id).rows[0][0]);
+      return std::stoll(
+          *store->query("SELECT COUNT(*) FROM " + table + " WHERE run = " + id).rows[0][0]);
     };
     CHECK(count("run_plugins") == 4);
     CHECK(count("moe_layer_steps") == 2 * run.steps);  // two MoE layers
@@ -203,19 +227,28 @@ TEST_CASE("the three bundles train the tiny model to its target and record what 
   CHECK(*policies.rows[1][0] == "symi/gate/keep_all/round_robin");
   CHECK(*policies.rows[2][0] == "lrmoe/grad_contribution/quota_topk/capacity_aware");
   // LRMoE keeps about half of the pairs in backward; the others keep all of them.
-  auto kept = store->query("SELECT r.id, SUM(m.pairs_kept) * 1.0 / SUM(m.pairs_routed - m.pairs_dropped) "
-                           "FROM moe_layer_steps m JOIN runs r ON r.id = m.run GROUP BY r.id ORDER BY r.id");
+  auto kept = store->query(
+      "SELECT r.id, SUM(m.pairs_kept) * 1.0 / SUM(m.pairs_routed - m.pairs_dropped) "
+      "FROM moe_layer_steps m JOIN runs r ON r.id = m.run GROUP BY r.id ORDER BY r.id");
   CHECK(std::stod(*kept.rows[0][1]) == 1.0);
   CHECK(std::stod(*kept.rows[2][1]) == Approx(0.5).margin(0.02));
 }
 
-TEST_CASE("Ctrl-C stops a run cleanly, and a killed run is marked interrupted with its steps", "[e2e][slow]") {
+TEST_CASE("Ctrl-C stops a run cleanly, and a killed run is marked interrupted with its steps",
+          "[e2e][slow]") {
   TempFolder dir;
   const std::string experiment = kTinyExperiment;
   const std::string db = dir.file("results.db");
   auto wait_for_steps = [&](int64_t wanted) { lrmoe_test::wait_for_steps(db, wanted); };
-  const std::vector<std::string> args{LRMOE_BINARY, "run", experiment, "--db", db, "--set", "train.target_loss=0",
-                                      "--set", "train.max_steps=100000"};
+  const std::vector<std::string> args{LRMOE_BINARY,
+                                      "run",
+                                      experiment,
+                                      "--db",
+                                      db,
+                                      "--set",
+                                      "train.target_loss=0",
+                                      "--set",
+                                      "train.max_steps=100000"};
 
   {
     ChildProcess child(args, dir.file("stop.log"));

@@ -3,8 +3,8 @@
 // and the probe of this machine gives usable figures.
 #include <algorithm>
 #include <catch2/catch.hpp>
-#include <cstdlib>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -75,17 +75,18 @@ std::vector<std::string> shipped_names() {
 
 // A valid profile document named `name`, one key per line.
 std::string valid_text(const std::string& name) {
-  return "name = \"" + name + "\"\n"                                        // line 1
-         "description = \"a test machine\"\n"                               // line 2
-         "peak_flops = 1e15\n"                                              // line 3
-         "gemm_efficiency = [[16, 0.1], [128, 0.8]]\n"                      // line 4
-         "memory_bandwidth = 3e12\n"                                        // line 5
-         "element_bytes = 2\n"                                              // line 6
-         "ranks_per_node = 8\n"                                             // line 7
-         "intra_node_bandwidth = 370e9\n"                                   // line 8
-         "intra_node_latency = 3.5e-6\n"                                    // line 9
-         "inter_node_bandwidth = 48e9\n"                                    // line 10
-         "inter_node_latency = 14e-6\n";                                    // line 11
+  return "name = \"" + name +
+         "\"\n"                                         // line 1
+         "description = \"a test machine\"\n"           // line 2
+         "peak_flops = 1e15\n"                          // line 3
+         "gemm_efficiency = [[16, 0.1], [128, 0.8]]\n"  // line 4
+         "memory_bandwidth = 3e12\n"                    // line 5
+         "element_bytes = 2\n"                          // line 6
+         "ranks_per_node = 8\n"                         // line 7
+         "intra_node_bandwidth = 370e9\n"               // line 8
+         "intra_node_latency = 3.5e-6\n"                // line 9
+         "inter_node_bandwidth = 48e9\n"                // line 10
+         "inter_node_latency = 14e-6\n";                // line 11
 }
 
 // `text` with the line of `key` replaced by `line` (removed when `line` is empty).
@@ -110,7 +111,8 @@ std::string error_of(const TempFolder& folder, const std::string& text, std::str
 
 }  // namespace
 
-TEST_CASE("every shipped hardware profile loads by name and round-trips through to_toml", "[hardware]") {
+TEST_CASE("every shipped hardware profile loads by name and round-trips through to_toml",
+          "[hardware]") {
   const std::vector<std::string> names = shipped_names();
   CHECK(std::find(names.begin(), names.end(), "h100-sxm-8gpu-ib400") != names.end());
   CHECK(std::find(names.begin(), names.end(), "h200-sxm-8gpu-ib400") != names.end());
@@ -150,13 +152,16 @@ TEST_CASE("shipped profiles hold the datasheet figures they cite", "[hardware]")
   CHECK(h100.gemm_efficiency_at(96) == Approx(0.39 + 0.39 * std::log2(1.5)));
 }
 
-TEST_CASE("a path finds a profile file, and hardware_profile_dirs has the build copies and LRMOE_HARDWARE_PATH",
-          "[hardware]") {
+TEST_CASE(
+    "a path finds a profile file, and hardware_profile_dirs has the build copies and "
+    "LRMOE_HARDWARE_PATH",
+    "[hardware]") {
   const fs::path file = kShippedDir / "h200-sxm-8gpu-ib400.toml";
   CHECK(load_hardware_profile(file.string(), {}).name == "h200-sxm-8gpu-ib400");
 
   const char* saved = std::getenv("LRMOE_HARDWARE_PATH");
-  const std::optional<std::string> previous = saved ? std::optional<std::string>(saved) : std::nullopt;
+  const std::optional<std::string> previous =
+      saved ? std::optional<std::string>(saved) : std::nullopt;
   TempFolder folder;
   const fs::path extra = folder.path() / "extra";
   folder.write("extra/test-machine.toml", valid_text("test-machine"));
@@ -173,30 +178,34 @@ TEST_CASE("a path finds a profile file, and hardware_profile_dirs has the build 
   CHECK(dirs[1] == fs::path("/nonexistent/lrmoe-hardware"));
   CHECK(dirs[2] == extra);
   CHECK(load_hardware_profile("h100-sxm-8gpu-ib400", dirs).name == "h100-sxm-8gpu-ib400");
-  const HardwareProfile mine = load_hardware_profile("test-machine", dirs);  // a missing folder is skipped
+  // a missing folder is skipped
+  const HardwareProfile mine = load_hardware_profile("test-machine", dirs);
   CHECK(mine.source == (extra / "test-machine.toml").string());
   CHECK(mine.ranks_per_node == 8);
 }
 
-TEST_CASE("the GEMM efficiency curve is linear in log(rows) and clamped at its ends", "[hardware]") {
+TEST_CASE("the GEMM efficiency curve is linear in log(rows) and clamped at its ends",
+          "[hardware]") {
   HardwareProfile profile;
   CHECK(profile.gemm_efficiency_at(100) == 1.0);  // no points: no loss
 
   profile.gemm_efficiency = {{10, 0.2}, {1000, 0.8}};
   CHECK(profile.gemm_efficiency_at(10) == Approx(0.2));
-  CHECK(profile.gemm_efficiency_at(100) == Approx(0.5));   // log10: 1 -> 2 -> 3, halfway
-  CHECK(profile.gemm_efficiency_at(std::sqrt(10.0 * 100.0)) == Approx(0.35));  // a quarter of the way
+  CHECK(profile.gemm_efficiency_at(100) == Approx(0.5));  // log10: 1 -> 2 -> 3, halfway
+  // a quarter of the way
+  CHECK(profile.gemm_efficiency_at(std::sqrt(10.0 * 100.0)) == Approx(0.35));
   CHECK(profile.gemm_efficiency_at(1000) == Approx(0.8));
-  CHECK(profile.gemm_efficiency_at(1) == Approx(0.2));     // clamped below
+  CHECK(profile.gemm_efficiency_at(1) == Approx(0.2));  // clamped below
   CHECK(profile.gemm_efficiency_at(0) == Approx(0.2));
   CHECK(profile.gemm_efficiency_at(-5) == Approx(0.2));
-  CHECK(profile.gemm_efficiency_at(1e9) == Approx(0.8));   // clamped above
+  CHECK(profile.gemm_efficiency_at(1e9) == Approx(0.8));  // clamped above
 
   profile.gemm_efficiency = {{1, 0.1}, {16, 0.5}, {256, 0.9}};
-  CHECK(profile.gemm_efficiency_at(4) == Approx(0.3));     // log2 4 / log2 16 = 1/2 of 0.1 -> 0.5
+  CHECK(profile.gemm_efficiency_at(4) == Approx(0.3));  // log2 4 / log2 16 = 1/2 of 0.1 -> 0.5
   CHECK(profile.gemm_efficiency_at(16) == Approx(0.5));
-  CHECK(profile.gemm_efficiency_at(64) == Approx(0.7));    // log2(64/16) / log2(256/16) = 1/2 of 0.5 -> 0.9
-  CHECK(profile.gemm_efficiency_at(2) == Approx(0.2));     // 1/4 of the first segment
+  // log2(64/16) / log2(256/16) = 1/2 of 0.5 -> 0.9
+  CHECK(profile.gemm_efficiency_at(64) == Approx(0.7));
+  CHECK(profile.gemm_efficiency_at(2) == Approx(0.2));  // 1/4 of the first segment
 
   profile.gemm_efficiency = {{32, 0.6}};
   CHECK(profile.gemm_efficiency_at(1) == Approx(0.6));
@@ -204,7 +213,8 @@ TEST_CASE("the GEMM efficiency curve is linear in log(rows) and clamped at its e
 }
 
 TEST_CASE("an unknown profile name lists the profiles there are", "[hardware]") {
-  const std::string message = profile_error([] { load_hardware_profile("h100-sxm", {kShippedDir}); });
+  const std::string message =
+      profile_error([] { load_hardware_profile("h100-sxm", {kShippedDir}); });
   CHECK_THAT(message, StartsWith("unknown hardware profile 'h100-sxm'"));
   CHECK_THAT(message, Contains("'h100-sxm-8gpu-ib400'"));
   CHECK_THAT(message, Contains("'h200-sxm-8gpu-ib400'"));
@@ -212,7 +222,8 @@ TEST_CASE("an unknown profile name lists the profiles there are", "[hardware]") 
   CHECK_THAT(message, Contains("this-machine"));
   CHECK_THAT(message, Contains("LRMOE_HARDWARE_PATH"));
   CHECK(message.find('\n') == std::string::npos);
-  CHECK_THAT(profile_error([] { load_hardware_profile("", {kShippedDir}); }), Contains("name is empty"));
+  CHECK_THAT(profile_error([] { load_hardware_profile("", {kShippedDir}); }),
+             Contains("name is empty"));
 }
 
 TEST_CASE("profile errors name the file, the place and the key, and say what to do", "[hardware]") {
@@ -227,7 +238,8 @@ TEST_CASE("profile errors name the file, the place and the key, and say what to 
     CHECK_THAT(message, Contains("add it"));
   }
   SECTION("wrong type") {
-    std::string message = error_of(folder, with_line(valid, "peak_flops", "peak_flops = \"989e12\""), file);
+    std::string message =
+        error_of(folder, with_line(valid, "peak_flops", "peak_flops = \"989e12\""), file);
     CHECK_THAT(message, StartsWith(file + ":3:"));
     CHECK_THAT(message, Contains("peak_flops must be a number, not a string"));
     message = error_of(folder, with_line(valid, "ranks_per_node", "ranks_per_node = 8.0"), file);
@@ -236,7 +248,8 @@ TEST_CASE("profile errors name the file, the place and the key, and say what to 
     message = error_of(folder, with_line(valid, "description", "description = 3"), file);
     CHECK_THAT(message, StartsWith(file + ":2:"));
     CHECK_THAT(message, Contains("description must be a string, not an integer"));
-    message = error_of(folder, with_line(valid, "gemm_efficiency", "gemm_efficiency = [16, 0.1]"), file);
+    message =
+        error_of(folder, with_line(valid, "gemm_efficiency", "gemm_efficiency = [16, 0.1]"), file);
     CHECK_THAT(message, StartsWith(file + ":4:"));
     CHECK_THAT(message, Contains("gemm_efficiency[0] must be a [rows, efficiency] pair"));
   }
@@ -248,10 +261,12 @@ TEST_CASE("profile errors name the file, the place and the key, and say what to 
         {"inter_node_latency = -1e-6", "inter_node_latency = -1e-06 is out of range"},
         {"element_bytes = 3", "element_bytes = 3 is out of range"},
         {"ranks_per_node = 0", "ranks_per_node = 0 is out of range"},
-        {"gemm_efficiency = [[16, 0.1], [128, 1.5]]", "gemm_efficiency[1] efficiency = 1.5 is out of range"},
+        {"gemm_efficiency = [[16, 0.1], [128, 1.5]]",
+         "gemm_efficiency[1] efficiency = 1.5 is out of range"},
         {"gemm_efficiency = [[16, 0.0]]", "gemm_efficiency[0] efficiency = 0.0 is out of range"},
         {"gemm_efficiency = [[0, 0.5]]", "gemm_efficiency[0] rows = 0.0 is out of range"},
-        {"gemm_efficiency = [[128, 0.5], [16, 0.1]]", "gemm_efficiency[1] rows = 16 does not follow 128"},
+        {"gemm_efficiency = [[128, 0.5], [16, 0.1]]",
+         "gemm_efficiency[1] rows = 16 does not follow 128"},
         {"gemm_efficiency = []", "gemm_efficiency is empty"},
     };
     for (const auto& [line, expected] : cases) {
@@ -265,17 +280,21 @@ TEST_CASE("profile errors name the file, the place and the key, and say what to 
   }
   SECTION("unknown key") {
     const std::string message = error_of(folder, valid + "peak_flop = 1e15\n", file);
-    CHECK_THAT(message, StartsWith(file + ":12:1: unknown key 'peak_flop' (did you mean 'peak_flops'?)"));
+    CHECK_THAT(message,
+               StartsWith(file + ":12:1: unknown key 'peak_flop' (did you mean 'peak_flops'?)"));
     CHECK_THAT(message, Contains("'inter_node_latency'"));  // lists the keys there are
-    CHECK_THAT(error_of(folder, valid + "[cluster]\nranks = 8\n", file), Contains("unknown key 'cluster'"));
+    CHECK_THAT(error_of(folder, valid + "[cluster]\nranks = 8\n", file),
+               Contains("unknown key 'cluster'"));
   }
   SECTION("name differs from the file name") {
     const std::string message = error_of(folder, valid, file, "other-machine");
     CHECK_THAT(message, StartsWith(file + ":1:"));
-    CHECK_THAT(message, Contains("name = \"test-machine\" differs from the file name \"other-machine\""));
+    CHECK_THAT(message,
+               Contains("name = \"test-machine\" differs from the file name \"other-machine\""));
   }
   SECTION("TOML syntax error") {
-    const std::string message = error_of(folder, with_line(valid, "peak_flops", "peak_flops = = 3"), file);
+    const std::string message =
+        error_of(folder, with_line(valid, "peak_flops", "peak_flops = = 3"), file);
     CHECK_THAT(message, StartsWith(file + ":3:"));
     CHECK_THAT(message, Contains("fix the TOML syntax"));
   }
@@ -286,7 +305,8 @@ TEST_CASE("profile errors name the file, the place and the key, and say what to 
     fs::create_directories(folder.path() / "folder.toml");
     const std::string directory = folder.file("folder.toml");
     message = profile_error([&] { load_hardware_profile(directory, {}); });
-    CHECK_THAT(message, StartsWith(directory + ": cannot read this hardware profile (not a regular file)"));
+    CHECK_THAT(message,
+               StartsWith(directory + ": cannot read this hardware profile (not a regular file)"));
     // By name, a folder that shadows a profile is an error too, not a silent skip.
     message = profile_error([&] { load_hardware_profile("folder", {folder.path()}); });
     CHECK_THAT(message, StartsWith(directory + ": cannot read"));
@@ -297,8 +317,9 @@ TEST_CASE("probe_this_machine measures positive finite figures", "[hardware]") {
   const HardwareProfile profile = lrmoe::probe_this_machine(3);
   CHECK(profile.name == "this-machine");
   CHECK_THAT(profile.source, StartsWith("probed on "));
-  for (double figure : {profile.peak_flops, profile.memory_bandwidth, profile.intra_node_bandwidth,
-                        profile.intra_node_latency, profile.inter_node_bandwidth, profile.inter_node_latency}) {
+  for (double figure :
+       {profile.peak_flops, profile.memory_bandwidth, profile.intra_node_bandwidth,
+        profile.intra_node_latency, profile.inter_node_bandwidth, profile.inter_node_latency}) {
     CHECK(std::isfinite(figure));
     CHECK(figure > 0);
   }

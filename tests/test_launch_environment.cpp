@@ -11,7 +11,8 @@ using Catch::Contains;
 
 namespace {
 
-LaunchEnvironment read(const std::map<std::string, std::string>& variables, ClusterConfig cluster = {}) {
+LaunchEnvironment read(const std::map<std::string, std::string>& variables,
+                       ClusterConfig cluster = {}) {
   return read_launch_environment(cluster, [&](const char* name) -> const char* {
     const auto it = variables.find(name);
     return it == variables.end() ? nullptr : it->second.c_str();
@@ -28,8 +29,11 @@ std::string error_of(const std::map<std::string, std::string>& variables) {
   return "";
 }
 
-const std::map<std::string, std::string> kTorchrun{
-    {"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}, {"MASTER_ADDR", "node7"}, {"MASTER_PORT", "29400"}};
+const std::map<std::string, std::string> kTorchrun{{"RANK", "3"},
+                                                   {"WORLD_SIZE", "4"},
+                                                   {"LOCAL_RANK", "1"},
+                                                   {"MASTER_ADDR", "node7"},
+                                                   {"MASTER_PORT", "29400"}};
 
 }  // namespace
 
@@ -59,11 +63,13 @@ TEST_CASE("torchrun's variables name the rank, the world and the rendezvous", "[
   CHECK(read(both).rank == 3);
 }
 
-TEST_CASE("Slurm's variables, with the rendezvous from the environment or the experiment", "[launch]") {
+TEST_CASE("Slurm's variables, with the rendezvous from the environment or the experiment",
+          "[launch]") {
   ClusterConfig cluster;
   cluster.master_addr = "head-node";
   cluster.master_port = 31000;
-  std::map<std::string, std::string> slurm{{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"}};
+  std::map<std::string, std::string> slurm{
+      {"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"}};
   LaunchEnvironment e = read(slurm, cluster);
   CHECK(e.launcher == "slurm");
   CHECK(e.rank == 5);
@@ -81,7 +87,8 @@ TEST_CASE("Slurm's variables, with the rendezvous from the environment or the ex
   CHECK(e.master_port == 29600);
 }
 
-TEST_CASE("missing, malformed and inconsistent launcher variables are one-line errors", "[launch]") {
+TEST_CASE("missing, malformed and inconsistent launcher variables are one-line errors",
+          "[launch]") {
   auto without = [](std::string name) {
     auto variables = kTorchrun;
     variables.erase(name);
@@ -92,15 +99,18 @@ TEST_CASE("missing, malformed and inconsistent launcher variables are one-line e
     variables[name] = value;
     return variables;
   };
-  CHECK_THAT(error_of(without("MASTER_PORT")),
-             Contains("launcher environment: MASTER_PORT is not set; torchrun sets RANK, WORLD_SIZE"));
+  CHECK_THAT(
+      error_of(without("MASTER_PORT")),
+      Contains("launcher environment: MASTER_PORT is not set; torchrun sets RANK, WORLD_SIZE"));
   CHECK_THAT(error_of(without("RANK")), Contains("RANK is not set"));
   CHECK_THAT(error_of(with("RANK", "two")), Contains("RANK is 'two', not a whole number"));
   CHECK_THAT(error_of(with("WORLD_SIZE", "0")), Contains("WORLD_SIZE is 0, it must be >= 1"));
   CHECK_THAT(error_of(with("RANK", "4")), Contains("RANK is 4 but WORLD_SIZE is 4"));
-  CHECK_THAT(error_of(with("MASTER_PORT", "70000")), Contains("the master port 70000 is not a TCP port"));
-  CHECK_THAT(error_of({{"SLURM_NTASKS", "2"}, {"SLURM_PROCID", "0"}}),
-             Contains("SLURM_LOCALID is not set; srun sets SLURM_PROCID, SLURM_NTASKS and SLURM_LOCALID"));
+  CHECK_THAT(error_of(with("MASTER_PORT", "70000")),
+             Contains("the master port 70000 is not a TCP port"));
+  CHECK_THAT(
+      error_of({{"SLURM_NTASKS", "2"}, {"SLURM_PROCID", "0"}}),
+      Contains("SLURM_LOCALID is not set; srun sets SLURM_PROCID, SLURM_NTASKS and SLURM_LOCALID"));
 }
 
 TEST_CASE("an experiment must split over the launched processes", "[launch]") {
@@ -118,7 +128,8 @@ TEST_CASE("an experiment must split over the launched processes", "[launch]") {
     }
     return std::string("no error");
   };
-  CHECK_THAT(error_for(3), Contains("torchrun started 3 processes but cluster.ranks is 4") && Contains("divides 4"));
+  CHECK_THAT(error_for(3), Contains("torchrun started 3 processes but cluster.ranks is 4") &&
+                               Contains("divides 4"));
   experiment.cluster.ranks = 8;
   experiment.train.batch_size = 6;
   CHECK_THAT(error_for(4), Contains("train.batch_size is 6") && Contains("divisible by 4"));

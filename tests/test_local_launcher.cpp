@@ -1,8 +1,8 @@
-// The local launcher behind `lrmoe launch`, with /bin/sh children so that no lrmoe binary is needed.
-// Every child that sleeps is ended by the launcher, so that no test can hang.
-#include <catch2/catch.hpp>
+// The local launcher behind `lrmoe launch`, with /bin/sh children so that no lrmoe binary is
+// needed. Every child that sleeps is ended by the launcher, so that no test can hang.
 #include <fmt/format.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <chrono>
 #include <csignal>
@@ -33,7 +33,8 @@ class Capture {
     std::rewind(file_);
     std::string text;
     char buffer[4096];
-    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, file_)) > 0;) text.append(buffer, n);
+    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, file_)) > 0;)
+      text.append(buffer, n);
     return text;
   }
 
@@ -48,7 +49,8 @@ struct Launched {
   double seconds = 0;
 };
 
-Launched launch_shell(int64_t processes, const std::string& script, double stop_timeout_seconds = 30) {
+Launched launch_shell(int64_t processes, const std::string& script,
+                      double stop_timeout_seconds = 30) {
   LocalLaunchOptions options;
   options.processes = processes;
   options.program = "/bin/sh";
@@ -61,7 +63,8 @@ Launched launch_shell(int64_t processes, const std::string& script, double stop_
   const auto start = std::chrono::steady_clock::now();
   Launched launched;
   launched.status = launch_local(options);
-  launched.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  launched.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   launched.out = out.text();
   launched.err = err.text();
   return launched;
@@ -75,16 +78,20 @@ long printed_number(const std::string& output, const std::string& prefix) {
 }
 
 // Whether a process is gone, zombie included: the launcher has reaped everything its ranks started.
-bool gone(long pid) { return !std::filesystem::exists("/proc/" + std::to_string(pid)); }
+bool gone(long pid) {
+  return !std::filesystem::exists("/proc/" + std::to_string(pid));
+}
 
 }  // namespace
 
-TEST_CASE("launch: each child gets torchrun's variables and the worst exit status is returned", "[launch]") {
+TEST_CASE("launch: each child gets torchrun's variables and the worst exit status is returned",
+          "[launch]") {
   setenv("WORLD_SIZE", "99", 1);  // inherited launcher variables are replaced, others kept
   setenv("LRMOE_LAUNCH_TEST_VARIABLE", "kept", 1);
   const Launched l = launch_shell(
-      3, "echo \"$RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $MASTER_ADDR $MASTER_PORT "
-         "$LRMOE_LAUNCH_TEST_VARIABLE\"; exit $RANK");
+      3,
+      "echo \"$RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $MASTER_ADDR $MASTER_PORT "
+      "$LRMOE_LAUNCH_TEST_VARIABLE\"; exit $RANK");
   unsetenv("WORLD_SIZE");
   unsetenv("LRMOE_LAUNCH_TEST_VARIABLE");
   CHECK(l.status == 2);
@@ -92,7 +99,8 @@ TEST_CASE("launch: each child gets torchrun's variables and the worst exit statu
   CHECK(port >= 1);
   CHECK(port <= 65535);
   for (int rank : {1, 2}) {
-    CHECK_THAT(l.out, Contains(fmt::format("[rank {0}] {0} 3 {0} 3 127.0.0.1 {1} kept\n", rank, port)));
+    CHECK_THAT(l.out,
+               Contains(fmt::format("[rank {0}] {0} 3 {0} 3 127.0.0.1 {1} kept\n", rank, port)));
   }
   CHECK_THAT(l.err, Contains("lrmoe launch: rank 1 exited with code 1\n"));
   CHECK_THAT(l.err, Contains("lrmoe launch: rank 2 exited with code 2\n"));
@@ -117,20 +125,25 @@ TEST_CASE("launch: without a program the launcher starts its own executable", "[
   CHECK_THAT(out.text(), Contains("[rank 0] Catch v2"));
 }
 
-TEST_CASE("launch: every line is printed whole with its rank's prefix, on the stream it came from", "[launch]") {
-  const Launched one = launch_shell(1, "printf 'one\\ntwo\\n'; printf 'problem\\n' >&2; printf 'no newline'");
+TEST_CASE("launch: every line is printed whole with its rank's prefix, on the stream it came from",
+          "[launch]") {
+  const Launched one =
+      launch_shell(1, "printf 'one\\ntwo\\n'; printf 'problem\\n' >&2; printf 'no newline'");
   CHECK(one.status == 0);
   CHECK(one.out == "[rank 0] one\n[rank 0] two\n[rank 0] no newline\n");
   CHECK(one.err == "[rank 0] problem\n");
 
   // Two ranks printing many lines at once: no line is cut or mixed with another.
-  const Launched two = launch_shell(2, "i=0; while [ $i -lt 2000 ]; do echo \"line $RANK $i\"; i=$((i+1)); done");
+  const Launched two =
+      launch_shell(2, "i=0; while [ $i -lt 2000 ]; do echo \"line $RANK $i\"; i=$((i+1)); done");
   CHECK(two.status == 0);
   std::istringstream lines(two.out);
   int counts[2] = {0, 0};
   bool all_whole = true;
   for (std::string line; std::getline(lines, line);) {
-    const int rank = line.rfind("[rank 0] line 0 ", 0) == 0 ? 0 : line.rfind("[rank 1] line 1 ", 0) == 0 ? 1 : -1;
+    const int rank = line.rfind("[rank 0] line 0 ", 0) == 0   ? 0
+                     : line.rfind("[rank 1] line 1 ", 0) == 0 ? 1
+                                                              : -1;
     if (rank < 0) {
       all_whole = false;
       continue;
@@ -146,14 +159,18 @@ TEST_CASE("launch: every line is printed whole with its rank's prefix, on the st
 TEST_CASE("launch: a rank killed by SIGKILL stops the others after the stop timeout", "[launch]") {
   // Rank 0 leaves a sleep behind in its process group: the launcher must neither leave it running
   // nor leave its zombie to an init that may never reap it.
-  const Launched l = launch_shell(2,
-                                  "if [ $RANK = 0 ]; then sleep 60 & echo \"sleeper $!\"; kill -9 $$; "
-                                  "else sleep 60; fi",
-                                  1);
+  const Launched l =
+      launch_shell(2,
+                   "if [ $RANK = 0 ]; then sleep 60 & echo \"sleeper $!\"; kill -9 $$; "
+                   "else sleep 60; fi",
+                   1);
   CHECK(l.status == 137);
   CHECK(l.seconds < 20);
   CHECK_THAT(l.err, Contains("lrmoe launch: rank 0 was killed by signal 9 (SIGKILL)\n"));
-  CHECK_THAT(l.err, Contains("lrmoe launch: rank 1 did not stop within 1 s after rank 0 failed; terminating it\n"));
+  CHECK_THAT(
+      l.err,
+      Contains(
+          "lrmoe launch: rank 1 did not stop within 1 s after rank 0 failed; terminating it\n"));
   CHECK(gone(printed_number(l.out, "[rank 0] sleeper ")));
 }
 
@@ -166,13 +183,18 @@ TEST_CASE("launch: a rank that ignores SIGTERM is killed 5 s later and reaped", 
   CHECK(l.status == 3);
   CHECK(l.seconds >= 5);
   CHECK(l.seconds < 20);
-  CHECK_THAT(l.err, Contains("lrmoe launch: rank 1 did not stop within 0.5 s after rank 0 failed; terminating it\n"));
-  CHECK_THAT(l.err, Contains("lrmoe launch: rank 1 did not stop within 5 s of SIGTERM; killing it\n"));
+  CHECK_THAT(
+      l.err,
+      Contains(
+          "lrmoe launch: rank 1 did not stop within 0.5 s after rank 0 failed; terminating it\n"));
+  CHECK_THAT(l.err,
+             Contains("lrmoe launch: rank 1 did not stop within 5 s of SIGTERM; killing it\n"));
   CHECK(gone(printed_number(l.out, "[rank 1] sleeper ")));
 }
 
 TEST_CASE("launch: Ctrl-C is forwarded to every rank and the handlers are restored", "[launch]") {
-  const std::filesystem::path ready = std::filesystem::temp_directory_path() / fmt::format("lrmoe_launch_{}", getpid());
+  const std::filesystem::path ready =
+      std::filesystem::temp_directory_path() / fmt::format("lrmoe_launch_{}", getpid());
   std::filesystem::create_directories(ready);
   struct sigaction before {};
   sigaction(SIGINT, nullptr, &before);
@@ -187,11 +209,12 @@ TEST_CASE("launch: Ctrl-C is forwarded to every rank and the handlers are restor
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   });
-  const Launched l = launch_shell(2,
-                                  fmt::format("trap 'echo interrupted; exit 7' INT; touch {}/$RANK; "
-                                              "i=0; while [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done",
-                                              ready.string()),
-                                  5);
+  const Launched l =
+      launch_shell(2,
+                   fmt::format("trap 'echo interrupted; exit 7' INT; touch {}/$RANK; "
+                               "i=0; while [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done",
+                               ready.string()),
+                   5);
   interrupter.join();
   std::filesystem::remove_all(ready);
 
@@ -203,7 +226,8 @@ TEST_CASE("launch: Ctrl-C is forwarded to every rank and the handlers are restor
   CHECK(after.sa_handler == before.sa_handler);
 }
 
-TEST_CASE("launch: a program that cannot be executed ends its ranks with 127 and says why", "[launch]") {
+TEST_CASE("launch: a program that cannot be executed ends its ranks with 127 and says why",
+          "[launch]") {
   LocalLaunchOptions options;
   options.processes = 2;
   options.program = "/nonexistent/prog";
@@ -213,8 +237,14 @@ TEST_CASE("launch: a program that cannot be executed ends its ranks with 127 and
   options.stderr_sink = err.file();
   CHECK(launch_local(options) == 127);
   const std::string text = err.text();
-  CHECK_THAT(text, Contains("[rank 0] lrmoe launch: cannot execute /nonexistent/prog: No such file or directory\n"));
-  CHECK_THAT(text, Contains("[rank 1] lrmoe launch: cannot execute /nonexistent/prog: No such file or directory\n"));
+  CHECK_THAT(
+      text,
+      Contains(
+          "[rank 0] lrmoe launch: cannot execute /nonexistent/prog: No such file or directory\n"));
+  CHECK_THAT(
+      text,
+      Contains(
+          "[rank 1] lrmoe launch: cannot execute /nonexistent/prog: No such file or directory\n"));
   CHECK_THAT(text, Contains("lrmoe launch: rank 0 exited with code 127\n"));
 }
 

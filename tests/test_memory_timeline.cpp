@@ -17,13 +17,14 @@ const std::vector<LayerHolding> kLayers{{2, 1, 10, 4}, {2, 0, 20, 10}};
 
 }  // namespace
 
-TEST_CASE("a rank's memory peaks where its buffers are live together, total and subtotal apart", "[memory]") {
+TEST_CASE("a rank's memory peaks where its buffers are live together, total and subtotal apart",
+          "[memory]") {
   // Owned parameters 400 and their gradients 400 all step; the replica (100) from layer 0's
   // forward to its backward; saved activations 10 (layer 0) and 20 (layer 1).
-  //   forward 0:  subtotal 400 + 100 + (10 + 20)           = 530, total 530 + 400 + 1500       = 2430
-  //   forward 1:  subtotal 400 + 100 + (10 + 20 + 40)      = 570, total                          2470
-  //   backward 1: subtotal 400 + 100 + (10 + 20) + 50      = 580, total 580 + 400 + 1500       = 2480
-  //   backward 0: subtotal 400 + 100 + 10 + 20             = 530, total 530 + (400 + 100) + 1500 = 2530
+  //   forward 0:  subtotal 400 + 100 + (10 + 20)           = 530, total 530 + 400 + 1500       =
+  //   2430 forward 1:  subtotal 400 + 100 + (10 + 20 + 40)      = 570, total 2470 backward 1:
+  //   subtotal 400 + 100 + (10 + 20) + 50      = 580, total 580 + 400 + 1500       = 2480 backward
+  //   0: subtotal 400 + 100 + 10 + 20             = 530, total 530 + (400 + 100) + 1500 = 2530
   const MemoryPeak peak = pass_peak(kCosts, kLayers, kStatic);
   CHECK(peak.at_peak.total() == 2530);
   CHECK(peak.peak.phase == Phase::Backward);
@@ -49,7 +50,8 @@ TEST_CASE("the per-layer plan check bounds the timeline's peak from above", "[me
   CHECK(peak.at_peak.total() <= 630 + 470 + kStatic.optimizer + kStatic.dense);
 }
 
-TEST_CASE("a step's peak is the larger of its micro-batches' peaks, each measure on its own", "[memory]") {
+TEST_CASE("a step's peak is the larger of its micro-batches' peaks, each measure on its own",
+          "[memory]") {
   const MemoryPeak first = pass_peak(kCosts, kLayers, kStatic);
   // A micro-batch with more backward pairs in layer 1 only: its subtotal peaks higher (backward 1:
   // 580 + 5 * 30 = 730), its total (backward 1: 2630) too.

@@ -3,9 +3,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "core/config/model_presets.hpp"
 #include "core/model/expert_pairs_function.hpp"
 #include "core/model/moe_layer.hpp"
-#include "core/config/model_presets.hpp"
 
 using namespace lrmoe;
 
@@ -45,8 +45,9 @@ torch::Tensor input_with_unpopular_last_expert(const ModelConfig& c, int64_t tok
 }
 
 // The reference: every token, every chosen expert, plain autograd ops, no compaction.
-torch::Tensor naive_moe(const torch::Tensor& x, const torch::Tensor& experts, const torch::Tensor& gates,
-                        const torch::Tensor& w_gate_up, const torch::Tensor& w_down) {
+torch::Tensor naive_moe(const torch::Tensor& x, const torch::Tensor& experts,
+                        const torch::Tensor& gates, const torch::Tensor& w_gate_up,
+                        const torch::Tensor& w_down) {
   const int64_t ffn = w_down.size(2);
   std::vector<torch::Tensor> rows;
   for (int64_t t = 0; t < x.size(0); ++t) {
@@ -74,7 +75,8 @@ void require_close(const torch::Tensor& a, const torch::Tensor& b, double tolera
 TEST_CASE("MoE layer forward and gradients match a naive per-expert reference", "[moe]") {
   for (RouterKind router : {RouterKind::Softmax, RouterKind::Sigmoid}) {
     for (int64_t shared : {0, 1}) {
-      DYNAMIC_SECTION("router " << (router == RouterKind::Softmax ? "softmax" : "sigmoid") << ", shared " << shared) {
+      DYNAMIC_SECTION("router " << (router == RouterKind::Softmax ? "softmax" : "sigmoid")
+                                << ", shared " << shared) {
         ModelConfig c = small_moe(router, shared);
         MoELayer layer = make_layer(c, 7);
         auto x = input_with_unpopular_last_expert(c, 20).requires_grad_(true);
@@ -84,7 +86,8 @@ TEST_CASE("MoE layer forward and gradients match a naive per-expert reference", 
         auto x_ref = x.detach().clone().requires_grad_(true);
         auto params = layer->named_parameters();
         std::map<std::string, torch::Tensor> ref;
-        for (auto& item : params) ref[item.key()] = item.value().detach().clone().requires_grad_(true);
+        for (auto& item : params)
+          ref[item.key()] = item.value().detach().clone().requires_grad_(true);
         Router ref_router(c);
         ref_router->to(torch::kFloat64);
         {
@@ -94,13 +97,15 @@ TEST_CASE("MoE layer forward and gradients match a naive per-expert reference", 
         Routing routing = ref_router(x_ref);
         auto counts = torch::bincount(routing.experts.reshape({-1}), {}, c.num_experts);
         REQUIRE(counts[c.num_experts - 1].item<int64_t>() == 0);  // an expert with no token
-        auto expected = naive_moe(x_ref, routing.experts, routing.gates, ref["experts_gate_up"], ref["experts_down"]);
+        auto expected = naive_moe(x_ref, routing.experts, routing.gates, ref["experts_gate_up"],
+                                  ref["experts_down"]);
         if (shared) {
           auto& wgu = ref["shared_experts.gate_up.weight"];
           auto& wd = ref["shared_experts.down.weight"];
           const int64_t f = wd.size(1);
           auto pre = x_ref.matmul(wgu.t());
-          expected = expected + (torch::silu(pre.narrow(1, 0, f)) * pre.narrow(1, f, f)).matmul(wd.t());
+          expected =
+              expected + (torch::silu(pre.narrow(1, 0, f)) * pre.narrow(1, f, f)).matmul(wd.t());
         }
         require_close(out.hidden, expected, 1e-12);
         require_close(out.aux_loss, routing.aux_loss, 1e-12);
@@ -111,8 +116,9 @@ TEST_CASE("MoE layer forward and gradients match a naive per-expert reference", 
         require_close(x.grad(), x_ref.grad(), 1e-10);
         for (auto& item : params) {
           INFO("parameter " << item.key());
-          auto reference_grad = item.key() == "router.weight" ? ref_router->named_parameters()["weight"].grad()
-                                                              : ref[item.key()].grad();
+          auto reference_grad = item.key() == "router.weight"
+                                    ? ref_router->named_parameters()["weight"].grad()
+                                    : ref[item.key()].grad();
           require_close(item.value().grad(), reference_grad, 1e-10);
         }
         // The expert that received no token has exactly zero gradient.
@@ -138,8 +144,8 @@ TEST_CASE("routed experts match central finite differences in double precision",
   auto probe = torch::randn({tokens, hidden}, torch::kFloat64);
 
   auto loss_of = [&]() {
-    return (routed_experts(x, gates.index_select(0, order), pairs.tokens, w_gate_up, w_down, nullptr,
-                           single_rank_pass(pairs, experts)) *
+    return (routed_experts(x, gates.index_select(0, order), pairs.tokens, w_gate_up, w_down,
+                           nullptr, single_rank_pass(pairs, experts)) *
             probe)
         .sum();
   };
@@ -182,7 +188,8 @@ TEST_CASE("sigmoid router: the selection bias picks experts but never weights th
   auto picked_last = (routing.experts == c.num_experts - 1).any(1);
   REQUIRE(picked_last.all().item<bool>());
   // Gates: renormalised sigmoid scores of the chosen experts, times the scaling factor.
-  auto scores = torch::sigmoid(x.matmul(router->named_parameters()["weight"].t())).gather(1, routing.experts);
+  auto scores =
+      torch::sigmoid(x.matmul(router->named_parameters()["weight"].t())).gather(1, routing.experts);
   require_close(routing.gates.detach(), 2.5 * scores / scores.sum(1, true), 1e-12);
 }
 

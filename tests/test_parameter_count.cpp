@@ -3,8 +3,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/config/parameter_count.hpp"
 #include "core/config/model_presets.hpp"
+#include "core/config/parameter_count.hpp"
 #include "core/model/transformer.hpp"
 
 using namespace lrmoe;

@@ -31,7 +31,8 @@ struct Problem {
   torch::Tensor x, wgu, wd, gates, probe, order;
   ExpertPairs pairs;
 
-  explicit Problem(std::vector<int64_t> experts_of_pairs = {0, 1, 1, 2, 0, 2, 0, 1, 2, 1, 0, 3, 1, 0, 2, 0}) {
+  explicit Problem(std::vector<int64_t> experts_of_pairs = {0, 1, 1, 2, 0, 2, 0, 1, 2, 1, 0, 3, 1,
+                                                            0, 2, 0}) {
     torch::manual_seed(5);
     x = torch::randn({tokens, hidden}, torch::kFloat64);
     wgu = torch::randn({experts, 2 * ffn, hidden}, torch::kFloat64);
@@ -61,15 +62,17 @@ struct Problem {
   }
 
   // Forward and backward of `probe`-weighted output, through `pipeline` (null: exact).
-  Grads run(const std::shared_ptr<ExpertPipeline>& pipeline, const ExpertPairs& p, const torch::Tensor& g0) const {
+  Grads run(const std::shared_ptr<ExpertPipeline>& pipeline, const ExpertPairs& p,
+            const torch::Tensor& g0) const {
     auto xv = x.clone().requires_grad_(true), wguv = wgu.clone().requires_grad_(true);
     auto wdv = wd.clone().requires_grad_(true), g = g0.clone().requires_grad_(true);
     torch::Tensor out;
     if (pipeline) {
       pipeline->set_step(1);
-      auto pass = pipeline->plan_forward(p.experts, g.detach(), p.tokens.mul(ranks).div(tokens, "floor"), tokens);
-      out = routed_experts(xv, g.index_select(0, pass->local_pairs), p.tokens.index_select(0, pass->local_pairs), wguv,
-                           wdv, pipeline, pass);
+      auto pass = pipeline->plan_forward(p.experts, g.detach(),
+                                         p.tokens.mul(ranks).div(tokens, "floor"), tokens);
+      out = routed_experts(xv, g.index_select(0, pass->local_pairs),
+                           p.tokens.index_select(0, pass->local_pairs), wguv, wdv, pipeline, pass);
     } else {
       out = routed_experts(xv, g, p.tokens, wguv, wdv, nullptr, single_rank_pass(p, experts));
     }
@@ -81,7 +84,8 @@ struct Problem {
   // The exact gradients of a subset of the pairs alone.
   Grads exact_subset(const torch::Tensor& subset) const {
     ExpertPairs p{pairs.tokens.index_select(0, subset), pairs.experts.index_select(0, subset), {}};
-    p.expert_offsets = compact_pairs_by_expert(p.tokens, p.experts, experts, nullptr).expert_offsets;
+    p.expert_offsets =
+        compact_pairs_by_expert(p.tokens, p.experts, experts, nullptr).expert_offsets;
     return run(nullptr, p, gates.index_select(0, subset));
   }
 };
@@ -89,8 +93,8 @@ struct Problem {
 // Owners 0,1 on rank 0 and 2,3 on rank 1; a replica of expert 0 on rank 1 and of 3 on rank 0.
 PlacementPlan replicated_plan(const PlacementRequest& request) {
   PlacementPlan plan;
-  plan.instances = {{0, 0, 0, true}, {1, 0, 1, true}, {2, 1, 0, true}, {3, 1, 1, true}, {0, 1, 2, false},
-                    {3, 0, 2, false}};
+  plan.instances = {{0, 0, 0, true}, {1, 0, 1, true},  {2, 1, 0, true},
+                    {3, 1, 1, true}, {0, 1, 2, false}, {3, 0, 2, false}};
   plan.quota = request.counts;
   return plan;
 }
@@ -122,19 +126,23 @@ PlacementPlan owners_plan(const PlacementRequest& request) {
   return plan;
 }
 
-std::shared_ptr<ExpertPipeline> make_pipeline(std::shared_ptr<PolicySet> policies, PipelineSettings settings) {
-  return std::make_shared<ExpertPipeline>(std::move(policies), settings, std::make_shared<Collectives>());
+std::shared_ptr<ExpertPipeline> make_pipeline(std::shared_ptr<PolicySet> policies,
+                                              PipelineSettings settings) {
+  return std::make_shared<ExpertPipeline>(std::move(policies), settings,
+                                          std::make_shared<Collectives>());
 }
 
 }  // namespace
 
-TEST_CASE("keeping every pair, replicas and routing over them never change the math", "[pipeline]") {
+TEST_CASE("keeping every pair, replicas and routing over them never change the math",
+          "[pipeline]") {
   Problem problem;
   auto policies = scripted_policies(replicated_plan);
   lrmoe_test::routing_of(*policies).decide = round_robin;
   for (bool recompute : {false, true}) {
     INFO("recompute " << recompute);
-    Grads piped = problem.run(make_pipeline(policies, problem.settings(recompute)), problem.pairs, problem.gates);
+    Grads piped = problem.run(make_pipeline(policies, problem.settings(recompute)), problem.pairs,
+                              problem.gates);
     Grads exact = problem.exact();
     require_close(piped.out, exact.out, 1e-12);
     require_close(piped.x, exact.x, 1e-12);
@@ -144,12 +152,14 @@ TEST_CASE("keeping every pair, replicas and routing over them never change the m
   }
 }
 
-TEST_CASE("selected pairs get exactly their weighted expert backward and gate gradients stay exact", "[pipeline]") {
+TEST_CASE("selected pairs get exactly their weighted expert backward and gate gradients stay exact",
+          "[pipeline]") {
   Problem problem;
   auto policies = scripted_policies(replicated_plan);
   lrmoe_test::routing_of(*policies).decide = round_robin;
   auto kept = torch::arange(0, 16, 2);
-  lrmoe_test::selection_of(*policies).decide = [&](const PairBatch& pairs, const at::Tensor& scores) {
+  lrmoe_test::selection_of(*policies).decide = [&](const PairBatch& pairs,
+                                                   const at::Tensor& scores) {
     REQUIRE(scores.numel() == 16);
     REQUIRE(pairs.upstream_norm.numel() == 16);
     REQUIRE(pairs.hidden_norm.numel() == 16);
@@ -160,7 +170,8 @@ TEST_CASE("selected pairs get exactly their weighted expert backward and gate gr
   Grads kept_only = problem.exact_subset(kept);
 
   SECTION("a dropped pair loses its weight and input gradients") {
-    Grads planned = problem.run(make_pipeline(policies, problem.settings()), problem.pairs, problem.gates);
+    Grads planned =
+        problem.run(make_pipeline(policies, problem.settings()), problem.pairs, problem.gates);
     require_close(planned.wgu, 2 * kept_only.wgu, 1e-12);
     require_close(planned.wd, 2 * kept_only.wd, 1e-12);
     require_close(planned.x, 2 * kept_only.x, 1e-12);
@@ -188,11 +199,13 @@ TEST_CASE("a forward capacity computes each expert's highest-gate pairs only", "
     plan.forward_capacity.assign(4, 2);
     return plan;
   });
-  Grads piped = problem.run(make_pipeline(policies, problem.settings()), problem.pairs, problem.gates);
+  Grads piped =
+      problem.run(make_pipeline(policies, problem.settings()), problem.pairs, problem.gates);
   // The two highest gates of each expert, by hand from the offsets.
   std::vector<int64_t> chosen;
   for (int64_t e = 0; e < Problem::experts; ++e) {
-    const int64_t begin = problem.pairs.expert_offsets[e], n = problem.pairs.expert_offsets[e + 1] - begin;
+    const int64_t begin = problem.pairs.expert_offsets[e],
+                  n = problem.pairs.expert_offsets[e + 1] - begin;
     auto top = std::get<1>(problem.gates.narrow(0, begin, n).topk(std::min<int64_t>(2, n))) + begin;
     for (int64_t i = 0; i < top.numel(); ++i) chosen.push_back(top[i].item<int64_t>());
   }
@@ -241,16 +254,18 @@ TEST_CASE("the pipeline's statistics count loads, bytes and memory of what it di
   CHECK(pipeline->take_statistics().pairs_routed == 0);
 }
 
-TEST_CASE("plans and routes that break the contract or the budget are refused with the numbers", "[pipeline]") {
+TEST_CASE("plans and routes that break the contract or the budget are refused with the numbers",
+          "[pipeline]") {
   Problem problem;
   SECTION("a plan over the memory budget") {
     auto policies = scripted_policies(replicated_plan);
     PipelineSettings settings = problem.settings();
     // Rank 0's two owned experts and one replica fit (5 expert sizes), its token buffers do not.
     settings.budget_bytes = 6 * settings.costs.expert_bytes;
-    REQUIRE_THROWS_WITH(problem.run(make_pipeline(policies, settings), problem.pairs, problem.gates),
-                        Catch::Contains("does not fit rank 0 as planned") && Catch::Contains("3 instances") &&
-                            Catch::Contains("raise cluster.memory_per_rank"));
+    REQUIRE_THROWS_WITH(
+        problem.run(make_pipeline(policies, settings), problem.pairs, problem.gates),
+        Catch::Contains("does not fit rank 0 as planned") && Catch::Contains("3 instances") &&
+            Catch::Contains("raise cluster.memory_per_rank"));
   }
   SECTION("an expert without an owner") {
     auto policies = scripted_policies([](const PlacementRequest& request) {
@@ -258,8 +273,9 @@ TEST_CASE("plans and routes that break the contract or the budget are refused wi
       plan.instances[2].owner = false;
       return plan;
     });
-    REQUIRE_THROWS_WITH(problem.run(make_pipeline(policies, problem.settings()), problem.pairs, problem.gates),
-                        Catch::Contains("gave expert 2 no owner"));
+    REQUIRE_THROWS_WITH(
+        problem.run(make_pipeline(policies, problem.settings()), problem.pairs, problem.gates),
+        Catch::Contains("gave expert 2 no owner"));
   }
   SECTION("two instances in one slot") {
     auto policies = scripted_policies([](const PlacementRequest& request) {
@@ -267,24 +283,27 @@ TEST_CASE("plans and routes that break the contract or the budget are refused wi
       plan.instances[4].slot = 0;
       return plan;
     });
-    REQUIRE_THROWS_WITH(problem.run(make_pipeline(policies, problem.settings()), problem.pairs, problem.gates),
-                        Catch::Contains("two instances on rank 1 slot 0"));
+    REQUIRE_THROWS_WITH(
+        problem.run(make_pipeline(policies, problem.settings()), problem.pairs, problem.gates),
+        Catch::Contains("two instances on rank 1 slot 0"));
   }
   SECTION("a pair routed to another expert's instance") {
     auto policies = scripted_policies(replicated_plan);
     lrmoe_test::routing_of(*policies).decide = [](const RoutingRequest& request) {
       return torch::zeros_like(request.experts);
     };
-    REQUIRE_THROWS_WITH(problem.run(make_pipeline(policies, problem.settings()), problem.pairs, problem.gates),
-                        Catch::Contains("routing 'scripted_routing' sent a pair to an instance of another expert"));
+    REQUIRE_THROWS_WITH(
+        problem.run(make_pipeline(policies, problem.settings()), problem.pairs, problem.gates),
+        Catch::Contains("routing 'scripted_routing' sent a pair to an instance of another expert"));
   }
   SECTION("a selection that is not increasing") {
     auto policies = scripted_policies(replicated_plan);
     lrmoe_test::selection_of(*policies).decide = [](const PairBatch&, const at::Tensor&) {
       return Selection{torch::tensor({3, 1}, torch::kInt64), {}};
     };
-    REQUIRE_THROWS_WITH(problem.run(make_pipeline(policies, problem.settings()), problem.pairs, problem.gates),
-                        Catch::Contains("strictly increasing"));
+    REQUIRE_THROWS_WITH(
+        problem.run(make_pipeline(policies, problem.settings()), problem.pairs, problem.gates),
+        Catch::Contains("strictly increasing"));
   }
 }
 
@@ -302,7 +321,8 @@ TEST_CASE("experts and ranks without pairs, and experts with a zero quota, work"
   };
   auto pipeline = make_pipeline(policies, problem.settings());
   Grads piped = problem.run(pipeline, problem.pairs, problem.gates);
-  Grads expert0 = problem.exact_subset(torch::arange(problem.pairs.expert_offsets[1], torch::kInt64));
+  Grads expert0 =
+      problem.exact_subset(torch::arange(problem.pairs.expert_offsets[1], torch::kInt64));
   require_close(piped.wd, expert0.wd, 1e-12);
   require_close(piped.wgu, expert0.wgu, 1e-12);
   CHECK(piped.wd.slice(0, 1).abs().max().item<double>() == 0.0);
@@ -312,16 +332,19 @@ TEST_CASE("experts and ranks without pairs, and experts with a zero quota, work"
   CHECK(stats.backward_load[1] == 0);
 }
 
-TEST_CASE("importance sampling keeps the expert weight gradient unbiased, top-quota does not", "[pipeline]") {
+TEST_CASE("importance sampling keeps the expert weight gradient unbiased, top-quota does not",
+          "[pipeline]") {
   Problem problem;
   const PluginCatalog catalog = PluginCatalog::discover({LRMOE_BUILTIN_PLUGIN_DIR});
   auto selection = [&](const std::string& name) {
     const PluginInfo& plugin = *catalog.find(PolicyKind::Selection, name);
-    return std::static_pointer_cast<SelectionPolicy>(create_policy(plugin, resolve_parameters(plugin, {})));
+    return std::static_pointer_cast<SelectionPolicy>(
+        create_policy(plugin, resolve_parameters(plugin, {})));
   };
   auto policies = scripted_policies([](const PlacementRequest& request) {
     PlacementPlan plan = replicated_plan(request);
-    for (int64_t& quota : plan.quota) quota = (quota + 1) / 2;  // half, and never 0 for a routed expert
+    // half, and never 0 for a routed expert
+    for (int64_t& quota : plan.quota) quota = (quota + 1) / 2;
     return plan;
   });
   const torch::Tensor exact = problem.exact().wd;
@@ -331,16 +354,18 @@ TEST_CASE("importance sampling keeps the expert weight gradient unbiased, top-qu
     for (int i = 0; i < samples; ++i) {
       PipelineSettings settings = problem.settings();
       settings.seed = static_cast<uint64_t>(i);
-      const torch::Tensor wd = problem.run(make_pipeline(policies, settings), problem.pairs, problem.gates).wd;
+      const torch::Tensor wd =
+          problem.run(make_pipeline(policies, settings), problem.pairs, problem.gates).wd;
       single_error = std::max(single_error, ((wd - exact).norm() / exact.norm()).item<double>());
       sum += wd;
     }
-    return std::make_pair(((sum / samples - exact).norm() / exact.norm()).item<double>(), single_error);
+    return std::make_pair(((sum / samples - exact).norm() / exact.norm()).item<double>(),
+                          single_error);
   };
   policies->selection = selection("importance_sampling");
   const auto [sampled_mean, sampled_single] = mean_error(2000);
-  INFO("importance sampling: relative error of the mean " << sampled_mean << ", of one sample up to "
-                                                          << sampled_single);
+  INFO("importance sampling: relative error of the mean "
+       << sampled_mean << ", of one sample up to " << sampled_single);
   CHECK(sampled_single > 0.2);  // one sample is noisy...
   CHECK(sampled_mean < 0.05);   // ...but their mean converges to the exact gradient
   policies->selection = selection("quota_topk");
@@ -349,7 +374,8 @@ TEST_CASE("importance sampling keeps the expert weight gradient unbiased, top-qu
   CHECK(topk_mean > 0.1);  // deterministic and biased: averaging does not help
 }
 
-TEST_CASE("a skewed routing has a longer critical path than a balanced one with the same pairs", "[pipeline]") {
+TEST_CASE("a skewed routing has a longer critical path than a balanced one with the same pairs",
+          "[pipeline]") {
   // Sixteen pairs either way; balanced: 8 per rank, skewed: 12 on rank 0 and 4 on rank 1.
   const Problem balanced({0, 2, 1, 3, 0, 2, 1, 3, 0, 2, 1, 3, 0, 2, 1, 3});
   const Problem skewed({0, 1, 0, 1, 0, 1, 0, 1, 0, 2, 1, 3, 0, 2, 1, 3});

@@ -5,8 +5,9 @@
 
 #include "lrmoe/plugin.hpp"
 
-TEST_CASE("static owners are contiguous blocks of ceil(E/R) experts, the last rank taking the remainder",
-          "[plugin-kit]") {
+TEST_CASE(
+    "static owners are contiguous blocks of ceil(E/R) experts, the last rank taking the remainder",
+    "[plugin-kit]") {
   const std::vector<lrmoe::ExpertInstance> owners = lrmoe::static_owners(10, 4);
   REQUIRE(owners.size() == 10);
   REQUIRE(lrmoe::owned_experts_per_rank(10, 4) == 3);
@@ -19,7 +20,8 @@ TEST_CASE("static owners are contiguous blocks of ceil(E/R) experts, the last ra
   }
 }
 
-TEST_CASE("expert segments cover the pair order expert by expert, empty experts included", "[plugin-kit]") {
+TEST_CASE("expert segments cover the pair order expert by expert, empty experts included",
+          "[plugin-kit]") {
   const std::vector<lrmoe::ExpertSegment> segments = lrmoe::expert_segments({0, 2, 2, 5});
   REQUIRE(segments.size() == 3);
   CHECK((segments[0].begin == 0 && segments[0].end == 2));
@@ -27,9 +29,11 @@ TEST_CASE("expert segments cover the pair order expert by expert, empty experts 
   CHECK((segments[2].expert == 2 && segments[2].begin == 2 && segments[2].size() == 3));
 }
 
-TEST_CASE("highest_scored keeps the limit's best of one segment, ties to the lower index, in pair order",
-          "[plugin-kit]") {
-  const std::vector<float> scores = lrmoe::scores_on_cpu(at::tensor({9.0F, 1.0F, 3.0F, NAN, 3.0F, 2.0F}));
+TEST_CASE(
+    "highest_scored keeps the limit's best of one segment, ties to the lower index, in pair order",
+    "[plugin-kit]") {
+  const std::vector<float> scores =
+      lrmoe::scores_on_cpu(at::tensor({9.0F, 1.0F, 3.0F, NAN, 3.0F, 2.0F}));
   CHECK(scores[3] == 0.0F);  // NaN scores as 0, so the order stays strict
   CHECK(lrmoe::highest_scored(scores, 1, 6, 2) == std::vector<int64_t>{2, 4});
   CHECK(lrmoe::highest_scored(scores, 1, 6, 3) == std::vector<int64_t>{2, 4, 5});

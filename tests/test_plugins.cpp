@@ -1,8 +1,8 @@
 // The plugin loader: every error a user can cause is one line naming the file or setting and
 // what to do; and the plugin of docs/PLUGINS.md, built out of tree with find_package(lrmoe), loads
 // and trains.
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include <fstream>
 #include <map>
@@ -50,7 +50,8 @@ PoliciesConfig fixed_bundle() {
 
 TEST_CASE("the built-in plugins are found with their kinds, versions and hashes", "[plugins]") {
   const PluginCatalog catalog = PluginCatalog::discover({kBuiltin});
-  CHECK(catalog.names(PolicyKind::Placement) == std::vector<std::string>{"fixed_ownership", "lrmoe", "symi"});
+  CHECK(catalog.names(PolicyKind::Placement) ==
+        std::vector<std::string>{"fixed_ownership", "lrmoe", "symi"});
   CHECK(catalog.names(PolicyKind::Metric).size() == 4);
   CHECK(catalog.names(PolicyKind::Selection).size() == 4);
   CHECK(catalog.names(PolicyKind::Routing).size() == 3);
@@ -66,30 +67,36 @@ TEST_CASE("the built-in plugins are found with their kinds, versions and hashes"
   const PolicySet set = create_policy_set(policies, catalog);
   REQUIRE(set.records.size() == 4);
   CHECK(set.records[0].name == "fixed_ownership");
-  CHECK(set.records[0].parameters == "capacity_factor = 2.0\n");  // an integer where a number is declared
+  // an integer where a number is declared
+  CHECK(set.records[0].parameters == "capacity_factor = 2.0\n");
   CHECK(set.records[3].kind == "routing");
 }
 
 TEST_CASE("plugin errors are one line naming the file or setting and the fix", "[plugins]") {
   SECTION("a folder that does not exist") {
-    CHECK_THAT(discovery_error({"/no/such/folder"}),
-               Contains("plugin folder /no/such/folder does not exist") && Contains("LRMOE_PLUGIN_PATH"));
+    CHECK_THAT(
+        discovery_error({"/no/such/folder"}),
+        Contains("plugin folder /no/such/folder does not exist") && Contains("LRMOE_PLUGIN_PATH"));
   }
   SECTION("a library without the entry points") {
-    CHECK_THAT(discovery_error({kFixtures + "/not_a_plugin"}),
-               Contains("not_a_plugin.so: not an lrmoe plugin (no 'lrmoe_plugin_abi' entry point)"));
+    CHECK_THAT(
+        discovery_error({kFixtures + "/not_a_plugin"}),
+        Contains("not_a_plugin.so: not an lrmoe plugin (no 'lrmoe_plugin_abi' entry point)"));
   }
   SECTION("another plugin-API version") {
     CHECK_THAT(discovery_error({kFixtures + "/other_api"}),
-               Contains(fmt::format("other_api.so: built for plugin API {} and LibTorch", kPluginApiVersion + 1)) &&
+               Contains(fmt::format("other_api.so: built for plugin API {} and LibTorch",
+                                    kPluginApiVersion + 1)) &&
                    Contains(fmt::format("but this runner uses plugin API {}", kPluginApiVersion)) &&
                    Contains("rebuild it"));
   }
   SECTION("another LibTorch version") {
-    CHECK_THAT(discovery_error({kFixtures + "/other_torch"}),
-               Contains(fmt::format("LibTorch {}.{}.", TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR + 1)) &&
-                   Contains(fmt::format("this runner uses plugin API {} and LibTorch {}.{}.{}", kPluginApiVersion,
-                                        TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR, TORCH_VERSION_PATCH)));
+    CHECK_THAT(
+        discovery_error({kFixtures + "/other_torch"}),
+        Contains(fmt::format("LibTorch {}.{}.", TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR + 1)) &&
+            Contains(fmt::format("this runner uses plugin API {} and LibTorch {}.{}.{}",
+                                 kPluginApiVersion, TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR,
+                                 TORCH_VERSION_PATCH)));
   }
   SECTION("two plugins with one name") {
     CHECK_THAT(discovery_error({kBuiltin, kFixtures + "/duplicate_gate"}),
@@ -99,25 +106,30 @@ TEST_CASE("plugin errors are one line naming the file or setting and the fix", "
   SECTION("a plugin name nothing has") {
     PoliciesConfig policies = fixed_bundle();
     policies.placement.name = "symmi";
-    CHECK_THAT(policy_error(policies), Contains("[policies.placement] name = \"symmi\": no placement plugin has "
-                                                "this name; did you mean 'symi'?") &&
-                                           Contains("lrmoe plugins"));
+    CHECK_THAT(policy_error(policies),
+               Contains("[policies.placement] name = \"symmi\": no placement plugin has "
+                        "this name; did you mean 'symi'?") &&
+                   Contains("lrmoe plugins"));
   }
   SECTION("a parameter the plugin does not declare") {
     PoliciesConfig policies = fixed_bundle();
     policies.placement.settings["capacity_factr"] = {1.0, "exp.toml:9:18"};
     CHECK(policy_error(policies) ==
-          "exp.toml:9:18: the placement plugin 'fixed_ownership' has no parameter 'capacity_factr'; did you mean "
+          "exp.toml:9:18: the placement plugin 'fixed_ownership' has no parameter "
+          "'capacity_factr'; did you mean "
           "'capacity_factor'?");
     PoliciesConfig no_parameters = fixed_bundle();
     no_parameters.metric.settings["power"] = {2.0, "exp.toml:4:9"};
-    CHECK_THAT(policy_error(no_parameters), Contains("has no parameter 'power'; it takes no parameters"));
+    CHECK_THAT(policy_error(no_parameters),
+               Contains("has no parameter 'power'; it takes no parameters"));
   }
   SECTION("a bad parameter value") {
     PoliciesConfig policies = fixed_bundle();
-    policies.placement.settings["capacity_factor"] = {-1.0, "--set policies.placement.capacity_factor"};
+    policies.placement.settings["capacity_factor"] = {-1.0,
+                                                      "--set policies.placement.capacity_factor"};
     CHECK(policy_error(policies) ==
-          "--set policies.placement.capacity_factor: parameter 'capacity_factor' of the placement plugin "
+          "--set policies.placement.capacity_factor: parameter 'capacity_factor' of the placement "
+          "plugin "
           "'fixed_ownership' must be >= 0, got -1");
     policies.placement.settings["capacity_factor"] = {std::string("high"), "exp.toml:9:19"};
     CHECK_THAT(policy_error(policies), Contains("exp.toml:9:19: parameter 'capacity_factor'") &&
@@ -147,8 +159,9 @@ std::map<std::string, std::string> files_in_markdown(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("the plugin of docs/PLUGINS.md builds out of tree with find_package(lrmoe), loads and trains",
-          "[plugins][slow]") {
+TEST_CASE(
+    "the plugin of docs/PLUGINS.md builds out of tree with find_package(lrmoe), loads and trains",
+    "[plugins][slow]") {
   using lrmoe_test::ChildProcess;
   lrmoe_test::TempFolder dir;
   auto run = [&](const std::vector<std::string>& args, const std::string& log, int seconds = 300) {
@@ -161,7 +174,8 @@ TEST_CASE("the plugin of docs/PLUGINS.md builds out of tree with find_package(lr
   const std::string prefix = dir.file("prefix");
   run({"/usr/bin/cmake", "--install", LRMOE_BUILD_DIR, "--prefix", prefix}, "install.log");
 
-  const std::map<std::string, std::string> files = files_in_markdown(std::string(LRMOE_SOURCE_DIR) + "/docs/PLUGINS.md");
+  const std::map<std::string, std::string> files =
+      files_in_markdown(std::string(LRMOE_SOURCE_DIR) + "/docs/PLUGINS.md");
   REQUIRE(files.size() == 2);
   REQUIRE(files.count("CMakeLists.txt") == 1);
   REQUIRE(files.count("quota_fraction.cpp") == 1);
@@ -178,14 +192,15 @@ TEST_CASE("the plugin of docs/PLUGINS.md builds out of tree with find_package(lr
   CHECK_THAT(listing, Contains("selection quota_fraction 1.0.0") && Contains("fraction"));
 
   const std::string db = dir.file("results.db");
-  run({lrmoe, "run", std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml", "--db", db, "--set",
-       "train.max_steps=15", "--set", "cluster.ranks=2", "--set", "policies.bundle=lrmoe", "--set",
-       "policies.placement.keep_fraction=0.5", "--set", "policies.selection.name=quota_fraction", "--set",
-       "policies.selection.fraction=0.25", "--set", "policies.plugin_path=" + build},
+  run({lrmoe, "run", std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml", "--db", db,
+       "--set", "train.max_steps=15", "--set", "cluster.ranks=2", "--set", "policies.bundle=lrmoe",
+       "--set", "policies.placement.keep_fraction=0.5", "--set",
+       "policies.selection.name=quota_fraction", "--set", "policies.selection.fraction=0.25",
+       "--set", "policies.plugin_path=" + build},
       "run.log");
   auto store = ResultsStore::open_read_only(db);
-  auto recorded =
-      store->query("SELECT name, version, parameters, length(sha256) FROM run_plugins WHERE kind = 'selection'");
+  auto recorded = store->query(
+      "SELECT name, version, parameters, length(sha256) FROM run_plugins WHERE kind = 'selection'");
   REQUIRE(recorded.rows.size() == 1);
   CHECK(recorded.rows[0][0].value() == "quota_fraction");
   CHECK(recorded.rows[0][1].value() == "1.0.0");

@@ -27,21 +27,24 @@ using lrmoe::RoutingRequest;
 namespace {
 
 const lrmoe::PluginCatalog& builtin_catalog() {
-  static const lrmoe::PluginCatalog catalog = lrmoe::PluginCatalog::discover({LRMOE_BUILTIN_PLUGIN_DIR});
+  static const lrmoe::PluginCatalog catalog =
+      lrmoe::PluginCatalog::discover({LRMOE_BUILTIN_PLUGIN_DIR});
   return catalog;
 }
 
 // The built-in plugin `name` of the kind of interface T, created with `values` for some of its
 // parameters (the others take their defaults), as the runner creates it.
 template <typename T>
-std::shared_ptr<T> load(const std::string& name, const std::map<std::string, lrmoe::ParameterValue>& values = {}) {
+std::shared_ptr<T> load(const std::string& name,
+                        const std::map<std::string, lrmoe::ParameterValue>& values = {}) {
   const lrmoe::PluginInfo* info = builtin_catalog().find(lrmoe::policy_kind_of<T>(), name);
   REQUIRE(info != nullptr);
   std::map<std::string, lrmoe::PolicySetting> settings;
   for (const auto& [key, value] : values) {
     settings[key] = lrmoe::PolicySetting{value, "test_policies.cpp"};
   }
-  return std::static_pointer_cast<T>(lrmoe::create_policy(*info, lrmoe::resolve_parameters(*info, settings)));
+  return std::static_pointer_cast<T>(
+      lrmoe::create_policy(*info, lrmoe::resolve_parameters(*info, settings)));
 }
 
 std::vector<int64_t> to_vector(const at::Tensor& tensor) {
@@ -54,11 +57,14 @@ std::vector<float> to_floats(const at::Tensor& tensor) {
   return {cpu.data_ptr<float>(), cpu.data_ptr<float>() + cpu.numel()};
 }
 
-int64_t sum(const std::vector<int64_t>& values) { return std::accumulate(values.begin(), values.end(), int64_t{0}); }
+int64_t sum(const std::vector<int64_t>& values) {
+  return std::accumulate(values.begin(), values.end(), int64_t{0});
+}
 
 // ---- placement ----
 
-PlacementRequest placement_request(int64_t ranks, int64_t slots_per_rank, std::vector<int64_t> counts) {
+PlacementRequest placement_request(int64_t ranks, int64_t slots_per_rank,
+                                   std::vector<int64_t> counts) {
   PlacementRequest request;
   request.step = 1;
   request.num_experts = static_cast<int64_t>(counts.size());
@@ -126,7 +132,8 @@ std::vector<double> rank_memory(const PlacementRequest& request, const Placement
     h.backward_pairs += static_cast<double>(kept) / static_cast<double>(copies[e]);
   }
   std::vector<double> memory;
-  for (const lrmoe::LayerHolding& h : holdings) memory.push_back(lrmoe::layer_peak_bytes(request.memory, h));
+  for (const lrmoe::LayerHolding& h : holdings)
+    memory.push_back(lrmoe::layer_peak_bytes(request.memory, h));
   return memory;
 }
 
@@ -156,7 +163,8 @@ PairBatch pair_batch(const std::vector<int64_t>& pairs_per_expert, std::vector<i
   pairs.expert_offsets = {0};
   std::vector<int64_t> experts;
   for (size_t e = 0; e < pairs_per_expert.size(); ++e) {
-    experts.insert(experts.end(), static_cast<size_t>(pairs_per_expert[e]), static_cast<int64_t>(e));
+    experts.insert(experts.end(), static_cast<size_t>(pairs_per_expert[e]),
+                   static_cast<int64_t>(e));
     pairs.expert_offsets.push_back(static_cast<int64_t>(experts.size()));
   }
   const auto count = static_cast<int64_t>(experts.size());
@@ -168,8 +176,10 @@ PairBatch pair_batch(const std::vector<int64_t>& pairs_per_expert, std::vector<i
   return pairs;
 }
 
-RoutingRequest routing_request(int64_t ranks, std::vector<ExpertInstance> instances, const std::vector<int64_t>& experts,
-                               const std::vector<int64_t>& home_ranks, std::vector<int64_t> capacity) {
+RoutingRequest routing_request(int64_t ranks, std::vector<ExpertInstance> instances,
+                               const std::vector<int64_t>& experts,
+                               const std::vector<int64_t>& home_ranks,
+                               std::vector<int64_t> capacity) {
   RoutingRequest request;
   request.ranks = ranks;
   request.experts = at::tensor(experts, at::kLong);
@@ -183,7 +193,8 @@ RoutingRequest routing_request(int64_t ranks, std::vector<ExpertInstance> instan
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < instances.size(); ++i) {
       if (instances[i].owner == (pass == 0)) {
-        request.expert_instances[static_cast<size_t>(instances[i].expert)].push_back(static_cast<int64_t>(i));
+        request.expert_instances[static_cast<size_t>(instances[i].expert)].push_back(
+            static_cast<int64_t>(i));
       }
     }
   }
@@ -217,7 +228,8 @@ TEST_CASE("Every built-in policy plugin loads with its name, kind and version", 
   const std::vector<std::pair<lrmoe::PolicyKind, std::vector<std::string>>> expected = {
       {lrmoe::PolicyKind::Placement, {"fixed_ownership", "symi", "lrmoe"}},
       {lrmoe::PolicyKind::Metric, {"gate", "gate_grad_norm", "grad_contribution", "random"}},
-      {lrmoe::PolicyKind::Selection, {"keep_all", "quota_topk", "threshold", "importance_sampling"}},
+      {lrmoe::PolicyKind::Selection,
+       {"keep_all", "quota_topk", "threshold", "importance_sampling"}},
       {lrmoe::PolicyKind::Routing, {"owner", "round_robin", "capacity_aware"}}};
   for (const auto& [kind, names] : expected) {
     for (const std::string& name : names) {
@@ -225,7 +237,9 @@ TEST_CASE("Every built-in policy plugin loads with its name, kind and version", 
       const lrmoe::PluginInfo* info = builtin_catalog().find(kind, name);
       REQUIRE(info != nullptr);
       // lrmoe 2: budget-derived quotas; symi 1.1: fit_budget; capacity_aware 1.1: room first.
-      const std::string version = name == "lrmoe" ? "2.0.0" : name == "symi" || name == "capacity_aware" ? "1.1.0" : "1.0.0";
+      const std::string version = name == "lrmoe"                              ? "2.0.0"
+                                  : name == "symi" || name == "capacity_aware" ? "1.1.0"
+                                                                               : "1.0.0";
       CHECK(info->descriptor.version == version);
       CHECK(info->path.stem() == name);
       CHECK(lrmoe::create_policy(*info, lrmoe::resolve_parameters(*info, {})) != nullptr);
@@ -234,11 +248,16 @@ TEST_CASE("Every built-in policy plugin loads with its name, kind and version", 
 }
 
 TEST_CASE("Policy parameters outside their declared range are refused", "[policies]") {
-  CHECK_THROWS_AS(load<lrmoe::SelectionPolicy>("threshold", {{"threshold", 1.5}}), lrmoe::PluginError);
-  CHECK_THROWS_AS(load<lrmoe::SelectionPolicy>("importance_sampling", {{"uniform_mix", -0.1}}), lrmoe::PluginError);
-  CHECK_THROWS_AS(load<lrmoe::PlacementPolicy>("lrmoe", {{"keep_fraction", 1.2}}), lrmoe::PluginError);
-  CHECK_THROWS_AS(load<lrmoe::PlacementPolicy>("lrmoe", {{"max_replicas", int64_t{-1}}}), lrmoe::PluginError);
-  CHECK_THROWS_AS(load<lrmoe::PlacementPolicy>("symi", {{"capacity_factor", -1.0}}), lrmoe::PluginError);
+  CHECK_THROWS_AS(load<lrmoe::SelectionPolicy>("threshold", {{"threshold", 1.5}}),
+                  lrmoe::PluginError);
+  CHECK_THROWS_AS(load<lrmoe::SelectionPolicy>("importance_sampling", {{"uniform_mix", -0.1}}),
+                  lrmoe::PluginError);
+  CHECK_THROWS_AS(load<lrmoe::PlacementPolicy>("lrmoe", {{"keep_fraction", 1.2}}),
+                  lrmoe::PluginError);
+  CHECK_THROWS_AS(load<lrmoe::PlacementPolicy>("lrmoe", {{"max_replicas", int64_t{-1}}}),
+                  lrmoe::PluginError);
+  CHECK_THROWS_AS(load<lrmoe::PlacementPolicy>("symi", {{"capacity_factor", -1.0}}),
+                  lrmoe::PluginError);
 }
 
 TEST_CASE("symi removes a replica from the expert furthest above its goal", "[policies]") {
@@ -266,7 +285,8 @@ TEST_CASE("symi adds replicas to the experts furthest below their goal", "[polic
     const PlacementPlan plan = load<lrmoe::PlacementPolicy>("symi")->plan(request);
     check_valid_plan(request, plan);
     using I = std::vector<int64_t>;
-    CHECK(layout(plan) == std::vector<I>{I{0, 0, 0, 1}, I{0, 0, 1, 0}, I{1, 1, 0, 1}, I{2, 1, 1, 1}});
+    CHECK(layout(plan) ==
+          std::vector<I>{I{0, 0, 0, 1}, I{0, 0, 1, 0}, I{1, 1, 0, 1}, I{2, 1, 1, 1}});
   }
   SECTION("two additions") {
     // R = 3, S = 2: 6 slots. n = [3, 3, 4], sum 10. goal = [1.8, 1.8, 2.4]; cnt = [1, 1, 2], sum 4.
@@ -299,14 +319,19 @@ TEST_CASE("symi's forward capacity is slot capacity times replicas", "[policies]
   // First pass, R = 2, S = 3: cnt = [2, 2, 1, 1] (see above). This pass: 33 pairs over 6 slots.
   const PlacementRequest request = placement_request(2, 3, {10, 3, 0, 20});
   // capacity_factor 1 (default): slot capacity = ceil(33 / 6) = ceil(5.5) = 6.
-  CHECK(load<lrmoe::PlacementPolicy>("symi")->plan(request).forward_capacity == std::vector<int64_t>{12, 12, 6, 6});
+  CHECK(load<lrmoe::PlacementPolicy>("symi")->plan(request).forward_capacity ==
+        std::vector<int64_t>{12, 12, 6, 6});
   // 1.25: ceil(1.25 * 33 / 6) = ceil(6.875) = 7.
-  CHECK(load<lrmoe::PlacementPolicy>("symi", {{"capacity_factor", 1.25}})->plan(request).forward_capacity ==
-        std::vector<int64_t>{14, 14, 7, 7});
-  CHECK(load<lrmoe::PlacementPolicy>("symi", {{"capacity_factor", 0.0}})->plan(request).forward_capacity.empty());
+  CHECK(load<lrmoe::PlacementPolicy>("symi", {{"capacity_factor", 1.25}})
+            ->plan(request)
+            .forward_capacity == std::vector<int64_t>{14, 14, 7, 7});
+  CHECK(load<lrmoe::PlacementPolicy>("symi", {{"capacity_factor", 0.0}})
+            ->plan(request)
+            .forward_capacity.empty());
 }
 
-TEST_CASE("symi with fit_budget lowers its slot capacity to the largest that fits every rank", "[policies]") {
+TEST_CASE("symi with fit_budget lowers its slot capacity to the largest that fits every rank",
+          "[policies]") {
   // As above: cnt = [2, 2, 1, 1], slot capacity 6. Rank 0 holds e0, a replica of e0 and e1; rank
   // 1 a replica of e1, e2 and e3: 2 owned and 1 replica each. With expert bytes 50 and pair bytes
   // 1 forward and 10 backward, a rank computing and keeping 3c pairs peaks at
@@ -321,13 +346,15 @@ TEST_CASE("symi with fit_budget lowers its slot capacity to the largest that fit
   request.budget_bytes = 480;
   CHECK(fitted->plan(request).forward_capacity == std::vector<int64_t>{12, 12, 6, 6});
   request.budget_bytes = 450;
-  CHECK(load<lrmoe::PlacementPolicy>("symi")->plan(request).forward_capacity == std::vector<int64_t>{12, 12, 6, 6});
+  CHECK(load<lrmoe::PlacementPolicy>("symi")->plan(request).forward_capacity ==
+        std::vector<int64_t>{12, 12, 6, 6});
   // Nothing fits: capacity 0, and the runner reports the numbers.
   request.budget_bytes = 100;
   CHECK(fitted->plan(request).forward_capacity == std::vector<int64_t>{0, 0, 0, 0});
 }
 
-TEST_CASE("fixed_ownership places expert e on rank e / ceil(E/R) with the Megatron capacity", "[policies]") {
+TEST_CASE("fixed_ownership places expert e on rank e / ceil(E/R) with the Megatron capacity",
+          "[policies]") {
   // E = 10, R = 4: ceil(10 / 4) = 3 experts per rank; expert 9 alone on rank 3.
   PlacementRequest request = placement_request(4, 3, {9, 8, 7, 6, 5, 4, 3, 2, 1, 5});
   request.top_k = 2;
@@ -341,13 +368,16 @@ TEST_CASE("fixed_ownership places expert e on rank e / ceil(E/R) with the Megatr
   CHECK(dropless.quota == request.counts);
   CHECK(dropless.forward_capacity.empty());  // capacity_factor 0 (default): dropless
   // C = ceil(k * T / E * capacity_factor) = ceil(2 * 25 / 10 * 1.5) = 7.5 -> 8.
-  const PlacementPlan capped = load<lrmoe::PlacementPolicy>("fixed_ownership", {{"capacity_factor", 1.5}})->plan(request);
+  const PlacementPlan capped =
+      load<lrmoe::PlacementPolicy>("fixed_ownership", {{"capacity_factor", 1.5}})->plan(request);
   CHECK(capped.forward_capacity == std::vector<int64_t>(10, 8));
-  CHECK(load<lrmoe::PlacementPolicy>("fixed_ownership", {{"capacity_factor", 2.0}})->plan(request).forward_capacity ==
-        std::vector<int64_t>(10, 10));
+  CHECK(load<lrmoe::PlacementPolicy>("fixed_ownership", {{"capacity_factor", 2.0}})
+            ->plan(request)
+            .forward_capacity == std::vector<int64_t>(10, 10));
 }
 
-TEST_CASE("lrmoe replicates the hot expert and water-fills quotas within the budget", "[policies]") {
+TEST_CASE("lrmoe replicates the hot expert and water-fills quotas within the budget",
+          "[policies]") {
   // E = 4, R = 2, S = 3: owners e0 e1 on rank 0, e2 e3 on rank 1. n = [60, 20, 10, 10].
   // F = [80, 20]. Replica of e0 (the hottest on rank 0) on rank 1: max(20 + 30, 80 - 60 + 30) = 50
   // < 80, so it is added; cnt = [2, 1, 1, 1], F = [50, 50]. max_replicas = 1 stops there.
@@ -357,8 +387,9 @@ TEST_CASE("lrmoe replicates the hot expert and water-fills quotas within the bud
       "lrmoe", {{"max_replicas", int64_t{1}}, {"keep_fraction", 0.5}, {"headroom", 0.0}});
 
   SECTION("generous budget: quotas from K alone") {
-    // K = ceil(0.5 * 100) = 50. q = [min(60, floor(2 tau)), min(20, floor(tau)), min(10, floor(tau)) x 2]:
-    // tau = 10 gives [20, 10, 10, 10] = 50; at tau = 10.5 q0 = 21 and the sum 51 > K.
+    // K = ceil(0.5 * 100) = 50. q = [min(60, floor(2 tau)), min(20, floor(tau)), min(10,
+    // floor(tau)) x 2]: tau = 10 gives [20, 10, 10, 10] = 50; at tau = 10.5 q0 = 21 and the sum 51
+    // > K.
     const PlacementPlan plan = planner->plan(request);
     CHECK(check_valid_plan(request, plan) == std::vector<int64_t>{2, 1, 1, 1});
     CHECK(plan.quota == std::vector<int64_t>{20, 10, 10, 10});
@@ -369,9 +400,10 @@ TEST_CASE("lrmoe replicates the hot expert and water-fills quotas within the bud
   }
   SECTION("tight budget: tau lowered until every rank fits") {
     // Rank 1 (owners e2 e3, replica of e0, F = 50): resident 2 * 2 * 50 + replica 50 + max(forward
-    // 50, backward 10 * (q0 / 2 + q2 + q3) + replica gradient 50) <= 550 needs q0 / 2 + q2 + q3 <= 25;
-    // rank 0 (owners e0 e1): 200 + max(50, 10 * (q0 / 2 + q1)) <= 550 needs q0 / 2 + q1 <= 35.
-    // tau = 8.5: q = [17, 8, 8, 8], 8.5 + 16 = 24.5 fits; tau = 9: q = [18, 9, 9, 9], 9 + 18 = 27 does not.
+    // 50, backward 10 * (q0 / 2 + q2 + q3) + replica gradient 50) <= 550 needs q0 / 2 + q2 + q3 <=
+    // 25; rank 0 (owners e0 e1): 200 + max(50, 10 * (q0 / 2 + q1)) <= 550 needs q0 / 2 + q1 <= 35.
+    // tau = 8.5: q = [17, 8, 8, 8], 8.5 + 16 = 24.5 fits; tau = 9: q = [18, 9, 9, 9], 9 + 18 = 27
+    // does not.
     request.budget_bytes = 550;
     const PlacementPlan plan = planner->plan(request);
     check_valid_plan(request, plan);
@@ -381,19 +413,22 @@ TEST_CASE("lrmoe replicates the hot expert and water-fills quotas within the bud
     }
   }
   SECTION("impossible budget: zero quotas and no replicas") {
-    request.budget_bytes = 150;  // not even rank 0's two owned experts (parameters and gradients: 200) fit
+    // not even rank 0's two owned experts (parameters and gradients: 200) fit
+    request.budget_bytes = 150;
     const PlacementPlan plan = planner->plan(request);
     CHECK(check_valid_plan(request, plan) == std::vector<int64_t>{1, 1, 1, 1});
     CHECK(plan.quota == std::vector<int64_t>{0, 0, 0, 0});
   }
   SECTION("keep_fraction 1 keeps every pair when memory allows") {
-    CHECK(load<lrmoe::PlacementPolicy>("lrmoe", {{"keep_fraction", 1.0}})->plan(request).quota == request.counts);
+    CHECK(load<lrmoe::PlacementPolicy>("lrmoe", {{"keep_fraction", 1.0}})->plan(request).quota ==
+          request.counts);
   }
 }
 
 TEST_CASE("lrmoe's replicas lower the peak forward load under skew", "[policies]") {
   const PlacementRequest request = placement_request(4, 4, {400, 10, 10, 10, 10, 10, 10, 10});
-  const PlacementPlan owners_only = load<lrmoe::PlacementPolicy>("lrmoe", {{"max_replicas", int64_t{0}}})->plan(request);
+  const PlacementPlan owners_only =
+      load<lrmoe::PlacementPolicy>("lrmoe", {{"max_replicas", int64_t{0}}})->plan(request);
   CHECK(check_valid_plan(request, owners_only) == std::vector<int64_t>(8, 1));
   const PlacementPlan plan = load<lrmoe::PlacementPolicy>("lrmoe")->plan(request);
   const std::vector<int64_t> copies = check_valid_plan(request, plan);
@@ -401,12 +436,15 @@ TEST_CASE("lrmoe's replicas lower the peak forward load under skew", "[policies]
   CHECK(sum(copies) - 8 <= 4);
   const std::vector<double> before = forward_load(request, owners_only);
   const std::vector<double> after = forward_load(request, plan);
-  CHECK(*std::max_element(after.begin(), after.end()) < *std::max_element(before.begin(), before.end()) / 2);
+  CHECK(*std::max_element(after.begin(), after.end()) <
+        *std::max_element(before.begin(), before.end()) / 2);
 }
 
 TEST_CASE("lrmoe plans are valid and fit the budget over random requests", "[policies]") {
   std::mt19937_64 random(2024);
-  auto uniform = [&](int64_t low, int64_t high) { return std::uniform_int_distribution<int64_t>(low, high)(random); };
+  auto uniform = [&](int64_t low, int64_t high) {
+    return std::uniform_int_distribution<int64_t>(low, high)(random);
+  };
   int plans_with_replicas = 0;
   int plans_cut_by_memory = 0;
   for (int trial = 0; trial < 400; ++trial) {
@@ -417,23 +455,31 @@ TEST_CASE("lrmoe plans are valid and fit the budget over random requests", "[pol
     const double skew = std::uniform_real_distribution<double>(0, 3)(random);
     for (int64_t& count : counts) {
       // Heavy-tailed counts, some zero.
-      count = uniform(0, 4) == 0 ? 0 : static_cast<int64_t>(std::exp(skew * std::uniform_real_distribution<double>(0, 3)(random)) * 10);
+      count = uniform(0, 4) == 0
+                  ? 0
+                  : static_cast<int64_t>(
+                        std::exp(skew * std::uniform_real_distribution<double>(0, 3)(random)) * 10);
     }
     PlacementRequest request = placement_request(ranks, slots, counts);
     request.memory = {uniform(0, 2500), uniform(1, 50), uniform(0, 20), uniform(1, 100)};
     const double total = static_cast<double>(sum(counts));
     // From hopeless to generous.
-    request.budget_bytes = static_cast<int64_t>(std::uniform_real_distribution<double>(0, 2)(random) *
-                                                (static_cast<double>(2 * slots * request.memory.expert_bytes) +
-                                                 total * static_cast<double>(request.memory.forward_pair_bytes +
-                                                                             request.memory.saved_pair_bytes +
-                                                                             request.memory.backward_pair_bytes)));
-    const double keep_fraction = uniform(0, 3) == 0 ? 1.0 : std::uniform_real_distribution<double>(0.05, 1)(random);
+    request.budget_bytes =
+        static_cast<int64_t>(std::uniform_real_distribution<double>(0, 2)(random) *
+                             (static_cast<double>(2 * slots * request.memory.expert_bytes) +
+                              total * static_cast<double>(request.memory.forward_pair_bytes +
+                                                          request.memory.saved_pair_bytes +
+                                                          request.memory.backward_pair_bytes)));
+    const double keep_fraction =
+        uniform(0, 3) == 0 ? 1.0 : std::uniform_real_distribution<double>(0.05, 1)(random);
     const int64_t max_replicas = uniform(0, 6);
-    INFO("trial " << trial << ": E " << experts << " R " << ranks << " S " << slots << " budget " << request.budget_bytes);
+    INFO("trial " << trial << ": E " << experts << " R " << ranks << " S " << slots << " budget "
+                  << request.budget_bytes);
 
-    const PlacementPlan plan = load<lrmoe::PlacementPolicy>(
-        "lrmoe", {{"keep_fraction", keep_fraction}, {"max_replicas", max_replicas}})->plan(request);
+    const PlacementPlan plan =
+        load<lrmoe::PlacementPolicy>(
+            "lrmoe", {{"keep_fraction", keep_fraction}, {"max_replicas", max_replicas}})
+            ->plan(request);
     const std::vector<int64_t> copies = check_valid_plan(request, plan);
     REQUIRE(sum(copies) - experts <= max_replicas);
     plans_with_replicas += sum(copies) > experts ? 1 : 0;
@@ -461,19 +507,24 @@ TEST_CASE("lrmoe plans are valid and fit the budget over random requests", "[pol
       if (instance.owner) owners_only.instances.push_back(instance);
     }
     const std::vector<double> bare = rank_memory(request, owners_only);
-    const bool feasible = std::all_of(bare.begin(), bare.end(), [&](double m) { return m <= static_cast<double>(request.budget_bytes); });
+    const bool feasible = std::all_of(bare.begin(), bare.end(), [&](double m) {
+      return m <= static_cast<double>(request.budget_bytes);
+    });
     const bool keeps = sum(plan.quota) > 0;
     const std::vector<double> memory = rank_memory(request, plan);
-    const bool fits = std::all_of(memory.begin(), memory.end(),
-                                  [&](double m) { return m <= static_cast<double>(request.budget_bytes) * (1 + 1e-12); });
+    const bool fits = std::all_of(memory.begin(), memory.end(), [&](double m) {
+      return m <= static_cast<double>(request.budget_bytes) * (1 + 1e-12);
+    });
     if (feasible || keeps) {
       REQUIRE(fits);
     }
     // With room to spare, a K that covers every pair keeps them all.
     PlacementRequest roomy = request;
     roomy.budget_bytes = int64_t{1} << 50;
-    const PlacementPlan unconstrained = load<lrmoe::PlacementPolicy>(
-        "lrmoe", {{"keep_fraction", keep_fraction}, {"max_replicas", max_replicas}})->plan(roomy);
+    const PlacementPlan unconstrained =
+        load<lrmoe::PlacementPolicy>(
+            "lrmoe", {{"keep_fraction", keep_fraction}, {"max_replicas", max_replicas}})
+            ->plan(roomy);
     if (total <= std::ceil(keep_fraction * total)) {
       REQUIRE(unconstrained.quota == counts);
     }
@@ -491,7 +542,9 @@ TEST_CASE("Metrics compute their formulas per pair", "[policies]") {
   pairs.gates = at::tensor({0.5F, 0.25F, 1.0F});
   pairs.upstream_norm = at::tensor({2.0F, 4.0F, 0.0F});
   pairs.input_norm = at::tensor({3.0F, 1.0F, 5.0F});
-  const auto score = [&](const std::string& name) { return to_floats(load<lrmoe::MetricPolicy>(name)->score(pairs)); };
+  const auto score = [&](const std::string& name) {
+    return to_floats(load<lrmoe::MetricPolicy>(name)->score(pairs));
+  };
 
   CHECK(score("gate") == std::vector<float>{0.5F, 0.25F, 1.0F});
   CHECK(score("gate_grad_norm") == std::vector<float>{1.0F, 1.0F, 0.0F});
@@ -521,7 +574,8 @@ TEST_CASE("The random metric is uniform and deterministic per seed", "[policies]
 
 TEST_CASE("keep_all keeps every pair unweighted", "[policies]") {
   const PairBatch pairs = pair_batch({3, 0, 2}, {0, 0, 1});
-  const lrmoe::Selection kept = load<lrmoe::SelectionPolicy>("keep_all")->select(pairs, at::zeros({5}));
+  const lrmoe::Selection kept =
+      load<lrmoe::SelectionPolicy>("keep_all")->select(pairs, at::zeros({5}));
   CHECK(to_vector(kept.kept) == std::vector<int64_t>{0, 1, 2, 3, 4});
   CHECK(kept.kept.scalar_type() == at::kLong);
   CHECK_FALSE(kept.weights.defined());
@@ -531,14 +585,16 @@ TEST_CASE("quota_topk keeps the quota's highest-scored pairs of each expert", "[
   // Expert 0: pairs 0..4, quota 3; expert 1: no pairs, quota 2; expert 2: pairs 5..7, quota 0;
   // expert 3: pairs 8..9, quota 5 (more than its pairs).
   const PairBatch pairs = pair_batch({5, 0, 3, 2}, {3, 2, 0, 5});
-  const at::Tensor scores = at::tensor({0.3F, 0.9F, 0.3F, 0.1F, 0.9F, 5.0F, 6.0F, 7.0F, 0.0F, 0.2F});
+  const at::Tensor scores =
+      at::tensor({0.3F, 0.9F, 0.3F, 0.1F, 0.9F, 5.0F, 6.0F, 7.0F, 0.0F, 0.2F});
   // Expert 0: 0.9 (pairs 1 and 4), then 0.3 twice: the lower index, pair 0.
   const lrmoe::Selection plain = load<lrmoe::SelectionPolicy>("quota_topk")->select(pairs, scores);
   CHECK(to_vector(plain.kept) == std::vector<int64_t>{0, 1, 4, 8, 9});
   CHECK_FALSE(plain.weights.defined());
 
   // Rescaled: expert 0 keeps 3 of 5 (weight 5/3), expert 3 all of its 2 (weight 1).
-  const lrmoe::Selection rescaled = load<lrmoe::SelectionPolicy>("quota_topk", {{"rescale", true}})->select(pairs, scores);
+  const lrmoe::Selection rescaled =
+      load<lrmoe::SelectionPolicy>("quota_topk", {{"rescale", true}})->select(pairs, scores);
   CHECK(to_vector(rescaled.kept) == to_vector(plain.kept));
   const std::vector<float> weights = to_floats(rescaled.weights);
   REQUIRE(weights.size() == 5);
@@ -548,12 +604,15 @@ TEST_CASE("quota_topk keeps the quota's highest-scored pairs of each expert", "[
   CHECK(weights[3] == 1.0F);
   CHECK(weights[4] == 1.0F);
 
-  const at::Tensor none = load<lrmoe::SelectionPolicy>("quota_topk")->select(pair_batch({2, 0}, {0, 0}), at::ones({2})).kept;
+  const at::Tensor none = load<lrmoe::SelectionPolicy>("quota_topk")
+                              ->select(pair_batch({2, 0}, {0, 0}), at::ones({2}))
+                              .kept;
   CHECK(none.numel() == 0);
   CHECK(none.scalar_type() == at::kLong);
 }
 
-TEST_CASE("quota_topk keeps exactly min(pairs, quota) per expert over random batches", "[policies]") {
+TEST_CASE("quota_topk keeps exactly min(pairs, quota) per expert over random batches",
+          "[policies]") {
   std::mt19937 random(11);
   const auto policy = load<lrmoe::SelectionPolicy>("quota_topk");
   for (int trial = 0; trial < 50; ++trial) {
@@ -592,11 +651,13 @@ TEST_CASE("quota_topk keeps exactly min(pairs, quota) per expert over random bat
 
 TEST_CASE("threshold keeps the pairs near their expert's best, within the quota", "[policies]") {
   // Expert 0: pairs 0..4, best 0.9; expert 1: pairs 5..7, all zero; expert 2: pairs 8..9.
-  const at::Tensor scores = at::tensor({0.3F, 0.9F, 0.45F, 0.1F, 0.9F, 0.0F, 0.0F, 0.0F, 4.0F, 1.0F});
+  const at::Tensor scores =
+      at::tensor({0.3F, 0.9F, 0.45F, 0.1F, 0.9F, 0.0F, 0.0F, 0.0F, 4.0F, 1.0F});
   const auto select = [&](double threshold, std::vector<int64_t> quota) {
     const PairBatch pairs = pair_batch({5, 3, 2}, std::move(quota));
     const lrmoe::Selection kept =
-        load<lrmoe::SelectionPolicy>("threshold", {{"threshold", threshold}})->select(pairs, scores);
+        load<lrmoe::SelectionPolicy>("threshold", {{"threshold", threshold}})
+            ->select(pairs, scores);
     CHECK_FALSE(kept.weights.defined());
     return to_vector(kept.kept);
   };
@@ -615,9 +676,11 @@ TEST_CASE("importance_sampling is unbiased and keeps the quota in expectation", 
   // quota 2 (sampled uniformly); expert 2: 3 pairs, quota 5 (all kept, weight 1); expert 3:
   // 2 pairs, quota 0 (none kept).
   PairBatch pairs = pair_batch({6, 4, 3, 2}, {3, 2, 5, 0});
-  const at::Tensor scores = at::tensor({0.1F, 0.5F, 2.0F, 0.0F, 1.0F, 3.0F, 0.0F, 0.0F, 0.0F, 0.0F, 1.0F, 2.0F, 3.0F, 1.0F, 1.0F});
+  const at::Tensor scores = at::tensor(
+      {0.1F, 0.5F, 2.0F, 0.0F, 1.0F, 3.0F, 0.0F, 0.0F, 0.0F, 0.0F, 1.0F, 2.0F, 3.0F, 1.0F, 1.0F});
   // Per-pair quantities whose per-expert sums the weighted kept pairs estimate.
-  const std::vector<double> value = {1.5, 0.2, 3.0, 2.5, 0.7, 1.1, 4.0, 0.5, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0};
+  const std::vector<double> value = {1.5, 0.2, 3.0, 2.5, 0.7, 1.1, 4.0, 0.5,
+                                     2.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0};
   const auto policy = load<lrmoe::SelectionPolicy>("importance_sampling");
 
   const std::vector<int64_t> expert_of = to_vector(pairs.experts);
@@ -650,7 +713,8 @@ TEST_CASE("importance_sampling is unbiased and keeps the quota in expectation", 
     const int64_t end = pairs.expert_offsets[e + 1];
     const double truth = std::accumulate(value.begin() + begin, value.begin() + end, 0.0);
     const double mean = estimate_sum[e] / draws;
-    const double standard_error = std::sqrt(std::max(0.0, estimate_square[e] / draws - mean * mean) / draws);
+    const double standard_error =
+        std::sqrt(std::max(0.0, estimate_square[e] / draws - mean * mean) / draws);
     CHECK(std::abs(mean - truth) < 4 * standard_error + 1e-9);
     const double expected_kept = static_cast<double>(std::min(pairs.quota[e], end - begin));
     CHECK(kept_sum[e] / draws == Approx(expected_kept).epsilon(0.05));
@@ -666,7 +730,8 @@ TEST_CASE("importance_sampling's keep probabilities water-fill to the quota", "[
     PairBatch seeded = pairs;
     seeded.seed = seed;
     const lrmoe::Selection selection =
-        load<lrmoe::SelectionPolicy>("importance_sampling", {{"uniform_mix", uniform_mix}})->select(seeded, scores);
+        load<lrmoe::SelectionPolicy>("importance_sampling", {{"uniform_mix", uniform_mix}})
+            ->select(seeded, scores);
     std::map<int64_t, float> weights;
     const std::vector<int64_t> kept = to_vector(selection.kept);
     const std::vector<float> values = to_floats(selection.weights);
@@ -693,40 +758,49 @@ TEST_CASE("importance_sampling's keep probabilities water-fill to the quota", "[
 
 namespace {
 
-// Rank 0: e0 (owner), e2 (replica); rank 1: e1 (owner), e0 (replica); rank 2: e2 (owner), e0 (replica).
+// Rank 0: e0 (owner), e2 (replica); rank 1: e1 (owner), e0 (replica); rank 2: e2 (owner), e0
+// (replica).
 std::vector<ExpertInstance> three_rank_instances() {
-  return {{0, 0, 0, true}, {1, 1, 0, true}, {2, 2, 0, true}, {0, 1, 1, false}, {0, 2, 1, false}, {2, 0, 1, false}};
+  return {{0, 0, 0, true},  {1, 1, 0, true},  {2, 2, 0, true},
+          {0, 1, 1, false}, {0, 2, 1, false}, {2, 0, 1, false}};
 }
 
 }  // namespace
 
 TEST_CASE("owner routing sends every pair to its expert's owner", "[policies]") {
-  const RoutingRequest request = routing_request(3, three_rank_instances(), {0, 0, 1, 2, 2}, {2, 1, 0, 0, 1}, {9, 9, 9});
-  CHECK(to_vector(load<lrmoe::RoutingPolicy>("owner")->route(request)) == std::vector<int64_t>{0, 0, 1, 2, 2});
+  const RoutingRequest request =
+      routing_request(3, three_rank_instances(), {0, 0, 1, 2, 2}, {2, 1, 0, 0, 1}, {9, 9, 9});
+  CHECK(to_vector(load<lrmoe::RoutingPolicy>("owner")->route(request)) ==
+        std::vector<int64_t>{0, 0, 1, 2, 2});
 }
 
 TEST_CASE("round_robin splits each expert's pairs evenly over its instances", "[policies]") {
   // Expert 0 has instances 0, 3, 4 (owner first); expert 2 has 2, 5.
   const RoutingRequest request =
-      routing_request(3, three_rank_instances(), {0, 0, 0, 0, 0, 0, 0, 1, 2, 2, 2}, std::vector<int64_t>(11, 0), {0, 0, 0});
+      routing_request(3, three_rank_instances(), {0, 0, 0, 0, 0, 0, 0, 1, 2, 2, 2},
+                      std::vector<int64_t>(11, 0), {0, 0, 0});
   const at::Tensor routed = load<lrmoe::RoutingPolicy>("round_robin")->route(request);
   CHECK(routed.scalar_type() == at::kLong);
   CHECK(to_vector(routed) == std::vector<int64_t>{0, 3, 4, 0, 3, 4, 0, 1, 2, 5, 2});
 }
 
-TEST_CASE("capacity_aware routing stays eligible and within capacity when it suffices", "[policies]") {
+TEST_CASE("capacity_aware routing stays eligible and within capacity when it suffices",
+          "[policies]") {
   // 6 pairs of e0, 3 of e1, 3 of e2 over 3 ranks of capacity 4: e1 (one instance) fills rank 1
   // with 3, e2 (two) then e0 (three) fill the rest to exactly 4 per rank.
   const std::vector<int64_t> experts = {0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 2};
   const std::vector<int64_t> homes = {0, 0, 0, 0, 0, 0, 2, 2, 2, 1, 1, 1};
-  const RoutingRequest request = routing_request(3, three_rank_instances(), experts, homes, {4, 4, 4});
-  const std::vector<int64_t> routed = to_vector(load<lrmoe::RoutingPolicy>("capacity_aware")->route(request));
+  const RoutingRequest request =
+      routing_request(3, three_rank_instances(), experts, homes, {4, 4, 4});
+  const std::vector<int64_t> routed =
+      to_vector(load<lrmoe::RoutingPolicy>("capacity_aware")->route(request));
   check_eligible(request, routed);
   CHECK(rank_loads(request, routed) == std::vector<int64_t>{4, 4, 4});
 
   std::mt19937 random(5);
   for (int trial = 0; trial < 50; ++trial) {
-    std::vector<int64_t> random_experts(static_cast<size_t>(std::uniform_int_distribution<int>(0, 40)(random)));
+    std::vector<int64_t> random_experts(
+        static_cast<size_t>(std::uniform_int_distribution<int>(0, 40)(random)));
     std::vector<int64_t> random_homes(random_experts.size());
     for (size_t i = 0; i < random_experts.size(); ++i) {
       random_experts[i] = std::uniform_int_distribution<int64_t>(0, 2)(random);
@@ -739,7 +813,8 @@ TEST_CASE("capacity_aware routing stays eligible and within capacity when it suf
     const std::vector<int64_t> capacity = {(others + 1) / 2, ones, others - (others + 1) / 2};
     const RoutingRequest random_request =
         routing_request(3, three_rank_instances(), random_experts, random_homes, capacity);
-    const std::vector<int64_t> random_routed = to_vector(load<lrmoe::RoutingPolicy>("capacity_aware")->route(random_request));
+    const std::vector<int64_t> random_routed =
+        to_vector(load<lrmoe::RoutingPolicy>("capacity_aware")->route(random_request));
     check_eligible(random_request, random_routed);
     const std::vector<int64_t> loads = rank_loads(random_request, random_routed);
     for (size_t r = 0; r < 3; ++r) {
@@ -748,10 +823,12 @@ TEST_CASE("capacity_aware routing stays eligible and within capacity when it suf
   }
 }
 
-TEST_CASE("capacity_aware prefers the home rank, then the lower instance, on equal load", "[policies]") {
+TEST_CASE("capacity_aware prefers the home rank, then the lower instance, on equal load",
+          "[policies]") {
   const auto policy = load<lrmoe::RoutingPolicy>("capacity_aware");
   const auto route_one = [&](int64_t expert, int64_t home) {
-    return to_vector(policy->route(routing_request(3, three_rank_instances(), {expert}, {home}, {5, 5, 5})))[0];
+    return to_vector(
+        policy->route(routing_request(3, three_rank_instances(), {expert}, {home}, {5, 5, 5})))[0];
   };
   // Expert 0 lives on ranks 0 (instance 0), 1 (instance 3), 2 (instance 4).
   CHECK(route_one(0, 0) == 0);
@@ -762,26 +839,34 @@ TEST_CASE("capacity_aware prefers the home rank, then the lower instance, on equ
   CHECK(route_one(2, 1) == 2);
 }
 
-TEST_CASE("capacity_aware fills the rank with the most room first when capacities differ", "[policies]") {
+TEST_CASE("capacity_aware fills the rank with the most room first when capacities differ",
+          "[policies]") {
   // Three pairs of e0 (ranks 0, 1, 2), all at home on rank 1, capacities 10, 2 and 2: rank 0 has
   // the most room after each of them (10, 9, 8 against 2), so all three go there.
-  const RoutingRequest request = routing_request(3, three_rank_instances(), {0, 0, 0}, {1, 1, 1}, {10, 2, 2});
-  CHECK(to_vector(load<lrmoe::RoutingPolicy>("capacity_aware")->route(request)) == std::vector<int64_t>{0, 0, 0});
+  const RoutingRequest request =
+      routing_request(3, three_rank_instances(), {0, 0, 0}, {1, 1, 1}, {10, 2, 2});
+  CHECK(to_vector(load<lrmoe::RoutingPolicy>("capacity_aware")->route(request)) ==
+        std::vector<int64_t>{0, 0, 0});
 }
 
 TEST_CASE("capacity_aware serves experts with fewer instances first", "[policies]") {
   // Capacity 1 per rank. Two pairs of e0 (three instances) come before one pair of e1 (only on
   // rank 1), all at home on rank 1. e1 is served first and takes rank 1; e0 goes to ranks 0, 2.
-  const RoutingRequest request = routing_request(3, three_rank_instances(), {0, 0, 1}, {1, 1, 1}, {1, 1, 1});
-  const std::vector<int64_t> routed = to_vector(load<lrmoe::RoutingPolicy>("capacity_aware")->route(request));
+  const RoutingRequest request =
+      routing_request(3, three_rank_instances(), {0, 0, 1}, {1, 1, 1}, {1, 1, 1});
+  const std::vector<int64_t> routed =
+      to_vector(load<lrmoe::RoutingPolicy>("capacity_aware")->route(request));
   CHECK(routed == std::vector<int64_t>{0, 4, 1});
 }
 
-TEST_CASE("capacity_aware overflows to the least-loaded instance when capacity is short", "[policies]") {
+TEST_CASE("capacity_aware overflows to the least-loaded instance when capacity is short",
+          "[policies]") {
   // Five pairs of e0 (ranks 0, 1, 2), capacity 1 each: one per rank, then the overflow goes to
   // the least-loaded rank again, preferring home (rank 2) on equal load.
-  const RoutingRequest request = routing_request(3, three_rank_instances(), {0, 0, 0, 0, 0}, {2, 2, 2, 2, 2}, {1, 1, 1});
-  const std::vector<int64_t> routed = to_vector(load<lrmoe::RoutingPolicy>("capacity_aware")->route(request));
+  const RoutingRequest request =
+      routing_request(3, three_rank_instances(), {0, 0, 0, 0, 0}, {2, 2, 2, 2, 2}, {1, 1, 1});
+  const std::vector<int64_t> routed =
+      to_vector(load<lrmoe::RoutingPolicy>("capacity_aware")->route(request));
   check_eligible(request, routed);
   CHECK(routed == std::vector<int64_t>{4, 0, 3, 4, 0});
   CHECK(rank_loads(request, routed) == std::vector<int64_t>{2, 1, 2});

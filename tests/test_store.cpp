@@ -15,15 +15,15 @@
 #include <sstream>
 #include <string>
 
-#include "support/rank_memory_row.hpp"
-#include "support/temp_folder.hpp"
 #include "inspect_commands.hpp"
 #include "sparkline.hpp"
-#include "text_table.hpp"
 #include "store/local_process.hpp"
 #include "store/results_store.hpp"
 #include "store/schema.hpp"
 #include "store/sqlite_handle.hpp"
+#include "support/rank_memory_row.hpp"
+#include "support/temp_folder.hpp"
+#include "text_table.hpp"
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
@@ -305,17 +305,38 @@ TEST_CASE("layer statistics and rank memory round-trip, buffered until a flush",
 
   SECTION("every field reads back in its column") {
     const lrmoe::QueryResult layer = reader->query("SELECT * FROM moe_layer_steps");
-    CHECK(layer.columns ==
-          std::vector<std::string>{
-              "run", "step", "layer", "pairs_routed", "pairs_dropped", "pairs_kept", "replicas",
-              "forward_load_max", "forward_load_mean", "backward_load_max", "backward_load_mean",
-              "bytes_forward_dispatch", "bytes_forward_combine", "bytes_backward_dispatch",
-              "bytes_backward_return", "bytes_replica_sync", "forward_seconds",
-              "backward_seconds", "modeled_seconds", "placement_seconds", "metric_seconds",
-              "selection_seconds", "routing_seconds", "compaction_seconds",
-              "measured_exchange_bytes", "measured_exchange_seconds", "critical_path_seconds",
-              "rank_sum_seconds", "modeled_compute_seconds", "modeled_all_to_all_seconds",
-              "modeled_gather_seconds", "modeled_replica_seconds"});
+    CHECK(layer.columns == std::vector<std::string>{"run",
+                                                    "step",
+                                                    "layer",
+                                                    "pairs_routed",
+                                                    "pairs_dropped",
+                                                    "pairs_kept",
+                                                    "replicas",
+                                                    "forward_load_max",
+                                                    "forward_load_mean",
+                                                    "backward_load_max",
+                                                    "backward_load_mean",
+                                                    "bytes_forward_dispatch",
+                                                    "bytes_forward_combine",
+                                                    "bytes_backward_dispatch",
+                                                    "bytes_backward_return",
+                                                    "bytes_replica_sync",
+                                                    "forward_seconds",
+                                                    "backward_seconds",
+                                                    "modeled_seconds",
+                                                    "placement_seconds",
+                                                    "metric_seconds",
+                                                    "selection_seconds",
+                                                    "routing_seconds",
+                                                    "compaction_seconds",
+                                                    "measured_exchange_bytes",
+                                                    "measured_exchange_seconds",
+                                                    "critical_path_seconds",
+                                                    "rank_sum_seconds",
+                                                    "modeled_compute_seconds",
+                                                    "modeled_all_to_all_seconds",
+                                                    "modeled_gather_seconds",
+                                                    "modeled_replica_seconds"});
     REQUIRE(layer.rows.size() == 1);
     CHECK(row_text(layer.rows[0]) ==
           id + "|3|1|100|3|90|2|40|24.25|30|22.5|1001|1002|1003|1004|1005|0.5|0.75|0.375|"
@@ -323,25 +344,27 @@ TEST_CASE("layer statistics and rank memory round-trip, buffered until a flush",
 
     const lrmoe::QueryResult ranks = reader->query("SELECT * FROM rank_layer_steps");
     CHECK(ranks.columns == std::vector<std::string>{"run", "step", "layer", "rank", "forward_pairs",
-                                                    "backward_pairs", "bytes_sent", "bytes_received",
-                                                    "forward_seconds", "backward_seconds"});
+                                                    "backward_pairs", "bytes_sent",
+                                                    "bytes_received", "forward_seconds",
+                                                    "backward_seconds"});
     REQUIRE(ranks.rows.size() == 1);
     CHECK(row_text(ranks.rows[0]) == id + "|3|1|2|21|22|23|24|0.0|0.0");
 
     const lrmoe::QueryResult processes = reader->query("SELECT * FROM process_layer_steps");
-    CHECK(processes.columns == std::vector<std::string>{"run", "step", "layer", "process", "bytes_sent",
-                                                        "bytes_received", "exchange_seconds", "exchange_calls",
+    CHECK(processes.columns == std::vector<std::string>{"run", "step", "layer", "process",
+                                                        "bytes_sent", "bytes_received",
+                                                        "exchange_seconds", "exchange_calls",
                                                         "forward_seconds", "backward_seconds"});
     REQUIRE(processes.rows.size() == 1);
     CHECK(row_text(processes.rows[0]) == id + "|3|1|1|31|32|0.25|4|0.5|0.75");
     CHECK(scalar(*reader, "SELECT send_bytes_per_second FROM exchange_summary") == "124.0");
 
     const lrmoe::QueryResult memory = reader->query("SELECT * FROM rank_memory");
-    CHECK(memory.columns == std::vector<std::string>{"run", "step", "rank", "owned", "replicas",
-                                                     "gradients", "optimizer", "forward_tokens",
-                                                     "backward_tokens", "dense", "peak_phase", "peak_layer",
-                                                     "peak_subtotal", "subtotal_phase", "subtotal_layer",
-                                                     "measured_peak"});
+    CHECK(memory.columns ==
+          std::vector<std::string>{"run", "step", "rank", "owned", "replicas", "gradients",
+                                   "optimizer", "forward_tokens", "backward_tokens", "dense",
+                                   "peak_phase", "peak_layer", "peak_subtotal", "subtotal_phase",
+                                   "subtotal_layer", "measured_peak"});
     REQUIRE(memory.rows.size() == 1);
     // Not a timeline's peak: no moment, and no measured peak (NULL).
     CHECK(row_text(memory.rows[0]) == id + "|3|2|11|12|13|14|15|16|17||0|NULL||0|NULL");
@@ -373,10 +396,14 @@ TEST_CASE("memory_peak and layer_summary aggregate the per-step rows", "[store]"
     // Rank 0's subtotal peaks in step 2, its total (optimizer state) in step 3; adding up each
     // category's own maximum would give a subtotal of 250.
     //                           step rank owned replicas gradients optimizer fwd bwd dense
-    store->add_rank_memory(run, rank_memory_row(1, 0, {100, 0, 10, 10, 70, 40, 5}));   // 210, total 235
-    store->add_rank_memory(run, rank_memory_row(2, 0, {100, 30, 10, 10, 60, 50, 5}));  // 240, total 265
-    store->add_rank_memory(run, rank_memory_row(3, 0, {100, 0, 10, 200, 50, 40, 5}));  // 190, total 405
-    store->add_rank_memory(run, rank_memory_row(1, 1, {80, 0, 8, 8, 20, 10, 5}));      // 110, total 131
+    // 210, total 235
+    store->add_rank_memory(run, rank_memory_row(1, 0, {100, 0, 10, 10, 70, 40, 5}));
+    // 240, total 265
+    store->add_rank_memory(run, rank_memory_row(2, 0, {100, 30, 10, 10, 60, 50, 5}));
+    // 190, total 405
+    store->add_rank_memory(run, rank_memory_row(3, 0, {100, 0, 10, 200, 50, 40, 5}));
+    // 110, total 131
+    store->add_rank_memory(run, rank_memory_row(1, 1, {80, 0, 8, 8, 20, 10, 5}));
     store->add_rank_memory(other, rank_memory_row(1, 0, {1000, 0, 0, 0, 0, 0, 0}));
     store->flush();
     const lrmoe::QueryResult peaks = store->query(
@@ -568,9 +595,9 @@ TEST_CASE("an older database migrates to the current schema", "[store]") {
       store->add_rank_memory(7, rank_memory_row(4, 0, {1, 2, 3, 4, 5, 6, 7}));
     }
     auto store = ResultsStore::open_read_only(db_path);
-    const lrmoe::QueryResult summary =
-        store->query("SELECT id, ranks, policies, steps, final_train_loss, final_eval_loss, "
-                     "ttt_step, ttt_moe_modeled_seconds FROM run_summary");
+    const lrmoe::QueryResult summary = store->query(
+        "SELECT id, ranks, policies, steps, final_train_loss, final_eval_loss, "
+        "ttt_step, ttt_moe_modeled_seconds FROM run_summary");
     CHECK(summary.columns == std::vector<std::string>{"id", "ranks", "policies", "steps",
                                                       "final_train_loss", "final_eval_loss",
                                                       "ttt_step", "ttt_moe_modeled_seconds"});
@@ -585,9 +612,10 @@ TEST_CASE("an older database migrates to the current schema", "[store]") {
     CHECK(runs[0].ranks == 1);
     CHECK(runs[0].policies.empty());
     CHECK(std::isnan(store->steps(7).at(0).moe_modeled_seconds));
-    CHECK(scalar(*store, "SELECT (SELECT count(*) FROM run_plugins) || '|' || "
-                         "(SELECT pairs_routed FROM layer_summary) || '|' || "
-                         "(SELECT peak_total FROM memory_peak WHERE run = 7)") == "1|100|28");
+    CHECK(scalar(*store,
+                 "SELECT (SELECT count(*) FROM run_plugins) || '|' || "
+                 "(SELECT pairs_routed FROM layer_summary) || '|' || "
+                 "(SELECT peak_total FROM memory_peak WHERE run = 7)") == "1|100|28");
     CHECK(scalar(*store,
                  "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name "
                  "IN ('runs_by_name', 'runs_by_status', 'events_by_run')") == "3");

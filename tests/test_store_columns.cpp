@@ -51,12 +51,15 @@ struct SchemaColumn {
   bool has_default = false;
 };
 
-std::map<std::string, SchemaColumn> schema_columns(const lrmoe::sqlite::Database& db, const std::string& table) {
-  lrmoe::sqlite::Statement info = db.prepare("SELECT name, type, \"notnull\", dflt_value FROM pragma_table_info(?1)");
+std::map<std::string, SchemaColumn> schema_columns(const lrmoe::sqlite::Database& db,
+                                                   const std::string& table) {
+  lrmoe::sqlite::Statement info =
+      db.prepare("SELECT name, type, \"notnull\", dflt_value FROM pragma_table_info(?1)");
   info.bind_text(1, table);
   std::map<std::string, SchemaColumn> columns;
   while (info.step()) {
-    columns[info.column_text(0)] = {info.column_text(1), info.column_int64(2) != 0, !info.column_is_null(3)};
+    columns[info.column_text(0)] = {info.column_text(1), info.column_int64(2) != 0,
+                                    !info.column_is_null(3)};
   }
   return columns;
 }
@@ -74,7 +77,9 @@ void check_row(const ResultsStore& store, const std::string& table, const std::s
     const std::string& column = result.columns[i];
     actual_text += column + " = " + result.rows[0][i].value_or("NULL") + "\n";
     const auto wanted = expected.find(column);
-    expected_text += column + " = " + (wanted == expected.end() ? "<not checked by this test>" : wanted->second) + "\n";
+    expected_text += column + " = " +
+                     (wanted == expected.end() ? "<not checked by this test>" : wanted->second) +
+                     "\n";
     if (wanted != expected.end()) expected.erase(wanted);
   }
   for (const auto& [column, value] : expected) {
@@ -86,17 +91,19 @@ void check_row(const ResultsStore& store, const std::string& table, const std::s
 
 }  // namespace
 
-TEST_CASE("a column list writes its INSERT and binds the run, then each field in order", "[store]") {
+TEST_CASE("a column list writes its INSERT and binds the run, then each field in order",
+          "[store]") {
   const ColumnList<Sample> columns("samples", {
-      {"label", &Sample::label},
-      {"count", &Sample::count},
-      {"share", &Sample::share},
-      {"loss", &Sample::loss},
-      {"limit_", &Sample::limit},
-  });
+                                                  {"label", &Sample::label},
+                                                  {"count", &Sample::count},
+                                                  {"share", &Sample::share},
+                                                  {"loss", &Sample::loss},
+                                                  {"limit_", &Sample::limit},
+                                              });
   CHECK(columns.table() == "samples");
   CHECK(columns.insert_sql() ==
-        "INSERT INTO samples (run, label, count, share, loss, limit_) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+        "INSERT INTO samples (run, label, count, share, loss, limit_) VALUES (?1, ?2, ?3, ?4, ?5, "
+        "?6)");
   REQUIRE(columns.columns().size() == 5);
   CHECK(columns.columns()[0].name == "label");
   CHECK(columns.columns()[0].type == ColumnType::kText);
@@ -107,7 +114,9 @@ TEST_CASE("a column list writes its INSERT and binds the run, then each field in
 
   TempFolder dir;
   lrmoe::sqlite::Database db(dir.file("columns.db"), lrmoe::sqlite::OpenMode::kReadWriteCreate);
-  db.execute("CREATE TABLE samples (run INTEGER, label TEXT, count INTEGER, share REAL, loss REAL, limit_ INTEGER)");
+  db.execute(
+      "CREATE TABLE samples (run INTEGER, label TEXT, count INTEGER, share REAL, loss REAL, limit_ "
+      "INTEGER)");
   lrmoe::sqlite::Statement insert = db.prepare(columns.insert_sql());
   columns.bind(insert, 9, {3, 0.25, 5, 1.5, "five"});
   insert.execute();
@@ -209,7 +218,8 @@ TEST_CASE("every field of every recorded table reads back in its own column", "[
   layer.modeled_gather_seconds = 41.5;
   layer.modeled_replica_seconds = 41.25;
 
-  lrmoe::RankMemoryRecord memory = lrmoe_test::rank_memory_row(7, 3, {201, 202, 203, 204, 205, 206, 207});
+  lrmoe::RankMemoryRecord memory =
+      lrmoe_test::rank_memory_row(7, 3, {201, 202, 203, 204, 205, 206, 207});
   memory.peak_phase = "backward";
   memory.peak_layer = 208;
   memory.peak_subtotal = 209;
@@ -342,8 +352,10 @@ TEST_CASE("every field of every recorded table reads back in its own column", "[
              {"backward_seconds", "50.125"}});
 
   // The time is stamped when the event is added; checked for its shape only.
-  const std::string time = reader->query("SELECT time FROM events").rows.at(0).at(0).value_or("NULL");
+  const std::string time =
+      reader->query("SELECT time FROM events").rows.at(0).at(0).value_or("NULL");
   CHECK(std::regex_match(time, std::regex(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)")));
-  check_row(*reader, "events", "run = " + id,
-            {{"id", "1"}, {"run", id}, {"time", time}, {"level", "warning"}, {"message", "the message"}});
+  check_row(
+      *reader, "events", "run = " + id,
+      {{"id", "1"}, {"run", id}, {"time", time}, {"level", "warning"}, {"message", "the message"}});
 }

@@ -2,8 +2,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/data/token_source.hpp"
 #include "core/config/model_presets.hpp"
+#include "core/data/token_source.hpp"
 #include "core/train/lr_schedule.hpp"
 #include "core/train/trainer.hpp"
 
@@ -66,7 +66,8 @@ TEST_CASE("the same experiment and seed give the same losses bit for bit", "[tra
 TEST_CASE("every step records the routed pairs of every MoE layer", "[training]") {
   Experiment e = tiny_experiment(1);
   Recording r = train(e);
-  const int64_t pairs = e.train.batch_size * e.train.micro_batches * e.train.seq_len * e.model.top_k;
+  const int64_t pairs =
+      e.train.batch_size * e.train.micro_batches * e.train.seq_len * e.model.top_k;
   for (const auto& step : r.loads) {
     for (const LayerLoad& layer : step) {
       REQUIRE(layer.pairs_per_expert.size() == static_cast<size_t>(e.model.num_experts));

@@ -12,13 +12,15 @@ namespace lrmoe {
 enum class CollectiveBackend { Gloo, Nccl };
 
 struct ClusterConfig {
-  int64_t ranks = 1;                              // expert-parallel ranks
-  std::string memory_per_rank = "80GiB";          // a size, or "<f>x fixed" (core/config/memory_spec.hpp)
-  int64_t slots_per_rank = 0;                     // expert slots per MoE layer; 0: experts/ranks
-  std::string profile = "h100-sxm-8gpu-ib400";    // cost model's hardware profile (experiments/hardware/)
-  std::string master_addr = "127.0.0.1";          // rendezvous host when the launcher names none
-  int64_t master_port = 29500;                    // rendezvous port when the launcher names none
-  double timeout = 30;                            // seconds a process waits for a peer before failing
+  int64_t ranks = 1;                      // expert-parallel ranks
+  std::string memory_per_rank = "80GiB";  // a size, or "<f>x fixed" (core/config/memory_spec.hpp)
+  int64_t slots_per_rank = 0;             // expert slots per MoE layer; 0: experts/ranks
+  // cost model's hardware profile (experiments/hardware/)
+  std::string profile = "h100-sxm-8gpu-ib400";
+  std::string master_addr = "127.0.0.1";  // rendezvous host when the launcher names none
+  int64_t master_port = 29500;            // rendezvous port when the launcher names none
+  // seconds a process waits for a peer before failing
+  double timeout = 30;
   CollectiveBackend backend = CollectiveBackend::Gloo;
 };
 

@@ -57,10 +57,12 @@ void check_consistency(const Experiment& experiment, const FieldPlaces& places) 
   try {
     parse_memory_spec(cluster.memory_per_rank);
   } catch (const std::invalid_argument& error) {
-    require(false, {"cluster.memory_per_rank"}, std::string("cluster.memory_per_rank: ") + error.what());
+    require(false, {"cluster.memory_per_rank"},
+            std::string("cluster.memory_per_rank: ") + error.what());
   }
   require(!cluster.profile.empty(), {"cluster.profile"},
-          "cluster.profile must name a hardware profile (`lrmoe validate` lists them in the error of an unknown one)");
+          "cluster.profile must name a hardware profile (`lrmoe validate` lists them in the error "
+          "of an unknown one)");
   const bool has_moe_layers = model.first_k_dense < model.num_layers;
   const std::string moe_layers =
       fmt::format("when MoE layers exist (model.first_k_dense {} < model.num_layers {})",
@@ -122,11 +124,12 @@ void check_consistency(const Experiment& experiment, const FieldPlaces& places) 
           fmt::format("cluster.ranks ({}) must divide model.num_experts ({})", cluster.ranks,
                       model.num_experts));
   const int64_t owned_per_rank = model.num_experts / cluster.ranks;
-  require(cluster.slots_per_rank == 0 || cluster.slots_per_rank >= owned_per_rank,
-          {"cluster.slots_per_rank", "cluster.ranks", "model.num_experts"},
-          fmt::format("cluster.slots_per_rank ({}) must be 0 or at least the experts each rank owns, "
-                      "model.num_experts / cluster.ranks = {}",
-                      cluster.slots_per_rank, owned_per_rank));
+  require(
+      cluster.slots_per_rank == 0 || cluster.slots_per_rank >= owned_per_rank,
+      {"cluster.slots_per_rank", "cluster.ranks", "model.num_experts"},
+      fmt::format("cluster.slots_per_rank ({}) must be 0 or at least the experts each rank owns, "
+                  "model.num_experts / cluster.ranks = {}",
+                  cluster.slots_per_rank, owned_per_rank));
 }
 
 }  // namespace lrmoe

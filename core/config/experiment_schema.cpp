@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "core/config/field_value.hpp"
-#include "core/config/policy_sections.hpp"
 #include "core/config/model_presets.hpp"
+#include "core/config/policy_sections.hpp"
 
 namespace lrmoe {
 namespace {
@@ -123,17 +123,18 @@ FieldDescriptor preset_row() {
 // [policies.<kind>] name: the plugin of that kind; empty until the bundle fills it in.
 FieldDescriptor policy_name_row(const PolicySection& policy) {
   const auto choice = policy.choice;
-  return FieldDescriptor{policy.section,
-                         "name",
-                         FieldKind::String,
-                         "from bundle",
-                         {},
-                         {},
-                         "the " + policy.kind + " plugin; its parameters are the other keys of this table",
-                         [choice](const Experiment& e) { return FieldValue{(e.policies.*choice).name}; },
-                         [choice](Experiment& e, const FieldValue& v) {
-                           (e.policies.*choice).name = std::get<std::string>(v);
-                         }};
+  return FieldDescriptor{
+      policy.section,
+      "name",
+      FieldKind::String,
+      "from bundle",
+      {},
+      {},
+      "the " + policy.kind + " plugin; its parameters are the other keys of this table",
+      [choice](const Experiment& e) { return FieldValue{(e.policies.*choice).name}; },
+      [choice](Experiment& e, const FieldValue& v) {
+        (e.policies.*choice).name = std::get<std::string>(v);
+      }};
 }
 
 std::vector<FieldDescriptor> build_schema() {
@@ -226,7 +227,8 @@ std::vector<FieldDescriptor> build_schema() {
       .real("target_loss", &TrainConfig::target_loss, at_least(0),
             "stop when the evaluation loss reaches it; 0: run to max_steps")
       .real("near_target_margin", &TrainConfig::near_target_margin, at_least(0),
-            "evaluate after every step once the training or last evaluation loss is within this fraction above "
+            "evaluate after every step once the training or last evaluation loss is within this "
+            "fraction above "
             "target_loss, so that the step the target is reached is found exactly")
       .integer("log_every", &TrainConfig::log_every, at_least(1), "steps between log lines")
       .integer("threads", &TrainConfig::threads, at_least(0), "intra-op threads; 0: one per core");
@@ -235,31 +237,39 @@ std::vector<FieldDescriptor> build_schema() {
                              Defaults::FromMemberInitialisers)
       .integer("ranks", &ClusterConfig::ranks, at_least(1), "expert-parallel ranks")
       .text("memory_per_rank", &ClusterConfig::memory_per_rank,
-            "memory of each rank: \"80GiB\", \"512MB\", bytes, or a multiple of what fixed ownership needs at "
-            "balanced load for the MoE layers' experts and token buffers, on top of the dense and optimizer state "
+            "memory of each rank: \"80GiB\", \"512MB\", bytes, or a multiple of what fixed "
+            "ownership needs at "
+            "balanced load for the MoE layers' experts and token buffers, on top of the dense and "
+            "optimizer state "
             "(\"0.8x fixed\")")
       .integer("slots_per_rank", &ClusterConfig::slots_per_rank, at_least(0),
                "expert slots per MoE layer on each rank (owners and replicas); 0: experts / ranks")
       .text("profile", &ClusterConfig::profile,
             "cost model's hardware profile: a name in experiments/hardware (h100-sxm-8gpu-ib400, "
-            "h200-sxm-8gpu-ib400, ...), a path to a profile .toml, or this-machine (probed once per run)")
+            "h200-sxm-8gpu-ib400, ...), a path to a profile .toml, or this-machine (probed once "
+            "per run)")
       .text("master_addr", &ClusterConfig::master_addr,
             "multi-process runs: rendezvous host when the launcher sets no MASTER_ADDR (Slurm)")
       .integer("master_port", &ClusterConfig::master_port, {inclusive(1), inclusive(65535)},
                "multi-process runs: rendezvous port when the launcher sets no MASTER_PORT (Slurm)")
       .real("timeout", &ClusterConfig::timeout, above(0),
-            "multi-process runs: seconds a process waits for a peer (rendezvous, each collective) before the "
+            "multi-process runs: seconds a process waits for a peer (rendezvous, each collective) "
+            "before the "
             "run fails; `lrmoe launch` gives the others this long to stop after one rank fails")
       .choice("backend", &ClusterConfig::backend, {"gloo", "nccl"},
-              "multi-process runs: c10d backend; nccl needs a build against a CUDA LibTorch (LRMOE_WITH_NCCL)");
+              "multi-process runs: c10d backend; nccl needs a build against a CUDA LibTorch "
+              "(LRMOE_WITH_NCCL)");
 
-  SectionRows<PoliciesConfig>(rows, "policies", &Experiment::policies, Defaults::FromMemberInitialisers)
+  SectionRows<PoliciesConfig>(rows, "policies", &Experiment::policies,
+                              Defaults::FromMemberInitialisers)
       .choice("bundle", &PoliciesConfig::bundle, bundle_names(),
               "names the four policies at once; [policies.<kind>] name overrides one")
       .text("plugin_path", &PoliciesConfig::plugin_path,
-            "extra plugin folders, ':'-separated, searched after the runner's own and LRMOE_PLUGIN_PATH")
+            "extra plugin folders, ':'-separated, searched after the runner's own and "
+            "LRMOE_PLUGIN_PATH")
       .boolean("recompute", &PoliciesConfig::recompute,
-               "recompute kept pairs' expert activations in backward instead of saving them for all pairs")
+               "recompute kept pairs' expert activations in backward instead of saving them for "
+               "all pairs")
       .choice("dropped_pair_keeps", &PoliciesConfig::dropped_pair_keeps, {"nothing", "input_grad"},
               "what a pair whose backward work is dropped still gets through its expert");
   for (const PolicySection& policy : policy_sections()) rows.push_back(policy_name_row(policy));
@@ -270,7 +280,9 @@ std::vector<FieldDescriptor> build_schema() {
   return rows;
 }
 
-std::string format_bound(double value) { return fmt::format("{}", value); }
+std::string format_bound(double value) {
+  return fmt::format("{}", value);
+}
 
 }  // namespace
 

@@ -28,8 +28,12 @@ struct Bound {
   double value;
   bool inclusive;
 };
-constexpr Bound inclusive(double value) { return {value, true}; }
-constexpr Bound exclusive(double value) { return {value, false}; }
+constexpr Bound inclusive(double value) {
+  return {value, true};
+}
+constexpr Bound exclusive(double value) {
+  return {value, false};
+}
 
 // The allowed values of a numeric field; an absent bound does not limit.
 struct Range {
@@ -40,8 +44,12 @@ struct Range {
   // ">= 1", "> 0 and < 1"; "" when unbounded.
   std::string describe() const;
 };
-inline Range at_least(double value) { return {inclusive(value), std::nullopt}; }
-inline Range above(double value) { return {exclusive(value), std::nullopt}; }
+inline Range at_least(double value) {
+  return {inclusive(value), std::nullopt};
+}
+inline Range above(double value) {
+  return {exclusive(value), std::nullopt};
+}
 
 struct FieldDescriptor {
   std::string section;
@@ -58,8 +66,9 @@ struct FieldDescriptor {
 };
 
 // Every field, grouped by section, sections in the order experiment, model, data, train,
-// cluster, policies (then one per policy kind), store. In [model], `preset` comes first and writing it replaces the whole model with
-// the preset's dimensions; every other model field defaults to its preset's value.
+// cluster, policies (then one per policy kind), store. In [model], `preset` comes first and writing
+// it replaces the whole model with the preset's dimensions; every other model field defaults to its
+// preset's value.
 const std::vector<FieldDescriptor>& experiment_schema();
 
 // The section names of experiment_schema(), in order: "policies.placement" is a section too.

@@ -165,8 +165,9 @@ void ExperimentSources::add_section_keys(const std::string& section, const toml:
   }
 }
 
-void ExperimentSources::add_key(const std::string& section, const std::string& key, const toml::node& value,
-                                const std::string& key_place, const std::string& value_place) {
+void ExperimentSources::add_key(const std::string& section, const std::string& key,
+                                const toml::node& value, const std::string& key_place,
+                                const std::string& value_place) {
   const PolicySection* policy = find_policy_section(section);
   if (policy != nullptr && find_field(section, key) == nullptr) {
     // Checked against the plugin's declaration once the plugin is loaded.
@@ -199,8 +200,9 @@ void ExperimentSources::add_override(const std::string& text) {
   // names need no quotes on a command line. For a string field anything is text: a run named
   // 2024 is named "2024". Plugin parameters (no schema field) follow the same rule.
   std::optional<toml::table> parsed = parse_override_value(value_text);
-  const bool as_text = !parsed || !parsed->get("v") ||
-                       (field != nullptr && field->kind == FieldKind::String && !parsed->get("v")->is_string());
+  const bool as_text =
+      !parsed || !parsed->get("v") ||
+      (field != nullptr && field->kind == FieldKind::String && !parsed->get("v")->is_string());
   const toml::table& document =
       documents_.emplace_back(as_text ? toml::table{{"v", value_text}} : std::move(*parsed));
   add_key(section, key, *document.get("v"), place, place);

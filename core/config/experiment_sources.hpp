@@ -59,7 +59,8 @@ class ExperimentSources {
                       std::vector<std::filesystem::path> chain);
   void add_document_keys(const toml::table& document, const std::string& name);
   // The keys of one section's table; a sub-table may be a section of its own ([policies.x]).
-  void add_section_keys(const std::string& section, const toml::table& table, const std::string& name);
+  void add_section_keys(const std::string& section, const toml::table& table,
+                        const std::string& name);
   // `section.key = value`: a schema field, or a parameter in a [policies.<kind>] table. An
   // unknown key is reported at `key_place`, a bad value (later) at `value_place`.
   void add_key(const std::string& section, const std::string& key, const toml::node& value,

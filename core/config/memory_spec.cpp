@@ -20,9 +20,10 @@ MemorySpec parse_memory_spec(std::string_view text) {
       used = 0;
     }
     if (used != number.size() || !std::isfinite(factor) || factor <= 0) {
-      throw std::invalid_argument("\"" + std::string(text) +
-                                  "\": a multiple of fixed ownership's need is a positive number then \"x fixed\", "
-                                  "like \"0.8x fixed\"");
+      throw std::invalid_argument(
+          "\"" + std::string(text) +
+          "\": a multiple of fixed ownership's need is a positive number then \"x fixed\", "
+          "like \"0.8x fixed\"");
     }
     spec.times_fixed = factor;
     return spec;
@@ -30,7 +31,8 @@ MemorySpec parse_memory_spec(std::string_view text) {
   try {
     spec.bytes = parse_byte_size(text);
   } catch (const std::exception& error) {
-    throw std::invalid_argument(std::string(error.what()) + "; or a multiple of fixed ownership's need, like \"0.8x fixed\"");
+    throw std::invalid_argument(std::string(error.what()) +
+                                "; or a multiple of fixed ownership's need, like \"0.8x fixed\"");
   }
   if (spec.bytes == 0) throw std::invalid_argument("memory_per_rank must be more than 0 bytes");
   return spec;

@@ -11,8 +11,8 @@ namespace lrmoe {
 enum class RouterKind { Softmax, Sigmoid };
 
 struct ModelConfig {
-  std::string preset;          // name the dimensions below were taken from
-  int64_t vocab_size = 0;      // 0: take the vocabulary of the data source
+  std::string preset;      // name the dimensions below were taken from
+  int64_t vocab_size = 0;  // 0: take the vocabulary of the data source
   int64_t hidden_size = 0;
   int64_t num_layers = 0;
   int64_t num_heads = 0;
@@ -23,17 +23,17 @@ struct ModelConfig {
   bool qk_norm = false;
   bool qkv_bias = false;
   double rms_eps = 1e-6;
-  int64_t first_k_dense = 0;    // the first k layers use a dense SwiGLU FFN
+  int64_t first_k_dense = 0;  // the first k layers use a dense SwiGLU FFN
   int64_t dense_ffn_size = 0;
   int64_t num_experts = 0;
   int64_t top_k = 0;
   int64_t expert_ffn_size = 0;
-  int64_t shared_experts = 0;   // each of size expert_ffn_size
+  int64_t shared_experts = 0;  // each of size expert_ffn_size
   RouterKind router = RouterKind::Softmax;
-  bool norm_topk = true;        // renormalise the top-k gates to sum to one
+  bool norm_topk = true;  // renormalise the top-k gates to sum to one
   double routed_scaling_factor = 1.0;
-  double aux_loss_coef = 0.0;   // load-balancing auxiliary loss
-  double z_loss_coef = 0.0;     // router z-loss
+  double aux_loss_coef = 0.0;     // load-balancing auxiliary loss
+  double z_loss_coef = 0.0;       // router z-loss
   double bias_update_rate = 0.0;  // aux-loss-free selection-bias update (sigmoid router)
   bool tie_embeddings = false;
   double init_std = 0.02;

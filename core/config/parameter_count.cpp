@@ -24,7 +24,8 @@ ParameterCount count_parameters(const ModelConfig& c) {
   const int64_t embedding = c.vocab_size * h;
   const int64_t head = c.tie_embeddings ? 0 : c.vocab_size * h;
   const int64_t common = dense_layers * (attention + block_norms + dense_ffn) +
-                         moe_layers * (attention + block_norms + router + shared) + h /* final norm */;
+                         moe_layers * (attention + block_norms + router + shared) +
+                         h /* final norm */;
 
   ParameterCount count;
   count.total = embedding + head + common + moe_layers * c.num_experts * one_expert;

@@ -31,8 +31,8 @@ enum class PolicyBundle { Fixed, Symi, Lrmoe };
 
 struct PoliciesConfig {
   PolicyBundle bundle = PolicyBundle::Fixed;
-  std::string plugin_path;       // extra plugin folders, ':'-separated
-  bool recompute = false;        // recompute kept pairs' expert activations in backward
+  std::string plugin_path;  // extra plugin folders, ':'-separated
+  bool recompute = false;   // recompute kept pairs' expert activations in backward
   DroppedPairKeeps dropped_pair_keeps = DroppedPairKeeps::Nothing;
   PolicyChoice placement;
   PolicyChoice metric;

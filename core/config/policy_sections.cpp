@@ -49,8 +49,9 @@ ParameterValue setting_value(const toml::node& node, const std::string& place) {
   if (const auto* v = node.as_floating_point()) return v->get();
   if (const auto* v = node.as_boolean()) return v->get();
   if (const auto* v = node.as_string()) return v->get();
-  throw ConfigError(fmt::format("{}: a plugin parameter must be an integer, a number, true/false or a string, got {}",
-                                place, toml_type_name(node)));
+  throw ConfigError(fmt::format(
+      "{}: a plugin parameter must be an integer, a number, true/false or a string, got {}", place,
+      toml_type_name(node)));
 }
 
 std::string setting_toml(const ParameterValue& value) {

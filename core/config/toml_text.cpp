@@ -18,7 +18,8 @@ std::string toml_float(double value) {
 
 std::string toml_string(const std::string& value) {
   std::ostringstream out;
-  out << toml::toml_formatter{toml::value<std::string>{value}, toml::format_flags::allow_unicode_strings};
+  out << toml::toml_formatter{toml::value<std::string>{value},
+                              toml::format_flags::allow_unicode_strings};
   return out.str();
 }
 

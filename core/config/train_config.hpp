@@ -19,13 +19,14 @@ struct TrainConfig {
   double beta1 = 0.9;
   double beta2 = 0.95;
   double eps = 1e-8;
-  double grad_clip = 1.0;     // 0 disables clipping
+  double grad_clip = 1.0;  // 0 disables clipping
   int64_t eval_every = 25;
   int64_t eval_batches = 4;
-  double target_loss = 0.0;   // stop when the evaluation loss reaches it; 0: run to max_steps
-  double near_target_margin = 0.05;  // evaluate every step once a loss is within this fraction of the target
+  double target_loss = 0.0;  // stop when the evaluation loss reaches it; 0: run to max_steps
+  // evaluate every step once a loss is within this fraction of the target
+  double near_target_margin = 0.05;
   int64_t log_every = 10;
-  int64_t threads = 0;        // intra-op threads; 0: one per core
+  int64_t threads = 0;  // intra-op threads; 0: one per core
 };
 
 }  // namespace lrmoe

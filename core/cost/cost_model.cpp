@@ -19,10 +19,12 @@ ModeledTime& ModeledTime::operator+=(const ModeledTime& o) {
 
 double CostModel::gemm_seconds(int64_t m, int64_t k, int64_t n) const {
   if (m <= 0 || k <= 0 || n <= 0) return 0;
-  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
-  const double compute = flops / (profile_.peak_flops * profile_.gemm_efficiency_at(static_cast<double>(m)));
-  const double bytes = static_cast<double>(profile_.element_bytes) *
-                       static_cast<double>(m * k + k * n + m * n);
+  const double flops =
+      2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
+  const double compute =
+      flops / (profile_.peak_flops * profile_.gemm_efficiency_at(static_cast<double>(m)));
+  const double bytes =
+      static_cast<double>(profile_.element_bytes) * static_cast<double>(m * k + k * n + m * n);
   return std::max(compute, bytes / profile_.memory_bandwidth);
 }
 
@@ -45,7 +47,8 @@ double CostModel::expert_backward_seconds(const ExpertShape& s, int64_t kept, in
                          static_cast<double>(kept * (s.hidden + 3 * s.ffn) + 3 * s.hidden * s.ffn);
     const double efficiency = profile_.gemm_efficiency_at(static_cast<double>(kept));
     // dW_down [h, f] (FLOPs h f) and dW_gate_up [2f, h] (FLOPs 2 h f) over `kept` pairs.
-    seconds += std::max(3.0 * flops / (profile_.peak_flops * efficiency), bytes / profile_.memory_bandwidth);
+    seconds += std::max(3.0 * flops / (profile_.peak_flops * efficiency),
+                        bytes / profile_.memory_bandwidth);
   }
   if (input_rows > kept) seconds += gemm_seconds(input_rows - kept, s.hidden, s.ffn);
   seconds += gemm_seconds(input_rows, 2 * s.ffn, s.hidden);
@@ -56,7 +59,9 @@ bool CostModel::same_node(int64_t a, int64_t b) const {
   return a / profile_.ranks_per_node == b / profile_.ranks_per_node;
 }
 
-bool CostModel::ring_crosses_nodes(int64_t ranks) const { return ranks > profile_.ranks_per_node; }
+bool CostModel::ring_crosses_nodes(int64_t ranks) const {
+  return ranks > profile_.ranks_per_node;
+}
 
 double CostModel::exchange_seconds(const TrafficMatrix& t) const {
   double slowest = 0;
@@ -79,8 +84,9 @@ double CostModel::exchange_seconds(const TrafficMatrix& t) const {
     const double bandwidth[2] = {profile_.intra_node_bandwidth, profile_.inter_node_bandwidth};
     const double latency[2] = {profile_.intra_node_latency, profile_.inter_node_latency};
     for (int link = 0; link < 2; ++link) {
-      const double seconds = static_cast<double>(std::max(peers_out[link], peers_in[link])) * latency[link] +
-                             std::max(out[link], in[link]) / bandwidth[link];
+      const double seconds =
+          static_cast<double>(std::max(peers_out[link], peers_in[link])) * latency[link] +
+          std::max(out[link], in[link]) / bandwidth[link];
       slowest = std::max(slowest, seconds);
     }
   }

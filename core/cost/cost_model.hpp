@@ -18,8 +18,12 @@ struct TrafficMatrix {
   std::vector<double> bytes;
 
   explicit TrafficMatrix(int64_t ranks = 0);
-  double& at(int64_t from, int64_t to) { return bytes[static_cast<std::size_t>(from * ranks + to)]; }
-  double at(int64_t from, int64_t to) const { return bytes[static_cast<std::size_t>(from * ranks + to)]; }
+  double& at(int64_t from, int64_t to) {
+    return bytes[static_cast<std::size_t>(from * ranks + to)];
+  }
+  double at(int64_t from, int64_t to) const {
+    return bytes[static_cast<std::size_t>(from * ranks + to)];
+  }
 };
 
 // Expert GEMM shapes of one MoE layer.
@@ -33,9 +37,10 @@ struct ExpertShape {
 struct ModeledTime {
   double forward_compute = 0;
   double backward_compute = 0;
-  double all_to_all = 0;  // forward dispatch and combine, backward dispatch (and saved-context move) and return
-  double gathers = 0;     // expert-count all-reduce, pair and signal all-gathers of the global plan
-  double replicas = 0;    // replica weight broadcast and replica gradient reduce
+  // forward dispatch and combine, backward dispatch (and saved-context move) and return
+  double all_to_all = 0;
+  double gathers = 0;   // expert-count all-reduce, pair and signal all-gathers of the global plan
+  double replicas = 0;  // replica weight broadcast and replica gradient reduce
 
   double compute() const { return forward_compute + backward_compute; }
   double communication() const { return all_to_all + gathers + replicas; }
@@ -58,7 +63,8 @@ class CostModel {
   double expert_forward_seconds(const ExpertShape& shape, int64_t rows) const;
   // Its backward over `kept` pairs (weight gradients; input gradients for `input_rows` pairs,
   // and the gate-up projection again for `recomputed` pairs).
-  double expert_backward_seconds(const ExpertShape& shape, int64_t kept, int64_t input_rows, int64_t recomputed) const;
+  double expert_backward_seconds(const ExpertShape& shape, int64_t kept, int64_t input_rows,
+                                 int64_t recomputed) const;
 
   // A point-to-point exchange (all-to-all-v, broadcast, reduce): every rank's messages to its
   // peers on its node and on other nodes go out at once over the two links; it ends when the

@@ -2,13 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <toml++/toml.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
-#include <toml++/toml.h>
 
 #include "core/config/did_you_mean.hpp"
 #include "core/config/field_value.hpp"
@@ -73,7 +73,8 @@ std::string suggestion(const std::string& word, const std::vector<std::string>& 
 // toml_type_name with its article: "a string", "an integer".
 std::string type_name(const toml::node& node) {
   const std::string name = toml_type_name(node);
-  return (std::string_view("aeiou").find(name.front()) == std::string_view::npos ? "a " : "an ") + name;
+  return (std::string_view("aeiou").find(name.front()) == std::string_view::npos ? "a " : "an ") +
+         name;
 }
 
 std::string place(const std::string& file, const toml::node& node) {
@@ -82,28 +83,34 @@ std::string place(const std::string& file, const toml::node& node) {
   return fmt::format("{}:{}:{}", file, begin.line, begin.column);
 }
 
-[[noreturn]] void fail(const std::string& message) { throw std::invalid_argument(one_line(message)); }
+[[noreturn]] void fail(const std::string& message) {
+  throw std::invalid_argument(one_line(message));
+}
 
 // Reads one profile document, checking each key as it goes.
 class ProfileReader {
  public:
-  ProfileReader(std::string file, const toml::table& table) : file_(std::move(file)), table_(table) {}
+  ProfileReader(std::string file, const toml::table& table)
+      : file_(std::move(file)), table_(table) {}
 
   void reject_unknown_keys() const {
     const std::vector<std::string> known = key_names();
     for (const auto& [key, node] : table_) {
       const std::string name(key.str());
       if (std::find(known.begin(), known.end(), name) != known.end()) continue;
-      fail(fmt::format("{}: unknown key '{}'{}; remove it or fix its spelling: the keys of a hardware profile are {} "
-                       "({})",
-                       place_of_key(key, node), name, suggestion(name, known), quoted_list(known), kFormatHint));
+      fail(fmt::format(
+          "{}: unknown key '{}'{}; remove it or fix its spelling: the keys of a hardware profile "
+          "are {} "
+          "({})",
+          place_of_key(key, node), name, suggestion(name, known), quoted_list(known), kFormatHint));
     }
   }
 
   const toml::node& require(const char* key) const {
     const toml::node* node = table_.get(key);
     if (!node) {
-      fail(fmt::format("{}: missing key '{}' ({}); add it ({})", file_, key, meaning(key), kFormatHint));
+      fail(fmt::format("{}: missing key '{}' ({}); add it ({})", file_, key, meaning(key),
+                       kFormatHint));
     }
     return *node;
   }
@@ -111,23 +118,25 @@ class ProfileReader {
   std::string text(const char* key) const {
     const toml::node& node = require(key);
     if (const auto* value = node.as_string()) return value->get();
-    fail(fmt::format("{}: {} must be a string, not {}; write it in quotes, e.g. {} = \"...\"", place(file_, node), key,
-                     type_name(node), key));
+    fail(fmt::format("{}: {} must be a string, not {}; write it in quotes, e.g. {} = \"...\"",
+                     place(file_, node), key, type_name(node), key));
   }
 
   // A number (integer or float) as a double.
   double number(const toml::node& node, const std::string& what, const char* example) const {
     if (const auto* value = node.as_integer()) return static_cast<double>(value->get());
     if (const auto* value = node.as_floating_point()) return value->get();
-    fail(fmt::format("{}: {} must be a number, not {}; e.g. {}", place(file_, node), what, type_name(node), example));
+    fail(fmt::format("{}: {} must be a number, not {}; e.g. {}", place(file_, node), what,
+                     type_name(node), example));
   }
 
   double positive(const char* key, const char* unit, const char* example) const {
     const toml::node& node = require(key);
     const double value = number(node, key, example);
     if (!(std::isfinite(value) && value > 0)) {
-      fail(fmt::format("{}: {} = {} is out of range: it must be a finite number of {} greater than 0; e.g. {}",
-                       place(file_, node), key, toml_float(value), unit, example));
+      fail(fmt::format(
+          "{}: {} = {} is out of range: it must be a finite number of {} greater than 0; e.g. {}",
+          place(file_, node), key, toml_float(value), unit, example));
     }
     return value;
   }
@@ -136,8 +145,9 @@ class ProfileReader {
     const toml::node& node = require(key);
     const double value = number(node, key, example);
     if (!(std::isfinite(value) && value >= 0)) {
-      fail(fmt::format("{}: {} = {} is out of range: it must be a finite number of {}, 0 or more; e.g. {}",
-                       place(file_, node), key, toml_float(value), unit, example));
+      fail(fmt::format(
+          "{}: {} = {} is out of range: it must be a finite number of {}, 0 or more; e.g. {}",
+          place(file_, node), key, toml_float(value), unit, example));
     }
     return value;
   }
@@ -145,7 +155,8 @@ class ProfileReader {
   int64_t integer(const char* key, const char* example) const {
     const toml::node& node = require(key);
     if (const auto* value = node.as_integer()) return value->get();
-    fail(fmt::format("{}: {} must be an integer, not {}; e.g. {}", place(file_, node), key, type_name(node), example));
+    fail(fmt::format("{}: {} must be an integer, not {}; e.g. {}", place(file_, node), key,
+                     type_name(node), example));
   }
 
   std::vector<GemmEfficiencyPoint> curve(const char* key) const {
@@ -153,12 +164,12 @@ class ProfileReader {
     constexpr const char* kExample = "gemm_efficiency = [[16, 0.1], [128, 0.78]]";
     const toml::array* array = node.as_array();
     if (!array) {
-      fail(fmt::format("{}: {} must be an array of [rows, efficiency] pairs, not {}; e.g. {}", place(file_, node), key,
-                       type_name(node), kExample));
+      fail(fmt::format("{}: {} must be an array of [rows, efficiency] pairs, not {}; e.g. {}",
+                       place(file_, node), key, type_name(node), kExample));
     }
     if (array->empty()) {
-      fail(fmt::format("{}: {} is empty; give at least one [rows, efficiency] pair, e.g. {}", place(file_, node), key,
-                       kExample));
+      fail(fmt::format("{}: {} is empty; give at least one [rows, efficiency] pair, e.g. {}",
+                       place(file_, node), key, kExample));
     }
     std::vector<GemmEfficiencyPoint> points;
     for (std::size_t i = 0; i < array->size(); ++i) {
@@ -167,23 +178,27 @@ class ProfileReader {
       const toml::array* pair = item.as_array();
       if (!pair || pair->size() != 2) {
         fail(fmt::format("{}: {} must be a [rows, efficiency] pair of two numbers, not {}; e.g. {}",
-                         place(file_, item), what, pair ? fmt::format("{} values", pair->size()) : type_name(item),
+                         place(file_, item), what,
+                         pair ? fmt::format("{} values", pair->size()) : type_name(item),
                          kExample));
       }
       GemmEfficiencyPoint point;
       point.rows = number(*pair->get(0), what + " rows", kExample);
       point.efficiency = number(*pair->get(1), what + " efficiency", kExample);
       if (!(std::isfinite(point.rows) && point.rows > 0)) {
-        fail(fmt::format("{}: {} rows = {} is out of range: rows must be greater than 0", place(file_, *pair->get(0)),
-                         what, toml_float(point.rows)));
+        fail(fmt::format("{}: {} rows = {} is out of range: rows must be greater than 0",
+                         place(file_, *pair->get(0)), what, toml_float(point.rows)));
       }
       if (!points.empty() && !(point.rows > points.back().rows)) {
-        fail(fmt::format("{}: {} rows = {} does not follow {}; list the pairs by strictly increasing rows",
-                         place(file_, *pair->get(0)), what, format_rows(point.rows), format_rows(points.back().rows)));
+        fail(fmt::format(
+            "{}: {} rows = {} does not follow {}; list the pairs by strictly increasing rows",
+            place(file_, *pair->get(0)), what, format_rows(point.rows),
+            format_rows(points.back().rows)));
       }
       if (!(point.efficiency > 0 && point.efficiency <= 1)) {
-        fail(fmt::format("{}: {} efficiency = {} is out of range: it is a fraction of peak_flops in (0, 1]",
-                         place(file_, *pair->get(1)), what, toml_float(point.efficiency)));
+        fail(fmt::format(
+            "{}: {} efficiency = {} is out of range: it is a fraction of peak_flops in (0, 1]",
+            place(file_, *pair->get(1)), what, toml_float(point.efficiency)));
       }
       points.push_back(point);
     }
@@ -214,22 +229,24 @@ HardwareProfile read_profile(const fs::path& path) {
   const std::string file = path.string();
   std::error_code error;
   if (!fs::is_regular_file(path, error)) {
-    fail(fmt::format("{}: cannot read this hardware profile ({}); check the path, or name a profile in {}", file,
-                     fs::exists(path, error) ? "not a regular file" : "no such file", "experiments/hardware"));
+    fail(fmt::format(
+        "{}: cannot read this hardware profile ({}); check the path, or name a profile in {}", file,
+        fs::exists(path, error) ? "not a regular file" : "no such file", "experiments/hardware"));
   }
   std::ifstream in(path, std::ios::binary);
   std::ostringstream bytes;
   if (!in || !(bytes << in.rdbuf())) {
-    fail(fmt::format("{}: cannot read this hardware profile (permission denied or I/O error); check the file's "
-                     "permissions",
-                     file));
+    fail(fmt::format(
+        "{}: cannot read this hardware profile (permission denied or I/O error); check the file's "
+        "permissions",
+        file));
   }
   toml::table table;
   try {
     table = toml::parse(bytes.str(), file);
   } catch (const toml::parse_error& e) {
-    fail(fmt::format("{}:{}:{}: {}; fix the TOML syntax ({})", file, e.source().begin.line, e.source().begin.column,
-                     e.description(), kFormatHint));
+    fail(fmt::format("{}:{}:{}: {}; fix the TOML syntax ({})", file, e.source().begin.line,
+                     e.source().begin.column, e.description(), kFormatHint));
   }
 
   ProfileReader reader(file, table);
@@ -239,19 +256,23 @@ HardwareProfile read_profile(const fs::path& path) {
   profile.name = reader.text("name");
   const std::string stem = path.stem().string();
   if (profile.name != stem) {
-    fail(fmt::format("{}: name = \"{}\" differs from the file name \"{}\"; a profile is found by its file name, so "
-                     "make them the same",
-                     place(file, reader.require("name")), profile.name, stem));
+    fail(
+        fmt::format("{}: name = \"{}\" differs from the file name \"{}\"; a profile is found by "
+                    "its file name, so "
+                    "make them the same",
+                    place(file, reader.require("name")), profile.name, stem));
   }
   profile.description = reader.text("description");
   profile.peak_flops = reader.positive("peak_flops", "FLOP/s", "peak_flops = 989e12");
   profile.gemm_efficiency = reader.curve("gemm_efficiency");
-  profile.memory_bandwidth = reader.positive("memory_bandwidth", "bytes/s", "memory_bandwidth = 3.35e12");
+  profile.memory_bandwidth =
+      reader.positive("memory_bandwidth", "bytes/s", "memory_bandwidth = 3.35e12");
   {
     profile.element_bytes = reader.integer("element_bytes", "element_bytes = 2");
     if (profile.element_bytes != 1 && profile.element_bytes != 2 && profile.element_bytes != 4) {
-      fail(fmt::format("{}: element_bytes = {} is out of range: it must be 1 (fp8), 2 (bf16/fp16) or 4 (fp32)",
-                       place(file, reader.require("element_bytes")), profile.element_bytes));
+      fail(fmt::format(
+          "{}: element_bytes = {} is out of range: it must be 1 (fp8), 2 (bf16/fp16) or 4 (fp32)",
+          place(file, reader.require("element_bytes")), profile.element_bytes));
     }
   }
   {
@@ -261,10 +282,14 @@ HardwareProfile read_profile(const fs::path& path) {
                        place(file, reader.require("ranks_per_node")), profile.ranks_per_node));
     }
   }
-  profile.intra_node_bandwidth = reader.positive("intra_node_bandwidth", "bytes/s", "intra_node_bandwidth = 370e9");
-  profile.intra_node_latency = reader.non_negative("intra_node_latency", "seconds", "intra_node_latency = 3.5e-6");
-  profile.inter_node_bandwidth = reader.positive("inter_node_bandwidth", "bytes/s", "inter_node_bandwidth = 48e9");
-  profile.inter_node_latency = reader.non_negative("inter_node_latency", "seconds", "inter_node_latency = 14e-6");
+  profile.intra_node_bandwidth =
+      reader.positive("intra_node_bandwidth", "bytes/s", "intra_node_bandwidth = 370e9");
+  profile.intra_node_latency =
+      reader.non_negative("intra_node_latency", "seconds", "intra_node_latency = 3.5e-6");
+  profile.inter_node_bandwidth =
+      reader.positive("inter_node_bandwidth", "bytes/s", "inter_node_bandwidth = 48e9");
+  profile.inter_node_latency =
+      reader.non_negative("inter_node_latency", "seconds", "inter_node_latency = 14e-6");
   return profile;
 }
 
@@ -305,8 +330,9 @@ double HardwareProfile::gemm_efficiency_at(double rows) const {
   if (!(rows > first.rows)) return first.efficiency;  // also rows <= 0 and NaN
   if (rows >= last.rows) return last.efficiency;
   // The segment [a, b] with a.rows < rows < b.rows (or rows == a.rows).
-  const auto upper = std::upper_bound(gemm_efficiency.begin(), gemm_efficiency.end(), rows,
-                                      [](double r, const GemmEfficiencyPoint& p) { return r < p.rows; });
+  const auto upper =
+      std::upper_bound(gemm_efficiency.begin(), gemm_efficiency.end(), rows,
+                       [](double r, const GemmEfficiencyPoint& p) { return r < p.rows; });
   const GemmEfficiencyPoint& b = *upper;
   const GemmEfficiencyPoint& a = *(upper - 1);
   const double t = (std::log(rows) - std::log(a.rows)) / (std::log(b.rows) - std::log(a.rows));
@@ -336,10 +362,12 @@ std::string HardwareProfile::to_toml() const {
   return out;
 }
 
-HardwareProfile load_hardware_profile(const std::string& name_or_path, const std::vector<fs::path>& search_dirs) {
+HardwareProfile load_hardware_profile(const std::string& name_or_path,
+                                      const std::vector<fs::path>& search_dirs) {
   if (name_or_path.empty()) {
-    fail(fmt::format("the hardware profile name is empty; name one of {} or give a path to a .toml file",
-                     quoted_list(available_names(search_dirs))));
+    fail(fmt::format(
+        "the hardware profile name is empty; name one of {} or give a path to a .toml file",
+        quoted_list(available_names(search_dirs))));
   }
   if (names_a_path(name_or_path)) return read_profile(fs::path(name_or_path));
   for (const fs::path& dir : search_dirs) {
@@ -348,16 +376,19 @@ HardwareProfile load_hardware_profile(const std::string& name_or_path, const std
     if (fs::exists(candidate, error)) return read_profile(candidate);
   }
   const std::vector<std::string> names = available_names(search_dirs);
-  fail(fmt::format("unknown hardware profile '{}'{}; the profiles in {} are {}; name one of them or \"{}\", give a "
-                   "path to a .toml file, or add its folder to LRMOE_HARDWARE_PATH",
-                   name_or_path, suggestion(name_or_path, names), folder_list(search_dirs),
-                   names.empty() ? "none" : quoted_list(names), kThisMachineProfile));
+  fail(
+      fmt::format("unknown hardware profile '{}'{}; the profiles in {} are {}; name one of them or "
+                  "\"{}\", give a "
+                  "path to a .toml file, or add its folder to LRMOE_HARDWARE_PATH",
+                  name_or_path, suggestion(name_or_path, names), folder_list(search_dirs),
+                  names.empty() ? "none" : quoted_list(names), kThisMachineProfile));
 }
 
 std::vector<fs::path> hardware_profile_dirs() {
   std::vector<fs::path> dirs;
-  const fs::path shipped = folder_beside_executable(
-      {"hardware", fs::path("..") / "runner" / "hardware", fs::path("..") / "share" / "lrmoe" / "hardware"});
+  const fs::path shipped =
+      folder_beside_executable({"hardware", fs::path("..") / "runner" / "hardware",
+                                fs::path("..") / "share" / "lrmoe" / "hardware"});
   if (!shipped.empty()) dirs.push_back(shipped);
   if (const char* path = std::getenv("LRMOE_HARDWARE_PATH")) append_folder_list(dirs, path);
   return dirs;

@@ -26,21 +26,25 @@ struct GemmEfficiencyPoint {
 };
 
 struct HardwareProfile {
-  std::string name;         // file stem, e.g. "h100-sxm-8gpu-ib400"
+  std::string name;  // file stem, e.g. "h100-sxm-8gpu-ib400"
   std::string description;
-  std::string source;       // path of the file it was read from, or "probed on <host>" for this-machine
-  double peak_flops = 0;    // dense GEMM FLOP/s of one rank at the profile's precision (datasheet)
+  std::string source;  // path of the file it was read from, or "probed on <host>" for this-machine
+  double peak_flops = 0;  // dense GEMM FLOP/s of one rank at the profile's precision (datasheet)
   // Fraction of peak_flops a GEMM reaches, by rows (tokens) per GEMM, for the expert GEMM shapes;
   // at least one point; rows strictly increasing; efficiency in (0, 1]. Between points: linear
   // in log(rows); outside: clamped to the end points.
   std::vector<GemmEfficiencyPoint> gemm_efficiency;
-  double memory_bandwidth = 0;      // device memory bytes/s (HBM), for the roofline of small GEMMs
-  int64_t element_bytes = 2;        // bytes per activation/parameter element at the training precision (bf16: 2)
-  int64_t ranks_per_node = 1;       // ranks r and s share a node when r / ranks_per_node == s / ranks_per_node
-  double intra_node_bandwidth = 0;  // bytes/s one rank sends (and, separately, receives) to ranks on its node
-  double intra_node_latency = 0;    // seconds per message to a rank on its node
-  double inter_node_bandwidth = 0;  // bytes/s one rank sends (and receives) to ranks on other nodes (its NIC)
-  double inter_node_latency = 0;    // seconds per message to a rank on another node
+  double memory_bandwidth = 0;  // device memory bytes/s (HBM), for the roofline of small GEMMs
+  // bytes per activation/parameter element at the training precision (bf16: 2)
+  int64_t element_bytes = 2;
+  // ranks r and s share a node when r / ranks_per_node == s / ranks_per_node
+  int64_t ranks_per_node = 1;
+  // bytes/s one rank sends (and, separately, receives) to ranks on its node
+  double intra_node_bandwidth = 0;
+  double intra_node_latency = 0;  // seconds per message to a rank on its node
+  // bytes/s one rank sends (and receives) to ranks on other nodes (its NIC)
+  double inter_node_bandwidth = 0;
+  double inter_node_latency = 0;  // seconds per message to a rank on another node
 
   // The curve above; 1 when it has no points (a default-constructed profile).
   double gemm_efficiency_at(double rows) const;

@@ -57,8 +57,8 @@ double measure_small_move() {
 
 HardwareProfile probe_this_machine(int64_t ranks) {
   if (ranks < 1) {
-    throw std::invalid_argument(
-        fmt::format("probe_this_machine: ranks = {} is out of range; a run has at least 1 rank", ranks));
+    throw std::invalid_argument(fmt::format(
+        "probe_this_machine: ranks = {} is out of range; a run has at least 1 rank", ranks));
   }
   torch::NoGradGuard no_grad;
   const BlasReport blas = probe_blas();
@@ -70,7 +70,8 @@ HardwareProfile probe_this_machine(int64_t ranks) {
   profile.source = "probed on " + host_name();
   profile.peak_flops = blas.matmul_gflops * 1e9;
   profile.gemm_efficiency = {{1, 1.0}};
-  profile.memory_bandwidth = 2.0 * copy_bytes / copy_seconds;  // each byte read once and written once
+  // each byte read once and written once
+  profile.memory_bandwidth = 2.0 * copy_bytes / copy_seconds;
   profile.element_bytes = 4;
   profile.ranks_per_node = ranks;
   profile.intra_node_bandwidth = copy_bytes / copy_seconds;
@@ -78,9 +79,11 @@ HardwareProfile probe_this_machine(int64_t ranks) {
   profile.inter_node_bandwidth = profile.intra_node_bandwidth;
   profile.inter_node_latency = profile.intra_node_latency;
   profile.description = fmt::format(
-      "measured on {}: {:.1f} GFLOP/s float32 matmul ({}), {:.1f} GB/s tensor copy, {:.2f} us to move 4 rows; "
+      "measured on {}: {:.1f} GFLOP/s float32 matmul ({}), {:.1f} GB/s tensor copy, {:.2f} us to "
+      "move 4 rows; "
       "all {} logical ranks on this host",
-      host_name(), blas.matmul_gflops, blas.library, profile.intra_node_bandwidth / 1e9, move_seconds * 1e6, ranks);
+      host_name(), blas.matmul_gflops, blas.library, profile.intra_node_bandwidth / 1e9,
+      move_seconds * 1e6, ranks);
   return profile;
 }
 

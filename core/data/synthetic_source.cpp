@@ -138,7 +138,8 @@ int64_t SyntheticSource::write_document(uint64_t document_seed, int64_t* out) co
   return topic_index;
 }
 
-Batch SyntheticSource::batch(SeedStream stream, int64_t a, int64_t b, int64_t batch_size, RowShard shard) const {
+Batch SyntheticSource::batch(SeedStream stream, int64_t a, int64_t b, int64_t batch_size,
+                             RowShard shard) const {
   const int64_t first = shard.first(batch_size), rows = shard.rows(batch_size);
   torch::Tensor windows = torch::empty({rows, seq_len_ + 1}, torch::kInt64);
   int64_t* data = windows.data_ptr<int64_t>();
@@ -151,7 +152,8 @@ Batch SyntheticSource::batch(SeedStream stream, int64_t a, int64_t b, int64_t ba
   return batch_from_windows(windows);
 }
 
-Batch SyntheticSource::train_batch(int64_t step, int64_t micro, int64_t batch_size, RowShard shard) const {
+Batch SyntheticSource::train_batch(int64_t step, int64_t micro, int64_t batch_size,
+                                   RowShard shard) const {
   return batch(SeedStream::Train, step, micro, batch_size, shard);
 }
 

@@ -33,7 +33,8 @@ class SyntheticSource final : public TokenSource {
   SyntheticSource(const DataConfig& config, uint64_t seed, int64_t seq_len);
 
   int64_t vocab_size() const override { return vocab_size_; }
-  Batch train_batch(int64_t step, int64_t micro, int64_t batch_size, RowShard shard = {}) const override;
+  Batch train_batch(int64_t step, int64_t micro, int64_t batch_size,
+                    RowShard shard = {}) const override;
   Batch val_batch(int64_t index, int64_t batch_size, RowShard shard = {}) const override;
   std::string describe() const override;
   // The average over topics of each topic's entropy rate.

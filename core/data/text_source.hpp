@@ -15,8 +15,8 @@ namespace lrmoe {
 inline constexpr int64_t kByteVocabulary = 256;
 
 // The bytes of `path`: a file, or the files under a folder (recursively, skipping hidden files
-// and folders such as .git) concatenated in sorted path order. Throws DataError when the path is missing, a file is unreadable, or there are no
-// bytes at all.
+// and folders such as .git) concatenated in sorted path order. Throws DataError when the path is
+// missing, a file is unreadable, or there are no bytes at all.
 std::vector<uint8_t> read_text_corpus(const std::filesystem::path& path);
 
 // Throws DataError (see read_text_corpus and WindowedSource).

@@ -39,7 +39,9 @@ struct RowShard {
   int64_t count = 1;
 
   int64_t first(int64_t batch_size) const { return index * batch_size / count; }
-  int64_t rows(int64_t batch_size) const { return (index + 1) * batch_size / count - first(batch_size); }
+  int64_t rows(int64_t batch_size) const {
+    return (index + 1) * batch_size / count - first(batch_size);
+  }
 };
 
 class TokenSource {
@@ -47,7 +49,8 @@ class TokenSource {
   virtual ~TokenSource() = default;
   virtual int64_t vocab_size() const = 0;
   // Training micro-batch `micro` of optimizer step `step`.
-  virtual Batch train_batch(int64_t step, int64_t micro, int64_t batch_size, RowShard shard = {}) const = 0;
+  virtual Batch train_batch(int64_t step, int64_t micro, int64_t batch_size,
+                            RowShard shard = {}) const = 0;
   // Evaluation batch `index`; the same index always gives the same batch.
   virtual Batch val_batch(int64_t index, int64_t batch_size, RowShard shard = {}) const = 0;
   // One line for logs: kind, path, sizes.

@@ -51,12 +51,14 @@ Batch WindowedSource::batch(SeedStream stream, int64_t a, int64_t b, int64_t spl
   return batch_from_windows(windows);
 }
 
-Batch WindowedSource::train_batch(int64_t step, int64_t micro, int64_t batch_size, RowShard shard) const {
+Batch WindowedSource::train_batch(int64_t step, int64_t micro, int64_t batch_size,
+                                  RowShard shard) const {
   return batch(SeedStream::Train, step, micro, 0, train_size_, batch_size, shard);
 }
 
 Batch WindowedSource::val_batch(int64_t index, int64_t batch_size, RowShard shard) const {
-  return batch(SeedStream::Validation, index, 0, train_size_, tokens_->size() - train_size_, batch_size, shard);
+  return batch(SeedStream::Validation, index, 0, train_size_, tokens_->size() - train_size_,
+               batch_size, shard);
 }
 
 std::string WindowedSource::describe() const {

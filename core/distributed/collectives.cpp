@@ -1,9 +1,9 @@
 #include "core/distributed/collectives.hpp"
 
 #include <fmt/format.h>
+#include <torch/version.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#include <torch/version.h>
 #ifdef LRMOE_WITH_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
@@ -32,7 +32,8 @@ using BackendGroup = c10d::ProcessGroup;
 #endif
 
 std::string message_of(const std::exception& error) {
-  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&error)) return c10_error->what_without_backtrace();
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&error))
+    return c10_error->what_without_backtrace();
   return error.what();
 }
 
@@ -43,13 +44,16 @@ bool process_gone(pid_t pid) {
   std::string line;
   std::getline(stat, line);
   const auto after_name = line.rfind(')');  // the name in parentheses may hold anything
-  return after_name != std::string::npos && line.size() > after_name + 2 && line[after_name + 2] == 'Z';
+  return after_name != std::string::npos && line.size() > after_name + 2 &&
+         line[after_name + 2] == 'Z';
 }
 
-bool is_loopback(const std::string& address) { return address == "localhost" || address.rfind("127.", 0) == 0; }
+bool is_loopback(const std::string& address) {
+  return address == "localhost" || address.rfind("127.", 0) == 0;
+}
 
-c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(const LaunchEnvironment& launch,
-                                                                  std::chrono::milliseconds timeout) {
+c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(
+    const LaunchEnvironment& launch, std::chrono::milliseconds timeout) {
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
   // The interface Gloo listens on: the one GLOO_SOCKET_IFNAME names (as in PyTorch), loopback
   // for single-host runs, else the one this host's name resolves to.
@@ -72,18 +76,23 @@ struct Collectives::Group {
   int64_t rank = 0;
   int64_t size = 1;
 
-  torch::Tensor to_backend(const torch::Tensor& tensor) const { return tensor.contiguous().to(device); }
+  torch::Tensor to_backend(const torch::Tensor& tensor) const {
+    return tensor.contiguous().to(device);
+  }
 
   // Every process leaves its host and process id in the store, so that a survivor can say
   // which of its peers on the same host is gone.
-  void register_process() { store->set(process_key(rank), to_bytes(fmt::format("{} {}", host_name(), getpid()))); }
+  void register_process() {
+    store->set(process_key(rank), to_bytes(fmt::format("{} {}", host_name(), getpid())));
+  }
 
   // "process 1 (pid 4242) has exited" for each peer on this host whose process is gone.
   std::string gone_peers() {
     std::string gone;
     auto add = [&](const std::string& what) { gone += (gone.empty() ? "" : ", ") + what; };
     try {
-      store->setTimeout(std::chrono::seconds(1));  // the store lives in process 0, which may be the one gone
+      // the store lives in process 0, which may be the one gone
+      store->setTimeout(std::chrono::seconds(1));
       for (int64_t peer = 0; peer < size; ++peer) {
         if (peer == rank) continue;
         const std::vector<uint8_t> value = store->get(process_key(peer));
@@ -107,20 +116,24 @@ struct Collectives::Group {
       call()->wait();
     } catch (const std::exception& error) {
       const std::string gone = gone_peers();
-      throw PeerError(fmt::format("{} across processes failed: {} ({})", what,
-                                  gone.empty() ? "another process of this run failed, was killed or stopped answering "
-                                                 "for cluster.timeout"
-                                               : gone,
-                                  message_of(error)));
+      throw PeerError(fmt::format(
+          "{} across processes failed: {} ({})", what,
+          gone.empty() ? "another process of this run failed, was killed or stopped answering "
+                         "for cluster.timeout"
+                       : gone,
+          message_of(error)));
     }
   }
 
  private:
   static std::string process_key(int64_t rank) { return fmt::format("lrmoe/process/{}", rank); }
-  static std::vector<uint8_t> to_bytes(const std::string& text) { return {text.begin(), text.end()}; }
+  static std::vector<uint8_t> to_bytes(const std::string& text) {
+    return {text.begin(), text.end()};
+  }
 };
 
-std::shared_ptr<Collectives> Collectives::connect(const LaunchEnvironment& launch, std::chrono::milliseconds timeout,
+std::shared_ptr<Collectives> Collectives::connect(const LaunchEnvironment& launch,
+                                                  std::chrono::milliseconds timeout,
                                                   CollectiveBackend backend) {
   auto collectives = std::make_shared<Collectives>();
   collectives->rank_ = launch.rank;
@@ -140,9 +153,11 @@ std::shared_ptr<Collectives> Collectives::connect(const LaunchEnvironment& launc
   } catch (const std::exception& error) {
     throw LaunchError(fmt::format(
         launch.rank == 0
-            ? "rendezvous: process 0 could not host the TCPStore at {} ({}); the port may be in use: pick another "
+            ? "rendezvous: process 0 could not host the TCPStore at {} ({}); the port may be in "
+              "use: pick another "
               "MASTER_PORT or cluster.master_port, or let `lrmoe launch` pick a free one"
-            : "rendezvous: process {2} could not reach the TCPStore at {0} ({1}); check that process 0 runs and that "
+            : "rendezvous: process {2} could not reach the TCPStore at {0} ({1}); check that "
+              "process 0 runs and that "
               "MASTER_ADDR/MASTER_PORT (or cluster.master_addr/master_port) name it",
         where, message_of(error), launch.rank));
   }
@@ -152,22 +167,26 @@ std::shared_ptr<Collectives> Collectives::connect(const LaunchEnvironment& launc
       group->device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(launch.local_rank));
       auto options = c10d::ProcessGroupNCCL::Options::create();
       options->timeout = timeout;
-      group->backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(group->store, static_cast<int>(launch.rank),
-                                                                   static_cast<int>(launch.world_size), options);
+      group->backend =
+          c10::make_intrusive<c10d::ProcessGroupNCCL>(group->store, static_cast<int>(launch.rank),
+                                                      static_cast<int>(launch.world_size), options);
 #else
-      throw LaunchError("cluster.backend = \"nccl\" needs a build against a CUDA LibTorch with -DLRMOE_WITH_NCCL=ON");
+      throw LaunchError(
+          "cluster.backend = \"nccl\" needs a build against a CUDA LibTorch with "
+          "-DLRMOE_WITH_NCCL=ON");
 #endif
     } else {
-      group->backend = c10::make_intrusive<c10d::ProcessGroupGloo>(group->store, static_cast<int>(launch.rank),
-                                                                   static_cast<int>(launch.world_size),
-                                                                   gloo_options(launch, timeout));
+      group->backend = c10::make_intrusive<c10d::ProcessGroupGloo>(
+          group->store, static_cast<int>(launch.rank), static_cast<int>(launch.world_size),
+          gloo_options(launch, timeout));
     }
   } catch (const LaunchError&) {
     throw;
   } catch (const std::exception& error) {
-    throw LaunchError(fmt::format("rendezvous at {}: process {} could not connect to the other {} processes within "
-                                  "cluster.timeout ({})",
-                                  where, launch.rank, launch.world_size - 1, message_of(error)));
+    throw LaunchError(fmt::format(
+        "rendezvous at {}: process {} could not connect to the other {} processes within "
+        "cluster.timeout ({})",
+        where, launch.rank, launch.world_size - 1, message_of(error)));
   }
   group->rank = launch.rank;
   group->size = launch.world_size;
@@ -176,23 +195,30 @@ std::shared_ptr<Collectives> Collectives::connect(const LaunchEnvironment& launc
   return collectives;
 }
 
-std::shared_ptr<Collectives> Collectives::connect(const LaunchEnvironment& launch, const ClusterConfig& cluster) {
-  return connect(launch, std::chrono::milliseconds(static_cast<int64_t>(cluster.timeout * 1000)), cluster.backend);
+std::shared_ptr<Collectives> Collectives::connect(const LaunchEnvironment& launch,
+                                                  const ClusterConfig& cluster) {
+  return connect(launch, std::chrono::milliseconds(static_cast<int64_t>(cluster.timeout * 1000)),
+                 cluster.backend);
 }
 
 Collectives::Collectives() = default;
 Collectives::~Collectives() = default;
 
-void Collectives::sum(torch::Tensor& tensor) { all_reduce(tensor, /*maximum=*/false); }
+void Collectives::sum(torch::Tensor& tensor) {
+  all_reduce(tensor, /*maximum=*/false);
+}
 
-void Collectives::max(torch::Tensor& tensor) { all_reduce(tensor, /*maximum=*/true); }
+void Collectives::max(torch::Tensor& tensor) {
+  all_reduce(tensor, /*maximum=*/true);
+}
 
 void Collectives::all_reduce(torch::Tensor& tensor, bool maximum) {
   if (single()) return;
   std::vector<torch::Tensor> tensors{group_->to_backend(tensor)};
   c10d::AllreduceOptions options;
   options.reduceOp = maximum ? c10d::ReduceOp::MAX : c10d::ReduceOp::SUM;
-  group_->run(maximum ? "max" : "sum", [&] { return group_->backend->allreduce(tensors, options); });
+  group_->run(maximum ? "max" : "sum",
+              [&] { return group_->backend->allreduce(tensors, options); });
   tensor.copy_(tensors[0]);
 }
 
@@ -209,7 +235,8 @@ torch::Tensor Collectives::gather_rows(const torch::Tensor& local, std::vector<i
   return gather_rows(local, rows);
 }
 
-torch::Tensor Collectives::gather_rows(const torch::Tensor& local, const std::vector<int64_t>& rows) {
+torch::Tensor Collectives::gather_rows(const torch::Tensor& local,
+                                       const std::vector<int64_t>& rows) {
   if (single()) return local;
   // Collective gathers want equal shapes: every part is padded to the largest.
   const int64_t widest = std::max<int64_t>(1, *std::max_element(rows.begin(), rows.end()));
@@ -223,21 +250,25 @@ torch::Tensor Collectives::gather_rows(const torch::Tensor& local, const std::ve
   for (int64_t p = 0; p < size_; ++p) outputs[0].push_back(torch::empty_like(inputs[0]));
   group_->run("gather", [&] { return group_->backend->allgather(outputs, inputs); });
   std::vector<torch::Tensor> parts;
-  for (int64_t p = 0; p < size_; ++p) parts.push_back(outputs[0][p].narrow(0, 0, rows[p]).to(local.device()));
+  for (int64_t p = 0; p < size_; ++p)
+    parts.push_back(outputs[0][p].narrow(0, 0, rows[p]).to(local.device()));
   return torch::cat(parts, 0);
 }
 
-torch::Tensor Collectives::exchange_rows(const torch::Tensor& send, const std::vector<int64_t>& send_rows,
+torch::Tensor Collectives::exchange_rows(const torch::Tensor& send,
+                                         const std::vector<int64_t>& send_rows,
                                          const std::vector<int64_t>& recv_rows) {
   if (single()) return send;
   auto shape = send.sizes().vec();
-  const int64_t width = std::accumulate(shape.begin() + 1, shape.end(), int64_t{1}, std::multiplies<>());
+  const int64_t width =
+      std::accumulate(shape.begin() + 1, shape.end(), int64_t{1}, std::multiplies<>());
   // Rows travel as bytes: one path for every dtype the model uses, whatever the backend supports.
   torch::Tensor bytes = group_->to_backend(send.reshape({send.size(0), width})).view(torch::kUInt8);
   const int64_t received = std::accumulate(recv_rows.begin(), recv_rows.end(), int64_t{0});
   torch::Tensor output = torch::empty({received, bytes.size(1)}, bytes.options());
   std::vector<int64_t> out_splits = recv_rows, in_splits = send_rows;
-  group_->run("all-to-all-v", [&] { return group_->backend->alltoall_base(output, bytes, out_splits, in_splits); });
+  group_->run("all-to-all-v",
+              [&] { return group_->backend->alltoall_base(output, bytes, out_splits, in_splits); });
   shape[0] = received;
   return output.to(send.device()).view(send.scalar_type()).reshape(shape);
 }

@@ -32,10 +32,12 @@ class Collectives {
   Collectives();
   // Joins the run `launch` describes (rendezvous at its master address and port).
   // Throws LaunchError when the rendezvous fails (port in use, master unreachable, timeout).
-  static std::shared_ptr<Collectives> connect(const LaunchEnvironment& launch, std::chrono::milliseconds timeout,
+  static std::shared_ptr<Collectives> connect(const LaunchEnvironment& launch,
+                                              std::chrono::milliseconds timeout,
                                               CollectiveBackend backend);
   // With the experiment's cluster.timeout and cluster.backend.
-  static std::shared_ptr<Collectives> connect(const LaunchEnvironment& launch, const ClusterConfig& cluster);
+  static std::shared_ptr<Collectives> connect(const LaunchEnvironment& launch,
+                                              const ClusterConfig& cluster);
   ~Collectives();
   Collectives(const Collectives&) = delete;
   Collectives& operator=(const Collectives&) = delete;

@@ -11,10 +11,18 @@ AttentionImpl::AttentionImpl(const ModelConfig& c)
       head_dim_(c.head_dim),
       rope_(c.head_dim, c.partial_rotary, c.rope_theta) {
   using torch::nn::LinearOptions;
-  q_proj_ = register_module("q_proj", torch::nn::Linear(LinearOptions(c.hidden_size, c.num_heads * c.head_dim).bias(c.qkv_bias)));
-  k_proj_ = register_module("k_proj", torch::nn::Linear(LinearOptions(c.hidden_size, c.num_kv_heads * c.head_dim).bias(c.qkv_bias)));
-  v_proj_ = register_module("v_proj", torch::nn::Linear(LinearOptions(c.hidden_size, c.num_kv_heads * c.head_dim).bias(c.qkv_bias)));
-  o_proj_ = register_module("o_proj", torch::nn::Linear(LinearOptions(c.num_heads * c.head_dim, c.hidden_size).bias(false)));
+  q_proj_ = register_module(
+      "q_proj",
+      torch::nn::Linear(LinearOptions(c.hidden_size, c.num_heads * c.head_dim).bias(c.qkv_bias)));
+  k_proj_ = register_module(
+      "k_proj", torch::nn::Linear(
+                    LinearOptions(c.hidden_size, c.num_kv_heads * c.head_dim).bias(c.qkv_bias)));
+  v_proj_ = register_module(
+      "v_proj", torch::nn::Linear(
+                    LinearOptions(c.hidden_size, c.num_kv_heads * c.head_dim).bias(c.qkv_bias)));
+  o_proj_ = register_module(
+      "o_proj",
+      torch::nn::Linear(LinearOptions(c.num_heads * c.head_dim, c.hidden_size).bias(false)));
   if (c.qk_norm) {
     q_norm_ = register_module("q_norm", RMSNorm(c.head_dim, c.rms_eps));
     k_norm_ = register_module("k_norm", RMSNorm(c.head_dim, c.rms_eps));
@@ -40,7 +48,9 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
     v = v.repeat_interleave(group, 1);
   }
   auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim_));
-  auto future = torch::ones({seq, seq}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).triu(1);
+  auto future =
+      torch::ones({seq, seq}, torch::TensorOptions().dtype(torch::kBool).device(x.device()))
+          .triu(1);
   scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
   auto attended = torch::matmul(torch::softmax(scores, -1), v);  // [batch, heads, seq, head_dim]
   return o_proj_(attended.transpose(1, 2).reshape({batch, seq, num_heads_ * head_dim_}));

@@ -22,7 +22,8 @@ class StopwatchMark : public torch::autograd::Function<StopwatchMark<kStarts>> {
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    auto holder = c10::static_intrusive_pointer_cast<StateHolder>(ctx->saved_data["state"].toCapsule());
+    auto holder =
+        c10::static_intrusive_pointer_cast<StateHolder>(ctx->saved_data["state"].toCapsule());
     auto now = std::chrono::steady_clock::now();
     if (kStarts) {
       holder->state->started = now;

@@ -27,7 +27,8 @@ struct PairsContext : torch::CustomClassHolder {
 
   // The ranks of this process whose rows `slice` holds, each computed on its own.
   std::vector<RankPart> parts(const ProcessSlice& slice) const {
-    return rank_parts(slice, *forward->table, pipeline ? pipeline->settings().process : ProcessView{});
+    return rank_parts(slice, *forward->table,
+                      pipeline ? pipeline->settings().process : ProcessView{});
   }
 
   // Runs one rank's part of a phase, timed through the pipeline's rank clock (Note [Critical
@@ -42,7 +43,9 @@ struct PairsContext : torch::CustomClassHolder {
 Tensor part_of(const Tensor& instance_weights, const RankPart& part) {
   return instance_weights.narrow(0, part.first_instance, part.instances);
 }
-Tensor rows_of(const Tensor& rows, const RankPart& part) { return rows.narrow(0, part.first_row, part.rows); }
+Tensor rows_of(const Tensor& rows, const RankPart& part) {
+  return rows.narrow(0, part.first_row, part.rows);
+}
 
 // Per-instance weight gradients of the parts, in place in a [instances, ...] tensor that is zero
 // for instances no part here computes.
@@ -50,7 +53,8 @@ Tensor instance_gradients(const std::vector<Tensor>& part_grads, const std::vect
                           const Tensor& like) {
   auto grads = torch::zeros_like(like);
   for (std::size_t i = 0; i < parts.size(); ++i) {
-    if (parts[i].instances > 0) grads.narrow(0, parts[i].first_instance, parts[i].instances).copy_(part_grads[i]);
+    if (parts[i].instances > 0)
+      grads.narrow(0, parts[i].first_instance, parts[i].instances).copy_(part_grads[i]);
   }
   return grads;
 }
@@ -62,7 +66,8 @@ Tensor instance_weights(const Tensor& weights, const InstanceTable& table) {
 }
 
 // Instance gradients summed into their expert: replica gradients reduce into the owner.
-Tensor expert_gradient(const Tensor& instance_grad, const InstanceTable& table, int64_t num_experts) {
+Tensor expert_gradient(const Tensor& instance_grad, const InstanceTable& table,
+                       int64_t num_experts) {
   if (table.one_per_expert) return instance_grad;
   auto shape = instance_grad.sizes().vec();
   shape[0] = num_experts;
@@ -72,8 +77,9 @@ Tensor expert_gradient(const Tensor& instance_grad, const InstanceTable& table, 
 
 class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction> {
  public:
-  static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& gates, const Tensor& w_gate_up,
-                        const Tensor& w_down, const Tensor& tokens, c10::intrusive_ptr<PairsContext> state) {
+  static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& gates,
+                        const Tensor& w_gate_up, const Tensor& w_down, const Tensor& tokens,
+                        c10::intrusive_ptr<PairsContext> state) {
     const ForwardPass& pass = *state->forward;
     const ProcessSlice& here = pass.layout.local;
     PairExchange& exchange = state->exchange();
@@ -84,7 +90,8 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     std::vector<Tensor> pre_parts, out_parts;
     for (const RankPart& part : state->parts(here)) {
       state->run(kForwardPhase, part, [&] {
-        auto pre = grouped_pre_activations(rows_of(x_rows, part), part.offsets, part_of(w_gate_up_i, part));
+        auto pre = grouped_pre_activations(rows_of(x_rows, part), part.offsets,
+                                           part_of(w_gate_up_i, part));
         auto hidden = swiglu_hidden(pre);
         auto y = grouped_output(hidden, part.offsets, part_of(w_down_i, part));
         // The output row and the hidden norm (a metric signal) go home together.
@@ -97,10 +104,12 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     const int64_t width = x.size(1);
     auto y_home = home.narrow(1, 0, width);
     auto hidden_norm = home.select(1, width);
-    auto out = torch::zeros_like(x).index_add_(0, tokens, y_home * gates.to(x.scalar_type()).unsqueeze(1));
+    auto out =
+        torch::zeros_like(x).index_add_(0, tokens, y_home * gates.to(x.scalar_type()).unsqueeze(1));
 
     const bool recompute = state->pipeline && state->pipeline->recompute();
-    ctx->save_for_backward({x, gates, w_gate_up, w_down, tokens, y_home, hidden_norm, recompute ? Tensor() : pre});
+    ctx->save_for_backward(
+        {x, gates, w_gate_up, w_down, tokens, y_home, hidden_norm, recompute ? Tensor() : pre});
     ctx->saved_data["state"] = c10::IValue::make_capsule(std::move(state));
     return out;
   }
@@ -115,7 +124,8 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     const Tensor& y_home = saved[5];
     const Tensor& hidden_norm = saved[6];
     const Tensor& saved_pre = saved[7];  // undefined when recomputing
-    auto state = c10::static_intrusive_pointer_cast<PairsContext>(ctx->saved_data["state"].toCapsule());
+    auto state =
+        c10::static_intrusive_pointer_cast<PairsContext>(ctx->saved_data["state"].toCapsule());
     const ForwardPass& forward = *state->forward;
     const InstanceTable& table = *forward.table;
     PairExchange& exchange = state->exchange();
@@ -140,7 +150,8 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
       plan = state->pipeline->plan_backward(forward, std::move(signals));
       // Saved pre-activations move from each kept pair's forward instance to its backward one,
       // which the backward routing may have chosen elsewhere (Note [Gradients of dropped pairs]).
-      if (saved_pre.defined()) pre_rows = exchange.dispatch(saved_pre.index_select(0, plan.context_rows), plan.context);
+      if (saved_pre.defined())
+        pre_rows = exchange.dispatch(saved_pre.index_select(0, plan.context_rows), plan.context);
     } else {
       // Every pair is kept, on the instance that computed it in forward.
       plan.local_kept = torch::arange(tokens.numel(), tokens.options());
@@ -155,12 +166,14 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     // One all-to-all-v carries both: the gradient row and the input row of each kept pair.
     const int64_t width = x.size(1);
     auto rows = exchange.dispatch(
-        torch::cat({upstream.index_select(0, plan.local_kept) * scale.unsqueeze(1), x_home.index_select(0, plan.local_kept)},
+        torch::cat({upstream.index_select(0, plan.local_kept) * scale.unsqueeze(1),
+                    x_home.index_select(0, plan.local_kept)},
                    1),
         kept_here);
     auto grad_rows = rows.narrow(1, 0, width).contiguous();
     auto x_rows = rows.narrow(1, width, width).contiguous();
-    const bool all_input_grads = state->pipeline && state->pipeline->dropped_pairs_keep_input_grad();
+    const bool all_input_grads =
+        state->pipeline && state->pipeline->dropped_pairs_keep_input_grad();
     const std::vector<RankPart> parts = state->parts(kept_here);
     std::vector<Tensor> gate_up_parts, down_parts, input_parts;
     for (const RankPart& part : parts) {
@@ -169,9 +182,10 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
         auto part_gate_up = part_of(w_gate_up_i, part);
         auto pre = pre_rows.defined() ? rows_of(pre_rows, part)
                                       : grouped_pre_activations(part_x, part.offsets, part_gate_up);
-        auto grads = grouped_swiglu_backward(rows_of(grad_rows, part), part_x, pre, part.offsets, part_gate_up,
-                                             part_of(w_down_i, part), /*weight_grads=*/true,
-                                             /*input_grads=*/!all_input_grads);
+        auto grads =
+            grouped_swiglu_backward(rows_of(grad_rows, part), part_x, pre, part.offsets,
+                                    part_gate_up, part_of(w_down_i, part), /*weight_grads=*/true,
+                                    /*input_grads=*/!all_input_grads);
         gate_up_parts.push_back(grads.w_gate_up);
         down_parts.push_back(grads.w_down);
         if (!all_input_grads) input_parts.push_back(grads.input);
@@ -180,7 +194,8 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
 
     auto grad_x = torch::zeros_like(x);
     if (!all_input_grads) {
-      grad_x.index_add_(0, tokens.index_select(0, plan.local_kept), exchange.combine(torch::cat(input_parts), kept_here));
+      grad_x.index_add_(0, tokens.index_select(0, plan.local_kept),
+                        exchange.combine(torch::cat(input_parts), kept_here));
     } else {
       // Every computed pair's exact, unweighted input gradient, at its forward instance (Note
       // [Gradients of dropped pairs]).
@@ -192,26 +207,34 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
         state->run(kBackwardPhase, part, [&] {
           auto part_gate_up = part_of(w_gate_up_i, part);
           auto pre = saved_pre.defined() ? rows_of(saved_pre, part)
-                                         : grouped_pre_activations(rows_of(all_x, part), part.offsets, part_gate_up);
-          all_inputs.push_back(grouped_swiglu_backward(rows_of(all_rows, part), Tensor(), pre, part.offsets,
-                                                       part_gate_up, part_of(w_down_i, part),
+                                         : grouped_pre_activations(rows_of(all_x, part),
+                                                                   part.offsets, part_gate_up);
+          all_inputs.push_back(grouped_swiglu_backward(rows_of(all_rows, part), Tensor(), pre,
+                                                       part.offsets, part_gate_up,
+                                                       part_of(w_down_i, part),
                                                        /*weight_grads=*/false, /*input_grads=*/true)
                                    .input);
         });
       }
       grad_x.index_add_(0, tokens, exchange.combine(torch::cat(all_inputs), f));
     }
-    return {grad_x, grad_gates,
-            expert_gradient(instance_gradients(gate_up_parts, parts, w_gate_up_i), table, num_experts),
-            expert_gradient(instance_gradients(down_parts, parts, w_down_i), table, num_experts), Tensor(), Tensor()};
+    return {
+        grad_x,
+        grad_gates,
+        expert_gradient(instance_gradients(gate_up_parts, parts, w_gate_up_i), table, num_experts),
+        expert_gradient(instance_gradients(down_parts, parts, w_down_i), table, num_experts),
+        Tensor(),
+        Tensor()};
   }
 };
 
 }  // namespace
 
-ExpertPairs compact_pairs_by_expert(const torch::Tensor& pair_tokens, const torch::Tensor& pair_experts,
-                                    int64_t num_experts, torch::Tensor* gate_order) {
-  auto order = std::get<1>(torch::sort(pair_experts, /*stable=*/true, /*dim=*/0, /*descending=*/false));
+ExpertPairs compact_pairs_by_expert(const torch::Tensor& pair_tokens,
+                                    const torch::Tensor& pair_experts, int64_t num_experts,
+                                    torch::Tensor* gate_order) {
+  auto order =
+      std::get<1>(torch::sort(pair_experts, /*stable=*/true, /*dim=*/0, /*descending=*/false));
   ExpertPairs pairs;
   pairs.tokens = pair_tokens.index_select(0, order);
   pairs.experts = pair_experts.index_select(0, order);
@@ -246,14 +269,16 @@ std::shared_ptr<const ForwardPass> single_rank_pass(const ExpertPairs& pairs, in
   layout.instance_offsets = pairs.expert_offsets;
   layout.load = {n};
   layout.matrix = {n};
-  layout.local = process_slice(layout.order, layout.instance, torch::zeros({n}, torch::kInt64), layout.instance_offsets,
-                               *table, ProcessView{}, pairs.experts.device());
+  layout.local =
+      process_slice(layout.order, layout.instance, torch::zeros({n}, torch::kInt64),
+                    layout.instance_offsets, *table, ProcessView{}, pairs.experts.device());
   return pass;
 }
 
-torch::Tensor routed_experts(const torch::Tensor& x, const torch::Tensor& gates, const torch::Tensor& tokens,
-                             const torch::Tensor& w_gate_up, const torch::Tensor& w_down,
-                             std::shared_ptr<ExpertPipeline> pipeline, std::shared_ptr<const ForwardPass> forward) {
+torch::Tensor routed_experts(const torch::Tensor& x, const torch::Tensor& gates,
+                             const torch::Tensor& tokens, const torch::Tensor& w_gate_up,
+                             const torch::Tensor& w_down, std::shared_ptr<ExpertPipeline> pipeline,
+                             std::shared_ptr<const ForwardPass> forward) {
   auto state = c10::make_intrusive<PairsContext>();
   state->pipeline = std::move(pipeline);
   state->forward = std::move(forward);

@@ -30,8 +30,9 @@ struct ExpertPairs {
 // Sorts (token, expert) pairs by expert, stably, and computes the slice offsets (Note [Pair
 // order]).
 // `gate_order` receives the permutation applied, to reorder the gates the same way.
-ExpertPairs compact_pairs_by_expert(const torch::Tensor& pair_tokens, const torch::Tensor& pair_experts,
-                                    int64_t num_experts, torch::Tensor* gate_order);
+ExpertPairs compact_pairs_by_expert(const torch::Tensor& pair_tokens,
+                                    const torch::Tensor& pair_experts, int64_t num_experts,
+                                    torch::Tensor* gate_order);
 
 // The pass of a single rank with one instance per expert, keeping every pair in backward: the
 // exact layer, used without a pipeline (evaluation, reference tests).
@@ -41,8 +42,9 @@ std::shared_ptr<const ForwardPass> single_rank_pass(const ExpertPairs& pairs, in
 // `forward` describes them; w_gate_up: [experts, 2*ffn, hidden]; w_down: [experts, hidden, ffn].
 // Returns [tokens, hidden] = sum over a token's pairs of gate * expert(x). Without a pipeline
 // every pair keeps its exact backward.
-torch::Tensor routed_experts(const torch::Tensor& x, const torch::Tensor& gates, const torch::Tensor& tokens,
-                             const torch::Tensor& w_gate_up, const torch::Tensor& w_down,
-                             std::shared_ptr<ExpertPipeline> pipeline, std::shared_ptr<const ForwardPass> forward);
+torch::Tensor routed_experts(const torch::Tensor& x, const torch::Tensor& gates,
+                             const torch::Tensor& tokens, const torch::Tensor& w_gate_up,
+                             const torch::Tensor& w_down, std::shared_ptr<ExpertPipeline> pipeline,
+                             std::shared_ptr<const ForwardPass> forward);
 
 }  // namespace lrmoe

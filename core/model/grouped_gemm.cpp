@@ -13,7 +13,8 @@ namespace {
 // call): many small GEMMs parallelise better across experts than inside each one. Every expert's
 // result is computed by one thread alone, so results do not depend on the thread count.
 template <typename Fn>
-void for_each_expert_slice(const torch::Tensor& like, const std::vector<int64_t>& offsets, Fn&& fn) {
+void for_each_expert_slice(const torch::Tensor& like, const std::vector<int64_t>& offsets,
+                           Fn&& fn) {
   const auto experts = static_cast<int64_t>(offsets.size()) - 1;
   auto run = [&](int64_t begin, int64_t end) {
     torch::NoGradGuard no_grad;  // worker threads do not inherit the caller's grad mode
@@ -40,16 +41,18 @@ void for_each_expert_slice(const torch::Tensor& like, const std::vector<int64_t>
 
 }  // namespace
 
-void grouped_mm(const torch::Tensor& input, const std::vector<int64_t>& offsets, const torch::Tensor& weights,
-                bool transpose_weights, torch::Tensor& out) {
+void grouped_mm(const torch::Tensor& input, const std::vector<int64_t>& offsets,
+                const torch::Tensor& weights, bool transpose_weights, torch::Tensor& out) {
   for_each_expert_slice(input, offsets, [&](int64_t e, int64_t first, int64_t count) {
     auto out_slice = out.narrow(0, first, count);
-    torch::mm_out(out_slice, input.narrow(0, first, count), transpose_weights ? weights[e].t() : weights[e]);
+    torch::mm_out(out_slice, input.narrow(0, first, count),
+                  transpose_weights ? weights[e].t() : weights[e]);
   });
 }
 
 torch::Tensor grouped_weight_grad(const torch::Tensor& grad_out, const torch::Tensor& input,
-                                  const std::vector<int64_t>& offsets, const torch::Tensor& like_weights) {
+                                  const std::vector<int64_t>& offsets,
+                                  const torch::Tensor& like_weights) {
   auto grad = torch::zeros_like(like_weights);
   for_each_expert_slice(input, offsets, [&](int64_t e, int64_t first, int64_t count) {
     auto grad_e = grad[e];

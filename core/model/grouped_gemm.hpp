@@ -10,11 +10,12 @@ namespace lrmoe {
 
 // out[slice e] = input[slice e] @ W[e]^T (transpose_weights) or input[slice e] @ W[e].
 // weights: [experts, rows, cols]. out must be preallocated with the right width.
-void grouped_mm(const torch::Tensor& input, const std::vector<int64_t>& offsets, const torch::Tensor& weights,
-                bool transpose_weights, torch::Tensor& out);
+void grouped_mm(const torch::Tensor& input, const std::vector<int64_t>& offsets,
+                const torch::Tensor& weights, bool transpose_weights, torch::Tensor& out);
 
 // grad_weights[e] = grad_out[slice e]^T @ input[slice e]; experts without rows get zeros.
 torch::Tensor grouped_weight_grad(const torch::Tensor& grad_out, const torch::Tensor& input,
-                                  const std::vector<int64_t>& offsets, const torch::Tensor& like_weights);
+                                  const std::vector<int64_t>& offsets,
+                                  const torch::Tensor& like_weights);
 
 }  // namespace lrmoe

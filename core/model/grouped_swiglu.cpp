@@ -4,7 +4,8 @@
 
 namespace lrmoe {
 
-torch::Tensor grouped_pre_activations(const torch::Tensor& x_rows, const std::vector<int64_t>& offsets,
+torch::Tensor grouped_pre_activations(const torch::Tensor& x_rows,
+                                      const std::vector<int64_t>& offsets,
                                       const torch::Tensor& w_gate_up) {
   auto out = torch::empty({x_rows.size(0), w_gate_up.size(1)}, x_rows.options());
   grouped_mm(x_rows, offsets, w_gate_up, /*transpose_weights=*/true, out);
@@ -23,10 +24,13 @@ torch::Tensor grouped_output(const torch::Tensor& hidden, const std::vector<int6
   return out;
 }
 
-GroupedSwiGLUGrads grouped_swiglu_backward(const torch::Tensor& grad_out, const torch::Tensor& x_rows,
-                                           const torch::Tensor& pre_activations, const std::vector<int64_t>& offsets,
-                                           const torch::Tensor& w_gate_up, const torch::Tensor& w_down,
-                                           bool weight_grads, bool input_grads) {
+GroupedSwiGLUGrads grouped_swiglu_backward(const torch::Tensor& grad_out,
+                                           const torch::Tensor& x_rows,
+                                           const torch::Tensor& pre_activations,
+                                           const std::vector<int64_t>& offsets,
+                                           const torch::Tensor& w_gate_up,
+                                           const torch::Tensor& w_down, bool weight_grads,
+                                           bool input_grads) {
   GroupedSwiGLUGrads grads;
   const int64_t ffn = pre_activations.size(1) / 2;
   auto a = pre_activations.narrow(1, 0, ffn);
@@ -36,7 +40,8 @@ GroupedSwiGLUGrads grouped_swiglu_backward(const torch::Tensor& grad_out, const 
   if (weight_grads) grads.w_down = grouped_weight_grad(grad_out, silu_a * b, offsets, w_down);
   auto grad_hidden = torch::empty_like(a);
   grouped_mm(grad_out, offsets, w_down, /*transpose_weights=*/false, grad_hidden);
-  auto grad_a = grad_hidden * b * sig * (1 + a * (1 - sig));  // d silu(a) / da = sig * (1 + a (1 - sig))
+  // d silu(a) / da = sig * (1 + a (1 - sig))
+  auto grad_a = grad_hidden * b * sig * (1 + a * (1 - sig));
   auto grad_pre = torch::cat({grad_a, grad_hidden * silu_a}, 1);
   if (weight_grads) grads.w_gate_up = grouped_weight_grad(grad_pre, x_rows, offsets, w_gate_up);
   if (input_grads) {

@@ -10,7 +10,8 @@
 namespace lrmoe {
 
 // Pre-activations [rows, 2*ffn] of x_rows under w_gate_up [instances, 2*ffn, hidden].
-torch::Tensor grouped_pre_activations(const torch::Tensor& x_rows, const std::vector<int64_t>& offsets,
+torch::Tensor grouped_pre_activations(const torch::Tensor& x_rows,
+                                      const std::vector<int64_t>& offsets,
                                       const torch::Tensor& w_gate_up);
 // silu(a) * b of pre-activations [rows, 2*ffn] = [a | b].
 torch::Tensor swiglu_hidden(const torch::Tensor& pre_activations);
@@ -27,9 +28,12 @@ struct GroupedSwiGLUGrads {
 // Backward of the expert output rows: grad_out [rows, hidden] (already gate- and
 // weight-scaled), with the rows' pre-activations and inputs (x_rows is only read for weight
 // gradients and may be undefined without them).
-GroupedSwiGLUGrads grouped_swiglu_backward(const torch::Tensor& grad_out, const torch::Tensor& x_rows,
-                                           const torch::Tensor& pre_activations, const std::vector<int64_t>& offsets,
-                                           const torch::Tensor& w_gate_up, const torch::Tensor& w_down,
-                                           bool weight_grads, bool input_grads);
+GroupedSwiGLUGrads grouped_swiglu_backward(const torch::Tensor& grad_out,
+                                           const torch::Tensor& x_rows,
+                                           const torch::Tensor& pre_activations,
+                                           const std::vector<int64_t>& offsets,
+                                           const torch::Tensor& w_gate_up,
+                                           const torch::Tensor& w_down, bool weight_grads,
+                                           bool input_grads);
 
 }  // namespace lrmoe

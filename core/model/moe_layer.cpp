@@ -8,10 +8,13 @@ namespace lrmoe {
 
 MoELayerImpl::MoELayerImpl(const ModelConfig& c) : num_experts_(c.num_experts), top_k_(c.top_k) {
   router_ = register_module("router", Router(c));
-  w_gate_up_ = register_parameter("experts_gate_up", torch::empty({c.num_experts, 2 * c.expert_ffn_size, c.hidden_size}));
-  w_down_ = register_parameter("experts_down", torch::empty({c.num_experts, c.hidden_size, c.expert_ffn_size}));
+  w_gate_up_ = register_parameter(
+      "experts_gate_up", torch::empty({c.num_experts, 2 * c.expert_ffn_size, c.hidden_size}));
+  w_down_ = register_parameter("experts_down",
+                               torch::empty({c.num_experts, c.hidden_size, c.expert_ffn_size}));
   if (c.shared_experts > 0) {
-    shared_ = register_module("shared_experts", SwiGLU(c.hidden_size, c.shared_experts * c.expert_ffn_size));
+    shared_ = register_module("shared_experts",
+                              SwiGLU(c.hidden_size, c.shared_experts * c.expert_ffn_size));
   }
 }
 
@@ -28,10 +31,12 @@ MoEOutput MoELayerImpl::forward(const torch::Tensor& input) {
   Routing routing = router_(x);
   // Pair p = token * top_k + slot; sorting by expert makes each expert's pairs contiguous, in
   // token order (Note [Pair order] in docs/notes.md).
-  auto pair_tokens = torch::arange(tokens, torch::TensorOptions().dtype(torch::kInt64).device(x.device()))
-                         .repeat_interleave(top_k_);
+  auto pair_tokens =
+      torch::arange(tokens, torch::TensorOptions().dtype(torch::kInt64).device(x.device()))
+          .repeat_interleave(top_k_);
   torch::Tensor order;
-  ExpertPairs pairs = compact_pairs_by_expert(pair_tokens, routing.experts.reshape({-1}), num_experts_, &order);
+  ExpertPairs pairs =
+      compact_pairs_by_expert(pair_tokens, routing.experts.reshape({-1}), num_experts_, &order);
   auto gates = routing.gates.reshape({-1}).index_select(0, order);
 
   torch::Tensor out;
@@ -40,18 +45,24 @@ MoEOutput MoELayerImpl::forward(const torch::Tensor& input) {
     // batches are: the home ranks of one process holding every token (Note [Exact multi-process
     // plan]).
     const ProcessView& process = pipeline_->settings().process;
-    auto home = pairs.tokens.to(torch::kCPU).mul(process.ranks_per_process).div(tokens, "floor").add(process.first_rank());
+    auto home = pairs.tokens.to(torch::kCPU)
+                    .mul(process.ranks_per_process)
+                    .div(tokens, "floor")
+                    .add(process.first_rank());
     auto pass = pipeline_->plan_forward(pairs.experts, gates, home, tokens);
-    out = routed_experts(x, gates.index_select(0, pass->local_pairs), pairs.tokens.index_select(0, pass->local_pairs),
-                         w_gate_up_, w_down_, pipeline_, pass);
+    out = routed_experts(x, gates.index_select(0, pass->local_pairs),
+                         pairs.tokens.index_select(0, pass->local_pairs), w_gate_up_, w_down_,
+                         pipeline_, pass);
   } else {
     // Evaluation measures the model, so it computes every pair whatever the training policies.
-    out = routed_experts(x, gates, pairs.tokens, w_gate_up_, w_down_, nullptr, single_rank_pass(pairs, num_experts_));
+    out = routed_experts(x, gates, pairs.tokens, w_gate_up_, w_down_, nullptr,
+                         single_rank_pass(pairs, num_experts_));
   }
   if (shared_) out = out + shared_(x);
   out = backward_clock_.wrap_output(out.view(input.sizes()));
 
-  forward_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  forward_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return {out, routing.aux_loss};
 }
 

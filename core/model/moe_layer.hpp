@@ -9,9 +9,9 @@
 
 #include "core/config/model_config.hpp"
 #include "core/model/backward_stopwatch.hpp"
-#include "core/pipeline/expert_pipeline.hpp"
 #include "core/model/router.hpp"
 #include "core/model/swiglu.hpp"
+#include "core/pipeline/expert_pipeline.hpp"
 
 namespace lrmoe {
 

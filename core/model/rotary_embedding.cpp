@@ -5,8 +5,10 @@
 namespace lrmoe {
 
 RotaryEmbedding::RotaryEmbedding(int64_t head_dim, double partial_rotary, double theta)
-    : rotary_dim_(static_cast<int64_t>(std::llround(static_cast<double>(head_dim) * partial_rotary))) {
-  auto exponents = torch::arange(0, rotary_dim_, 2, torch::kFloat64) / static_cast<double>(rotary_dim_);
+    : rotary_dim_(
+          static_cast<int64_t>(std::llround(static_cast<double>(head_dim) * partial_rotary))) {
+  auto exponents =
+      torch::arange(0, rotary_dim_, 2, torch::kFloat64) / static_cast<double>(rotary_dim_);
   inverse_frequencies_ = torch::pow(theta, -exponents);
 }
 
@@ -14,7 +16,7 @@ torch::Tensor RotaryEmbedding::apply(const torch::Tensor& x) const {
   if (rotary_dim_ == 0) return x;
   const int64_t seq = x.size(2);
   auto positions = torch::arange(seq, torch::kFloat64);
-  auto angles = torch::outer(positions, inverse_frequencies_);             // [seq, rot/2]
+  auto angles = torch::outer(positions, inverse_frequencies_);                // [seq, rot/2]
   angles = torch::cat({angles, angles}, -1).to(x.device(), x.scalar_type());  // [seq, rot]
   auto cos = angles.cos();
   auto sin = angles.sin();

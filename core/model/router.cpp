@@ -4,7 +4,8 @@ namespace lrmoe {
 
 RouterImpl::RouterImpl(const ModelConfig& config) : config_(config) {
   weight_ = register_parameter("weight", torch::empty({config.num_experts, config.hidden_size}));
-  selection_bias_ = register_buffer("selection_bias", torch::zeros({config.num_experts}, torch::kFloat32));
+  selection_bias_ =
+      register_buffer("selection_bias", torch::zeros({config.num_experts}, torch::kFloat32));
   step_counts_ = torch::zeros({config.num_experts}, torch::kInt64);
 }
 
@@ -48,7 +49,8 @@ Routing RouterImpl::forward(const torch::Tensor& x) {
     // and P_e the mean routing probability of e. Over processes, f_e is the batch's and the
     // processes' losses average to the batch's, as P_e averages.
     auto fraction = counts.to(math_dtype) / static_cast<double>(batch_tokens * config_.top_k);
-    aux = aux + config_.aux_loss_coef * static_cast<double>(num_experts) * (fraction * distribution.mean(0)).sum();
+    aux = aux + config_.aux_loss_coef * static_cast<double>(num_experts) *
+                    (fraction * distribution.mean(0)).sum();
   }
   if (config_.z_loss_coef > 0) {
     aux = aux + config_.z_loss_coef * torch::logsumexp(logits, -1).pow(2).mean();

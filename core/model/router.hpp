@@ -43,7 +43,9 @@ class RouterImpl : public torch::nn::Module {
   void update_selection_bias(const torch::Tensor& step_counts);
   const torch::Tensor& selection_bias() const { return selection_bias_; }
   // The processes whose counts training sums (none: this process alone).
-  void set_collectives(std::shared_ptr<Collectives> collectives) { collectives_ = std::move(collectives); }
+  void set_collectives(std::shared_ptr<Collectives> collectives) {
+    collectives_ = std::move(collectives);
+  }
 
  private:
   ModelConfig config_;

@@ -35,7 +35,9 @@ TransformerImpl::TransformerImpl(const ModelConfig& c) {
   }
   final_norm_ = register_module("final_norm", RMSNorm(c.hidden_size, c.rms_eps));
   if (!c.tie_embeddings) {
-    lm_head_ = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(c.hidden_size, c.vocab_size).bias(false)));
+    lm_head_ = register_module(
+        "lm_head",
+        torch::nn::Linear(torch::nn::LinearOptions(c.hidden_size, c.vocab_size).bias(false)));
   }
   initialise(c.init_std);
 }

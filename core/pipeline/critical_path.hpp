@@ -27,6 +27,7 @@ struct CriticalPath {
 // `expert_seconds[phase][rank]`: each rank's timed expert work; `processes[p]`: the measured
 // times of process p, which hosts ranks [p * ranks_per_process, (p + 1) * ranks_per_process).
 CriticalPath critical_path(const std::vector<double> (&expert_seconds)[kPhases],
-                           const std::vector<ProcessPhaseTimes>& processes, int64_t ranks_per_process);
+                           const std::vector<ProcessPhaseTimes>& processes,
+                           int64_t ranks_per_process);
 
 }  // namespace lrmoe

@@ -32,12 +32,15 @@ class Stopwatch {
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
-std::vector<double> as_doubles(const std::vector<int64_t>& values) { return {values.begin(), values.end()}; }
+std::vector<double> as_doubles(const std::vector<int64_t>& values) {
+  return {values.begin(), values.end()};
+}
 
 uint64_t mix_seed(uint64_t seed, int64_t step, int64_t layer, int64_t pass) {
   // splitmix64 over the fields: different streams per step, layer and micro-batch.
   uint64_t z = seed ^ (static_cast<uint64_t>(step) * 0x9E3779B97F4A7C15ull) ^
-               (static_cast<uint64_t>(layer) * 0xBF58476D1CE4E5B9ull) ^ (static_cast<uint64_t>(pass) * 0x94D049BB133111EBull);
+               (static_cast<uint64_t>(layer) * 0xBF58476D1CE4E5B9ull) ^
+               (static_cast<uint64_t>(pass) * 0x94D049BB133111EBull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
@@ -59,8 +62,9 @@ const std::string& ExpertPipeline::policy_name(PolicyKind kind) const {
   return policies_->records.at(static_cast<std::size_t>(kind)).name;
 }
 
-torch::Tensor ExpertPipeline::route(Phase phase, const torch::Tensor& experts, const torch::Tensor& home,
-                                    const InstanceTable& table, std::vector<int64_t> capacity) {
+torch::Tensor ExpertPipeline::route(Phase phase, const torch::Tensor& experts,
+                                    const torch::Tensor& home, const InstanceTable& table,
+                                    std::vector<int64_t> capacity) {
   RoutingRequest request;
   request.phase = phase;
   request.step = step_;
@@ -71,7 +75,8 @@ torch::Tensor ExpertPipeline::route(Phase phase, const torch::Tensor& experts, c
   request.instances = table.instances;
   request.expert_instances = table.expert_instances;
   request.capacity = std::move(capacity);
-  return checked_routing(policies_->routing->route(request), experts, table, policy_name(PolicyKind::Routing));
+  return checked_routing(policies_->routing->route(request), experts, table,
+                         policy_name(PolicyKind::Routing));
 }
 
 std::string ExpertPipeline::plan_name() const {
@@ -80,17 +85,20 @@ std::string ExpertPipeline::plan_name() const {
 }
 
 std::vector<int64_t> ExpertPipeline::room(const std::vector<LayerHolding>& holdings,
-                                          int64_t (*pairs_that_fit)(const MemoryCosts&, LayerHolding, int64_t)) const {
+                                          int64_t (*pairs_that_fit)(const MemoryCosts&,
+                                                                    LayerHolding, int64_t)) const {
   return rank_room(holdings, settings_.costs.memory, settings_.budget_bytes, pairs_that_fit);
 }
 
-void ExpertPipeline::check_budget(const std::vector<LayerHolding>& holdings, const std::string& stage) const {
+void ExpertPipeline::check_budget(const std::vector<LayerHolding>& holdings,
+                                  const std::string& stage) const {
   check_plan_fits(holdings, settings_.costs.memory, settings_.budget_bytes, plan_name(), stage);
 }
 
 std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Tensor& experts,
                                                                 const torch::Tensor& gates,
-                                                                const torch::Tensor& home, int64_t tokens) {
+                                                                const torch::Tensor& home,
+                                                                int64_t tokens) {
   Stopwatch clock;
   PipelineOverhead overhead;
   const int64_t E = settings_.num_experts;
@@ -134,26 +142,31 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Ten
   const std::vector<int64_t> computed_counts = expert_counts(computed_experts, E);
   pass->expert_offsets = offsets_from_counts(computed_counts);
   pass->home = all.home.index_select(0, pass->computed);
-  pass->routed_per_home_rank = expert_counts(all.home, settings_.ranks);  // a bincount over home ranks
+  // a bincount over home ranks
+  pass->routed_per_home_rank = expert_counts(all.home, settings_.ranks);
   const torch::Tensor computed_cpu = pass->computed;
   pass->computed = pass->computed.to(experts.device());
   pass->experts = computed_experts.to(experts.device());
 
   // The plan as the memory model sees it before routing: loads split evenly over instances.
   std::vector<int64_t> kept_pairs(computed_counts.size());
-  for (std::size_t e = 0; e < kept_pairs.size(); ++e) kept_pairs[e] = std::min(computed_counts[e], plan.quota[e]);
+  for (std::size_t e = 0; e < kept_pairs.size(); ++e)
+    kept_pairs[e] = std::min(computed_counts[e], plan.quota[e]);
   const std::vector<double> expected_forward = even_split(*table, computed_counts, settings_.ranks);
   const std::vector<double> expected_backward = even_split(*table, kept_pairs, settings_.ranks);
   check_budget(rank_holdings(*table, expected_forward, expected_backward), "as planned");
   overhead.compaction += clock.lap();
 
   const std::vector<double> no_load(static_cast<std::size_t>(settings_.ranks), 0.0);
-  const torch::Tensor instance = route(Phase::Forward, computed_experts, pass->home, *table,
-                                       room(rank_holdings(*table, no_load, expected_backward), forward_pairs_that_fit));
+  const torch::Tensor instance =
+      route(Phase::Forward, computed_experts, pass->home, *table,
+            room(rank_holdings(*table, no_load, expected_backward), forward_pairs_that_fit));
   overhead.routing += clock.lap();
-  pass->layout = build_pair_layout(instance, pass->home, *table, settings_.ranks, settings_.process, experts.device());
+  pass->layout = build_pair_layout(instance, pass->home, *table, settings_.ranks, settings_.process,
+                                   experts.device());
   pass->local_pairs =
-      all.source_row.index_select(0, computed_cpu.index_select(0, pass->layout.local.home_pairs)).to(experts.device());
+      all.source_row.index_select(0, computed_cpu.index_select(0, pass->layout.local.home_pairs))
+          .to(experts.device());
   const std::vector<double> forward_load = as_doubles(pass->layout.load);
   check_budget(rank_holdings(*table, forward_load, expected_backward), "after forward routing");
   overhead.compaction += clock.lap();
@@ -197,12 +210,15 @@ BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch
   const std::vector<double> no_load(static_cast<std::size_t>(settings_.ranks), 0.0);
   overhead.compaction += clock.lap();
 
-  const torch::Tensor instance = route(Phase::Backward, kept_experts, kept_home, table,
-                                       room(rank_holdings(table, forward_load, no_load), backward_pairs_that_fit));
+  const torch::Tensor instance =
+      route(Phase::Backward, kept_experts, kept_home, table,
+            room(rank_holdings(table, forward_load, no_load), backward_pairs_that_fit));
   overhead.routing += clock.lap();
-  pass.layout = build_pair_layout(instance, kept_home, table, settings_.ranks, settings_.process, forward.experts.device());
+  pass.layout = build_pair_layout(instance, kept_home, table, settings_.ranks, settings_.process,
+                                  forward.experts.device());
   localize(forward, selection.weights, pass);
-  check_budget(rank_holdings(table, forward_load, as_doubles(pass.layout.load)), "after backward routing");
+  check_budget(rank_holdings(table, forward_load, as_doubles(pass.layout.load)),
+               "after backward routing");
   overhead.compaction += clock.lap();
 
   statistics_.overhead += overhead;
@@ -215,7 +231,8 @@ PairBatch ExpertPipeline::gather_signals(const ForwardPass& forward, PairBatch l
   if (collectives_->single()) return local;
   const torch::Tensor home_process = forward.home.div(settings_.process.ranks_per_process, "floor");
   const torch::Tensor all = gather_in_pair_order(
-      *collectives_, torch::stack({local.gates, local.upstream_norm, local.input_norm, local.hidden_norm}, 1),
+      *collectives_,
+      torch::stack({local.gates, local.upstream_norm, local.input_norm, local.hidden_norm}, 1),
       home_process);
   local.gates = all.select(1, 0);
   local.upstream_norm = all.select(1, 1);
@@ -224,38 +241,44 @@ PairBatch ExpertPipeline::gather_signals(const ForwardPass& forward, PairBatch l
   return local;
 }
 
-void ExpertPipeline::localize(const ForwardPass& forward, const torch::Tensor& weights, BackwardPass& pass) const {
+void ExpertPipeline::localize(const ForwardPass& forward, const torch::Tensor& weights,
+                              BackwardPass& pass) const {
   const torch::Device device = forward.experts.device();
   const torch::Tensor& kept_here = pass.layout.local.home_pairs;  // indices into pass.kept
   // Position of each computed pair among the forward's home rows (valid for those homed here).
   const torch::Tensor& forward_home = forward.layout.local.home_pairs;
-  const torch::Tensor home_row = torch::full({forward.home.numel()}, -1, torch::kInt64)
-                                     .index_copy_(0, forward_home, torch::arange(forward_home.numel()));
+  const torch::Tensor home_row =
+      torch::full({forward.home.numel()}, -1, torch::kInt64)
+          .index_copy_(0, forward_home, torch::arange(forward_home.numel()));
   pass.local_kept = home_row.index_select(0, pass.kept.index_select(0, kept_here)).to(device);
   if (weights.defined()) {
-    pass.local_weights = weights.to(torch::kCPU, torch::kFloat32).index_select(0, kept_here).to(device);
+    pass.local_weights =
+        weights.to(torch::kCPU, torch::kFloat32).index_select(0, kept_here).to(device);
   }
   if (settings_.recompute) return;
 
   const InstanceTable& table = *forward.table;
-  const torch::Tensor forward_rank = torch::tensor(table.instance_rank, torch::kInt64)
-                                         .index_select(0, forward.layout.instance.index_select(0, pass.kept));
-  pass.context = process_slice(pass.layout.order, pass.layout.instance, forward_rank, pass.layout.instance_offsets,
-                               table, settings_.process, device);
+  const torch::Tensor forward_rank =
+      torch::tensor(table.instance_rank, torch::kInt64)
+          .index_select(0, forward.layout.instance.index_select(0, pass.kept));
+  pass.context = process_slice(pass.layout.order, pass.layout.instance, forward_rank,
+                               pass.layout.instance_offsets, table, settings_.process, device);
   const torch::Tensor forward_order = forward.layout.order.to(torch::kCPU);
   const torch::Tensor destination_row =
-      torch::empty_like(forward_order).index_copy_(0, forward_order, torch::arange(forward_order.numel()));
-  pass.context_rows = (destination_row.index_select(0, pass.kept.index_select(0, pass.context.home_pairs)) -
-                       forward.layout.local.first_row)
-                          .to(device);
+      torch::empty_like(forward_order)
+          .index_copy_(0, forward_order, torch::arange(forward_order.numel()));
+  pass.context_rows =
+      (destination_row.index_select(0, pass.kept.index_select(0, pass.context.home_pairs)) -
+       forward.layout.local.first_row)
+          .to(device);
 }
 
 void ExpertPipeline::account(const ForwardPass& forward, const BackwardPass& backward) {
   PassAccount pass = account_pass(settings_, forward, backward);
   const auto R = static_cast<std::size_t>(settings_.ranks);
   if (statistics_.forward_load.empty()) {
-    for (auto* per_rank : {&statistics_.forward_load, &statistics_.backward_load, &statistics_.bytes_sent,
-                           &statistics_.bytes_received}) {
+    for (auto* per_rank : {&statistics_.forward_load, &statistics_.backward_load,
+                           &statistics_.bytes_sent, &statistics_.bytes_received}) {
       per_rank->assign(R, 0);
     }
   }

@@ -33,8 +33,8 @@
 #include "core/pipeline/pair_costs.hpp"
 #include "core/pipeline/pair_exchange.hpp"
 #include "core/pipeline/pair_layout.hpp"
-#include "core/pipeline/rank_clock.hpp"
 #include "core/pipeline/process_view.hpp"
+#include "core/pipeline/rank_clock.hpp"
 #include "core/plugins/policy_set.hpp"
 
 namespace lrmoe {
@@ -57,11 +57,14 @@ struct PipelineSettings {
 // What the forward phase decided, for the backward phase of the same pass.
 struct ForwardPass {
   int64_t step = 0;
-  torch::Tensor computed;               // [n] int64: routed pairs (expert order, all processes) computed in forward
-  torch::Tensor experts;                // [n] int64 expert of each computed pair, on the layer's device
+  // [n] int64: routed pairs (expert order, all processes) computed in forward
+  torch::Tensor computed;
+  // [n] int64 expert of each computed pair, on the layer's device
+  torch::Tensor experts;
   std::vector<int64_t> expert_offsets;  // [experts + 1] over the computed pairs
   torch::Tensor home;                   // [n] int64 CPU: home rank of each computed pair
-  std::vector<int64_t> routed_per_home_rank;  // [ranks]: routed pairs (dropped ones included) homed on each rank
+  // [ranks]: routed pairs (dropped ones included) homed on each rank
+  std::vector<int64_t> routed_per_home_rank;
   std::shared_ptr<const InstanceTable> table;
   std::vector<int64_t> quota;
   PairLayout layout;
@@ -71,8 +74,8 @@ struct ForwardPass {
 };
 
 struct BackwardPass {
-  torch::Tensor kept;           // [k] int64 CPU: indices into the computed pairs, increasing
-  PairLayout layout;            // over the kept pairs
+  torch::Tensor kept;  // [k] int64 CPU: indices into the computed pairs, increasing
+  PairLayout layout;   // over the kept pairs
   // The kept pairs homed here: their positions among the forward's home rows, and their weights
   // (undefined: all 1). On the device.
   torch::Tensor local_kept;
@@ -96,7 +99,8 @@ class ExpertPipeline {
 
   // This process's routed pairs: `experts`, `gates` sorted by expert; `home`: CPU home rank of
   // each pair; `tokens`: this process's tokens (every process has as many).
-  std::shared_ptr<const ForwardPass> plan_forward(const torch::Tensor& experts, const torch::Tensor& gates,
+  std::shared_ptr<const ForwardPass> plan_forward(const torch::Tensor& experts,
+                                                  const torch::Tensor& gates,
                                                   const torch::Tensor& home, int64_t tokens);
   // `signals`: gates and norms of the forward's computed pairs homed here (its home rows).
   BackwardPass plan_backward(const ForwardPass& forward, PairBatch signals);
@@ -125,7 +129,8 @@ class ExpertPipeline {
   // Per rank, the pairs of one phase that still fit beside `holdings` (a routing's capacity):
   // `pairs_that_fit` is forward_pairs_that_fit or backward_pairs_that_fit.
   std::vector<int64_t> room(const std::vector<LayerHolding>& holdings,
-                            int64_t (*pairs_that_fit)(const MemoryCosts&, LayerHolding, int64_t)) const;
+                            int64_t (*pairs_that_fit)(const MemoryCosts&, LayerHolding,
+                                                      int64_t)) const;
   torch::Tensor route(Phase phase, const torch::Tensor& experts, const torch::Tensor& home,
                       const InstanceTable& table, std::vector<int64_t> capacity);
   // Every process's signals of the forward's computed pairs, in pair order.
@@ -144,7 +149,8 @@ class ExpertPipeline {
   std::shared_ptr<PairExchange> exchange_;
   std::shared_ptr<RankClock> rank_clock_ = std::make_shared<WallRankClock>();
   int64_t step_ = 0;
-  // Earlier global counts, oldest first: the same on every process (Note [Exact multi-process plan]).
+  // Earlier global counts, oldest first: the same on every process (Note [Exact multi-process
+  // plan]).
   std::deque<std::vector<int64_t>> history_;
   LayerStepStatistics statistics_;
 };

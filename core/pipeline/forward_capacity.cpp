@@ -7,9 +7,11 @@
 namespace lrmoe {
 
 torch::Tensor within_forward_capacity(const torch::Tensor& experts, const torch::Tensor& gates,
-                                      const std::vector<int64_t>& counts, const std::vector<int64_t>& capacity) {
+                                      const std::vector<int64_t>& counts,
+                                      const std::vector<int64_t>& capacity) {
   // Descending gate, then stably by expert: each expert's pairs by falling gate, one run each.
-  auto by_gate = std::get<1>(torch::sort(gates.detach().to(torch::kCPU), /*stable=*/true, 0, /*descending=*/true));
+  auto by_gate = std::get<1>(
+      torch::sort(gates.detach().to(torch::kCPU), /*stable=*/true, 0, /*descending=*/true));
   auto order = by_gate.index_select(
       0, std::get<1>(torch::sort(experts.index_select(0, by_gate), /*stable=*/true, 0, false)));
   const std::vector<int64_t> offsets = offsets_from_counts(counts);

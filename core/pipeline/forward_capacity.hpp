@@ -15,6 +15,7 @@ namespace lrmoe {
 // ([pairs] float) goes with it, `counts` and `capacity` are [experts]. Ties in gate keep the
 // earlier pair.
 torch::Tensor within_forward_capacity(const torch::Tensor& experts, const torch::Tensor& gates,
-                                      const std::vector<int64_t>& counts, const std::vector<int64_t>& capacity);
+                                      const std::vector<int64_t>& counts,
+                                      const std::vector<int64_t>& capacity);
 
 }  // namespace lrmoe

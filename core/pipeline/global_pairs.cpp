@@ -2,8 +2,8 @@
 
 namespace lrmoe {
 
-GlobalPairs gather_pairs(Collectives& collectives, const torch::Tensor& experts, const torch::Tensor& gates,
-                         const torch::Tensor& home) {
+GlobalPairs gather_pairs(Collectives& collectives, const torch::Tensor& experts,
+                         const torch::Tensor& gates, const torch::Tensor& home) {
   GlobalPairs pairs;
   if (collectives.single()) {
     pairs.experts = experts;
@@ -13,9 +13,10 @@ GlobalPairs gather_pairs(Collectives& collectives, const torch::Tensor& experts,
     return pairs;
   }
   // One gather: expert ids, home ranks and float32 gates are all exact in float64.
-  const torch::Tensor local = torch::stack({experts.to(torch::kCPU, torch::kFloat64), home.to(torch::kFloat64),
-                                            gates.detach().to(torch::kCPU, torch::kFloat64)},
-                                           1);
+  const torch::Tensor local =
+      torch::stack({experts.to(torch::kCPU, torch::kFloat64), home.to(torch::kFloat64),
+                    gates.detach().to(torch::kCPU, torch::kFloat64)},
+                   1);
   // Every process routes as many tokens, each to top-k experts: as many pairs.
   const std::vector<int64_t> counts(static_cast<std::size_t>(collectives.size()), local.size(0));
   const torch::Tensor all = collectives.gather_rows(local, counts);
@@ -36,10 +37,12 @@ torch::Tensor gather_in_pair_order(Collectives& collectives, const torch::Tensor
                                    const torch::Tensor& home_process) {
   if (collectives.single()) return local;
   // The gather concatenates by process; within a process the rows are in pair order.
-  const torch::Tensor by_process = std::get<1>(torch::sort(home_process, /*stable=*/true, 0, false));
+  const torch::Tensor by_process =
+      std::get<1>(torch::sort(home_process, /*stable=*/true, 0, false));
   const torch::Tensor counts = torch::bincount(home_process, {}, collectives.size());
   const torch::Tensor all = collectives.gather_rows(
-      local.to(torch::kCPU), std::vector<int64_t>(counts.data_ptr<int64_t>(), counts.data_ptr<int64_t>() + counts.numel()));
+      local.to(torch::kCPU), std::vector<int64_t>(counts.data_ptr<int64_t>(),
+                                                  counts.data_ptr<int64_t>() + counts.numel()));
   return torch::empty_like(all).index_copy_(0, by_process, all).to(local.device());
 }
 

@@ -22,8 +22,8 @@ struct GlobalPairs {
 
 // `experts`, `gates`: this process's pairs sorted by expert; `home`: their CPU home ranks.
 // Every process has as many pairs (as many tokens, top-k each).
-GlobalPairs gather_pairs(Collectives& collectives, const torch::Tensor& experts, const torch::Tensor& gates,
-                         const torch::Tensor& home);
+GlobalPairs gather_pairs(Collectives& collectives, const torch::Tensor& experts,
+                         const torch::Tensor& gates, const torch::Tensor& home);
 
 // `local`: [m, ...] rows of the pairs homed here, in pair order; `home_process`: [n] int64 CPU
 // process of every pair. Returns the [n, ...] rows of all pairs in pair order.

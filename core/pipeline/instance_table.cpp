@@ -13,12 +13,13 @@ void check_per_expert(const std::vector<int64_t>& values, int64_t num_experts, b
                       const std::string& what, const std::string& policy) {
   if (may_be_empty && values.empty()) return;
   if (static_cast<int64_t>(values.size()) != num_experts) {
-    throw PlanError(fmt::format("placement '{}' returned {} {} values for {} experts", policy, values.size(), what,
-                                num_experts));
+    throw PlanError(fmt::format("placement '{}' returned {} {} values for {} experts", policy,
+                                values.size(), what, num_experts));
   }
   for (std::size_t e = 0; e < values.size(); ++e) {
     if (values[e] < 0) {
-      throw PlanError(fmt::format("placement '{}' returned a negative {} ({}) for expert {}", policy, what, values[e], e));
+      throw PlanError(fmt::format("placement '{}' returned a negative {} ({}) for expert {}",
+                                  policy, what, values[e], e));
     }
   }
 }
@@ -46,21 +47,23 @@ InstanceTable build_instance_table(const PlacementPlan& plan, int64_t num_expert
   table.instances = plan.instances;
   std::set<std::pair<int64_t, int64_t>> used;
   for (const ExpertInstance& instance : table.instances) {
-    if (instance.expert < 0 || instance.expert >= num_experts || instance.rank < 0 || instance.rank >= ranks ||
-        instance.slot < 0 || instance.slot >= slots_per_rank) {
-      throw PlanError(fmt::format("placement '{}' put expert {} on rank {} slot {}, outside {} experts, {} ranks and {} "
-                                  "slots per rank",
-                                  policy, instance.expert, instance.rank, instance.slot, num_experts, ranks,
-                                  slots_per_rank));
+    if (instance.expert < 0 || instance.expert >= num_experts || instance.rank < 0 ||
+        instance.rank >= ranks || instance.slot < 0 || instance.slot >= slots_per_rank) {
+      throw PlanError(fmt::format(
+          "placement '{}' put expert {} on rank {} slot {}, outside {} experts, {} ranks and {} "
+          "slots per rank",
+          policy, instance.expert, instance.rank, instance.slot, num_experts, ranks,
+          slots_per_rank));
     }
     if (!used.emplace(instance.rank, instance.slot).second) {
-      throw PlanError(fmt::format("placement '{}' put two instances on rank {} slot {}", policy, instance.rank,
-                                  instance.slot));
+      throw PlanError(fmt::format("placement '{}' put two instances on rank {} slot {}", policy,
+                                  instance.rank, instance.slot));
     }
   }
-  std::sort(table.instances.begin(), table.instances.end(), [](const ExpertInstance& a, const ExpertInstance& b) {
-    return std::make_pair(a.rank, a.slot) < std::make_pair(b.rank, b.slot);
-  });
+  std::sort(table.instances.begin(), table.instances.end(),
+            [](const ExpertInstance& a, const ExpertInstance& b) {
+              return std::make_pair(a.rank, a.slot) < std::make_pair(b.rank, b.slot);
+            });
 
   table.expert_instances.assign(static_cast<std::size_t>(num_experts), {});
   std::vector<int64_t> experts;
@@ -69,7 +72,8 @@ InstanceTable build_instance_table(const PlacementPlan& plan, int64_t num_expert
     auto& list = table.expert_instances[instance.expert];
     if (instance.owner) {
       if (!list.empty() && table.instances[list.front()].owner) {
-        throw PlanError(fmt::format("placement '{}' gave expert {} two owners", policy, instance.expert));
+        throw PlanError(
+            fmt::format("placement '{}' gave expert {} two owners", policy, instance.expert));
       }
       list.insert(list.begin(), i);
     } else {
@@ -81,7 +85,8 @@ InstanceTable build_instance_table(const PlacementPlan& plan, int64_t num_expert
   for (int64_t e = 0; e < num_experts; ++e) {
     const auto& list = table.expert_instances[e];
     if (list.empty() || !table.instances[list.front()].owner) {
-      throw PlanError(fmt::format("placement '{}' gave expert {} {}", policy, e, list.empty() ? "no instance" : "no owner"));
+      throw PlanError(fmt::format("placement '{}' gave expert {} {}", policy, e,
+                                  list.empty() ? "no instance" : "no owner"));
     }
   }
   table.instance_expert = torch::tensor(experts, torch::kInt64);

@@ -20,10 +20,11 @@ class PlanError : public std::runtime_error {
 };
 
 struct InstanceTable {
-  std::vector<ExpertInstance> instances;             // sorted by (rank, slot)
-  std::vector<std::vector<int64_t>> expert_instances;  // per expert, indices into instances, owner first
-  torch::Tensor instance_expert;                     // [instances] int64
-  std::vector<int64_t> instance_rank;                // [instances]
+  std::vector<ExpertInstance> instances;  // sorted by (rank, slot)
+  // per expert, indices into instances, owner first
+  std::vector<std::vector<int64_t>> expert_instances;
+  torch::Tensor instance_expert;       // [instances] int64
+  std::vector<int64_t> instance_rank;  // [instances]
   bool one_per_expert = false;  // instance i is the only instance of expert i: no replica copies
 
   int64_t size() const { return static_cast<int64_t>(instances.size()); }

@@ -38,34 +38,37 @@ struct PipelineOverhead {
 // What one process measured of a layer in one step.
 struct ProcessStepMeasurement {
   int64_t process = 0;
-  ProcessPhaseTimes times;        // its wall and planning seconds of the layer, per phase
-  ExchangeMeasurement exchange;  // its all-to-all-v calls: bytes to and from other processes, wall time
+  ProcessPhaseTimes times;  // its wall and planning seconds of the layer, per phase
+  // its all-to-all-v calls: bytes to and from other processes, wall time
+  ExchangeMeasurement exchange;
 };
 
 struct LayerStepStatistics {
   int64_t layer = 0;  // index among the MoE layers
   int64_t pairs_routed = 0;
-  int64_t pairs_dropped = 0;  // dropped in forward by a placement's forward capacity
-  int64_t pairs_kept = 0;     // with backward work
-  int64_t replicas = 0;       // expert instances beyond one per expert (last micro-batch)
+  int64_t pairs_dropped = 0;           // dropped in forward by a placement's forward capacity
+  int64_t pairs_kept = 0;              // with backward work
+  int64_t replicas = 0;                // expert instances beyond one per expert (last micro-batch)
   std::vector<int64_t> forward_load;   // per rank: pairs computed
   std::vector<int64_t> backward_load;  // per rank: kept pairs
-  std::vector<int64_t> bytes_sent;     // per rank: pair-row bytes to other ranks, all four all-to-alls
-  std::vector<int64_t> bytes_received; // per rank: from other ranks
+  // per rank: pair-row bytes to other ranks, all four all-to-alls
+  std::vector<int64_t> bytes_sent;
+  std::vector<int64_t> bytes_received;  // per rank: from other ranks
   LayerTraffic traffic;
   // Per pass (micro-batch), per rank: what the rank held for this layer (its memory timeline's
   // input, core/pipeline/memory_timeline.hpp).
   std::vector<std::vector<LayerHolding>> passes;
-  double forward_seconds = 0;      // measured wall time of the layer (the slowest process's)
+  double forward_seconds = 0;  // measured wall time of the layer (the slowest process's)
   double backward_seconds = 0;
-  ExchangeMeasurement exchange;    // this process's all-to-all-v calls
-  std::vector<ProcessStepMeasurement> processes;  // every process's measurements (multi-process runs)
-  PipelineOverhead overhead;       // part of the two above
+  ExchangeMeasurement exchange;  // this process's all-to-all-v calls
+  // every process's measurements (multi-process runs)
+  std::vector<ProcessStepMeasurement> processes;
+  PipelineOverhead overhead;                  // part of the two above
   double planning_seconds[kPhases] = {0, 0};  // the overhead by phase: the plan every rank computes
   // [phase][rank]: each rank's timed expert work (this process's ranks; zero for the others).
   std::vector<double> rank_expert_seconds[kPhases];
-  CriticalPath critical_path;      // of the whole step, over all processes (set by the trainer)
-  ModeledTime modeled;             // cost model: the step's passes under the run's hardware profile
+  CriticalPath critical_path;  // of the whole step, over all processes (set by the trainer)
+  ModeledTime modeled;         // cost model: the step's passes under the run's hardware profile
 };
 
 }  // namespace lrmoe

@@ -5,12 +5,14 @@
 namespace lrmoe {
 namespace {
 
-int64_t whole(double bytes) { return static_cast<int64_t>(std::llround(bytes)); }
+int64_t whole(double bytes) {
+  return static_cast<int64_t>(std::llround(bytes));
+}
 
 // One moment, category by category. `live` layers are those whose forward has run and whose
 // backward has not finished; `current` is the layer running at the moment.
-RankMemory at_moment(const MemoryCosts& c, const std::vector<LayerHolding>& layers, const StaticMemory& fixed,
-                     TimelineMoment moment) {
+RankMemory at_moment(const MemoryCosts& c, const std::vector<LayerHolding>& layers,
+                     const StaticMemory& fixed, TimelineMoment moment) {
   RankMemory m;
   m.optimizer = fixed.optimizer;
   m.dense = fixed.dense;
@@ -35,9 +37,12 @@ RankMemory at_moment(const MemoryCosts& c, const std::vector<LayerHolding>& laye
 
 }  // namespace
 
-const char* phase_name(Phase phase) { return phase == Phase::Forward ? "forward" : "backward"; }
+const char* phase_name(Phase phase) {
+  return phase == Phase::Forward ? "forward" : "backward";
+}
 
-MemoryPeak pass_peak(const MemoryCosts& costs, const std::vector<LayerHolding>& layers, const StaticMemory& fixed) {
+MemoryPeak pass_peak(const MemoryCosts& costs, const std::vector<LayerHolding>& layers,
+                     const StaticMemory& fixed) {
   MemoryPeak peak;
   bool first = true;
   auto visit = [&](TimelineMoment moment) {

@@ -17,13 +17,16 @@ namespace lrmoe {
 
 // Memory of one rank by the categories of the design, in bytes, at one moment.
 struct RankMemory {
-  int64_t owned = 0;            // parameters of the experts the rank owns
-  int64_t replicas = 0;         // parameters of the replicas it hosts (live layers)
-  int64_t gradients = 0;        // owned experts' gradient buffers, and the replicas' in a layer's backward
-  int64_t optimizer = 0;        // Adam state of the experts it owns
-  int64_t forward_tokens = 0;   // activations saved for the expert backward, and the forward token buffers
+  int64_t owned = 0;     // parameters of the experts the rank owns
+  int64_t replicas = 0;  // parameters of the replicas it hosts (live layers)
+  // owned experts' gradient buffers, and the replicas' in a layer's backward
+  int64_t gradients = 0;
+  int64_t optimizer = 0;  // Adam state of the experts it owns
+  // activations saved for the expert backward, and the forward token buffers
+  int64_t forward_tokens = 0;
   int64_t backward_tokens = 0;  // the backward token buffers of the layer in backward
-  int64_t dense = 0;            // dense parameters, gradients, optimizer state, activations (estimated)
+  // dense parameters, gradients, optimizer state, activations (estimated)
+  int64_t dense = 0;
 
   int64_t subtotal() const { return owned + replicas + forward_tokens + backward_tokens; }
   int64_t total() const { return subtotal() + gradients + optimizer + dense; }
@@ -39,10 +42,10 @@ struct TimelineMoment {
 };
 
 struct MemoryPeak {
-  RankMemory at_peak;           // every category at the moment of the largest total
-  TimelineMoment peak;          // that moment
-  int64_t subtotal = 0;         // the largest subtotal over the timeline
-  TimelineMoment subtotal_peak; // its moment
+  RankMemory at_peak;            // every category at the moment of the largest total
+  TimelineMoment peak;           // that moment
+  int64_t subtotal = 0;          // the largest subtotal over the timeline
+  TimelineMoment subtotal_peak;  // its moment
 };
 
 // Bytes a rank holds all step outside the MoE layers' plans.
@@ -53,7 +56,8 @@ struct StaticMemory {
 
 // The peak of one forward-backward pass of one rank: `layers[l]` is what it holds for MoE layer
 // l. Ties keep the earliest moment.
-MemoryPeak pass_peak(const MemoryCosts& costs, const std::vector<LayerHolding>& layers, const StaticMemory& fixed);
+MemoryPeak pass_peak(const MemoryCosts& costs, const std::vector<LayerHolding>& layers,
+                     const StaticMemory& fixed);
 
 // The larger of two peaks, each measure on its own: (the step's peak over its micro-batches).
 MemoryPeak max_peak(const MemoryPeak& a, const MemoryPeak& b);

@@ -13,11 +13,11 @@ namespace lrmoe {
 
 struct PairCosts {
   int64_t element_bytes = 4;
-  int64_t hidden = 0;               // model.hidden_size
-  int64_t ffn = 0;                  // model.expert_ffn_size
-  int64_t row_bytes = 0;            // one token row (hidden) in an all-to-all
-  int64_t pre_activation_bytes = 0; // one pair's SwiGLU pre-activations (2 * ffn)
-  int64_t expert_bytes = 0;         // parameters of one expert
+  int64_t hidden = 0;                // model.hidden_size
+  int64_t ffn = 0;                   // model.expert_ffn_size
+  int64_t row_bytes = 0;             // one token row (hidden) in an all-to-all
+  int64_t pre_activation_bytes = 0;  // one pair's SwiGLU pre-activations (2 * ffn)
+  int64_t expert_bytes = 0;          // parameters of one expert
   // Per pair computed in forward: the received input row, the hidden activation and the output
   // row, and the pre-activations (transient when recomputed, else saved until backward). Per
   // kept pair in backward: the incoming gradient row and input row, the pre-activations

@@ -12,12 +12,14 @@ ExchangeMeasurement& ExchangeMeasurement::operator+=(const ExchangeMeasurement& 
   return *this;
 }
 
-PairExchange::PairExchange(std::shared_ptr<Collectives> collectives) : collectives_(std::move(collectives)) {}
+PairExchange::PairExchange(std::shared_ptr<Collectives> collectives)
+    : collectives_(std::move(collectives)) {}
 
 torch::Tensor PairExchange::exchange(const torch::Tensor& rows, const std::vector<int64_t>& send,
                                      const std::vector<int64_t>& recv) {
   if (collectives_->single()) return rows;
-  const int64_t row_bytes = rows.size(0) > 0 ? rows.nbytes() / rows.size(0) : rows.numel() * rows.element_size();
+  const int64_t row_bytes =
+      rows.size(0) > 0 ? rows.nbytes() / rows.size(0) : rows.numel() * rows.element_size();
   const auto me = static_cast<std::size_t>(collectives_->rank());
   for (std::size_t q = 0; q < send.size(); ++q) {
     if (q == me) continue;
@@ -26,20 +28,23 @@ torch::Tensor PairExchange::exchange(const torch::Tensor& rows, const std::vecto
   }
   const auto started = std::chrono::steady_clock::now();
   torch::Tensor received = collectives_->exchange_rows(rows, send, recv);
-  measurement_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  measurement_.seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   ++measurement_.calls;
   return received;
 }
 
 torch::Tensor PairExchange::dispatch(const torch::Tensor& home_rows, const ProcessSlice& s) {
-  torch::Tensor received = exchange(home_rows.index_select(0, s.send_rows), s.send_counts, s.recv_counts);
+  torch::Tensor received =
+      exchange(home_rows.index_select(0, s.send_rows), s.send_counts, s.recv_counts);
   return s.arrival.defined() ? received.index_select(0, s.arrival) : received;
 }
 
 torch::Tensor PairExchange::combine(const torch::Tensor& destination_rows, const ProcessSlice& s) {
   const torch::Tensor buffer =
-      s.arrival.defined() ? torch::empty_like(destination_rows).index_copy_(0, s.arrival, destination_rows)
-                          : destination_rows;
+      s.arrival.defined()
+          ? torch::empty_like(destination_rows).index_copy_(0, s.arrival, destination_rows)
+          : destination_rows;
   const torch::Tensor returned = exchange(buffer, s.recv_counts, s.send_counts);
   return torch::empty_like(returned).index_copy_(0, s.send_rows, returned);
 }

@@ -38,7 +38,8 @@ class PairExchange {
   ExchangeMeasurement take_measurement();
 
  private:
-  torch::Tensor exchange(const torch::Tensor& rows, const std::vector<int64_t>& send, const std::vector<int64_t>& recv);
+  torch::Tensor exchange(const torch::Tensor& rows, const std::vector<int64_t>& send,
+                         const std::vector<int64_t>& recv);
 
   std::shared_ptr<Collectives> collectives_;
   ExchangeMeasurement measurement_;

@@ -14,9 +14,10 @@ std::vector<int64_t> counts_of(const torch::Tensor& processes, int64_t count) {
 
 }  // namespace
 
-ProcessSlice process_slice(const torch::Tensor& device_order, const torch::Tensor& instance, const torch::Tensor& home,
-                           const std::vector<int64_t>& instance_offsets, const InstanceTable& table,
-                           const ProcessView& process, const torch::Device& device) {
+ProcessSlice process_slice(const torch::Tensor& device_order, const torch::Tensor& instance,
+                           const torch::Tensor& home, const std::vector<int64_t>& instance_offsets,
+                           const InstanceTable& table, const ProcessView& process,
+                           const torch::Device& device) {
   ProcessSlice slice;
   if (process.processes == 1) {
     // Everything is here: the move is the permutation into destination order.
@@ -31,7 +32,8 @@ ProcessSlice process_slice(const torch::Tensor& device_order, const torch::Tenso
   const torch::Tensor home_process = home.div(process.ranks_per_process, "floor");
   const torch::Tensor instance_process =
       torch::tensor(table.instance_rank, torch::kInt64).div(process.ranks_per_process, "floor");
-  const torch::Tensor destination_process = instance_process.index_select(0, instance.index_select(0, order));
+  const torch::Tensor destination_process =
+      instance_process.index_select(0, instance.index_select(0, order));
 
   // Sending: this process's home pairs in destination order (hence grouped by destination).
   const torch::Tensor is_home = home_process.eq(process.index);
@@ -50,7 +52,8 @@ ProcessSlice process_slice(const torch::Tensor& device_order, const torch::Tenso
   slice.recv_counts = counts_of(source, process.processes);
   // Each source sends its rows in destination order: the buffer is ordered by (source, row).
   const torch::Tensor buffer_order = std::get<1>(torch::sort(source, /*stable=*/true, 0, false));
-  slice.arrival = torch::empty_like(buffer_order).index_copy_(0, buffer_order, torch::arange(rows)).to(device);
+  slice.arrival =
+      torch::empty_like(buffer_order).index_copy_(0, buffer_order, torch::arange(rows)).to(device);
 
   slice.instance_offsets.assign(instance_offsets.size(), 0);
   for (std::size_t i = 0; i + 1 < instance_offsets.size(); ++i) {
@@ -61,14 +64,17 @@ ProcessSlice process_slice(const torch::Tensor& device_order, const torch::Tenso
   return slice;
 }
 
-PairLayout build_pair_layout(const torch::Tensor& instance, const torch::Tensor& home, const InstanceTable& table,
-                             int64_t ranks, const ProcessView& process, const torch::Device& device) {
+PairLayout build_pair_layout(const torch::Tensor& instance, const torch::Tensor& home,
+                             const InstanceTable& table, int64_t ranks, const ProcessView& process,
+                             const torch::Device& device) {
   PairLayout layout;
   layout.ranks = ranks;
   layout.instance = instance;
   // Stable, so a slice keeps its pairs in pair order (expert, then token): deterministic, and the
   // same on every process (Note [Pair order] in docs/notes.md).
-  layout.order = std::get<1>(torch::sort(instance, /*stable=*/true, /*dim=*/0, /*descending=*/false)).to(device);
+  layout.order =
+      std::get<1>(torch::sort(instance, /*stable=*/true, /*dim=*/0, /*descending=*/false))
+          .to(device);
 
   const auto r = static_cast<std::size_t>(ranks);
   layout.instance_offsets.assign(static_cast<std::size_t>(table.size()) + 1, 0);
@@ -82,8 +88,10 @@ PairLayout build_pair_layout(const torch::Tensor& instance, const torch::Tensor&
     ++layout.matrix[from[p] * ranks + destination];
     ++layout.load[destination];
   }
-  std::partial_sum(layout.instance_offsets.begin(), layout.instance_offsets.end(), layout.instance_offsets.begin());
-  layout.local = process_slice(layout.order, instance, home, layout.instance_offsets, table, process, device);
+  std::partial_sum(layout.instance_offsets.begin(), layout.instance_offsets.end(),
+                   layout.instance_offsets.begin());
+  layout.local =
+      process_slice(layout.order, instance, home, layout.instance_offsets, table, process, device);
   return layout;
 }
 

@@ -20,16 +20,19 @@ namespace lrmoe {
 // here, in pair order; "destination rows" are the rows of the pairs whose instance is here, in
 // destination order.
 struct ProcessSlice {
-  torch::Tensor home_pairs;               // [home rows] int64 CPU: their pair indices, increasing
-  torch::Tensor send_rows;                // [home rows]: home row of each row sent, by destination order
-  std::vector<int64_t> send_counts;       // [processes]: rows sent to each process (this one included)
+  torch::Tensor home_pairs;  // [home rows] int64 CPU: their pair indices, increasing
+  // [home rows]: home row of each row sent, by destination order
+  torch::Tensor send_rows;
+  // [processes]: rows sent to each process (this one included)
+  std::vector<int64_t> send_counts;
   std::vector<int64_t> recv_counts;       // [processes]: rows received from each process
   torch::Tensor arrival;                  // [destination rows]: where each arrives in the receive
                                           // buffer (by source, then destination order); undefined
                                           // when that is the destination order itself
   std::vector<int64_t> instance_offsets;  // [instances + 1] over the destination rows; instances
                                           // elsewhere have none
-  int64_t first_row = 0;                  // first destination row here in the global destination order
+  // first destination row here in the global destination order
+  int64_t first_row = 0;
 };
 
 struct PairLayout {
@@ -38,7 +41,8 @@ struct PairLayout {
   torch::Tensor instance;                 // [pairs] int64 CPU: instance of each pair (pair order)
   std::vector<int64_t> instance_offsets;  // [instances + 1]: rows of instance i
   std::vector<int64_t> load;              // [ranks]: pairs each rank receives (its own included)
-  std::vector<int64_t> matrix;            // [ranks * ranks]: pairs from home rank s to rank d at [s * ranks + d]
+  // [ranks * ranks]: pairs from home rank s to rank d at [s * ranks + d]
+  std::vector<int64_t> matrix;
   ProcessSlice local;
 
   int64_t pairs() const { return instance.numel(); }
@@ -46,12 +50,14 @@ struct PairLayout {
 
 // `instance`: [pairs] int64 CPU index into table.instances; `home`: [pairs] int64 CPU home ranks.
 // `order`: the pairs in destination order (on the device); `instance_offsets`: rows per instance.
-ProcessSlice process_slice(const torch::Tensor& order, const torch::Tensor& instance, const torch::Tensor& home,
-                           const std::vector<int64_t>& instance_offsets, const InstanceTable& table,
-                           const ProcessView& process, const torch::Device& device);
+ProcessSlice process_slice(const torch::Tensor& order, const torch::Tensor& instance,
+                           const torch::Tensor& home, const std::vector<int64_t>& instance_offsets,
+                           const InstanceTable& table, const ProcessView& process,
+                           const torch::Device& device);
 
 // `instance`: [pairs] int64 CPU index into table.instances; `home`: [pairs] int64 CPU home ranks.
-PairLayout build_pair_layout(const torch::Tensor& instance, const torch::Tensor& home, const InstanceTable& table,
-                             int64_t ranks, const ProcessView& process, const torch::Device& device);
+PairLayout build_pair_layout(const torch::Tensor& instance, const torch::Tensor& home,
+                             const InstanceTable& table, int64_t ranks, const ProcessView& process,
+                             const torch::Device& device);
 
 }  // namespace lrmoe

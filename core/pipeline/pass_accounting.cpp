@@ -18,12 +18,14 @@ constexpr double kCountBytes = 8;
 
 // `pairs` (a layout's rank matrix) times `row_bytes`, transposed for a return trip; a rank's
 // pairs to itself move nothing.
-TrafficMatrix rows_matrix(const std::vector<int64_t>& pairs, int64_t ranks, double row_bytes, bool transpose) {
+TrafficMatrix rows_matrix(const std::vector<int64_t>& pairs, int64_t ranks, double row_bytes,
+                          bool transpose) {
   TrafficMatrix t(ranks);
   for (int64_t s = 0; s < ranks; ++s) {
     for (int64_t d = 0; d < ranks; ++d) {
       if (s == d) continue;
-      const double bytes = static_cast<double>(pairs[static_cast<std::size_t>(s * ranks + d)]) * row_bytes;
+      const double bytes =
+          static_cast<double>(pairs[static_cast<std::size_t>(s * ranks + d)]) * row_bytes;
       (transpose ? t.at(d, s) : t.at(s, d)) += bytes;
     }
   }
@@ -42,7 +44,8 @@ int64_t rows_of(const PairLayout& layout, std::size_t instance) {
 
 }  // namespace
 
-PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& forward, const BackwardPass& backward) {
+PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& forward,
+                         const BackwardPass& backward) {
   const PairCosts& c = settings.costs;
   const CostModel& model = settings.cost_model;
   const InstanceTable& table = *forward.table;
@@ -53,7 +56,8 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
   const bool input_grads_for_all = settings.dropped_pair_keeps == DroppedPairKeeps::InputGrad;
   PassAccount account;
 
-  std::vector<double> forward_load(f.load.begin(), f.load.end()), backward_load(b.load.begin(), b.load.end());
+  std::vector<double> forward_load(f.load.begin(), f.load.end()),
+      backward_load(b.load.begin(), b.load.end());
   account.holdings = rank_holdings(table, forward_load, backward_load);
 
   // Kept pairs whose backward instance is on another rank than their forward one take their
@@ -81,14 +85,16 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
   const int64_t h = c.hidden, ffn = c.ffn;
   std::vector<Exchange> exchanges = {
       {&f.matrix, h, false, &LayerTraffic::forward_dispatch},
-      {&f.matrix, h + 1, true, &LayerTraffic::forward_combine},  // output row and hidden norm
+      {&f.matrix, h + 1, true, &LayerTraffic::forward_combine},     // output row and hidden norm
       {&b.matrix, 2 * h, false, &LayerTraffic::backward_dispatch},  // gradient row and input row
   };
-  if (!settings.recompute) exchanges.push_back({&moved, 2 * ffn, false, &LayerTraffic::backward_dispatch});
+  if (!settings.recompute)
+    exchanges.push_back({&moved, 2 * ffn, false, &LayerTraffic::backward_dispatch});
   if (input_grads_for_all) {
     // Every computed pair's gradient row (and input row, to recompute) to its forward instance,
     // and its input gradient back; kept pairs return none of their own.
-    exchanges.push_back({&f.matrix, settings.recompute ? 2 * h : h, false, &LayerTraffic::backward_dispatch});
+    exchanges.push_back(
+        {&f.matrix, settings.recompute ? 2 * h : h, false, &LayerTraffic::backward_dispatch});
     exchanges.push_back({&f.matrix, h, true, &LayerTraffic::backward_return});
   } else {
     exchanges.push_back({&b.matrix, h, true, &LayerTraffic::backward_return});
@@ -96,7 +102,8 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
   account.bytes_sent.assign(r_size, 0);
   account.bytes_received.assign(r_size, 0);
   for (const Exchange& x : exchanges) {
-    const TrafficMatrix elements = rows_matrix(*x.pairs, R, static_cast<double>(x.elements), x.back);
+    const TrafficMatrix elements =
+        rows_matrix(*x.pairs, R, static_cast<double>(x.elements), x.back);
     const TrafficMatrix run_bytes = scaled(elements, static_cast<double>(c.element_bytes));
     for (int64_t s = 0; s < R; ++s) {
       for (int64_t d = 0; d < R; ++d) {
@@ -123,18 +130,21 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
       replica_back.at(replica, owner) += model_expert_bytes;
     }
   }
-  account.modeled.replicas = model.exchange_seconds(replica_out) + model.exchange_seconds(replica_back);
+  account.modeled.replicas =
+      model.exchange_seconds(replica_out) + model.exchange_seconds(replica_back);
 
   // The global plan: expert counts summed, every rank's routed pairs and its computed pairs'
   // signals gathered by all.
   std::vector<double> pair_bytes, signal_bytes;
-  const std::vector<int64_t> computed_home = expert_counts(forward.home, R);  // a bincount over home ranks
+  // a bincount over home ranks
+  const std::vector<int64_t> computed_home = expert_counts(forward.home, R);
   for (std::size_t r = 0; r < r_size; ++r) {
     pair_bytes.push_back(static_cast<double>(forward.routed_per_home_rank[r]) * kPairGatherBytes);
     signal_bytes.push_back(static_cast<double>(computed_home[r]) * kSignalGatherBytes);
   }
-  account.modeled.gathers = model.all_reduce_seconds(static_cast<double>(settings.num_experts) * kCountBytes, R) +
-                            model.all_gather_seconds(pair_bytes) + model.all_gather_seconds(signal_bytes);
+  account.modeled.gathers =
+      model.all_reduce_seconds(static_cast<double>(settings.num_experts) * kCountBytes, R) +
+      model.all_gather_seconds(pair_bytes) + model.all_gather_seconds(signal_bytes);
 
   // Compute: each rank's instances, forward over their computed pairs, backward over their kept
   // pairs (and input gradients for every computed pair when dropped pairs keep them).
@@ -149,8 +159,10 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
     if (settings.recompute) recomputed = kept + (input_grads_for_all ? computed : 0);
     backward_seconds[r] += model.expert_backward_seconds(shape, kept, input_rows, recomputed);
   }
-  account.modeled.forward_compute = *std::max_element(forward_seconds.begin(), forward_seconds.end());
-  account.modeled.backward_compute = *std::max_element(backward_seconds.begin(), backward_seconds.end());
+  account.modeled.forward_compute =
+      *std::max_element(forward_seconds.begin(), forward_seconds.end());
+  account.modeled.backward_compute =
+      *std::max_element(backward_seconds.begin(), backward_seconds.end());
   return account;
 }
 

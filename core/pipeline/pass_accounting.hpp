@@ -12,13 +12,14 @@
 namespace lrmoe {
 
 struct PassAccount {
-  std::vector<LayerHolding> holdings;  // [ranks]: what each rank holds for this layer
-  LayerTraffic traffic;                // bytes over all ranks, at the run's element size
-  std::vector<int64_t> bytes_sent;     // [ranks]: pair-row bytes to other ranks
-  std::vector<int64_t> bytes_received; // [ranks]
+  std::vector<LayerHolding> holdings;   // [ranks]: what each rank holds for this layer
+  LayerTraffic traffic;                 // bytes over all ranks, at the run's element size
+  std::vector<int64_t> bytes_sent;      // [ranks]: pair-row bytes to other ranks
+  std::vector<int64_t> bytes_received;  // [ranks]
   ModeledTime modeled;
 };
 
-PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& forward, const BackwardPass& backward);
+PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& forward,
+                         const BackwardPass& backward);
 
 }  // namespace lrmoe

@@ -6,7 +6,8 @@ namespace lrmoe {
 namespace {
 
 std::string readable_bytes(double bytes) {
-  if (bytes >= 1024.0 * 1024.0 * 1024.0) return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  if (bytes >= 1024.0 * 1024.0 * 1024.0)
+    return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024.0 * 1024.0));
   if (bytes >= 1024.0 * 1024.0) return fmt::format("{:.2f} MiB", bytes / (1024.0 * 1024.0));
   if (bytes >= 1024.0) return fmt::format("{:.1f} KiB", bytes / 1024.0);
   return fmt::format("{:.0f} B", bytes);
@@ -14,7 +15,8 @@ std::string readable_bytes(double bytes) {
 
 }  // namespace
 
-std::vector<LayerHolding> rank_holdings(const InstanceTable& table, const std::vector<double>& forward_pairs,
+std::vector<LayerHolding> rank_holdings(const InstanceTable& table,
+                                        const std::vector<double>& forward_pairs,
                                         const std::vector<double>& backward_pairs) {
   const auto ranks = static_cast<int64_t>(forward_pairs.size());
   const std::vector<int64_t> owned = table.owners_per_rank(ranks);
@@ -29,35 +31,41 @@ std::vector<LayerHolding> rank_holdings(const InstanceTable& table, const std::v
   return holdings;
 }
 
-std::vector<double> even_split(const InstanceTable& table, const std::vector<int64_t>& pairs, int64_t ranks) {
+std::vector<double> even_split(const InstanceTable& table, const std::vector<int64_t>& pairs,
+                               int64_t ranks) {
   std::vector<double> load(static_cast<std::size_t>(ranks), 0.0);
   for (std::size_t e = 0; e < pairs.size(); ++e) {
     const auto& instances = table.expert_instances[e];
-    for (int64_t i : instances) load[table.instance_rank[i]] += static_cast<double>(pairs[e]) / instances.size();
+    for (int64_t i : instances)
+      load[table.instance_rank[i]] += static_cast<double>(pairs[e]) / instances.size();
   }
   return load;
 }
 
 // The budget covers what the placement decides: instances and token buffers (optimizer state
 // and dense state were taken out of it up front, core/pipeline/rank_budget.cpp).
-void check_plan_fits(const std::vector<LayerHolding>& holdings, const MemoryCosts& c, int64_t budget_bytes,
-                     const std::string& plan, const std::string& stage) {
+void check_plan_fits(const std::vector<LayerHolding>& holdings, const MemoryCosts& c,
+                     int64_t budget_bytes, const std::string& plan, const std::string& stage) {
   for (std::size_t r = 0; r < holdings.size(); ++r) {
     const LayerHolding& h = holdings[r];
     if (layer_fits(c, h, budget_bytes)) continue;
     throw PlanError(fmt::format(
-        "{} does not fit rank {} {}: {} instances ({} replicas) x {} + {:.0f} forward pairs x ({} B saved + {} B in "
-        "forward) + {:.0f} kept pairs x {} B in backward peak at {} > {} per rank for this layer; raise "
+        "{} does not fit rank {} {}: {} instances ({} replicas) x {} + {:.0f} forward pairs x ({} "
+        "B saved + {} B in "
+        "forward) + {:.0f} kept pairs x {} B in backward peak at {} > {} per rank for this layer; "
+        "raise "
         "cluster.memory_per_rank, lower the quotas, or use a placement that fits",
-        plan, r, stage, h.owned + h.replicas, h.replicas, readable_bytes(static_cast<double>(c.expert_bytes)),
-        h.forward_pairs, c.saved_pair_bytes, c.forward_pair_bytes, h.backward_pairs, c.backward_pair_bytes,
+        plan, r, stage, h.owned + h.replicas, h.replicas,
+        readable_bytes(static_cast<double>(c.expert_bytes)), h.forward_pairs, c.saved_pair_bytes,
+        c.forward_pair_bytes, h.backward_pairs, c.backward_pair_bytes,
         readable_bytes(layer_peak_bytes(c, h)), readable_bytes(static_cast<double>(budget_bytes))));
   }
 }
 
 std::vector<int64_t> rank_room(const std::vector<LayerHolding>& holdings, const MemoryCosts& costs,
                                int64_t budget_bytes,
-                               int64_t (*pairs_that_fit)(const MemoryCosts&, LayerHolding, int64_t)) {
+                               int64_t (*pairs_that_fit)(const MemoryCosts&, LayerHolding,
+                                                         int64_t)) {
   std::vector<int64_t> pairs;
   pairs.reserve(holdings.size());
   for (const LayerHolding& h : holdings) pairs.push_back(pairs_that_fit(costs, h, budget_bytes));

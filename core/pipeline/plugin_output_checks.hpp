@@ -15,8 +15,8 @@ namespace lrmoe {
 
 // The routing's answer for `experts` ([pairs] int64 CPU): one instance of each pair's own expert.
 // Returns it as a contiguous [pairs] int64 CPU tensor.
-torch::Tensor checked_routing(const torch::Tensor& instance, const torch::Tensor& experts, const InstanceTable& table,
-                              const std::string& policy);
+torch::Tensor checked_routing(const torch::Tensor& instance, const torch::Tensor& experts,
+                              const InstanceTable& table, const std::string& policy);
 
 // The metric's answer: one score per computed pair.
 void check_scores(const torch::Tensor& scores, int64_t pairs, const std::string& policy);

@@ -30,8 +30,8 @@ struct RankBudget {
 };
 
 // Throws PlanError, with the numbers, when nothing is left for the MoE layers.
-RankBudget rank_budget(const ModelConfig& model, const TrainConfig& train, const ClusterConfig& cluster,
-                       const PairCosts& costs);
+RankBudget rank_budget(const ModelConfig& model, const TrainConfig& train,
+                       const ClusterConfig& cluster, const PairCosts& costs);
 
 // Bytes of the float32 activations autograd saves for `tokens` tokens outside the routed
 // experts (whose token buffers the pipeline counts): per layer the norms' inputs and outputs,
@@ -41,7 +41,8 @@ RankBudget rank_budget(const ModelConfig& model, const TrainConfig& train, const
 int64_t dense_activation_bytes(const ModelConfig& model, int64_t tokens, int64_t seq_len);
 
 // The settings of MoE layer `layer` (index among the MoE layers).
-PipelineSettings pipeline_settings(const Experiment& experiment, const ModelConfig& model, int64_t layer,
-                                   const RankBudget& budget, const CostModel& cost_model);
+PipelineSettings pipeline_settings(const Experiment& experiment, const ModelConfig& model,
+                                   int64_t layer, const RankBudget& budget,
+                                   const CostModel& cost_model);
 
 }  // namespace lrmoe

@@ -15,14 +15,16 @@ namespace lrmoe {
 
 struct RankPart {
   int64_t rank = 0;
-  int64_t first_instance = 0;    // the rank's instances: [first_instance, first_instance + instances)
+  // the rank's instances: [first_instance, first_instance + instances)
+  int64_t first_instance = 0;
   int64_t instances = 0;
-  int64_t first_row = 0;         // its rows among the process's destination rows
+  int64_t first_row = 0;  // its rows among the process's destination rows
   int64_t rows = 0;
   std::vector<int64_t> offsets;  // [instances + 1] rows of each of its instances, from 0
 };
 
 // One part per rank of `process`, in rank order.
-std::vector<RankPart> rank_parts(const ProcessSlice& slice, const InstanceTable& table, const ProcessView& process);
+std::vector<RankPart> rank_parts(const ProcessSlice& slice, const InstanceTable& table,
+                                 const ProcessView& process);
 
 }  // namespace lrmoe

@@ -14,16 +14,17 @@ namespace fs = std::filesystem;
 namespace lrmoe {
 namespace {
 
-constexpr const char* kRebuildHint = "rebuild it against this lrmoe (find_package(lrmoe)) or remove it from the folder";
+constexpr const char* kRebuildHint =
+    "rebuild it against this lrmoe (find_package(lrmoe)) or remove it from the folder";
 
 std::string abi_text(const PluginAbi& abi) {
-  return fmt::format("plugin API {} and LibTorch {}.{}.{}", abi.api_version, abi.torch_major, abi.torch_minor,
-                     abi.torch_patch);
+  return fmt::format("plugin API {} and LibTorch {}.{}.{}", abi.api_version, abi.torch_major,
+                     abi.torch_minor, abi.torch_patch);
 }
 
 bool same_abi(const PluginAbi& a, const PluginAbi& b) {
-  return a.api_version == b.api_version && a.torch_major == b.torch_major && a.torch_minor == b.torch_minor &&
-         a.torch_patch == b.torch_patch;
+  return a.api_version == b.api_version && a.torch_major == b.torch_major &&
+         a.torch_minor == b.torch_minor && a.torch_patch == b.torch_patch;
 }
 
 std::string file_sha256(const fs::path& path) {
@@ -37,7 +38,8 @@ std::shared_ptr<boost::dll::shared_library> open_library(const fs::path& path) {
   try {
     return std::make_shared<boost::dll::shared_library>(path);
   } catch (const std::exception& error) {
-    throw PluginError(fmt::format("{}: cannot load this library ({}); {}", path.string(), error.what(), kRebuildHint));
+    throw PluginError(fmt::format("{}: cannot load this library ({}); {}", path.string(),
+                                  error.what(), kRebuildHint));
   }
 }
 
@@ -47,15 +49,16 @@ PluginInfo load_plugin(const fs::path& path) {
   auto library = open_library(path);
   for (const char* entry : {kAbiEntryPoint, kDescriptorEntryPoint}) {
     if (!library->has(entry)) {
-      throw PluginError(fmt::format("{}: not an lrmoe plugin (no '{}' entry point); build it with LRMOE_PLUGIN from "
-                                    "<lrmoe/plugin.hpp>, or remove it from the plugin folder",
-                                    path.string(), entry));
+      throw PluginError(fmt::format(
+          "{}: not an lrmoe plugin (no '{}' entry point); build it with LRMOE_PLUGIN from "
+          "<lrmoe/plugin.hpp>, or remove it from the plugin folder",
+          path.string(), entry));
     }
   }
   const PluginAbi abi = library->get_alias<AbiFunction>(kAbiEntryPoint)();
   if (!same_abi(abi, kCompiledAbi)) {
-    throw PluginError(fmt::format("{}: built for {}, but this runner uses {}; {}", path.string(), abi_text(abi),
-                                  abi_text(kCompiledAbi), kRebuildHint));
+    throw PluginError(fmt::format("{}: built for {}, but this runner uses {}; {}", path.string(),
+                                  abi_text(abi), abi_text(kCompiledAbi), kRebuildHint));
   }
   PluginInfo info;
   info.descriptor = library->get_alias<DescriptorFunction>(kDescriptorEntryPoint)();
@@ -63,22 +66,25 @@ PluginInfo load_plugin(const fs::path& path) {
   info.sha256 = file_sha256(path);
   info.library = std::move(library);
   if (info.descriptor.name.empty() || !info.descriptor.create) {
-    throw PluginError(fmt::format("{}: its descriptor has no name or no factory; describe it with "
-                                  "lrmoe::describe_policy",
-                                  path.string()));
+    throw PluginError(
+        fmt::format("{}: its descriptor has no name or no factory; describe it with "
+                    "lrmoe::describe_policy",
+                    path.string()));
   }
   return info;
 }
 
 std::vector<fs::path> libraries_in(const fs::path& folder) {
   if (!fs::is_directory(folder)) {
-    throw PluginError(fmt::format("plugin folder {} does not exist; fix LRMOE_PLUGIN_PATH or [policies] "
-                                  "plugin_path",
-                                  folder.string()));
+    throw PluginError(
+        fmt::format("plugin folder {} does not exist; fix LRMOE_PLUGIN_PATH or [policies] "
+                    "plugin_path",
+                    folder.string()));
   }
   std::vector<fs::path> libraries;
   for (const fs::directory_entry& entry : fs::directory_iterator(folder)) {
-    if (entry.is_regular_file() && entry.path().extension() == ".so") libraries.push_back(entry.path());
+    if (entry.is_regular_file() && entry.path().extension() == ".so")
+      libraries.push_back(entry.path());
   }
   std::sort(libraries.begin(), libraries.end());  // a stable order whatever the file system's
   return libraries;
@@ -105,15 +111,18 @@ PluginCatalog PluginCatalog::discover(const std::vector<fs::path>& folders) {
   for (const fs::path& folder : folders) {
     const fs::path canonical = fs::weakly_canonical(folder);
     // The same folder named twice (e.g. in LRMOE_PLUGIN_PATH and an experiment) is read once.
-    if (std::find(catalog.folders_.begin(), catalog.folders_.end(), canonical) != catalog.folders_.end()) continue;
+    if (std::find(catalog.folders_.begin(), catalog.folders_.end(), canonical) !=
+        catalog.folders_.end())
+      continue;
     catalog.folders_.push_back(canonical);
     for (const fs::path& path : libraries_in(canonical)) {
       PluginInfo info = load_plugin(path);
       if (const PluginInfo* other = catalog.find(info.descriptor.kind, info.descriptor.name)) {
-        throw PluginError(fmt::format("{}: a {} plugin named '{}' is already loaded from {}; rename one or remove "
-                                      "one of the folders",
-                                      path.string(), kind_name(info.descriptor.kind), info.descriptor.name,
-                                      other->path.string()));
+        throw PluginError(fmt::format(
+            "{}: a {} plugin named '{}' is already loaded from {}; rename one or remove "
+            "one of the folders",
+            path.string(), kind_name(info.descriptor.kind), info.descriptor.name,
+            other->path.string()));
       }
       catalog.plugins_.push_back(std::move(info));
     }
@@ -139,7 +148,8 @@ std::vector<std::string> PluginCatalog::names(PolicyKind kind) const {
 std::shared_ptr<Policy> create_policy(const PluginInfo& plugin, const Parameters& parameters) {
   std::unique_ptr<Policy> policy = plugin.descriptor.create(parameters);
   // The deleter holds the library, so its code outlives every object it made (Note [Plugin ABI]).
-  return std::shared_ptr<Policy>(policy.release(), [library = plugin.library](Policy* p) { delete p; });
+  return std::shared_ptr<Policy>(policy.release(),
+                                 [library = plugin.library](Policy* p) { delete p; });
 }
 
 }  // namespace lrmoe

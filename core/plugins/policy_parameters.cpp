@@ -12,7 +12,8 @@ namespace lrmoe {
 namespace {
 
 // The setting converted to the declared type; integers are accepted where a number is declared.
-ParameterValue checked_value(const ParameterSpec& spec, const PolicySetting& setting, const std::string& where) {
+ParameterValue checked_value(const ParameterSpec& spec, const PolicySetting& setting,
+                             const std::string& where) {
   const ParameterValue& value = setting.value;
   auto wrong = [&](const std::string& why) {
     return PluginError(fmt::format("{}: {} {}", setting.place, where, why));
@@ -23,14 +24,17 @@ ParameterValue checked_value(const ParameterSpec& spec, const PolicySetting& set
       double number = 0;
       if (const auto* i = std::get_if<int64_t>(&value)) {
         number = static_cast<double>(*i);
-      } else if (const auto* d = std::get_if<double>(&value); d && spec.type == ParameterType::Real) {
+      } else if (const auto* d = std::get_if<double>(&value);
+                 d && spec.type == ParameterType::Real) {
         number = *d;
       } else {
-        throw wrong(spec.type == ParameterType::Integer ? "must be an integer" : "must be a number");
+        throw wrong(spec.type == ParameterType::Integer ? "must be an integer"
+                                                        : "must be a number");
       }
       if (number < spec.minimum || number > spec.maximum) {
         const bool bounded = std::isfinite(spec.minimum) && std::isfinite(spec.maximum);
-        throw wrong(fmt::format("must be {}{}, got {}", bounded ? "in " : "", parameter_allowed_text(spec), number));
+        throw wrong(fmt::format("must be {}{}, got {}", bounded ? "in " : "",
+                                parameter_allowed_text(spec), number));
       }
       if (spec.type == ParameterType::Integer) return std::get<int64_t>(value);
       return number;
@@ -41,8 +45,10 @@ ParameterValue checked_value(const ParameterSpec& spec, const PolicySetting& set
     case ParameterType::Text: {
       const auto* text = std::get_if<std::string>(&value);
       if (text == nullptr) throw wrong("must be a string");
-      if (!spec.choices.empty() && std::find(spec.choices.begin(), spec.choices.end(), *text) == spec.choices.end()) {
-        throw wrong("must be one of " + quoted_list(spec.choices) + did_you_mean(*text, spec.choices));
+      if (!spec.choices.empty() &&
+          std::find(spec.choices.begin(), spec.choices.end(), *text) == spec.choices.end()) {
+        throw wrong("must be one of " + quoted_list(spec.choices) +
+                    did_you_mean(*text, spec.choices));
       }
       return value;
     }
@@ -52,14 +58,16 @@ ParameterValue checked_value(const ParameterSpec& spec, const PolicySetting& set
 
 }  // namespace
 
-Parameters resolve_parameters(const PluginInfo& plugin, const std::map<std::string, PolicySetting>& settings) {
+Parameters resolve_parameters(const PluginInfo& plugin,
+                              const std::map<std::string, PolicySetting>& settings) {
   const PluginDescriptor& descriptor = plugin.descriptor;
   std::vector<std::string> declared;
   for (const ParameterSpec& spec : descriptor.parameters) declared.push_back(spec.name);
 
   for (const auto& [name, setting] : settings) {
     if (std::find(declared.begin(), declared.end(), name) == declared.end()) {
-      const std::string valid = declared.empty() ? "it takes no parameters" : "its parameters: " + quoted_list(declared);
+      const std::string valid =
+          declared.empty() ? "it takes no parameters" : "its parameters: " + quoted_list(declared);
       const std::string suggestion = did_you_mean(name, declared);
       throw PluginError(fmt::format("{}: the {} plugin '{}' has no parameter '{}'{}", setting.place,
                                     kind_name(descriptor.kind), descriptor.name, name,
@@ -73,8 +81,8 @@ Parameters resolve_parameters(const PluginInfo& plugin, const std::map<std::stri
         it == settings.end()
             ? spec.default_value
             : checked_value(spec, it->second,
-                            fmt::format("parameter '{}' of the {} plugin '{}'", spec.name, kind_name(descriptor.kind),
-                                        descriptor.name));
+                            fmt::format("parameter '{}' of the {} plugin '{}'", spec.name,
+                                        kind_name(descriptor.kind), descriptor.name));
   }
   return Parameters(std::move(values));
 }

@@ -13,6 +13,7 @@ namespace lrmoe {
 // Every declared parameter with its value: the experiment's setting, else the default. An
 // undeclared setting (with a did-you-mean), a value of the wrong type or out of range is a
 // PluginError naming the place it was set.
-Parameters resolve_parameters(const PluginInfo& plugin, const std::map<std::string, PolicySetting>& settings);
+Parameters resolve_parameters(const PluginInfo& plugin,
+                              const std::map<std::string, PolicySetting>& settings);
 
 }  // namespace lrmoe

@@ -14,23 +14,26 @@ namespace fs = std::filesystem;
 namespace lrmoe {
 namespace {
 
-const PluginInfo& find_plugin(const PluginCatalog& catalog, PolicyKind kind, const std::string& name) {
+const PluginInfo& find_plugin(const PluginCatalog& catalog, PolicyKind kind,
+                              const std::string& name) {
   if (const PluginInfo* plugin = catalog.find(kind, name)) return *plugin;
   const std::vector<std::string> names = catalog.names(kind);
   std::string folders;
-  for (const fs::path& folder : catalog.folders()) folders += (folders.empty() ? "" : ", ") + folder.string();
+  for (const fs::path& folder : catalog.folders())
+    folders += (folders.empty() ? "" : ", ") + folder.string();
   const std::string suggestion = did_you_mean(name, names);
-  throw PluginError(fmt::format("[policies.{0}] name = \"{1}\": no {0} plugin has this name{2} (searched {3}); "
-                                "`lrmoe plugins` lists what is found",
-                                kind_name(kind), name,
-                                suggestion.empty() ? "; found " + (names.empty() ? "none" : quoted_list(names))
-                                                   : suggestion,
-                                folders.empty() ? "no folder" : folders));
+  throw PluginError(fmt::format(
+      "[policies.{0}] name = \"{1}\": no {0} plugin has this name{2} (searched {3}); "
+      "`lrmoe plugins` lists what is found",
+      kind_name(kind), name,
+      suggestion.empty() ? "; found " + (names.empty() ? "none" : quoted_list(names)) : suggestion,
+      folders.empty() ? "no folder" : folders));
 }
 
 std::string parameters_toml(const Parameters& parameters) {
   std::string toml;
-  for (const auto& [name, value] : parameters.values()) toml += name + " = " + setting_toml(value) + "\n";
+  for (const auto& [name, value] : parameters.values())
+    toml += name + " = " + setting_toml(value) + "\n";
   return toml;
 }
 
@@ -40,8 +43,8 @@ std::shared_ptr<T> create(const PluginCatalog& catalog, PolicyKind kind, const P
                           std::vector<PluginRecord>& records) {
   const PluginInfo& plugin = find_plugin(catalog, kind, choice.name);
   const Parameters parameters = resolve_parameters(plugin, choice.settings);
-  records.push_back({kind_name(kind), plugin.descriptor.name, plugin.descriptor.version, parameters_toml(parameters),
-                     plugin.path.string(), plugin.sha256});
+  records.push_back({kind_name(kind), plugin.descriptor.name, plugin.descriptor.version,
+                     parameters_toml(parameters), plugin.path.string(), plugin.sha256});
   // The descriptor's kind says which interface the object implements (describe_policy); it is
   // trusted (Note [Plugin ABI] in docs/notes.md).
   return std::static_pointer_cast<T>(create_policy(plugin, parameters));
@@ -63,9 +66,11 @@ std::vector<fs::path> plugin_folders(const PoliciesConfig& policies) {
 
 PolicySet create_policy_set(const PoliciesConfig& policies, const PluginCatalog& catalog) {
   PolicySet set;
-  set.placement = create<PlacementPolicy>(catalog, PolicyKind::Placement, policies.placement, set.records);
+  set.placement =
+      create<PlacementPolicy>(catalog, PolicyKind::Placement, policies.placement, set.records);
   set.metric = create<MetricPolicy>(catalog, PolicyKind::Metric, policies.metric, set.records);
-  set.selection = create<SelectionPolicy>(catalog, PolicyKind::Selection, policies.selection, set.records);
+  set.selection =
+      create<SelectionPolicy>(catalog, PolicyKind::Selection, policies.selection, set.records);
   set.routing = create<RoutingPolicy>(catalog, PolicyKind::Routing, policies.routing, set.records);
   return set;
 }
@@ -75,8 +80,8 @@ PolicySet load_policy_set(const PoliciesConfig& policies) {
 }
 
 std::string policy_names(const PoliciesConfig& policies) {
-  return fmt::format("{}/{}/{}/{}", policies.placement.name, policies.metric.name, policies.selection.name,
-                     policies.routing.name);
+  return fmt::format("{}/{}/{}/{}", policies.placement.name, policies.metric.name,
+                     policies.selection.name, policies.routing.name);
 }
 
 }  // namespace lrmoe

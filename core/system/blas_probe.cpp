@@ -13,7 +13,8 @@ namespace {
 std::string library_providing(const char* symbol) {
   void* address = dlsym(RTLD_DEFAULT, symbol);
   Dl_info info{};
-  if (!address || !dladdr(address, &info) || !info.dli_fname) return "unknown (no " + std::string(symbol) + ")";
+  if (!address || !dladdr(address, &info) || !info.dli_fname)
+    return "unknown (no " + std::string(symbol) + ")";
   std::error_code error;
   auto resolved = std::filesystem::canonical(info.dli_fname, error);
   return error ? std::string(info.dli_fname) : resolved.string();

@@ -10,7 +10,7 @@
 namespace lrmoe {
 
 struct BlasReport {
-  std::string library;      // resolved path of the shared library that provides sgemm_
+  std::string library;       // resolved path of the shared library that provides sgemm_
   double matmul_gflops = 0;  // measured fp32 matmul throughput
   bool looks_like_reference = false;
 };

@@ -14,6 +14,8 @@ std::string host_name() {
   return name.data();
 }
 
-std::string torch_version() { return TORCH_VERSION; }
+std::string torch_version() {
+  return TORCH_VERSION;
+}
 
 }  // namespace lrmoe

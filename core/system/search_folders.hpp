@@ -11,7 +11,8 @@ namespace lrmoe {
 
 // The first of `candidates` (paths relative to the executable's folder) that is a folder;
 // empty when none is, or the executable cannot be found.
-std::filesystem::path folder_beside_executable(const std::vector<std::filesystem::path>& candidates);
+std::filesystem::path folder_beside_executable(
+    const std::vector<std::filesystem::path>& candidates);
 
 // Appends the non-empty entries of the ':'-separated `list`.
 void append_folder_list(std::vector<std::filesystem::path>& folders, const std::string& list);

@@ -11,8 +11,9 @@ namespace lrmoe {
 
 ThreadSetting configure_threads(int64_t requested) {
   ThreadSetting setting;
-  const int threads = requested > 0 ? static_cast<int>(requested)
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = requested > 0
+                          ? static_cast<int>(requested)
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   torch::set_num_threads(threads);
   setting.intra_op = torch::get_num_threads();
   setting.blas_single = set_blas_threads(1);

@@ -17,15 +17,19 @@ double seconds_since(std::chrono::steady_clock::time_point started) {
 }
 
 torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets) {
-  return torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}).to(torch::kFloat32),
-                                              targets.reshape({-1}));
+  return torch::nn::functional::cross_entropy(
+      logits.reshape({-1, logits.size(-1)}).to(torch::kFloat32), targets.reshape({-1}));
 }
 
 // Weight decay applies to matrices only, not to norms, biases or the router's buffers.
-std::unique_ptr<torch::optim::AdamW> make_optimizer(torch::nn::Module& model, const TrainConfig& t) {
+std::unique_ptr<torch::optim::AdamW> make_optimizer(torch::nn::Module& model,
+                                                    const TrainConfig& t) {
   std::vector<torch::Tensor> decayed, plain;
   for (auto& p : model.parameters()) (p.dim() >= 2 ? decayed : plain).push_back(p);
-  auto options = torch::optim::AdamWOptions(t.lr).betas({t.beta1, t.beta2}).eps(t.eps).weight_decay(t.weight_decay);
+  auto options = torch::optim::AdamWOptions(t.lr)
+                     .betas({t.beta1, t.beta2})
+                     .eps(t.eps)
+                     .weight_decay(t.weight_decay);
   auto no_decay = options;
   no_decay.weight_decay(0.0);
   std::vector<torch::optim::OptimizerParamGroup> groups;
@@ -42,13 +46,15 @@ ModelConfig resolve_model_vocabulary(const ModelConfig& model, int64_t data_voca
     resolved.vocab_size = data_vocab_size;
   } else if (data_vocab_size > resolved.vocab_size) {
     throw std::invalid_argument("the data has a vocabulary of " + std::to_string(data_vocab_size) +
-                                " tokens but model.vocab_size is " + std::to_string(resolved.vocab_size) +
+                                " tokens but model.vocab_size is " +
+                                std::to_string(resolved.vocab_size) +
                                 ": raise model.vocab_size or set it to 0 to take the data's");
   }
   return resolved;
 }
 
-Trainer::Trainer(const Experiment& experiment, const TokenSource& data, std::shared_ptr<const PolicySet> policies,
+Trainer::Trainer(const Experiment& experiment, const TokenSource& data,
+                 std::shared_ptr<const PolicySet> policies,
                  std::shared_ptr<Collectives> collectives, std::optional<HardwareProfile> profile)
     : experiment_(experiment),
       data_(data),
@@ -62,15 +68,17 @@ Trainer::Trainer(const Experiment& experiment, const TokenSource& data, std::sha
   if (policies) install_pipelines(std::move(policies), std::move(profile));
 }
 
-void Trainer::install_pipelines(std::shared_ptr<const PolicySet> policies, std::optional<HardwareProfile> profile) {
+void Trainer::install_pipelines(std::shared_ptr<const PolicySet> policies,
+                                std::optional<HardwareProfile> profile) {
   const PairCosts costs = pair_costs(model_config_, experiment_.policies.recompute);
   budget_ = lrmoe::rank_budget(model_config_, experiment_.train, experiment_.cluster, costs);
-  cost_model_ = CostModel(profile ? std::move(*profile)
-                                  : resolve_hardware_profile(experiment_.cluster.profile, experiment_.cluster.ranks));
+  cost_model_ = CostModel(
+      profile ? std::move(*profile)
+              : resolve_hardware_profile(experiment_.cluster.profile, experiment_.cluster.ranks));
   const auto& layers = model_->moe_layers();
   for (std::size_t i = 0; i < layers.size(); ++i) {
-    PipelineSettings settings =
-        pipeline_settings(experiment_, model_config_, static_cast<int64_t>(i), budget_, cost_model_);
+    PipelineSettings settings = pipeline_settings(experiment_, model_config_,
+                                                  static_cast<int64_t>(i), budget_, cost_model_);
     settings.process.index = collectives_->rank();
     settings.process.processes = collectives_->size();
     auto pipeline = std::make_shared<ExpertPipeline>(policies, settings, collectives_);
@@ -129,7 +137,8 @@ StepReport Trainer::train_step(int64_t step) {
   return report;
 }
 
-std::vector<MemoryPeak> Trainer::memory_peaks(const std::vector<LayerStepStatistics>& layers) const {
+std::vector<MemoryPeak> Trainer::memory_peaks(
+    const std::vector<LayerStepStatistics>& layers) const {
   std::vector<MemoryPeak> peaks;
   if (layers.empty()) return peaks;
   const auto ranks = static_cast<std::size_t>(experiment_.cluster.ranks);
@@ -210,7 +219,8 @@ void Trainer::gather_measurements(StepReport& report) {
   values[layers * fields] = report.step_seconds;
   // [processes, ...]: one row from each.
   const torch::Tensor all =
-      collectives_->single() ? local : collectives_->gather_rows(local, std::vector<int64_t>(processes, 1));
+      collectives_->single() ? local
+                             : collectives_->gather_rows(local, std::vector<int64_t>(processes, 1));
   const auto* rows = all.data_ptr<double>();
   const int64_t width = all.size(1);
 
@@ -235,7 +245,8 @@ void Trainer::gather_measurements(StepReport& report) {
       m.exchange.seconds = f[6];
       m.exchange.calls = static_cast<int64_t>(f[7]);
       for (int phase = 0; phase < kPhases; ++phase) {
-        for (int64_t r = 0; r < ranks; ++r) expert[phase][static_cast<std::size_t>(r)] += f[8 + phase * ranks + r];
+        for (int64_t r = 0; r < ranks; ++r)
+          expert[phase][static_cast<std::size_t>(r)] += f[8 + phase * ranks + r];
       }
       s.forward_seconds = std::max(s.forward_seconds, f[0]);
       s.backward_seconds = std::max(s.backward_seconds, f[1]);
@@ -246,7 +257,8 @@ void Trainer::gather_measurements(StepReport& report) {
     report.moe_seconds += s.forward_seconds + s.backward_seconds;
     report.moe_critical_seconds += s.critical_path.seconds;
   }
-  for (int64_t p = 0; p < processes; ++p) report.step_seconds = std::max(report.step_seconds, rows[p * width + width - 1]);
+  for (int64_t p = 0; p < processes; ++p)
+    report.step_seconds = std::max(report.step_seconds, rows[p * width + width - 1]);
 }
 
 double Trainer::evaluate() {
@@ -293,8 +305,8 @@ TrainingOutcome Trainer::run(TrainingObserver& observer) {
       report.eval_loss = evaluate();
       outcome.final_eval_loss = report.eval_loss;
       if (t.target_loss > 0 && *report.eval_loss <= t.target_loss && !outcome.target) {
-        outcome.target = TargetReached{step, outcome.step_seconds, outcome.moe_seconds, outcome.moe_critical_seconds,
-                                       outcome.moe_modeled_seconds};
+        outcome.target = TargetReached{step, outcome.step_seconds, outcome.moe_seconds,
+                                       outcome.moe_critical_seconds, outcome.moe_modeled_seconds};
       }
     }
     observer.on_step(report);

@@ -22,8 +22,8 @@
 #include "core/data/token_source.hpp"
 #include "core/distributed/collectives.hpp"
 #include "core/model/transformer.hpp"
-#include "core/plugins/policy_set.hpp"
 #include "core/pipeline/rank_budget.hpp"
+#include "core/plugins/policy_set.hpp"
 #include "core/train/training_observer.hpp"
 
 namespace lrmoe {
@@ -32,10 +32,10 @@ enum class StopReason { TargetReached, MaxSteps, Stopped };
 
 struct TargetReached {
   int64_t step = 0;
-  double step_seconds = 0;  // cumulative step time until then
-  double moe_seconds = 0;   // cumulative MoE-layer wall time until then
+  double step_seconds = 0;          // cumulative step time until then
+  double moe_seconds = 0;           // cumulative MoE-layer wall time until then
   double moe_critical_seconds = 0;  // cumulative MoE-layer critical path until then
-  double moe_modeled_seconds = 0;  // cumulative modeled MoE-layer time until then
+  double moe_modeled_seconds = 0;   // cumulative modeled MoE-layer time until then
 };
 
 struct TrainingOutcome {
@@ -63,7 +63,8 @@ class Trainer {
   // model's hardware profile, resolved by the caller (this-machine is probed once per run);
   // none: resolved here from cluster.profile.
   Trainer(const Experiment& experiment, const TokenSource& data,
-          std::shared_ptr<const PolicySet> policies = nullptr, std::shared_ptr<Collectives> collectives = nullptr,
+          std::shared_ptr<const PolicySet> policies = nullptr,
+          std::shared_ptr<Collectives> collectives = nullptr,
           std::optional<HardwareProfile> profile = std::nullopt);
 
   TrainingOutcome run(TrainingObserver& observer);
@@ -81,7 +82,8 @@ class Trainer {
   // One optimizer step; returns its report without eval loss.
   StepReport train_step(int64_t step);
   // An ExpertPipeline for every MoE layer, sharing the policies.
-  void install_pipelines(std::shared_ptr<const PolicySet> policies, std::optional<HardwareProfile> profile);
+  void install_pipelines(std::shared_ptr<const PolicySet> policies,
+                         std::optional<HardwareProfile> profile);
   // Sums every parameter's gradient over the processes.
   void sum_gradients();
   // Every process's measured layer times, rank times and exchanges into `report` (the slowest

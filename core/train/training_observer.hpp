@@ -12,12 +12,12 @@
 namespace lrmoe {
 
 struct LayerLoad {
-  int64_t layer = 0;                       // block index of the MoE layer
-  std::vector<int64_t> pairs_per_expert;   // token-expert pairs routed in this step
+  int64_t layer = 0;                      // block index of the MoE layer
+  std::vector<int64_t> pairs_per_expert;  // token-expert pairs routed in this step
 };
 
 struct StepReport {
-  int64_t step = 0;  // from 1
+  int64_t step = 0;       // from 1
   double train_loss = 0;  // mean cross-entropy over the step's micro-batches (no aux loss)
   double aux_loss = 0;
   std::optional<double> eval_loss;  // set on evaluation steps
@@ -25,7 +25,8 @@ struct StepReport {
   double grad_norm = 0;  // before clipping
   int64_t tokens = 0;
   double step_seconds = 0;  // forward, backward and optimizer; evaluation excluded
-  double moe_seconds = 0;   // inside MoE layers, forward and backward: the slowest process's wall time
+  // inside MoE layers, forward and backward: the slowest process's wall time
+  double moe_seconds = 0;
   // The MoE layers' critical path: per layer and phase, the slowest logical rank (Note [Critical
   // path]); equal to moe_seconds without the pipeline.
   double moe_critical_seconds = 0;

@@ -9,7 +9,9 @@ namespace {
 class GateGradNorm : public lrmoe::MetricPolicy {
  public:
   explicit GateGradNorm(const lrmoe::Parameters&) {}
-  at::Tensor score(const lrmoe::PairBatch& pairs) override { return pairs.gates * pairs.upstream_norm; }
+  at::Tensor score(const lrmoe::PairBatch& pairs) override {
+    return pairs.gates * pairs.upstream_norm;
+  }
 };
 
 lrmoe::PluginDescriptor describe() {

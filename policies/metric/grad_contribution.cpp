@@ -11,14 +11,15 @@ class GradContribution : public lrmoe::MetricPolicy {
  public:
   explicit GradContribution(const lrmoe::Parameters&) {}
   at::Tensor score(const lrmoe::PairBatch& pairs) override {
-    const at::Tensor& activation_norm = pairs.hidden_norm.defined() ? pairs.hidden_norm : pairs.input_norm;
+    const at::Tensor& activation_norm =
+        pairs.hidden_norm.defined() ? pairs.hidden_norm : pairs.input_norm;
     return pairs.gates * pairs.upstream_norm * activation_norm;
   }
 };
 
 lrmoe::PluginDescriptor describe() {
-  return lrmoe::describe_policy<GradContribution>("grad_contribution", "1.0.0",
-                                                  "score = g * |d| * |h| (|x| when |h| is unavailable)");
+  return lrmoe::describe_policy<GradContribution>(
+      "grad_contribution", "1.0.0", "score = g * |d| * |h| (|x| when |h| is unavailable)");
 }
 
 }  // namespace

@@ -18,7 +18,8 @@ class Random : public lrmoe::MetricPolicy {
 };
 
 lrmoe::PluginDescriptor describe() {
-  return lrmoe::describe_policy<Random>("random", "1.0.0", "score = uniform [0, 1), seeded per step and layer");
+  return lrmoe::describe_policy<Random>("random", "1.0.0",
+                                        "score = uniform [0, 1), seeded per step and layer");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Placement "fixed_ownership": the expert parallelism of DeepSpeed-MoE and Megatron-Core. Expert
 // e lives on rank e / ceil(E/R), slot e % ceil(E/R), forever (lrmoe/static_owners.hpp); no
-// replicas, so the hottest rank carries its experts' whole load. Every pair keeps its backward work.
+// replicas, so the hottest rank carries its experts' whole load. Every pair keeps its backward
+// work.
 //
 // capacity_factor > 0 turns on the forward capacity of those systems: every expert computes at
 // most C = ceil(k * T / E * capacity_factor) pairs (k top-k, T tokens); the runner drops the
@@ -24,9 +25,11 @@ class FixedOwnership : public lrmoe::PlacementPolicy {
     plan.quota = request.counts;
     if (capacity_factor_ > 0) {
       // In Megatron's order: pairs per expert, then the factor.
-      const double pairs_per_expert = static_cast<double>(request.top_k * request.tokens) / static_cast<double>(experts);
-      plan.forward_capacity.assign(static_cast<size_t>(experts),
-                                   static_cast<int64_t>(std::ceil(pairs_per_expert * capacity_factor_)));
+      const double pairs_per_expert =
+          static_cast<double>(request.top_k * request.tokens) / static_cast<double>(experts);
+      plan.forward_capacity.assign(
+          static_cast<size_t>(experts),
+          static_cast<int64_t>(std::ceil(pairs_per_expert * capacity_factor_)));
     }
     return plan;
   }
@@ -37,10 +40,12 @@ class FixedOwnership : public lrmoe::PlacementPolicy {
 
 lrmoe::PluginDescriptor describe() {
   return lrmoe::describe_policy<FixedOwnership>(
-      "fixed_ownership", "1.0.0", "each expert on one fixed rank, no replicas (DeepSpeed-MoE, Megatron)",
-      {lrmoe::real_parameter("capacity_factor", 0.0,
-                             "forward capacity per expert, as a multiple of the mean pairs per expert; 0 is dropless",
-                             0)});
+      "fixed_ownership", "1.0.0",
+      "each expert on one fixed rank, no replicas (DeepSpeed-MoE, Megatron)",
+      {lrmoe::real_parameter(
+          "capacity_factor", 0.0,
+          "forward capacity per expert, as a multiple of the mean pairs per expert; 0 is dropless",
+          0)});
 }
 
 }  // namespace

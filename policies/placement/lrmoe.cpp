@@ -19,8 +19,9 @@
 //  4. Memory: the runner's model (lrmoe/memory_model.hpp): layer_fits(memory, {owned(r),
 //     replicas(r), F(r), Bk(r)}, (1 - headroom) * budget_bytes) for every rank, with Bk(r) = sum
 //     over the instances on r of q_e / cnt_e. The headroom is for routing: the runner checks the
-//     routed loads, not this even split, against the whole budget. tau is lowered (bisection) until every rank fits; if even
-//     tau = 0 does not fit, the quotas are all 0 and the runner reports the numbers that do not fit.
+//     routed loads, not this even split, against the whole budget. tau is lowered (bisection) until
+//     every rank fits; if even tau = 0 does not fit, the quotas are all 0 and the runner reports
+//     the numbers that do not fit.
 // Edge cases: an expert with n_e = 0 keeps nothing. Once tau >= 1 every expert with n_e > 0 keeps
 // at least one pair; a small K or a tight budget can leave tau < 1, and then only replicated
 // experts (cnt_e * tau >= 1) keep any. Ties go to the lower rank and the lower expert index.
@@ -46,9 +47,10 @@ struct Layout {
   }
 
   bool hosts(int64_t rank, int64_t expert) const {
-    return std::any_of(instances.begin(), instances.end(), [&](const lrmoe::ExpertInstance& instance) {
-      return instance.rank == rank && instance.expert == expert;
-    });
+    return std::any_of(instances.begin(), instances.end(),
+                       [&](const lrmoe::ExpertInstance& instance) {
+                         return instance.rank == rank && instance.expert == expert;
+                       });
   }
 
   // Per rank, the sum over its instances of pairs_e / cnt_e: each expert's pairs split evenly
@@ -57,7 +59,8 @@ struct Layout {
     std::vector<double> share(hosted.size(), 0.0);
     for (const lrmoe::ExpertInstance& instance : instances) {
       const auto e = static_cast<size_t>(instance.expert);
-      share[static_cast<size_t>(instance.rank)] += static_cast<double>(pairs[e]) / static_cast<double>(copies[e]);
+      share[static_cast<size_t>(instance.rank)] +=
+          static_cast<double>(pairs[e]) / static_cast<double>(copies[e]);
     }
     return share;
   }
@@ -84,8 +87,10 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
   static Layout owners(const lrmoe::PlacementRequest& request) {
     Layout layout{lrmoe::static_owners(request.num_experts, request.ranks),
                   std::vector<int64_t>(static_cast<size_t>(request.num_experts), 1),
-                  std::vector<int64_t>(static_cast<size_t>(request.ranks), 0), {}};
-    for (const lrmoe::ExpertInstance& owner : layout.instances) ++layout.hosted[static_cast<size_t>(owner.rank)];
+                  std::vector<int64_t>(static_cast<size_t>(request.ranks), 0),
+                  {}};
+    for (const lrmoe::ExpertInstance& owner : layout.instances)
+      ++layout.hosted[static_cast<size_t>(owner.rank)];
     layout.owned = layout.hosted;
     return layout;
   }
@@ -99,13 +104,16 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
     for (int64_t added = 0; added < max_replicas_; ++added) {
       // The busiest rank (equal: the lowest).
       const std::vector<double> load = layout.per_rank_share(pairs);
-      const auto busiest = static_cast<int64_t>(std::max_element(load.begin(), load.end()) - load.begin());
+      const auto busiest =
+          static_cast<int64_t>(std::max_element(load.begin(), load.end()) - load.begin());
       // Its instance with the largest share (equal: the lower expert).
       int64_t hot = -1;
       double now = 0;
       for (const lrmoe::ExpertInstance& instance : layout.instances) {
-        const double s = share(instance.expert, layout.copies[static_cast<size_t>(instance.expert)]);
-        if (instance.rank == busiest && (hot < 0 || s > now || (s == now && instance.expert < hot))) {
+        const double s =
+            share(instance.expert, layout.copies[static_cast<size_t>(instance.expert)]);
+        if (instance.rank == busiest &&
+            (hot < 0 || s > now || (s == now && instance.expert < hot))) {
           hot = instance.expert;
           now = s;
         }
@@ -132,7 +140,8 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
           std::max(load[static_cast<size_t>(target)] + after, peak - now + after) >= peak) {
         return;
       }
-      layout.instances.push_back({hot, target, layout.hosted[static_cast<size_t>(target)]++, false});
+      layout.instances.push_back(
+          {hot, target, layout.hosted[static_cast<size_t>(target)]++, false});
       ++layout.copies[static_cast<size_t>(hot)];
     }
   }
@@ -149,7 +158,9 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
     auto quotas_at = [&](double tau) {
       std::vector<int64_t> quota(pairs.size());
       for (size_t e = 0; e < pairs.size(); ++e) {
-        quota[e] = std::min(pairs[e], static_cast<int64_t>(std::floor(static_cast<double>(layout.copies[e]) * tau)));
+        quota[e] =
+            std::min(pairs[e],
+                     static_cast<int64_t>(std::floor(static_cast<double>(layout.copies[e]) * tau)));
       }
       return quota;
     };
@@ -160,7 +171,8 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
       }
       const std::vector<double> backward = layout.per_rank_share(quota);
       for (size_t r = 0; r < layout.hosted.size(); ++r) {
-        if (!lrmoe::layer_fits(request.memory, layout.holding(r, forward[r], backward[r]), planning_budget(request))) {
+        if (!lrmoe::layer_fits(request.memory, layout.holding(r, forward[r], backward[r]),
+                               planning_budget(request))) {
           return false;
         }
       }
@@ -169,7 +181,8 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
 
     // At tau = max n every quota is its count (cnt_e >= 1).
     double low = 0;
-    double high = static_cast<double>(pairs.empty() ? 0 : *std::max_element(pairs.begin(), pairs.end()));
+    double high =
+        static_cast<double>(pairs.empty() ? 0 : *std::max_element(pairs.begin(), pairs.end()));
     if (feasible(high)) {
       low = high;
     } else {
@@ -200,16 +213,20 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
 
 lrmoe::PluginDescriptor describe() {
   return lrmoe::describe_policy<LrmoePlanner>(
-      "lrmoe", "2.0.0", "static owners, load-balancing replicas and water-filled backward quotas within the memory budget",
-      {lrmoe::real_parameter("keep_fraction", 1.0,
-                             "at most this share of this pass's routed pairs keeps its backward work; within it the "
-                             "quotas are the largest the memory budget holds (0 keeps none)",
-                             0, 1),
+      "lrmoe", "2.0.0",
+      "static owners, load-balancing replicas and water-filled backward quotas within the memory "
+      "budget",
+      {lrmoe::real_parameter(
+           "keep_fraction", 1.0,
+           "at most this share of this pass's routed pairs keeps its backward work; within it the "
+           "quotas are the largest the memory budget holds (0 keeps none)",
+           0, 1),
        lrmoe::integer_parameter("max_replicas", 4, "replicas added per layer at most", 0),
-       lrmoe::real_parameter("headroom", 0.03,
-                             "share of the budget the plan leaves free, because routed loads differ from the even "
-                             "split over instances the plan assumes",
-                             0, 0.5)});
+       lrmoe::real_parameter(
+           "headroom", 0.03,
+           "share of the budget the plan leaves free, because routed loads differ from the even "
+           "split over instances the plan assumes",
+           0, 0.5)});
 }
 
 }  // namespace

@@ -29,7 +29,8 @@
 namespace {
 
 std::vector<int64_t> replica_counts(const std::vector<int64_t>& popularity, int64_t slots) {
-  const auto total = static_cast<double>(std::accumulate(popularity.begin(), popularity.end(), int64_t{0}));
+  const auto total =
+      static_cast<double>(std::accumulate(popularity.begin(), popularity.end(), int64_t{0}));
   const size_t experts = popularity.size();
   std::vector<double> goal(experts);
   std::vector<int64_t> count(experts);
@@ -67,14 +68,15 @@ std::vector<int64_t> replica_counts(const std::vector<int64_t>& popularity, int6
 class Symi : public lrmoe::PlacementPolicy {
  public:
   explicit Symi(const lrmoe::Parameters& parameters)
-      : capacity_factor_(parameters.real("capacity_factor")), fit_budget_(parameters.boolean("fit_budget")) {}
+      : capacity_factor_(parameters.real("capacity_factor")),
+        fit_budget_(parameters.boolean("fit_budget")) {}
 
   lrmoe::PlacementPlan plan(const lrmoe::PlacementRequest& request) override {
     const int64_t slots_per_rank = request.slots_per_rank;
     const int64_t slots = request.ranks * slots_per_rank;
     std::vector<int64_t> popularity(static_cast<size_t>(request.num_experts), 1);
-    if (!request.history.empty() &&
-        std::accumulate(request.history.back().begin(), request.history.back().end(), int64_t{0}) > 0) {
+    if (!request.history.empty() && std::accumulate(request.history.back().begin(),
+                                                    request.history.back().end(), int64_t{0}) > 0) {
       popularity = request.history.back();
     }
     const std::vector<int64_t> count = replica_counts(popularity, slots);
@@ -89,9 +91,10 @@ class Symi : public lrmoe::PlacementPolicy {
     plan.quota = request.counts;
     if (capacity_factor_ > 0) {
       const auto pairs = std::accumulate(request.counts.begin(), request.counts.end(), int64_t{0});
-      auto slot_capacity =
-          static_cast<int64_t>(std::ceil(capacity_factor_ * static_cast<double>(pairs) / static_cast<double>(slots)));
-      if (fit_budget_) slot_capacity = largest_fitting_capacity(request, plan.instances, slot_capacity);
+      auto slot_capacity = static_cast<int64_t>(
+          std::ceil(capacity_factor_ * static_cast<double>(pairs) / static_cast<double>(slots)));
+      if (fit_budget_)
+        slot_capacity = largest_fitting_capacity(request, plan.instances, slot_capacity);
       for (const int64_t c : count) {
         plan.forward_capacity.push_back(slot_capacity * c);
       }
@@ -103,7 +106,8 @@ class Symi : public lrmoe::PlacementPolicy {
   // The largest slot capacity <= `most` at which every rank fits the budget (0 when none does):
   // fitting only gets harder as the capacity grows, so a bisection finds it.
   static int64_t largest_fitting_capacity(const lrmoe::PlacementRequest& request,
-                                          const std::vector<lrmoe::ExpertInstance>& instances, int64_t most) {
+                                          const std::vector<lrmoe::ExpertInstance>& instances,
+                                          int64_t most) {
     std::vector<lrmoe::LayerHolding> ranks(static_cast<size_t>(request.ranks));
     for (const lrmoe::ExpertInstance& instance : instances) {
       lrmoe::LayerHolding& h = ranks[static_cast<size_t>(instance.rank)];
@@ -132,11 +136,13 @@ class Symi : public lrmoe::PlacementPolicy {
 lrmoe::PluginDescriptor describe() {
   return lrmoe::describe_policy<Symi>(
       "symi", "1.1.0", "replicas follow the previous pass's popularity over all slots (SYMI)",
-      {lrmoe::real_parameter("capacity_factor", 1.0,
-                             "forward capacity per slot, as a multiple of the mean pairs per slot; 0 is dropless", 0),
-       lrmoe::boolean_parameter("fit_budget", false,
-                                "lower the slot capacity until every rank fits the memory budget (needs "
-                                "capacity_factor > 0)")});
+      {lrmoe::real_parameter(
+           "capacity_factor", 1.0,
+           "forward capacity per slot, as a multiple of the mean pairs per slot; 0 is dropless", 0),
+       lrmoe::boolean_parameter(
+           "fit_budget", false,
+           "lower the slot capacity until every rank fits the memory budget (needs "
+           "capacity_factor > 0)")});
 }
 
 }  // namespace

@@ -59,8 +59,8 @@ class CapacityAware : public lrmoe::RoutingPolicy {
         auto key = [&](int64_t instance) {
           const int64_t rank = request.instances[static_cast<size_t>(instance)].rank;
           const auto r = static_cast<size_t>(rank);
-          return std::make_tuple(load[r] >= request.capacity[r], load[r] - request.capacity[r], rank != home[pair],
-                                 instance);
+          return std::make_tuple(load[r] >= request.capacity[r], load[r] - request.capacity[r],
+                                 rank != home[pair], instance);
         };
         int64_t best = request.expert_instances[e].front();
         for (const int64_t instance : request.expert_instances[e]) {
@@ -78,7 +78,8 @@ class CapacityAware : public lrmoe::RoutingPolicy {
 
 lrmoe::PluginDescriptor describe() {
   return lrmoe::describe_policy<CapacityAware>(
-      "capacity_aware", "1.1.0", "each pair to the rank with the most room among its expert's instances, within capacity");
+      "capacity_aware", "1.1.0",
+      "each pair to the rank with the most room among its expert's instances, within capacity");
 }
 
 }  // namespace

@@ -16,7 +16,8 @@ class RoundRobin : public lrmoe::RoutingPolicy {
     int64_t* instance = routed.data_ptr<int64_t>();
     std::vector<size_t> seen(request.expert_instances.size(), 0);  // pairs so far, per expert
     for (int64_t i = 0; i < experts.numel(); ++i) {
-      const std::vector<int64_t>& candidates = request.expert_instances[static_cast<size_t>(expert[i])];
+      const std::vector<int64_t>& candidates =
+          request.expert_instances[static_cast<size_t>(expert[i])];
       instance[i] = candidates[seen[static_cast<size_t>(expert[i])]++ % candidates.size()];
     }
     return routed;
@@ -24,8 +25,8 @@ class RoundRobin : public lrmoe::RoutingPolicy {
 };
 
 lrmoe::PluginDescriptor describe() {
-  return lrmoe::describe_policy<RoundRobin>("round_robin", "1.0.0",
-                                            "an expert's pairs in turn over its instances (even split)");
+  return lrmoe::describe_policy<RoundRobin>(
+      "round_robin", "1.0.0", "an expert's pairs in turn over its instances (even split)");
 }
 
 }  // namespace

@@ -16,7 +16,6 @@
 #include <functional>
 #include <limits>
 
-
 namespace {
 
 // p_i = min(1, c * s'_i) for the pairs [begin, end) of one expert, with sum p_i = quota.
@@ -66,8 +65,10 @@ class ImportanceSampling : public lrmoe::SelectionPolicy {
     const std::vector<float> values = lrmoe::scores_on_cpu(scores);
     // A stream of its own: the random metric draws from pairs.seed itself, and sampling with the
     // very numbers that are the scores would tie p_i to the draw and bias the estimate.
-    const at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(pairs.seed ^ kSamplingStream);
-    const at::Tensor uniform = at::rand({static_cast<int64_t>(values.size())}, generator, at::kDouble);
+    const at::Generator generator =
+        at::make_generator<at::CPUGeneratorImpl>(pairs.seed ^ kSamplingStream);
+    const at::Tensor uniform =
+        at::rand({static_cast<int64_t>(values.size())}, generator, at::kDouble);
     const double* draws = uniform.data_ptr<double>();
 
     std::vector<int64_t> kept;
@@ -100,9 +101,11 @@ class ImportanceSampling : public lrmoe::SelectionPolicy {
 
 lrmoe::PluginDescriptor describe() {
   return lrmoe::describe_policy<ImportanceSampling>(
-      "importance_sampling", "1.0.0", "per expert, keep pair i with probability min(1, c * s_i), weight 1/p (unbiased)",
-      {lrmoe::real_parameter("uniform_mix", 0.1, "share of the keep probability spread uniformly over the expert's pairs",
-                             0, 1)});
+      "importance_sampling", "1.0.0",
+      "per expert, keep pair i with probability min(1, c * s_i), weight 1/p (unbiased)",
+      {lrmoe::real_parameter(
+          "uniform_mix", 0.1,
+          "share of the keep probability spread uniformly over the expert's pairs", 0, 1)});
 }
 
 }  // namespace

@@ -9,7 +9,8 @@ class KeepAll : public lrmoe::SelectionPolicy {
  public:
   explicit KeepAll(const lrmoe::Parameters&) {}
   lrmoe::Selection select(const lrmoe::PairBatch& pairs, const at::Tensor&) override {
-    return {at::arange(pairs.experts.numel(), pairs.experts.options().dtype(at::kLong)), at::Tensor()};
+    return {at::arange(pairs.experts.numel(), pairs.experts.options().dtype(at::kLong)),
+            at::Tensor()};
   }
 };
 

@@ -11,7 +11,8 @@ namespace {
 
 class QuotaTopK : public lrmoe::SelectionPolicy {
  public:
-  explicit QuotaTopK(const lrmoe::Parameters& parameters) : rescale_(parameters.boolean("rescale")) {}
+  explicit QuotaTopK(const lrmoe::Parameters& parameters)
+      : rescale_(parameters.boolean("rescale")) {}
 
   lrmoe::Selection select(const lrmoe::PairBatch& pairs, const at::Tensor& scores) override {
     const std::vector<float> values = lrmoe::scores_on_cpu(scores);
@@ -19,14 +20,16 @@ class QuotaTopK : public lrmoe::SelectionPolicy {
     std::vector<float> weights;
     for (const lrmoe::ExpertSegment& segment : lrmoe::expert_segments(pairs.expert_offsets)) {
       const int64_t begin = segment.begin, end = segment.end;
-      const std::vector<int64_t> chosen = lrmoe::highest_scored(values, begin, end, pairs.quota[segment.expert]);
+      const std::vector<int64_t> chosen =
+          lrmoe::highest_scored(values, begin, end, pairs.quota[segment.expert]);
       kept.insert(kept.end(), chosen.begin(), chosen.end());
       if (rescale_ && !chosen.empty()) {
         weights.insert(weights.end(), chosen.size(),
                        static_cast<float>(end - begin) / static_cast<float>(chosen.size()));
       }
     }
-    return rescale_ ? lrmoe::make_selection(kept, weights, scores.device()) : lrmoe::make_selection(kept, scores.device());
+    return rescale_ ? lrmoe::make_selection(kept, weights, scores.device())
+                    : lrmoe::make_selection(kept, scores.device());
   }
 
  private:
@@ -36,8 +39,9 @@ class QuotaTopK : public lrmoe::SelectionPolicy {
 lrmoe::PluginDescriptor describe() {
   return lrmoe::describe_policy<QuotaTopK>(
       "quota_topk", "1.0.0", "per expert, keep the quota's highest-scored pairs",
-      {lrmoe::boolean_parameter("rescale", false,
-                                "weigh each kept pair by pairs / kept of its expert, keeping the gradient's scale")});
+      {lrmoe::boolean_parameter(
+          "rescale", false,
+          "weigh each kept pair by pairs / kept of its expert, keeping the gradient's scale")});
 }
 
 }  // namespace

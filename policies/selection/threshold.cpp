@@ -9,7 +9,8 @@ namespace {
 
 class Threshold : public lrmoe::SelectionPolicy {
  public:
-  explicit Threshold(const lrmoe::Parameters& parameters) : threshold_(parameters.real("threshold")) {}
+  explicit Threshold(const lrmoe::Parameters& parameters)
+      : threshold_(parameters.real("threshold")) {}
 
   lrmoe::Selection select(const lrmoe::PairBatch& pairs, const at::Tensor& scores) override {
     const std::vector<float> values = lrmoe::scores_on_cpu(scores);
@@ -19,9 +20,11 @@ class Threshold : public lrmoe::SelectionPolicy {
       if (begin == end) {
         continue;
       }
-      const double cutoff = threshold_ * *std::max_element(values.begin() + begin, values.begin() + end);
+      const double cutoff =
+          threshold_ * *std::max_element(values.begin() + begin, values.begin() + end);
       // The pairs above the cutoff among the quota's highest are the highest above the cutoff.
-      for (const int64_t i : lrmoe::highest_scored(values, begin, end, pairs.quota[segment.expert])) {
+      for (const int64_t i :
+           lrmoe::highest_scored(values, begin, end, pairs.quota[segment.expert])) {
         if (values[i] >= cutoff) {
           kept.push_back(i);
         }
@@ -36,8 +39,10 @@ class Threshold : public lrmoe::SelectionPolicy {
 
 lrmoe::PluginDescriptor describe() {
   return lrmoe::describe_policy<Threshold>(
-      "threshold", "1.0.0", "keep pairs scoring at least threshold * their expert's best, within the quota",
-      {lrmoe::real_parameter("threshold", 0.5, "share of the expert's highest score a kept pair reaches", 0, 1)});
+      "threshold", "1.0.0",
+      "keep pairs scoring at least threshold * their expert's best, within the quota",
+      {lrmoe::real_parameter("threshold", 0.5,
+                             "share of the expert's highest score a kept pair reaches", 0, 1)});
 }
 
 }  // namespace

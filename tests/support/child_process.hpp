@@ -18,7 +18,8 @@ namespace lrmoe_test {
 class ChildProcess {
  public:
   // Starts `args` (args[0] is the program) with stdout and stderr going to `log_path`.
-  ChildProcess(const std::vector<std::string>& args, const std::string& log_path) : log_path_(log_path) {
+  ChildProcess(const std::vector<std::string>& args, const std::string& log_path)
+      : log_path_(log_path) {
     pid_ = fork();
     if (pid_ == 0) {
       FILE* log = std::fopen(log_path.c_str(), "w");
@@ -75,8 +76,9 @@ class ChildProcess {
 };
 
 // Runs to completion (bounded) and returns {exit code, output}.
-inline std::pair<int, std::string> run_lrmoe(const std::vector<std::string>& args, const std::string& log_path,
-                                             std::chrono::seconds timeout = std::chrono::seconds(300)) {
+inline std::pair<int, std::string> run_lrmoe(
+    const std::vector<std::string>& args, const std::string& log_path,
+    std::chrono::seconds timeout = std::chrono::seconds(300)) {
   std::vector<std::string> full{LRMOE_BINARY};
   full.insert(full.end(), args.begin(), args.end());
   ChildProcess child(full, log_path);

@@ -24,7 +24,8 @@ class ListeningSocket {
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     address.sin_port = 0;
     socklen_t length = sizeof(address);
-    if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 || listen(fd_, 1) != 0 ||
+    if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+        listen(fd_, 1) != 0 ||
         getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
       throw std::runtime_error("cannot listen on 127.0.0.1");
     }
@@ -42,7 +43,9 @@ class ListeningSocket {
 };
 
 // A port free a moment ago (the socket that found it is closed again).
-inline int free_port() { return ListeningSocket().port(); }
+inline int free_port() {
+  return ListeningSocket().port();
+}
 
 // Sets environment variables for its lifetime, restoring what was there before.
 class ScopedEnvironment {

@@ -10,7 +10,8 @@
 
 namespace lrmoe_test {
 
-inline lrmoe::RankMemoryRecord rank_memory_row(int64_t step, int64_t rank, const std::array<int64_t, 7>& bytes) {
+inline lrmoe::RankMemoryRecord rank_memory_row(int64_t step, int64_t rank,
+                                               const std::array<int64_t, 7>& bytes) {
   lrmoe::RankMemoryRecord row;
   row.step = step;
   row.rank = rank;

@@ -11,7 +11,9 @@ namespace lrmoe_test {
 
 struct ScriptedPlacement : lrmoe::PlacementPolicy {
   std::function<lrmoe::PlacementPlan(const lrmoe::PlacementRequest&)> decide;
-  lrmoe::PlacementPlan plan(const lrmoe::PlacementRequest& request) override { return decide(request); }
+  lrmoe::PlacementPlan plan(const lrmoe::PlacementRequest& request) override {
+    return decide(request);
+  }
 };
 
 struct ScriptedMetric : lrmoe::MetricPolicy {
@@ -65,6 +67,8 @@ inline std::shared_ptr<lrmoe::PolicySet> scripted_policies(
 inline ScriptedSelection& selection_of(lrmoe::PolicySet& set) {
   return static_cast<ScriptedSelection&>(*set.selection);
 }
-inline ScriptedRouting& routing_of(lrmoe::PolicySet& set) { return static_cast<ScriptedRouting&>(*set.routing); }
+inline ScriptedRouting& routing_of(lrmoe::PolicySet& set) {
+  return static_cast<ScriptedRouting&>(*set.routing);
+}
 
 }  // namespace lrmoe_test

@@ -18,7 +18,8 @@ class TempFolder {
     static std::atomic<int> counter{0};
     const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
     path_ = std::filesystem::temp_directory_path() /
-            ("lrmoe-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + "-" + std::to_string(now));
+            ("lrmoe-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + "-" +
+             std::to_string(now));
     std::filesystem::create_directories(path_);
   }
   ~TempFolder() {

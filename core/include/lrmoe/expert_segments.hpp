@@ -45,8 +45,8 @@ inline std::vector<float> scores_on_cpu(const at::Tensor& scores) {
 // The indices of the `limit` highest scores in [begin, end), in increasing order. Equal scores
 // go to the lower index, so the choice is deterministic (every process must choose alike:
 // Note [Exact multi-process plan]).
-inline std::vector<int64_t> highest_scored(const std::vector<float>& scores, int64_t begin, int64_t end,
-                                           int64_t limit) {
+inline std::vector<int64_t> highest_scored(const std::vector<float>& scores, int64_t begin,
+                                           int64_t end, int64_t limit) {
   std::vector<int64_t> order(static_cast<std::size_t>(end - begin));
   std::iota(order.begin(), order.end(), begin);
   const auto chosen = order.begin() + std::clamp<int64_t>(limit, 0, end - begin);

@@ -25,9 +25,10 @@ namespace lrmoe {
 
 // Bytes per unit, from the model's dimensions and element size.
 struct MemoryCosts {
-  int64_t expert_bytes = 0;         // parameters of one expert; its gradient buffer is as large
-  int64_t forward_pair_bytes = 0;   // per pair computed in forward, during the layer's forward
-  int64_t saved_pair_bytes = 0;     // per pair computed in forward, from its forward to its backward
+  int64_t expert_bytes = 0;        // parameters of one expert; its gradient buffer is as large
+  int64_t forward_pair_bytes = 0;  // per pair computed in forward, during the layer's forward
+  // per pair computed in forward, from its forward to its backward
+  int64_t saved_pair_bytes = 0;
   int64_t backward_pair_bytes = 0;  // per kept pair, during the layer's backward
 };
 
@@ -82,8 +83,8 @@ inline int64_t forward_pairs_that_fit(const MemoryCosts& c, LayerHolding h, int6
 
 // How many more kept pairs `h` can take in its backward within `budget_bytes`.
 inline int64_t backward_pairs_that_fit(const MemoryCosts& c, LayerHolding h, int64_t budget_bytes) {
-  const double room = (static_cast<double>(budget_bytes) - resident_bytes(c, h) - carried_bytes(c, h) -
-                       backward_transient_bytes(c, h)) /
+  const double room = (static_cast<double>(budget_bytes) - resident_bytes(c, h) -
+                       carried_bytes(c, h) - backward_transient_bytes(c, h)) /
                       std::max<double>(1.0, static_cast<double>(c.backward_pair_bytes));
   return room <= 0 ? 0 : static_cast<int64_t>(std::floor(room));
 }

@@ -34,20 +34,33 @@ struct ParameterSpec {
 inline ParameterSpec integer_parameter(std::string name, int64_t default_value, std::string meaning,
                                        double minimum = -std::numeric_limits<double>::infinity(),
                                        double maximum = std::numeric_limits<double>::infinity()) {
-  return {std::move(name), ParameterType::Integer, default_value, std::move(meaning), minimum, maximum, {}};
+  return {std::move(name),
+          ParameterType::Integer,
+          default_value,
+          std::move(meaning),
+          minimum,
+          maximum,
+          {}};
 }
 inline ParameterSpec real_parameter(std::string name, double default_value, std::string meaning,
                                     double minimum = -std::numeric_limits<double>::infinity(),
                                     double maximum = std::numeric_limits<double>::infinity()) {
-  return {std::move(name), ParameterType::Real, default_value, std::move(meaning), minimum, maximum, {}};
+  return {std::move(name),
+          ParameterType::Real,
+          default_value,
+          std::move(meaning),
+          minimum,
+          maximum,
+          {}};
 }
 inline ParameterSpec boolean_parameter(std::string name, bool default_value, std::string meaning) {
   return {std::move(name), ParameterType::Boolean, default_value, std::move(meaning), 0, 0, {}};
 }
-inline ParameterSpec text_parameter(std::string name, std::string default_value, std::string meaning,
-                                    std::vector<std::string> choices = {}) {
-  return {std::move(name), ParameterType::Text, std::move(default_value), std::move(meaning), 0, 0,
-          std::move(choices)};
+inline ParameterSpec text_parameter(std::string name, std::string default_value,
+                                    std::string meaning, std::vector<std::string> choices = {}) {
+  return {
+      std::move(name),   ParameterType::Text, std::move(default_value), std::move(meaning), 0, 0,
+      std::move(choices)};
 }
 
 // The checked values of every declared parameter.

@@ -22,9 +22,9 @@ namespace lrmoe {
 
 struct ExpertInstance {
   int64_t expert = 0;
-  int64_t rank = 0;   // 0 .. ranks-1
-  int64_t slot = 0;   // 0 .. slots_per_rank-1; a (rank, slot) hosts at most one instance
-  bool owner = false; // exactly one instance per expert owns it; the others are replicas
+  int64_t rank = 0;    // 0 .. ranks-1
+  int64_t slot = 0;    // 0 .. slots_per_rank-1; a (rank, slot) hosts at most one instance
+  bool owner = false;  // exactly one instance per expert owns it; the others are replicas
 };
 
 struct PlacementRequest {

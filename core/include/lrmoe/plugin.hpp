@@ -13,7 +13,8 @@
 //
 //   lrmoe::PluginDescriptor describe() {
 //     return lrmoe::describe_policy<MyMetric>("gate_power", "1.0.0", "gate ** power",
-//                                             {lrmoe::real_parameter("power", 2.0, "exponent", 0)});
+//                                             {lrmoe::real_parameter("power", 2.0, "exponent",
+//                                             0)});
 //   }
 //   LRMOE_PLUGIN(describe)
 //
@@ -64,8 +65,9 @@ constexpr PolicyKind policy_kind_of() {
   } else if constexpr (std::is_base_of_v<SelectionPolicy, T>) {
     return PolicyKind::Selection;
   } else {
-    static_assert(std::is_base_of_v<RoutingPolicy, T>,
-                  "a policy derives from PlacementPolicy, MetricPolicy, SelectionPolicy or RoutingPolicy");
+    static_assert(
+        std::is_base_of_v<RoutingPolicy, T>,
+        "a policy derives from PlacementPolicy, MetricPolicy, SelectionPolicy or RoutingPolicy");
     return PolicyKind::Routing;
   }
 }
@@ -74,9 +76,14 @@ constexpr PolicyKind policy_kind_of() {
 template <typename T>
 PluginDescriptor describe_policy(std::string name, std::string version, std::string description,
                                  std::vector<ParameterSpec> parameters = {}) {
-  return {policy_kind_of<T>(), std::move(name), std::move(version), std::move(description),
+  return {policy_kind_of<T>(),
+          std::move(name),
+          std::move(version),
+          std::move(description),
           std::move(parameters),
-          [](const Parameters& values) -> std::unique_ptr<Policy> { return std::make_unique<T>(values); }};
+          [](const Parameters& values) -> std::unique_ptr<Policy> {
+            return std::make_unique<T>(values);
+          }};
 }
 
 // Entry points the loader looks up by these names.
@@ -86,13 +93,15 @@ using AbiFunction = PluginAbi();
 using DescriptorFunction = PluginDescriptor();
 
 namespace plugin_entry {
-inline PluginAbi compiled_abi() { return kCompiledAbi; }
+inline PluginAbi compiled_abi() {
+  return kCompiledAbi;
+}
 }  // namespace plugin_entry
 
 }  // namespace lrmoe
 
 // Exports `describe_function` (a PluginDescriptor() function) and the ABI this library was
 // built with. Use once per plugin library, at namespace scope.
-#define LRMOE_PLUGIN(describe_function)                                      \
-  BOOST_DLL_ALIAS(lrmoe::plugin_entry::compiled_abi, lrmoe_plugin_abi)       \
+#define LRMOE_PLUGIN(describe_function)                                \
+  BOOST_DLL_ALIAS(lrmoe::plugin_entry::compiled_abi, lrmoe_plugin_abi) \
   BOOST_DLL_ALIAS(describe_function, lrmoe_plugin_descriptor)

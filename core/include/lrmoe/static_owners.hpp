@@ -16,7 +16,9 @@
 namespace lrmoe {
 
 // ceil(E/R): the slots each rank's owned experts take.
-inline int64_t owned_experts_per_rank(int64_t num_experts, int64_t ranks) { return (num_experts + ranks - 1) / ranks; }
+inline int64_t owned_experts_per_rank(int64_t num_experts, int64_t ranks) {
+  return (num_experts + ranks - 1) / ranks;
+}
 
 // The owning instance of `expert`.
 inline ExpertInstance static_owner(int64_t expert, int64_t num_experts, int64_t ranks) {

@@ -24,6 +24,6 @@ struct PluginAbi {
 
 // The ABI of the code including this header.
 inline constexpr PluginAbi kCompiledAbi{kPluginApiVersion, TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR,
-                                       TORCH_VERSION_PATCH};
+                                        TORCH_VERSION_PATCH};
 
 }  // namespace lrmoe
