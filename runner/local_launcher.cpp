@@ -1,4 +1,4 @@
-#include "local_launcher.hpp"
+#include "runner/local_launcher.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -24,13 +24,14 @@
 #include <utility>
 #include <vector>
 
+#include "runner/prefixed_output.hpp"
+#include "runner/signal_forwarding.hpp"
+
 namespace lrmoe {
 namespace {
 
 constexpr int kPollMilliseconds = 100;  // how late a child's end or a deadline may be noticed
 constexpr double kKillDelaySeconds = 5;
-// a longer line without newline is printed in pieces
-constexpr std::size_t kMaxLineBytes = 1 << 16;
 
 std::runtime_error os_error(const std::string& what, int error = errno) {
   return std::runtime_error(fmt::format("{}: {}", what, std::strerror(error)));
@@ -45,94 +46,6 @@ std::string self_executable() {
   }
   return path.string();
 }
-
-// -- signals ---------------------------------------------------------------------------------
-
-// What the handler records: one launch runs at a time, and a handler can only reach globals.
-volatile std::sig_atomic_t g_interrupts = 0;
-volatile std::sig_atomic_t g_terminations = 0;
-volatile std::sig_atomic_t g_wake_fd = -1;
-
-void record_signal(int signal_number) {
-  const int saved_errno = errno;
-  if (signal_number == SIGINT) {
-    g_interrupts = g_interrupts + 1;
-  } else {
-    g_terminations = g_terminations + 1;
-  }
-  (void)!write(g_wake_fd, "!", 1);  // wakes poll(); a full pipe already will
-  errno = saved_errno;
-}
-
-// While children run, SIGINT and SIGTERM do not stop the launcher: they are recorded, wake its
-// poll() through a self-pipe, and are forwarded. SIGCHLD is set to its default so that exit
-// statuses are kept for waitpid even if the caller ignores it. Everything is restored at the end.
-class SignalForwarding {
- public:
-  SignalForwarding() {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
-      throw os_error("cannot create the launcher's signal pipe");
-    wake_read_ = fds[0];
-    wake_write_ = fds[1];
-    g_interrupts = 0;
-    g_terminations = 0;
-    g_wake_fd = wake_write_;
-    struct sigaction record {};
-    record.sa_handler = record_signal;
-    sigemptyset(&record.sa_mask);
-    record.sa_flags = SA_RESTART;
-    struct sigaction child_default {};
-    child_default.sa_handler = SIG_DFL;
-    sigemptyset(&child_default.sa_mask);
-    sigaction(SIGINT, &record, &previous_[0]);
-    sigaction(SIGTERM, &record, &previous_[1]);
-    sigaction(SIGCHLD, &child_default, &previous_[2]);
-  }
-  ~SignalForwarding() {
-    restore();
-    g_wake_fd = -1;
-    close(wake_read_);
-    close(wake_write_);
-  }
-  SignalForwarding(const SignalForwarding&) = delete;
-  SignalForwarding& operator=(const SignalForwarding&) = delete;
-
-  int wake_fd() const { return wake_read_; }
-
-  // The signals received since the last call, one entry per delivery: a second Ctrl-C is
-  // forwarded again, so that children can quit at once on it.
-  std::vector<int> take() {
-    char drain[64];
-    while (read(wake_read_, drain, sizeof drain) > 0) {
-    }
-    std::vector<int> signals;
-    for (const int interrupts = g_interrupts; forwarded_interrupts_ < interrupts;
-         ++forwarded_interrupts_) {
-      signals.push_back(SIGINT);
-    }
-    for (const int terminations = g_terminations; forwarded_terminations_ < terminations;
-         ++forwarded_terminations_) {
-      signals.push_back(SIGTERM);
-    }
-    return signals;
-  }
-
-  // Gives back the dispositions from before the launch; also used in a child before exec, so that
-  // it starts as it would have without the launcher.
-  void restore() const noexcept {
-    sigaction(SIGINT, &previous_[0], nullptr);
-    sigaction(SIGTERM, &previous_[1], nullptr);
-    sigaction(SIGCHLD, &previous_[2], nullptr);
-  }
-
- private:
-  int wake_read_ = -1;
-  int wake_write_ = -1;
-  struct sigaction previous_[3]{};
-  int forwarded_interrupts_ = 0;
-  int forwarded_terminations_ = 0;
-};
 
 // -- children --------------------------------------------------------------------------------
 
@@ -184,13 +97,6 @@ int reap_group(pid_t leader) {
   return status;
 }
 
-// One of a child's output pipes, cut into lines that are printed whole with the rank's prefix.
-struct OutputPipe {
-  int fd = -1;
-  std::FILE* sink = nullptr;
-  std::string pending;  // the start of a line whose newline has not come yet
-};
-
 struct Child {
   int64_t rank = 0;
   pid_t pid = -1;
@@ -200,51 +106,6 @@ struct Child {
   bool running = false;
   bool terminated = false;  // sent SIGTERM by the launcher after another rank failed
 };
-
-void print_line(std::FILE* sink, std::string_view prefix, std::string_view line) {
-  fmt::print(sink, "{}{}\n", prefix, line);
-  std::fflush(sink);  // each line shows as soon as it is complete, even when the sink is a pipe
-}
-
-void print_complete_lines(OutputPipe& pipe, std::string_view prefix) {
-  std::size_t start = 0;
-  for (std::size_t end; (end = pipe.pending.find('\n', start)) != std::string::npos;
-       start = end + 1) {
-    print_line(pipe.sink, prefix, std::string_view(pipe.pending).substr(start, end - start));
-  }
-  pipe.pending.erase(0, start);
-  if (pipe.pending.size() >= kMaxLineBytes) {
-    print_line(pipe.sink, prefix, pipe.pending);
-    pipe.pending.clear();
-  }
-}
-
-void close_pipe(OutputPipe& pipe, std::string_view prefix) {
-  if (!pipe.pending.empty()) print_line(pipe.sink, prefix, pipe.pending);
-  pipe.pending.clear();
-  close(pipe.fd);
-  pipe.fd = -1;
-}
-
-// Reads what the pipe holds: once, or until it is empty (`drain`, for a child that has ended).
-// Closes it at end of file.
-void read_pipe(OutputPipe& pipe, std::string_view prefix, bool drain) {
-  char buffer[65536];
-  while (pipe.fd >= 0) {
-    const ssize_t n = read(pipe.fd, buffer, sizeof buffer);
-    if (n > 0) {
-      pipe.pending.append(buffer, static_cast<std::size_t>(n));
-      print_complete_lines(pipe, prefix);
-      if (!drain) return;
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else if (n < 0 && errno == EAGAIN) {
-      return;
-    } else {
-      close_pipe(pipe, prefix);
-    }
-  }
-}
 
 // Starts the children and supervises them until all have ended. Each child leads its own
 // process group: Ctrl-C on the terminal reaches only the launcher, which forwards it once (two
