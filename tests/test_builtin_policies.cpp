@@ -1,0 +1,50 @@
+// The built-in policy plugins as a set: each loads from the build's plugin folder with its name,
+// kind and version, and parameters outside their declared range are refused. Each kind's rules
+// are tested in test_placement_policies.cpp, test_metric_policies.cpp,
+// test_selection_policies.cpp and test_routing_policies.cpp.
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "support/builtin_policies.hpp"
+
+using lrmoe_test::builtin_catalog;
+using lrmoe_test::load;
+
+TEST_CASE("Every built-in policy plugin loads with its name, kind and version", "[policies]") {
+  const std::vector<std::pair<lrmoe::PolicyKind, std::vector<std::string>>> expected = {
+      {lrmoe::PolicyKind::Placement, {"fixed_ownership", "symi", "lrmoe"}},
+      {lrmoe::PolicyKind::Metric, {"gate", "gate_grad_norm", "grad_contribution", "random"}},
+      {lrmoe::PolicyKind::Selection,
+       {"keep_all", "quota_topk", "threshold", "importance_sampling"}},
+      {lrmoe::PolicyKind::Routing, {"owner", "round_robin", "capacity_aware"}}};
+  for (const auto& [kind, names] : expected) {
+    for (const std::string& name : names) {
+      INFO(name);
+      const lrmoe::PluginInfo* info = builtin_catalog().find(kind, name);
+      REQUIRE(info != nullptr);
+      // lrmoe 2: budget-derived quotas; symi 1.1: fit_budget; capacity_aware 1.1: room first.
+      const std::string version = name == "lrmoe"                              ? "2.0.0"
+                                  : name == "symi" || name == "capacity_aware" ? "1.1.0"
+                                                                               : "1.0.0";
+      CHECK(info->descriptor.version == version);
+      CHECK(info->path.stem() == name);
+      CHECK(lrmoe::create_policy(*info, lrmoe::resolve_parameters(*info, {})) != nullptr);
+    }
+  }
+}
+
+TEST_CASE("Policy parameters outside their declared range are refused", "[policies]") {
+  CHECK_THROWS_AS(load<lrmoe::SelectionPolicy>("threshold", {{"threshold", 1.5}}),
+                  lrmoe::PluginError);
+  CHECK_THROWS_AS(load<lrmoe::SelectionPolicy>("importance_sampling", {{"uniform_mix", -0.1}}),
+                  lrmoe::PluginError);
+  CHECK_THROWS_AS(load<lrmoe::PlacementPolicy>("lrmoe", {{"keep_fraction", 1.2}}),
+                  lrmoe::PluginError);
+  CHECK_THROWS_AS(load<lrmoe::PlacementPolicy>("lrmoe", {{"max_replicas", int64_t{-1}}}),
+                  lrmoe::PluginError);
+  CHECK_THROWS_AS(load<lrmoe::PlacementPolicy>("symi", {{"capacity_factor", -1.0}}),
+                  lrmoe::PluginError);
+}

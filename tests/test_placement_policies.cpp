@@ -1,0 +1,387 @@
+// The built-in placement plugins: SYMI and fixed ownership against hand-worked examples, and the
+// LRMoE planner against hand-worked examples and its invariants over random requests.
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <random>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "lrmoe/memory_model.hpp"
+#include "support/builtin_policies.hpp"
+
+using lrmoe::ExpertInstance;
+using lrmoe::PlacementPlan;
+using lrmoe::PlacementRequest;
+using lrmoe_test::load;
+using lrmoe_test::sum;
+
+namespace {
+
+PlacementRequest placement_request(int64_t ranks, int64_t slots_per_rank,
+                                   std::vector<int64_t> counts) {
+  PlacementRequest request;
+  request.step = 1;
+  request.num_experts = static_cast<int64_t>(counts.size());
+  request.ranks = ranks;
+  request.slots_per_rank = slots_per_rank;
+  request.top_k = 1;
+  request.tokens = sum(counts);
+  request.counts = std::move(counts);
+  request.budget_bytes = int64_t{1} << 40;
+  request.memory = {500, 10, 0, 20};
+  return request;
+}
+
+// The rules every plan follows; returns the instances per expert.
+std::vector<int64_t> check_valid_plan(const PlacementRequest& request, const PlacementPlan& plan) {
+  std::vector<int64_t> instances(static_cast<size_t>(request.num_experts), 0);
+  std::vector<int64_t> owners(static_cast<size_t>(request.num_experts), 0);
+  std::set<std::pair<int64_t, int64_t>> used;
+  for (const ExpertInstance& instance : plan.instances) {
+    REQUIRE(instance.expert >= 0);
+    REQUIRE(instance.expert < request.num_experts);
+    REQUIRE(instance.rank >= 0);
+    REQUIRE(instance.rank < request.ranks);
+    REQUIRE(instance.slot >= 0);
+    REQUIRE(instance.slot < request.slots_per_rank);
+    REQUIRE(used.insert({instance.rank, instance.slot}).second);
+    ++instances[static_cast<size_t>(instance.expert)];
+    owners[static_cast<size_t>(instance.expert)] += instance.owner ? 1 : 0;
+  }
+  for (int64_t e = 0; e < request.num_experts; ++e) {
+    REQUIRE(instances[static_cast<size_t>(e)] >= 1);
+    REQUIRE(owners[static_cast<size_t>(e)] == 1);
+  }
+  REQUIRE(plan.quota.size() == static_cast<size_t>(request.num_experts));
+  return instances;
+}
+
+// {expert, rank, slot, owner ? 1 : 0} of every instance, in plan order.
+std::vector<std::vector<int64_t>> layout(const PlacementPlan& plan) {
+  std::vector<std::vector<int64_t>> result;
+  for (const ExpertInstance& instance : plan.instances) {
+    result.push_back({instance.expert, instance.rank, instance.slot, instance.owner ? 1 : 0});
+  }
+  return result;
+}
+
+// Per rank, the memory model of lrmoe/memory_model.hpp before routing: an expert's forward pairs
+// and kept pairs count as split evenly over its instances.
+std::vector<double> rank_memory(const PlacementRequest& request, const PlacementPlan& plan) {
+  std::vector<int64_t> copies(static_cast<size_t>(request.num_experts), 0);
+  for (const ExpertInstance& instance : plan.instances) {
+    ++copies[static_cast<size_t>(instance.expert)];
+  }
+  std::vector<lrmoe::LayerHolding> holdings(static_cast<size_t>(request.ranks));
+  for (const ExpertInstance& instance : plan.instances) {
+    const auto e = static_cast<size_t>(instance.expert);
+    int64_t forward = request.counts[e];
+    if (!plan.forward_capacity.empty()) {
+      forward = std::min(forward, plan.forward_capacity[e]);
+    }
+    const int64_t kept = std::min(request.counts[e], plan.quota[e]);
+    lrmoe::LayerHolding& h = holdings[static_cast<size_t>(instance.rank)];
+    ++(instance.owner ? h.owned : h.replicas);
+    h.forward_pairs += static_cast<double>(forward) / static_cast<double>(copies[e]);
+    h.backward_pairs += static_cast<double>(kept) / static_cast<double>(copies[e]);
+  }
+  std::vector<double> memory;
+  for (const lrmoe::LayerHolding& h : holdings)
+    memory.push_back(lrmoe::layer_peak_bytes(request.memory, h));
+  return memory;
+}
+
+// Per rank, the sum over its instances of n_e / cnt_e.
+std::vector<double> forward_load(const PlacementRequest& request, const PlacementPlan& plan) {
+  std::vector<int64_t> copies(static_cast<size_t>(request.num_experts), 0);
+  for (const ExpertInstance& instance : plan.instances) {
+    ++copies[static_cast<size_t>(instance.expert)];
+  }
+  std::vector<double> load(static_cast<size_t>(request.ranks), 0.0);
+  for (const ExpertInstance& instance : plan.instances) {
+    const auto e = static_cast<size_t>(instance.expert);
+    load[static_cast<size_t>(instance.rank)] +=
+        static_cast<double>(request.counts[e]) / static_cast<double>(copies[e]);
+  }
+  return load;
+}
+
+}  // namespace
+
+TEST_CASE("symi removes a replica from the expert furthest above its goal", "[policies]") {
+  // R = 2, S = 3: 6 slots. Previous counts n = [0, 0, 7, 13], sum 20.
+  // goal = n / 20 * 6 = [0, 0, 2.1, 3.9]; cnt = floor(max(goal, 1)) = [1, 1, 2, 3], sum 7 > 6.
+  // Among cnt > 1: cnt - goal = -0.1 (expert 2), -0.9 (expert 3): remove from expert 2.
+  // cnt = [1, 1, 1, 3]. Entries 0..5 (rank = i / 3, slot = i % 3): e0 e1 e2 | e3 e3 e3.
+  PlacementRequest request = placement_request(2, 3, {5, 5, 5, 5});
+  request.history = {{20, 0, 0, 0}, {0, 0, 7, 13}};  // only the most recent one counts
+  const PlacementPlan plan = load<lrmoe::PlacementPolicy>("symi")->plan(request);
+  check_valid_plan(request, plan);
+  using I = std::vector<int64_t>;
+  CHECK(layout(plan) == std::vector<I>{I{0, 0, 0, 1}, I{1, 0, 1, 1}, I{2, 0, 2, 1}, I{3, 1, 0, 1},
+                                       I{3, 1, 1, 0}, I{3, 1, 2, 0}});
+  CHECK(plan.quota == request.counts);  // SYMI keeps every pair in backward
+}
+
+TEST_CASE("symi adds replicas to the experts furthest below their goal", "[policies]") {
+  SECTION("one addition, tie to the lower expert") {
+    // R = 2, S = 2: 4 slots. n = [5, 5, 2], sum 12. goal = [1.667, 1.667, 0.667];
+    // cnt = [1, 1, 1], sum 3 < 4. cnt - goal = [-0.667, -0.667, 0.333]: tie, expert 0 gets one.
+    // cnt = [2, 1, 1]. Entries: e0 e0 | e1 e2.
+    PlacementRequest request = placement_request(2, 2, {1, 1, 1});
+    request.history = {{5, 5, 2}};
+    const PlacementPlan plan = load<lrmoe::PlacementPolicy>("symi")->plan(request);
+    check_valid_plan(request, plan);
+    using I = std::vector<int64_t>;
+    CHECK(layout(plan) ==
+          std::vector<I>{I{0, 0, 0, 1}, I{0, 0, 1, 0}, I{1, 1, 0, 1}, I{2, 1, 1, 1}});
+  }
+  SECTION("two additions") {
+    // R = 3, S = 2: 6 slots. n = [3, 3, 4], sum 10. goal = [1.8, 1.8, 2.4]; cnt = [1, 1, 2], sum 4.
+    // cnt - goal = [-0.8, -0.8, -0.4]: expert 0 -> cnt [2, 1, 2], cnt - goal = [0.2, -0.8, -0.4]:
+    // expert 1 -> cnt [2, 2, 2]. Entries: e0 e0 | e1 e1 | e2 e2.
+    PlacementRequest request = placement_request(3, 2, {1, 1, 1});
+    request.history = {{3, 3, 4}};
+    const PlacementPlan plan = load<lrmoe::PlacementPolicy>("symi")->plan(request);
+    CHECK(check_valid_plan(request, plan) == std::vector<int64_t>{2, 2, 2});
+    for (const ExpertInstance& instance : plan.instances) {
+      CHECK(instance.rank == instance.expert);  // expert e fills rank e here
+    }
+  }
+}
+
+TEST_CASE("symi's first pass treats every expert as equally popular, slot-major", "[policies]") {
+  // No history: n = [1, 1, 1, 1]. R = 2, S = 3: goal = 1.5 each; cnt = [1, 1, 1, 1], sum 4 < 6.
+  // All cnt - goal = -0.5: expert 0 gets one (0.5), then experts 1..3 tie at -0.5: expert 1.
+  // cnt = [2, 2, 1, 1]. Entries 0..5: e0 e0 e1 | e1 e2 e3, so expert 1's owner is rank 0 slot 2
+  // and its replica rank 1 slot 0.
+  const PlacementRequest request = placement_request(2, 3, {30, 0, 0, 9});
+  const PlacementPlan plan = load<lrmoe::PlacementPolicy>("symi")->plan(request);
+  check_valid_plan(request, plan);
+  using I = std::vector<int64_t>;
+  CHECK(layout(plan) == std::vector<I>{I{0, 0, 0, 1}, I{0, 0, 1, 0}, I{1, 0, 2, 1}, I{1, 1, 0, 0},
+                                       I{2, 1, 1, 1}, I{3, 1, 2, 1}});
+}
+
+TEST_CASE("symi's forward capacity is slot capacity times replicas", "[policies]") {
+  // First pass, R = 2, S = 3: cnt = [2, 2, 1, 1] (see above). This pass: 33 pairs over 6 slots.
+  const PlacementRequest request = placement_request(2, 3, {10, 3, 0, 20});
+  // capacity_factor 1 (default): slot capacity = ceil(33 / 6) = ceil(5.5) = 6.
+  CHECK(load<lrmoe::PlacementPolicy>("symi")->plan(request).forward_capacity ==
+        std::vector<int64_t>{12, 12, 6, 6});
+  // 1.25: ceil(1.25 * 33 / 6) = ceil(6.875) = 7.
+  CHECK(load<lrmoe::PlacementPolicy>("symi", {{"capacity_factor", 1.25}})
+            ->plan(request)
+            .forward_capacity == std::vector<int64_t>{14, 14, 7, 7});
+  CHECK(load<lrmoe::PlacementPolicy>("symi", {{"capacity_factor", 0.0}})
+            ->plan(request)
+            .forward_capacity.empty());
+}
+
+TEST_CASE("symi with fit_budget lowers its slot capacity to the largest that fits every rank",
+          "[policies]") {
+  // As above: cnt = [2, 2, 1, 1], slot capacity 6. Rank 0 holds e0, a replica of e0 and e1; rank
+  // 1 a replica of e1, e2 and e3: 2 owned and 1 replica each. With expert bytes 50 and pair bytes
+  // 1 forward and 10 backward, a rank computing and keeping 3c pairs peaks at
+  // 2 * 2 * 50 + 50 + max(3c, 10 * 3c + 50) = 300 + 30c: a budget of 450 holds c = 5.
+  PlacementRequest request = placement_request(2, 3, {10, 3, 0, 20});
+  request.memory = {50, 1, 0, 10};
+  request.budget_bytes = 450;
+  const auto fitted = load<lrmoe::PlacementPolicy>("symi", {{"fit_budget", true}});
+  const PlacementPlan plan = fitted->plan(request);
+  CHECK(plan.forward_capacity == std::vector<int64_t>{10, 10, 5, 5});
+  // The published capacity when it fits, and the plan unchanged without fit_budget.
+  request.budget_bytes = 480;
+  CHECK(fitted->plan(request).forward_capacity == std::vector<int64_t>{12, 12, 6, 6});
+  request.budget_bytes = 450;
+  CHECK(load<lrmoe::PlacementPolicy>("symi")->plan(request).forward_capacity ==
+        std::vector<int64_t>{12, 12, 6, 6});
+  // Nothing fits: capacity 0, and the runner reports the numbers.
+  request.budget_bytes = 100;
+  CHECK(fitted->plan(request).forward_capacity == std::vector<int64_t>{0, 0, 0, 0});
+}
+
+TEST_CASE("fixed_ownership places expert e on rank e / ceil(E/R) with the Megatron capacity",
+          "[policies]") {
+  // E = 10, R = 4: ceil(10 / 4) = 3 experts per rank; expert 9 alone on rank 3.
+  PlacementRequest request = placement_request(4, 3, {9, 8, 7, 6, 5, 4, 3, 2, 1, 5});
+  request.top_k = 2;
+  request.tokens = 25;  // 2 * 25 = 50 pairs
+  const PlacementPlan dropless = load<lrmoe::PlacementPolicy>("fixed_ownership")->plan(request);
+  CHECK(check_valid_plan(request, dropless) == std::vector<int64_t>(10, 1));
+  for (const ExpertInstance& instance : dropless.instances) {
+    CHECK(instance.rank == instance.expert / 3);
+    CHECK(instance.slot == instance.expert % 3);
+  }
+  CHECK(dropless.quota == request.counts);
+  CHECK(dropless.forward_capacity.empty());  // capacity_factor 0 (default): dropless
+  // C = ceil(k * T / E * capacity_factor) = ceil(2 * 25 / 10 * 1.5) = 7.5 -> 8.
+  const PlacementPlan capped =
+      load<lrmoe::PlacementPolicy>("fixed_ownership", {{"capacity_factor", 1.5}})->plan(request);
+  CHECK(capped.forward_capacity == std::vector<int64_t>(10, 8));
+  CHECK(load<lrmoe::PlacementPolicy>("fixed_ownership", {{"capacity_factor", 2.0}})
+            ->plan(request)
+            .forward_capacity == std::vector<int64_t>(10, 10));
+}
+
+TEST_CASE("lrmoe replicates the hot expert and water-fills quotas within the budget",
+          "[policies]") {
+  // E = 4, R = 2, S = 3: owners e0 e1 on rank 0, e2 e3 on rank 1. n = [60, 20, 10, 10].
+  // F = [80, 20]. Replica of e0 (the hottest on rank 0) on rank 1: max(20 + 30, 80 - 60 + 30) = 50
+  // < 80, so it is added; cnt = [2, 1, 1, 1], F = [50, 50]. max_replicas = 1 stops there.
+  PlacementRequest request = placement_request(2, 3, {60, 20, 10, 10});
+  request.memory = {50, 1, 0, 10};  // expert parameters 50 (and as much gradient), pairs 1 and 10
+  const auto planner = load<lrmoe::PlacementPolicy>(
+      "lrmoe", {{"max_replicas", int64_t{1}}, {"keep_fraction", 0.5}, {"headroom", 0.0}});
+
+  SECTION("generous budget: quotas from K alone") {
+    // K = ceil(0.5 * 100) = 50. q = [min(60, floor(2 tau)), min(20, floor(tau)), min(10,
+    // floor(tau)) x 2]: tau = 10 gives [20, 10, 10, 10] = 50; at tau = 10.5 q0 = 21 and the sum 51
+    // > K.
+    const PlacementPlan plan = planner->plan(request);
+    CHECK(check_valid_plan(request, plan) == std::vector<int64_t>{2, 1, 1, 1});
+    CHECK(plan.quota == std::vector<int64_t>{20, 10, 10, 10});
+    CHECK(plan.forward_capacity.empty());
+    using I = std::vector<int64_t>;
+    CHECK(layout(plan) == std::vector<I>{I{0, 0, 0, 1}, I{1, 0, 1, 1}, I{2, 1, 0, 1}, I{3, 1, 1, 1},
+                                         I{0, 1, 2, 0}});
+  }
+  SECTION("tight budget: tau lowered until every rank fits") {
+    // Rank 1 (owners e2 e3, replica of e0, F = 50): resident 2 * 2 * 50 + replica 50 + max(forward
+    // 50, backward 10 * (q0 / 2 + q2 + q3) + replica gradient 50) <= 550 needs q0 / 2 + q2 + q3 <=
+    // 25; rank 0 (owners e0 e1): 200 + max(50, 10 * (q0 / 2 + q1)) <= 550 needs q0 / 2 + q1 <= 35.
+    // tau = 8.5: q = [17, 8, 8, 8], 8.5 + 16 = 24.5 fits; tau = 9: q = [18, 9, 9, 9], 9 + 18 = 27
+    // does not.
+    request.budget_bytes = 550;
+    const PlacementPlan plan = planner->plan(request);
+    check_valid_plan(request, plan);
+    CHECK(plan.quota == std::vector<int64_t>{17, 8, 8, 8});
+    for (const double memory : rank_memory(request, plan)) {
+      CHECK(memory <= 550);
+    }
+  }
+  SECTION("impossible budget: zero quotas and no replicas") {
+    // not even rank 0's two owned experts (parameters and gradients: 200) fit
+    request.budget_bytes = 150;
+    const PlacementPlan plan = planner->plan(request);
+    CHECK(check_valid_plan(request, plan) == std::vector<int64_t>{1, 1, 1, 1});
+    CHECK(plan.quota == std::vector<int64_t>{0, 0, 0, 0});
+  }
+  SECTION("keep_fraction 1 keeps every pair when memory allows") {
+    CHECK(load<lrmoe::PlacementPolicy>("lrmoe", {{"keep_fraction", 1.0}})->plan(request).quota ==
+          request.counts);
+  }
+}
+
+TEST_CASE("lrmoe's replicas lower the peak forward load under skew", "[policies]") {
+  const PlacementRequest request = placement_request(4, 4, {400, 10, 10, 10, 10, 10, 10, 10});
+  const PlacementPlan owners_only =
+      load<lrmoe::PlacementPolicy>("lrmoe", {{"max_replicas", int64_t{0}}})->plan(request);
+  CHECK(check_valid_plan(request, owners_only) == std::vector<int64_t>(8, 1));
+  const PlacementPlan plan = load<lrmoe::PlacementPolicy>("lrmoe")->plan(request);
+  const std::vector<int64_t> copies = check_valid_plan(request, plan);
+  CHECK(copies[0] > 1);
+  CHECK(sum(copies) - 8 <= 4);
+  const std::vector<double> before = forward_load(request, owners_only);
+  const std::vector<double> after = forward_load(request, plan);
+  CHECK(*std::max_element(after.begin(), after.end()) <
+        *std::max_element(before.begin(), before.end()) / 2);
+}
+
+TEST_CASE("lrmoe plans are valid and fit the budget over random requests", "[policies]") {
+  std::mt19937_64 random(2024);
+  auto uniform = [&](int64_t low, int64_t high) {
+    return std::uniform_int_distribution<int64_t>(low, high)(random);
+  };
+  int plans_with_replicas = 0;
+  int plans_cut_by_memory = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const int64_t experts = uniform(1, 16);
+    const int64_t ranks = uniform(1, 6);
+    const int64_t slots = (experts + ranks - 1) / ranks + uniform(0, 3);
+    std::vector<int64_t> counts(static_cast<size_t>(experts));
+    const double skew = std::uniform_real_distribution<double>(0, 3)(random);
+    for (int64_t& count : counts) {
+      // Heavy-tailed counts, some zero.
+      count = uniform(0, 4) == 0
+                  ? 0
+                  : static_cast<int64_t>(
+                        std::exp(skew * std::uniform_real_distribution<double>(0, 3)(random)) * 10);
+    }
+    PlacementRequest request = placement_request(ranks, slots, counts);
+    request.memory = {uniform(0, 2500), uniform(1, 50), uniform(0, 20), uniform(1, 100)};
+    const double total = static_cast<double>(sum(counts));
+    // From hopeless to generous.
+    request.budget_bytes =
+        static_cast<int64_t>(std::uniform_real_distribution<double>(0, 2)(random) *
+                             (static_cast<double>(2 * slots * request.memory.expert_bytes) +
+                              total * static_cast<double>(request.memory.forward_pair_bytes +
+                                                          request.memory.saved_pair_bytes +
+                                                          request.memory.backward_pair_bytes)));
+    const double keep_fraction =
+        uniform(0, 3) == 0 ? 1.0 : std::uniform_real_distribution<double>(0.05, 1)(random);
+    const int64_t max_replicas = uniform(0, 6);
+    INFO("trial " << trial << ": E " << experts << " R " << ranks << " S " << slots << " budget "
+                  << request.budget_bytes);
+
+    const PlacementPlan plan =
+        load<lrmoe::PlacementPolicy>(
+            "lrmoe", {{"keep_fraction", keep_fraction}, {"max_replicas", max_replicas}})
+            ->plan(request);
+    const std::vector<int64_t> copies = check_valid_plan(request, plan);
+    REQUIRE(sum(copies) - experts <= max_replicas);
+    plans_with_replicas += sum(copies) > experts ? 1 : 0;
+    std::set<std::pair<int64_t, int64_t>> expert_on_rank;
+    for (const ExpertInstance& instance : plan.instances) {
+      // Owners as fixed_ownership; replicas never beside another instance of their expert.
+      if (instance.owner) {
+        const int64_t per_rank = (experts + ranks - 1) / ranks;
+        REQUIRE(instance.rank == instance.expert / per_rank);
+        REQUIRE(instance.slot == instance.expert % per_rank);
+      }
+      REQUIRE(expert_on_rank.insert({instance.expert, instance.rank}).second);
+    }
+    REQUIRE(plan.forward_capacity.empty());
+    for (size_t e = 0; e < counts.size(); ++e) {
+      REQUIRE(plan.quota[e] >= 0);
+      REQUIRE(plan.quota[e] <= counts[e]);
+    }
+    REQUIRE(sum(plan.quota) <= static_cast<int64_t>(std::ceil(keep_fraction * total)));
+
+    // The plan fits whenever it keeps anything, and whenever the owners alone fit with no
+    // backward pairs (then a feasible plan exists: replicas only go where they fit).
+    PlacementPlan owners_only{{}, std::vector<int64_t>(counts.size(), 0), {}};
+    for (const ExpertInstance& instance : plan.instances) {
+      if (instance.owner) owners_only.instances.push_back(instance);
+    }
+    const std::vector<double> bare = rank_memory(request, owners_only);
+    const bool feasible = std::all_of(bare.begin(), bare.end(), [&](double m) {
+      return m <= static_cast<double>(request.budget_bytes);
+    });
+    const bool keeps = sum(plan.quota) > 0;
+    const std::vector<double> memory = rank_memory(request, plan);
+    const bool fits = std::all_of(memory.begin(), memory.end(), [&](double m) {
+      return m <= static_cast<double>(request.budget_bytes) * (1 + 1e-12);
+    });
+    if (feasible || keeps) {
+      REQUIRE(fits);
+    }
+    // With room to spare, a K that covers every pair keeps them all.
+    PlacementRequest roomy = request;
+    roomy.budget_bytes = int64_t{1} << 50;
+    const PlacementPlan unconstrained =
+        load<lrmoe::PlacementPolicy>(
+            "lrmoe", {{"keep_fraction", keep_fraction}, {"max_replicas", max_replicas}})
+            ->plan(roomy);
+    if (total <= std::ceil(keep_fraction * total)) {
+      REQUIRE(unconstrained.quota == counts);
+    }
+    plans_cut_by_memory += sum(unconstrained.quota) > sum(plan.quota) ? 1 : 0;
+  }
+  // The random requests exercise both mechanisms.
+  CHECK(plans_with_replicas > 20);
+  CHECK(plans_cut_by_memory > 20);
+}

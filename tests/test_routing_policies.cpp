@@ -1,0 +1,177 @@
+// The built-in routing plugins: owner, round_robin, and capacity_aware's eligibility, capacity,
+// tie-breaking and overflow rules.
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "support/builtin_policies.hpp"
+
+using lrmoe::ExpertInstance;
+using lrmoe::RoutingRequest;
+using lrmoe_test::load;
+using lrmoe_test::to_vector;
+
+namespace {
+
+RoutingRequest routing_request(int64_t ranks, std::vector<ExpertInstance> instances,
+                               const std::vector<int64_t>& experts,
+                               const std::vector<int64_t>& home_ranks,
+                               std::vector<int64_t> capacity) {
+  RoutingRequest request;
+  request.ranks = ranks;
+  request.experts = at::tensor(experts, at::kLong);
+  request.home_ranks = at::tensor(home_ranks, at::kLong);
+  int64_t num_experts = 0;
+  for (const ExpertInstance& instance : instances) {
+    num_experts = std::max(num_experts, instance.expert + 1);
+  }
+  request.expert_instances.resize(static_cast<size_t>(num_experts));
+  // The owner first, then the replicas in instance order.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < instances.size(); ++i) {
+      if (instances[i].owner == (pass == 0)) {
+        request.expert_instances[static_cast<size_t>(instances[i].expert)].push_back(
+            static_cast<int64_t>(i));
+      }
+    }
+  }
+  request.instances = std::move(instances);
+  request.capacity = std::move(capacity);
+  return request;
+}
+
+// Per rank, the pairs a routing sends there.
+std::vector<int64_t> rank_loads(const RoutingRequest& request, const std::vector<int64_t>& routed) {
+  std::vector<int64_t> loads(static_cast<size_t>(request.ranks), 0);
+  for (const int64_t instance : routed) {
+    ++loads[static_cast<size_t>(request.instances[static_cast<size_t>(instance)].rank)];
+  }
+  return loads;
+}
+
+void check_eligible(const RoutingRequest& request, const std::vector<int64_t>& routed) {
+  const std::vector<int64_t> experts = to_vector(request.experts);
+  REQUIRE(routed.size() == experts.size());
+  for (size_t i = 0; i < routed.size(); ++i) {
+    REQUIRE(routed[i] >= 0);
+    REQUIRE(routed[i] < static_cast<int64_t>(request.instances.size()));
+    REQUIRE(request.instances[static_cast<size_t>(routed[i])].expert == experts[i]);
+  }
+}
+
+// Rank 0: e0 (owner), e2 (replica); rank 1: e1 (owner), e0 (replica); rank 2: e2 (owner), e0
+// (replica).
+std::vector<ExpertInstance> three_rank_instances() {
+  return {{0, 0, 0, true},  {1, 1, 0, true},  {2, 2, 0, true},
+          {0, 1, 1, false}, {0, 2, 1, false}, {2, 0, 1, false}};
+}
+
+}  // namespace
+
+TEST_CASE("owner routing sends every pair to its expert's owner", "[policies]") {
+  const RoutingRequest request =
+      routing_request(3, three_rank_instances(), {0, 0, 1, 2, 2}, {2, 1, 0, 0, 1}, {9, 9, 9});
+  CHECK(to_vector(load<lrmoe::RoutingPolicy>("owner")->route(request)) ==
+        std::vector<int64_t>{0, 0, 1, 2, 2});
+}
+
+TEST_CASE("round_robin splits each expert's pairs evenly over its instances", "[policies]") {
+  // Expert 0 has instances 0, 3, 4 (owner first); expert 2 has 2, 5.
+  const RoutingRequest request =
+      routing_request(3, three_rank_instances(), {0, 0, 0, 0, 0, 0, 0, 1, 2, 2, 2},
+                      std::vector<int64_t>(11, 0), {0, 0, 0});
+  const at::Tensor routed = load<lrmoe::RoutingPolicy>("round_robin")->route(request);
+  CHECK(routed.scalar_type() == at::kLong);
+  CHECK(to_vector(routed) == std::vector<int64_t>{0, 3, 4, 0, 3, 4, 0, 1, 2, 5, 2});
+}
+
+TEST_CASE("capacity_aware routing stays eligible and within capacity when it suffices",
+          "[policies]") {
+  // 6 pairs of e0, 3 of e1, 3 of e2 over 3 ranks of capacity 4: e1 (one instance) fills rank 1
+  // with 3, e2 (two) then e0 (three) fill the rest to exactly 4 per rank.
+  const std::vector<int64_t> experts = {0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 2};
+  const std::vector<int64_t> homes = {0, 0, 0, 0, 0, 0, 2, 2, 2, 1, 1, 1};
+  const RoutingRequest request =
+      routing_request(3, three_rank_instances(), experts, homes, {4, 4, 4});
+  const std::vector<int64_t> routed =
+      to_vector(load<lrmoe::RoutingPolicy>("capacity_aware")->route(request));
+  check_eligible(request, routed);
+  CHECK(rank_loads(request, routed) == std::vector<int64_t>{4, 4, 4});
+
+  std::mt19937 random(5);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<int64_t> random_experts(
+        static_cast<size_t>(std::uniform_int_distribution<int>(0, 40)(random)));
+    std::vector<int64_t> random_homes(random_experts.size());
+    for (size_t i = 0; i < random_experts.size(); ++i) {
+      random_experts[i] = std::uniform_int_distribution<int64_t>(0, 2)(random);
+      random_homes[i] = std::uniform_int_distribution<int64_t>(0, 2)(random);
+    }
+    std::sort(random_experts.begin(), random_experts.end());
+    // Enough room for expert 1 (only on rank 1) and the rest anywhere.
+    const auto ones = std::count(random_experts.begin(), random_experts.end(), 1);
+    const auto others = static_cast<int64_t>(random_experts.size()) - ones;
+    const std::vector<int64_t> capacity = {(others + 1) / 2, ones, others - (others + 1) / 2};
+    const RoutingRequest random_request =
+        routing_request(3, three_rank_instances(), random_experts, random_homes, capacity);
+    const std::vector<int64_t> random_routed =
+        to_vector(load<lrmoe::RoutingPolicy>("capacity_aware")->route(random_request));
+    check_eligible(random_request, random_routed);
+    const std::vector<int64_t> loads = rank_loads(random_request, random_routed);
+    for (size_t r = 0; r < 3; ++r) {
+      CHECK(loads[r] <= capacity[r]);
+    }
+  }
+}
+
+TEST_CASE("capacity_aware prefers the home rank, then the lower instance, on equal load",
+          "[policies]") {
+  const auto policy = load<lrmoe::RoutingPolicy>("capacity_aware");
+  const auto route_one = [&](int64_t expert, int64_t home) {
+    return to_vector(
+        policy->route(routing_request(3, three_rank_instances(), {expert}, {home}, {5, 5, 5})))[0];
+  };
+  // Expert 0 lives on ranks 0 (instance 0), 1 (instance 3), 2 (instance 4).
+  CHECK(route_one(0, 0) == 0);
+  CHECK(route_one(0, 1) == 3);
+  CHECK(route_one(0, 2) == 4);
+  // Expert 2 lives on ranks 2 (instance 2) and 0 (instance 5); home rank 1 hosts neither.
+  CHECK(route_one(2, 0) == 5);
+  CHECK(route_one(2, 1) == 2);
+}
+
+TEST_CASE("capacity_aware fills the rank with the most room first when capacities differ",
+          "[policies]") {
+  // Three pairs of e0 (ranks 0, 1, 2), all at home on rank 1, capacities 10, 2 and 2: rank 0 has
+  // the most room after each of them (10, 9, 8 against 2), so all three go there.
+  const RoutingRequest request =
+      routing_request(3, three_rank_instances(), {0, 0, 0}, {1, 1, 1}, {10, 2, 2});
+  CHECK(to_vector(load<lrmoe::RoutingPolicy>("capacity_aware")->route(request)) ==
+        std::vector<int64_t>{0, 0, 0});
+}
+
+TEST_CASE("capacity_aware serves experts with fewer instances first", "[policies]") {
+  // Capacity 1 per rank. Two pairs of e0 (three instances) come before one pair of e1 (only on
+  // rank 1), all at home on rank 1. e1 is served first and takes rank 1; e0 goes to ranks 0, 2.
+  const RoutingRequest request =
+      routing_request(3, three_rank_instances(), {0, 0, 1}, {1, 1, 1}, {1, 1, 1});
+  const std::vector<int64_t> routed =
+      to_vector(load<lrmoe::RoutingPolicy>("capacity_aware")->route(request));
+  CHECK(routed == std::vector<int64_t>{0, 4, 1});
+}
+
+TEST_CASE("capacity_aware overflows to the least-loaded instance when capacity is short",
+          "[policies]") {
+  // Five pairs of e0 (ranks 0, 1, 2), capacity 1 each: one per rank, then the overflow goes to
+  // the least-loaded rank again, preferring home (rank 2) on equal load.
+  const RoutingRequest request =
+      routing_request(3, three_rank_instances(), {0, 0, 0, 0, 0}, {2, 2, 2, 2, 2}, {1, 1, 1});
+  const std::vector<int64_t> routed =
+      to_vector(load<lrmoe::RoutingPolicy>("capacity_aware")->route(request));
+  check_eligible(request, routed);
+  CHECK(routed == std::vector<int64_t>{4, 0, 3, 4, 0});
+  CHECK(rank_loads(request, routed) == std::vector<int64_t>{2, 1, 2});
+}

@@ -1,0 +1,110 @@
+// Reading a results database as a user does: the store's read-only query (one statement, no
+// writes, errors that say why) and the runs, show and query commands that print it.
+
+#include <catch2/catch.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "inspect_commands.hpp"
+#include "store/results_store.hpp"
+#include "support/store_samples.hpp"
+#include "support/temp_folder.hpp"
+
+using Catch::Matchers::Contains;
+using lrmoe::ResultsStore;
+using lrmoe_test::row_text;
+using lrmoe_test::sample_run;
+using lrmoe_test::sample_step;
+using lrmoe_test::scalar;
+using lrmoe_test::store_error_of;
+using lrmoe_test::TempFolder;
+
+TEST_CASE("query runs exactly one read-only statement", "[store]") {
+  TempFolder dir;
+  const std::string db_path = dir.file("results.db");
+  auto store = ResultsStore::open(db_path);
+  const int64_t run = store->begin_run(sample_run("queried"));
+  store->add_step(run, sample_step(1));
+  store->flush();
+
+  SECTION("SELECT returns columns and text cells, NULL as nullopt") {
+    const auto result = store->query("SELECT step, eval_loss, tokens * 2 AS doubled FROM steps");
+    CHECK(result.columns == std::vector<std::string>{"step", "eval_loss", "doubled"});
+    REQUIRE(result.rows.size() == 1);
+    CHECK(row_text(result.rows[0]) == "1|NULL|8192");
+    CHECK(scalar(*store, "SELECT x'0aff'") == "X'0AFF'");
+  }
+
+  SECTION("a trailing semicolon or comment is fine") {
+    CHECK(scalar(*store, "SELECT 1;") == "1");
+    CHECK(scalar(*store, "SELECT 2; -- the answer\n ;  /* done */") == "2");
+  }
+
+  SECTION("writes are refused, and nothing changes") {
+    for (const char* sql : {"INSERT INTO events (run, time, level, message) VALUES (1, 't', "
+                            "'info', 'x')",
+                            "DROP TABLE steps", "DELETE FROM steps", "PRAGMA user_version = 9"}) {
+      INFO(sql);
+      CHECK_THAT(store_error_of([&] { store->query(sql); }),
+                 Contains("only read-only statements") && Contains(db_path));
+    }
+    CHECK(scalar(*store, "SELECT count(*) FROM steps") == "1");
+    CHECK(scalar(*store, "SELECT count(*) FROM events") == "0");
+  }
+
+  SECTION("several statements are refused, even read-only ones") {
+    CHECK_THAT(store_error_of([&] { store->query("SELECT 1; SELECT 2"); }),
+               Contains("more than one statement"));
+    CHECK_THAT(store_error_of([&] { store->query("SELECT 1; DROP TABLE steps"); }),
+               Contains("more than one statement"));
+    CHECK(scalar(*store, "SELECT count(*) FROM steps") == "1");
+  }
+
+  SECTION("empty and wrong SQL say why") {
+    CHECK_THAT(store_error_of([&] { store->query("  -- nothing\n"); }), Contains("empty"));
+    CHECK_THAT(store_error_of([&] { store->query("SELECT * FROM no_such_table"); }),
+               Contains("no such table: no_such_table") && Contains(db_path));
+  }
+}
+
+TEST_CASE("the runs, show and query commands print a database", "[store][runner]") {
+  TempFolder dir;
+  const std::string db_path = dir.file("results.db");
+  int64_t run = 0;
+  {
+    auto store = ResultsStore::open(db_path);
+    run = store->begin_run(sample_run("demo"));
+    for (int64_t step = 1; step <= 50; ++step) {
+      store->add_step(
+          run, sample_step(step, step % 10 == 0 ? std::optional(3.0 - 0.01 * step) : std::nullopt));
+    }
+    store->finish_run(run, "finished", lrmoe::TimeToTarget{40, 20.0, 8.0});
+  }
+
+  std::ostringstream runs;
+  CHECK(lrmoe::run_runs_command(db_path, runs) == 0);
+  CHECK_THAT(runs.str(), Contains("started (UTC)") && Contains("demo") && Contains("finished") &&
+                             Contains("9.5000") && Contains("2.5000") && Contains("20.0"));
+
+  std::ostringstream show;
+  CHECK(lrmoe::run_show_command(db_path, run, show) == 0);
+  CHECK_THAT(show.str(), Contains("run " + std::to_string(run) + ": demo") &&
+                             Contains("1,000,000 total, 250,000 active") &&
+                             Contains("step 40, 20.0 s, 8.0 s of it in MoE layers") &&
+                             Contains("min 9.5000  max 9.9900") &&
+                             Contains("min 2.5000  max 2.9000") && Contains("█"));
+  CHECK_THAT(show.str(), !Contains("[experiment]"));  // the TOML is left out
+
+  std::ostringstream unknown;
+  CHECK(lrmoe::run_show_command(db_path, run + 1, unknown) == 1);
+  CHECK(unknown.str().empty());
+
+  std::ostringstream query;
+  CHECK(lrmoe::run_query_command(db_path, "SELECT count(*) AS n FROM steps", query) == 0);
+  CHECK(query.str() == " n\n--\n50\n(1 row)\n");
+
+  CHECK_THAT(store_error_of([&] { lrmoe::run_runs_command(dir.file("missing.db"), runs); }),
+             Contains("no such file"));
+}
