@@ -4,5 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+# LRMOE_WERROR=ON (CI) makes warnings in lrmoe's own code errors.
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DLRMOE_WERROR="${LRMOE_WERROR:-OFF}"
 cmake --build build -j"$(nproc)"

@@ -15,6 +15,7 @@ packages=(
   catch2
   libboost-dev            # Boost.DLL (header-only, used with std::filesystem)
   libssl-dev              # SHA-256 of plugin libraries and resolved experiments
+  clang-format            # scripts/format.sh (CI checks the formatting)
 )
 
 # `--notebooks` adds what the notebooks in notebooks/ need.
