@@ -73,13 +73,22 @@ void skew_router(MoELayer& layer, const torch::Tensor& direction) {
 
 int pipeline_bench_command(const PipelineBenchOptions& o) {
   configure_threads(0);
-  torch::manual_seed(0);
-  auto direction = torch::randn({o.hidden});
-  direction /= direction.norm();
-  auto x = torch::randn({o.tokens, o.hidden}) + 0.8 * direction;
-  auto probe = torch::randn({o.tokens, o.hidden});
-
   std::vector<Variant> variants = bench_variants(o);
+  // The resolved experiment, not the options, says what runs: --set may change the dimensions.
+  const ModelConfig& model = variants.front().experiment.model;
+  for (const Variant& v : variants) {
+    if (v.experiment.model.hidden_size != model.hidden_size) {
+      throw ConfigError(
+          fmt::format("--vary {}: the variants share one input, so model.hidden_size "
+                      "must not vary; set it with --set or --hidden",
+                      o.vary));
+    }
+  }
+  torch::manual_seed(0);
+  auto direction = torch::randn({model.hidden_size});
+  direction /= direction.norm();
+  auto x = torch::randn({o.tokens, model.hidden_size}) + 0.8 * direction;
+  auto probe = torch::randn({o.tokens, model.hidden_size});
   for (Variant& v : variants) {
     const Experiment& e = v.experiment;
     torch::manual_seed(1);  // the same weights for every variant
@@ -124,7 +133,8 @@ int pipeline_bench_command(const PipelineBenchOptions& o) {
   fmt::print(
       "MoE layer           {} tokens, hidden {}, {} experts of ffn {}, top-{}, {} logical ranks, "
       "{} rounds\n",
-      o.tokens, o.hidden, o.experts, o.expert_ffn, o.top_k, o.ranks, o.rounds);
+      o.tokens, model.hidden_size, model.num_experts, model.expert_ffn_size, model.top_k,
+      variants.front().experiment.cluster.ranks, o.rounds);
   const PoliciesConfig& policies = variants.front().experiment.policies;
   fmt::print(
       "policies            placement {}, metric {}, selection {}, routing {}; varied: {}\n\n",
