@@ -18,10 +18,26 @@ packages=(
   clang-format            # scripts/format.sh (CI checks the formatting)
 )
 
-# `--notebooks` adds what the notebooks in notebooks/ need.
-if [ "${1:-}" = "--notebooks" ]; then
-  packages+=(jupyter-nbconvert python3-nbconvert python3-ipykernel python3-pandas python3-matplotlib)
-fi
+# Options:
+#   --notebooks  adds what the notebooks in notebooks/ need.
+#   --cuda       also installs PyPI's PyTorch (a CUDA build whose LibTorch runs on the CPU where no
+#                GPU is visible) into the virtual environment build-cuda/venv and configures
+#                build-cuda/ against its LibTorch (the `cuda` preset; Note [LibTorch versions] in
+#                docs/notes.md). LRMOE_PYTORCH_VERSION pins it (default: the GPU machines' 2.11.0).
+cuda=false
+for option in "$@"; do
+  case "$option" in
+    --notebooks)
+      packages+=(jupyter-nbconvert python3-nbconvert python3-ipykernel python3-pandas
+                 python3-matplotlib) ;;
+    --cuda)
+      cuda=true
+      packages+=(python3-venv python3-pip) ;;
+    *)
+      echo "setup: unknown option '$option'; the options are --notebooks and --cuda" >&2
+      exit 1 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do
@@ -32,12 +48,28 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#packages[@]} packages present"
-  exit 0
+else
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "setup: installing ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if $cuda; then
+  cd "$(dirname "$0")/.."
+  version=${LRMOE_PYTORCH_VERSION:-2.11.0}
+  venv=build-cuda/venv
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  installed=$("$venv/bin/python" -c 'import torch; print(torch.__version__.split("+")[0])' \
+                2>/dev/null || true)
+  if [ "$installed" = "$version" ]; then
+    echo "setup: PyTorch $version present in $venv"
+  else
+    echo "setup: installing PyTorch $version from PyPI into $venv (about 4.5 GB with its CUDA libraries)"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "torch==$version"
+  fi
+  cmake --preset cuda -DLRMOE_WERROR="${LRMOE_WERROR:-OFF}" >/dev/null
+  echo "setup: build-cuda/ configured against $("$venv/bin/python" -c 'import torch; print(torch.__version__)')"
+fi
