@@ -9,9 +9,12 @@
 #include <vector>
 
 #include "core/data/token_source.hpp"
+#include "core/device/compute_device.hpp"
+#include "core/device/cuda_runtime.hpp"
 #include "core/model/grouped_gemm.hpp"
 #include "core/plugins/policy_set.hpp"
 #include "core/system/blas_probe.hpp"
+#include "core/system/host_info.hpp"
 #include "core/system/threads.hpp"
 #include "core/train/trainer.hpp"
 #include "timed_training.hpp"
@@ -19,12 +22,14 @@
 namespace lrmoe {
 namespace {
 
-// Median wall time of `fn` over `repeats` calls.
-double median_seconds(const std::function<void()>& fn, int repeats) {
+// Median wall time of `fn` over `repeats` calls, each waited for on `device`.
+double median_seconds(const std::function<void()>& fn, int repeats, const torch::Device& device) {
   std::vector<double> times;
   for (int i = 0; i < repeats; ++i) {
+    synchronize(device);
     const auto started = std::chrono::steady_clock::now();
     fn();
+    synchronize(device);
     times.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   }
@@ -32,53 +37,64 @@ double median_seconds(const std::function<void()>& fn, int repeats) {
   return times[times.size() / 2];
 }
 
-void bench_grouped_gemm(const ModelConfig& c, const std::vector<int64_t>& pairs_per_expert) {
+// The median of five rounds of medians of five calls: interleaved rounds let machine noise hit
+// every contender alike.
+double round_median_seconds(const std::function<void()>& fn, const torch::Device& device) {
+  fn();
+  std::vector<double> rounds;
+  for (int round = 0; round < 5; ++round) rounds.push_back(median_seconds(fn, 5, device));
+  std::sort(rounds.begin(), rounds.end());
+  return rounds[2];
+}
+
+// Each grouped GEMM kernel this LibTorch has against one dense GEMM of the same FLOPs, on the
+// training device in the compute dtype, with the last step's pairs per expert.
+void bench_grouped_gemm(const ModelConfig& c, const std::vector<int64_t>& pairs_per_expert,
+                        const torch::Device& device, torch::ScalarType dtype) {
   torch::NoGradGuard no_grad;
   std::vector<int64_t> offsets{0};
   for (int64_t n : pairs_per_expert) offsets.push_back(offsets.back() + n);
   const int64_t pairs = offsets.back(), hidden = c.hidden_size, ffn = c.expert_ffn_size;
-  auto x = torch::randn({pairs, hidden});
-  auto hidden_act = torch::randn({pairs, ffn});
-  auto w_gate_up = torch::randn({c.num_experts, 2 * ffn, hidden});
-  auto w_down = torch::randn({c.num_experts, hidden, ffn});
-  auto gate_up = torch::empty({pairs, 2 * ffn});
-  auto out = torch::empty({pairs, hidden});
+  const auto options = torch::TensorOptions().device(device).dtype(dtype);
+  auto x = torch::randn({pairs, hidden}, options);
+  auto hidden_act = torch::randn({pairs, ffn}, options);
+  auto w_gate_up = torch::randn({c.num_experts, 2 * ffn, hidden}, options);
+  auto w_down = torch::randn({c.num_experts, hidden, ffn}, options);
   // One dense matmul with the same FLOPs: [pairs, hidden] x [hidden, 3 * ffn].
-  auto w_dense = torch::randn({3 * ffn, hidden});
-  auto dense_out = torch::empty({pairs, 3 * ffn});
-
-  auto grouped = [&] {
-    grouped_mm(x, offsets, w_gate_up, true, gate_up);
-    grouped_mm(hidden_act, offsets, w_down, true, out);
-  };
-  // The dense reference gets the whole machine: BLAS threads on every core for this one call.
+  auto w_dense = torch::randn({3 * ffn, hidden}, options);
+  auto dense_out = torch::empty({pairs, 3 * ffn}, options);
+  // On the CPU the dense reference gets the whole machine: BLAS threads on every core for it.
   auto dense = [&] {
-    set_blas_threads(torch::get_num_threads());
+    if (!device.is_cuda()) set_blas_threads(torch::get_num_threads());
     torch::mm_out(dense_out, x, w_dense.t());
-    set_blas_threads(1);
+    if (!device.is_cuda()) set_blas_threads(1);
   };
-  grouped();
-  dense();
-  // Interleave the two so that machine noise hits both alike.
-  std::vector<double> grouped_times, dense_times;
-  for (int round = 0; round < 5; ++round) {
-    grouped_times.push_back(median_seconds(grouped, 5));
-    dense_times.push_back(median_seconds(dense, 5));
-  }
-  std::sort(grouped_times.begin(), grouped_times.end());
-  std::sort(dense_times.begin(), dense_times.end());
   const double flops = 6.0 * static_cast<double>(pairs * hidden * ffn);
-  const double grouped_gflops = flops / grouped_times[2] / 1e9;
-  const double dense_gflops = flops / dense_times[2] / 1e9;
+  const double dense_gflops = flops / round_median_seconds(dense, device) / 1e9;
   const auto busy = std::count_if(pairs_per_expert.begin(), pairs_per_expert.end(),
                                   [](int64_t n) { return n > 0; });
   fmt::print(
-      "grouped GEMM        {} pairs over {} experts ({} non-empty), hidden {}, expert ffn {}\n",
-      pairs, c.num_experts, busy, hidden, ffn);
-  fmt::print("  grouped (per-expert slices)   {:8.1f} GFLOP/s\n", grouped_gflops);
-  fmt::print("  dense matmul, same FLOPs      {:8.1f} GFLOP/s (one BLAS call on {} threads)\n",
-             dense_gflops, torch::get_num_threads());
-  fmt::print("  ratio grouped / dense         {:8.3f}\n", grouped_gflops / dense_gflops);
+      "grouped GEMM        {} pairs over {} experts ({} non-empty), hidden {}, expert ffn {}, "
+      "{} on {}\n",
+      pairs, c.num_experts, busy, hidden, ffn, c10::toString(dtype), device.str());
+  fmt::print("  dense matmul, same FLOPs      {:8.1f} GFLOP/s{}\n", dense_gflops,
+             device.is_cuda()
+                 ? ""
+                 : fmt::format(" (one BLAS call on {} threads)", torch::get_num_threads()));
+  const GroupedGemmKernel chosen = grouped_gemm_kernel();
+  for (GroupedGemmKernel kernel : available_grouped_gemm_kernels()) {
+    set_grouped_gemm_kernel(kernel);
+    const double seconds = round_median_seconds(
+        [&] {
+          grouped_mm(x, offsets, w_gate_up, true);
+          grouped_mm(hidden_act, offsets, w_down, true);
+        },
+        device);
+    const double gflops = flops / seconds / 1e9;
+    fmt::print("  {:<12} kernel{}       {:8.1f} GFLOP/s, {:.3f} of dense\n", kernel_name(kernel),
+               kernel == chosen ? " (chosen)" : "         ", gflops, gflops / dense_gflops);
+  }
+  set_grouped_gemm_kernel(chosen);
 }
 
 }  // namespace
@@ -101,6 +117,9 @@ int bench_command(const ExperimentSource& source, int64_t steps) {
   }
   fmt::print("experiment          {} (model {}), {} timed steps after {} warm-up steps\n",
              e.experiment.name, e.model.preset, steps, kWarmupSteps);
+  fmt::print("device              {}, precision {}, LibTorch {}\n",
+             device_description(trainer.device()),
+             e.train.precision == Precision::Bf16 ? "bf16" : "fp32", torch_version());
   fmt::print("BLAS                {} ({:.0f} GFLOP/s fp32 matmul), {} intra-op threads\n",
              blas.library, blas.matmul_gflops, torch::get_num_threads());
   fmt::print("training            {:.0f} tokens/s ({:.1f} ms per step)\n",
@@ -109,7 +128,8 @@ int bench_command(const ExperimentSource& source, int64_t steps) {
   fmt::print("MoE-layer share     {:.1f}% of step time\n", 100.0 * moe_seconds / step_seconds);
   const auto& last = observer.reports.back();
   if (!last.expert_load.empty())
-    bench_grouped_gemm(trainer.model_config(), last.expert_load.front().pairs_per_expert);
+    bench_grouped_gemm(trainer.model_config(), last.expert_load.front().pairs_per_expert,
+                       trainer.device(), compute_dtype(e.train.precision));
   return 0;
 }
 

@@ -106,7 +106,7 @@ int parallel_bench_worker(const ExperimentSource& source, int64_t steps,
   check_processes_fit(e, launch);
   e.train.threads = threads_per_process(e.train.threads, launch);
   auto data = make_token_source(e.data, e.experiment.seed, e.train.seq_len);
-  auto collectives = Collectives::connect(launch, e.cluster);
+  auto collectives = Collectives::connect(launch, e.cluster, e.train);
   Trainer trainer(e, *data, std::make_shared<const PolicySet>(load_policy_set(e.policies)),
                   collectives);
   CollectingObserver observer;

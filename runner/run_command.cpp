@@ -13,6 +13,7 @@
 #include "core/config/experiment_loader.hpp"
 #include "core/config/parameter_count.hpp"
 #include "core/data/token_source.hpp"
+#include "core/device/compute_device.hpp"
 #include "core/distributed/collectives.hpp"
 #include "core/distributed/launch_environment.hpp"
 #include "core/pipeline/rank_budget.hpp"
@@ -86,7 +87,8 @@ void print_summary(const Experiment& e, const TrainingOutcome& o, const std::str
              o.moe_modeled_seconds, e.cluster.ranks, e.cluster.profile);
   if (processes > 1)
     fmt::print("processes           {} (c10d {})\n", processes,
-               e.cluster.backend == CollectiveBackend::Nccl ? "nccl" : "gloo");
+               backend_name(resolve_backend(e.cluster.backend,
+                                            resolve_device(e.train.device, /*local_rank=*/0))));
   fmt::print("database            {} (run id {})\n", db, run);
   fmt::print("inspect with        lrmoe show {} --db {}\n", run, db);
 }
@@ -170,8 +172,23 @@ int run_command(const ExperimentSource& source) {
                                          source.file.value_or("<built-in default experiment>"),
                                          error.what()));
   }
+  // So are a device or grouped GEMM kernel this build or machine does not have.
+  const std::string where = source.file.value_or("<built-in default experiment>");
+  std::string device_line;
+  try {
+    const torch::Device device = resolve_device(experiment.train.device, launch.local_rank);
+    const GroupedGemmSelection kernel =
+        choose_grouped_gemm_kernel(experiment.train.grouped_gemm, device,
+                                   compute_dtype(experiment.train.precision), experiment.model);
+    device_line = fmt::format("device {}, precision {}, grouped GEMM {} ({}), LibTorch {}",
+                              device_description(device),
+                              experiment.train.precision == Precision::Bf16 ? "bf16" : "fp32",
+                              kernel_name(kernel.kernel), kernel.reason, torch_version());
+  } catch (const std::invalid_argument& error) {
+    throw std::runtime_error(fmt::format("{}: {}", where, error.what()));
+  }
   // The rendezvous comes before the database: a run that cannot start records nothing.
-  auto collectives = Collectives::connect(launch, experiment.cluster);
+  auto collectives = Collectives::connect(launch, experiment.cluster, experiment.train);
   if (launch.rank != 0) return follow_run(experiment, *data, policies, collectives, profile);
   auto store = ResultsStore::open(experiment.store.path);
 
@@ -179,6 +196,7 @@ int run_command(const ExperimentSource& source) {
   spdlog::info("experiment '{}' (seed {}), model {}", experiment.experiment.name,
                experiment.experiment.seed, experiment.model.preset);
   spdlog::info("data: {}", data->describe());
+  spdlog::info("{}", device_line);
   const BlasReport blas = log_blas(threads);
   const ParameterCount params = count_parameters(experiment.model);
   spdlog::info("parameters: {} total, {} active per token", billions(params.total),
@@ -222,6 +240,7 @@ int run_command(const ExperimentSource& source) {
     plugins.push_back({p.kind, p.name, p.version, p.parameters, p.path, p.sha256});
   store->add_plugins(run, plugins);
   store->add_event(run, "info", "data: " + data->describe());
+  store->add_event(run, "info", device_line);
 
   install_interrupt_handler();
   ProgressDisplay progress(experiment.train.max_steps, experiment.train.log_every);

@@ -8,8 +8,9 @@
 
 namespace lrmoe {
 
-// The c10d backend of multi-process runs: Gloo on CPU, NCCL in builds against a CUDA LibTorch.
-enum class CollectiveBackend { Gloo, Nccl };
+// The c10d backend of multi-process runs: Gloo on CPU, NCCL in builds against a CUDA LibTorch;
+// auto is NCCL when training runs on CUDA, else Gloo (core/device/compute_device.hpp).
+enum class CollectiveBackend { Auto, Gloo, Nccl };
 
 struct ClusterConfig {
   int64_t ranks = 1;                      // expert-parallel ranks
@@ -21,7 +22,7 @@ struct ClusterConfig {
   int64_t master_port = 29500;            // rendezvous port when the launcher names none
   // seconds a process waits for a peer before failing
   double timeout = 30;
-  CollectiveBackend backend = CollectiveBackend::Gloo;
+  CollectiveBackend backend = CollectiveBackend::Auto;
 };
 
 }  // namespace lrmoe

@@ -231,7 +231,16 @@ std::vector<FieldDescriptor> build_schema() {
             "fraction above "
             "target_loss, so that the step the target is reached is found exactly")
       .integer("log_every", &TrainConfig::log_every, at_least(1), "steps between log lines")
-      .integer("threads", &TrainConfig::threads, at_least(0), "intra-op threads; 0: one per core");
+      .integer("threads", &TrainConfig::threads, at_least(0), "intra-op threads; 0: one per core")
+      .choice("device", &TrainConfig::device, {"auto", "cpu", "cuda"},
+              "where the model, batches, optimizer state and pipeline tensors live; auto: "
+              "cuda:LOCAL_RANK when a GPU is visible to a CUDA build, else cpu")
+      .choice("precision", &TrainConfig::precision, {"fp32", "bf16"},
+              "compute precision; bf16: bfloat16 GEMMs and activations over fp32 master weights, "
+              "optimizer state and router")
+      .choice("grouped_gemm", &TrainConfig::grouped_gemm, {"auto", "slice-loop", "grouped-mm"},
+              "expert GEMM kernel: one GEMM per expert slice, or at::_grouped_mm (LibTorch 2.9+); "
+              "auto: grouped-mm on CUDA where it has it, slice-loop on the CPU");
 
   SectionRows<ClusterConfig>(rows, "cluster", &Experiment::cluster,
                              Defaults::FromMemberInitialisers)
@@ -256,9 +265,9 @@ std::vector<FieldDescriptor> build_schema() {
             "multi-process runs: seconds a process waits for a peer (rendezvous, each collective) "
             "before the "
             "run fails; `lrmoe launch` gives the others this long to stop after one rank fails")
-      .choice("backend", &ClusterConfig::backend, {"gloo", "nccl"},
-              "multi-process runs: c10d backend; nccl needs a build against a CUDA LibTorch "
-              "(LRMOE_WITH_NCCL)");
+      .choice("backend", &ClusterConfig::backend, {"auto", "gloo", "nccl"},
+              "multi-process runs: c10d backend; auto: nccl when training runs on CUDA, else "
+              "gloo; nccl needs a build against a CUDA LibTorch (LRMOE_WITH_NCCL)");
 
   SectionRows<PoliciesConfig>(rows, "policies", &Experiment::policies,
                               Defaults::FromMemberInitialisers)

@@ -7,6 +7,15 @@
 
 namespace lrmoe {
 
+// Where training runs (core/device/compute_device.hpp): auto is cuda:LOCAL_RANK when a GPU is
+// visible to a CUDA build, else the CPU.
+enum class DeviceChoice { Auto, Cpu, Cuda };
+// Compute precision: bf16 runs the GEMMs and activations in bfloat16 over fp32 master weights,
+// optimizer state and router (Note [Mixed precision] in docs/notes.md).
+enum class Precision { Fp32, Bf16 };
+// Which grouped GEMM kernel the experts use (core/model/grouped_gemm_choice.hpp).
+enum class GroupedGemmChoice { Auto, SliceLoop, GroupedMm };
+
 struct TrainConfig {
   int64_t batch_size = 16;    // sequences per micro-batch
   int64_t micro_batches = 1;  // gradient accumulation
@@ -27,6 +36,9 @@ struct TrainConfig {
   double near_target_margin = 0.05;
   int64_t log_every = 10;
   int64_t threads = 0;  // intra-op threads; 0: one per core
+  DeviceChoice device = DeviceChoice::Auto;
+  Precision precision = Precision::Fp32;
+  GroupedGemmChoice grouped_gemm = GroupedGemmChoice::Auto;
 };
 
 }  // namespace lrmoe

@@ -26,8 +26,13 @@ class DataError : public std::runtime_error {
 };
 
 struct Batch {
-  torch::Tensor inputs;   // [batch, seq_len] int64
+  torch::Tensor inputs;   // [batch, seq_len] int64, on the CPU as read
   torch::Tensor targets;  // [batch, seq_len] int64, inputs shifted by one
+
+  // The batch on the training device (a copy that does not wait for the host there).
+  Batch to(const torch::Device& device) const {
+    return {inputs.to(device, /*non_blocking=*/true), targets.to(device, /*non_blocking=*/true)};
+  }
 };
 
 // The rows of a batch one process of a data-parallel run reads: rows [index * B / count,

@@ -1,7 +1,6 @@
 #include "core/distributed/collectives.hpp"
 
 #include <fmt/format.h>
-#include <torch/version.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef LRMOE_WITH_NCCL
@@ -18,18 +17,12 @@
 #include <numeric>
 #include <sstream>
 
+#include "core/device/compute_device.hpp"
 #include "core/system/host_info.hpp"
+#include "core/system/libtorch_compat.hpp"
 
 namespace lrmoe {
 namespace {
-
-// LibTorch 2 split the collectives out of c10d::ProcessGroup into c10d::Backend, which the Gloo
-// and NCCL groups now derive from; the calls are the same.
-#if TORCH_VERSION_MAJOR >= 2
-using BackendGroup = c10d::Backend;
-#else
-using BackendGroup = c10d::ProcessGroup;
-#endif
 
 std::string message_of(const std::exception& error) {
   if (const auto* c10_error = dynamic_cast<const c10::Error*>(&error))
@@ -71,7 +64,7 @@ c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(
 
 struct Collectives::Group {
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<BackendGroup> backend;
+  c10::intrusive_ptr<compat::C10dBackend> backend;
   torch::Device device = torch::kCPU;  // where tensors must be for the backend
   int64_t rank = 0;
   int64_t size = 1;
@@ -137,6 +130,7 @@ std::shared_ptr<Collectives> Collectives::connect(const LaunchEnvironment& launc
                                                   CollectiveBackend backend) {
   auto collectives = std::make_shared<Collectives>();
   collectives->rank_ = launch.rank;
+  collectives->local_rank_ = launch.local_rank;
   collectives->size_ = launch.world_size;
   if (launch.world_size == 1) return collectives;
 
@@ -196,9 +190,10 @@ std::shared_ptr<Collectives> Collectives::connect(const LaunchEnvironment& launc
 }
 
 std::shared_ptr<Collectives> Collectives::connect(const LaunchEnvironment& launch,
-                                                  const ClusterConfig& cluster) {
+                                                  const ClusterConfig& cluster,
+                                                  const TrainConfig& train) {
   return connect(launch, std::chrono::milliseconds(static_cast<int64_t>(cluster.timeout * 1000)),
-                 cluster.backend);
+                 resolve_backend(cluster.backend, resolve_device(train.device, launch.local_rank)));
 }
 
 Collectives::Collectives() = default;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/config/cluster_config.hpp"
+#include "core/config/train_config.hpp"
 #include "core/distributed/launch_environment.hpp"
 
 namespace lrmoe {
@@ -35,14 +36,18 @@ class Collectives {
   static std::shared_ptr<Collectives> connect(const LaunchEnvironment& launch,
                                               std::chrono::milliseconds timeout,
                                               CollectiveBackend backend);
-  // With the experiment's cluster.timeout and cluster.backend.
+  // With the experiment's cluster.timeout, and cluster.backend resolved for train.device
+  // (core/device/compute_device.hpp).
   static std::shared_ptr<Collectives> connect(const LaunchEnvironment& launch,
-                                              const ClusterConfig& cluster);
+                                              const ClusterConfig& cluster,
+                                              const TrainConfig& train);
   ~Collectives();
   Collectives(const Collectives&) = delete;
   Collectives& operator=(const Collectives&) = delete;
 
   int64_t rank() const { return rank_; }
+  // This process's index among the run's processes on its host (its GPU: cuda:local_rank).
+  int64_t local_rank() const { return local_rank_; }
   int64_t size() const { return size_; }
   bool single() const { return size_ == 1; }
 
@@ -68,6 +73,7 @@ class Collectives {
   struct Group;
   std::unique_ptr<Group> group_;
   int64_t rank_ = 0;
+  int64_t local_rank_ = 0;
   int64_t size_ = 1;
 };
 

@@ -1,5 +1,7 @@
 #include "core/model/attention.hpp"
 
+#include "core/model/mixed_precision.hpp"
+
 #include <cmath>
 #include <limits>
 
@@ -32,9 +34,9 @@ AttentionImpl::AttentionImpl(const ModelConfig& c)
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   const int64_t batch = x.size(0);
   const int64_t seq = x.size(1);
-  auto q = q_proj_(x).view({batch, seq, num_heads_, head_dim_}).transpose(1, 2);
-  auto k = k_proj_(x).view({batch, seq, num_kv_heads_, head_dim_}).transpose(1, 2);
-  auto v = v_proj_(x).view({batch, seq, num_kv_heads_, head_dim_}).transpose(1, 2);
+  auto q = linear(x, q_proj_).view({batch, seq, num_heads_, head_dim_}).transpose(1, 2);
+  auto k = linear(x, k_proj_).view({batch, seq, num_kv_heads_, head_dim_}).transpose(1, 2);
+  auto v = linear(x, v_proj_).view({batch, seq, num_kv_heads_, head_dim_}).transpose(1, 2);
   if (q_norm_) {
     q = q_norm_(q);
     k = k_norm_(k);
@@ -52,8 +54,10 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
       torch::ones({seq, seq}, torch::TensorOptions().dtype(torch::kBool).device(x.device()))
           .triu(1);
   scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
-  auto attended = torch::matmul(torch::softmax(scores, -1), v);  // [batch, heads, seq, head_dim]
-  return o_proj_(attended.transpose(1, 2).reshape({batch, seq, num_heads_ * head_dim_}));
+  // The softmax in fp32 whatever the compute dtype: its sums are where bf16 loses most.
+  auto probabilities = torch::softmax(scores, -1, torch::kFloat32).to(v.scalar_type());
+  auto attended = torch::matmul(probabilities, v);  // [batch, heads, seq, head_dim]
+  return linear(attended.transpose(1, 2).reshape({batch, seq, num_heads_ * head_dim_}), o_proj_);
 }
 
 }  // namespace lrmoe

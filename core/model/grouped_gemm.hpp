@@ -1,6 +1,10 @@
 #pragma once
 // Variable-size grouped GEMMs over contiguous per-expert slices of a pair-major matrix: rows
-// [off[e], off[e+1]) belong to expert e. One GEMM per non-empty expert; no padding to a capacity.
+// [off[e], off[e+1]) belong to expert e. No padding to a capacity.
+//
+// Two kernels compute the same products (Note [Grouped GEMM kernels] in docs/notes.md): a loop
+// of one GEMM per non-empty slice, and at::_grouped_mm where the LibTorch has it (one call for
+// every slice). The process uses one, chosen once at start (core/model/grouped_gemm_choice.hpp).
 
 #include <torch/torch.h>
 
@@ -8,12 +12,24 @@
 
 namespace lrmoe {
 
-// out[slice e] = input[slice e] @ W[e]^T (transpose_weights) or input[slice e] @ W[e].
-// weights: [experts, rows, cols]. out must be preallocated with the right width.
-void grouped_mm(const torch::Tensor& input, const std::vector<int64_t>& offsets,
-                const torch::Tensor& weights, bool transpose_weights, torch::Tensor& out);
+enum class GroupedGemmKernel { SliceLoop, GroupedMm };
+
+const char* kernel_name(GroupedGemmKernel kernel);  // "slice-loop", "grouped-mm"
+
+// The kernel every grouped GEMM of this process uses; SliceLoop until set.
+GroupedGemmKernel grouped_gemm_kernel();
+void set_grouped_gemm_kernel(GroupedGemmKernel kernel);
+// The kernels this LibTorch has: slice-loop always, grouped-mm from 2.9 on.
+std::vector<GroupedGemmKernel> available_grouped_gemm_kernels();
+
+// input[slice e] @ W[e]^T (transpose_weights) or input[slice e] @ W[e], one row per input row.
+// input: [rows, k]; weights: [experts, n, k] (transposed) or [experts, k, n]; offsets: experts + 1
+// row offsets, offsets[0] = 0, offsets.back() = rows. Returns [rows, n] in input's dtype.
+torch::Tensor grouped_mm(const torch::Tensor& input, const std::vector<int64_t>& offsets,
+                         const torch::Tensor& weights, bool transpose_weights);
 
 // grad_weights[e] = grad_out[slice e]^T @ input[slice e]; experts without rows get zeros.
+// Returns a tensor shaped and typed like `like_weights` ([experts, n, k]).
 torch::Tensor grouped_weight_grad(const torch::Tensor& grad_out, const torch::Tensor& input,
                                   const std::vector<int64_t>& offsets,
                                   const torch::Tensor& like_weights);

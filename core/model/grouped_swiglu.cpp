@@ -7,9 +7,7 @@ namespace lrmoe {
 torch::Tensor grouped_pre_activations(const torch::Tensor& x_rows,
                                       const std::vector<int64_t>& offsets,
                                       const torch::Tensor& w_gate_up) {
-  auto out = torch::empty({x_rows.size(0), w_gate_up.size(1)}, x_rows.options());
-  grouped_mm(x_rows, offsets, w_gate_up, /*transpose_weights=*/true, out);
-  return out;
+  return grouped_mm(x_rows, offsets, w_gate_up, /*transpose_weights=*/true);
 }
 
 torch::Tensor swiglu_hidden(const torch::Tensor& pre_activations) {
@@ -19,9 +17,7 @@ torch::Tensor swiglu_hidden(const torch::Tensor& pre_activations) {
 
 torch::Tensor grouped_output(const torch::Tensor& hidden, const std::vector<int64_t>& offsets,
                              const torch::Tensor& w_down) {
-  auto out = torch::empty({hidden.size(0), w_down.size(1)}, hidden.options());
-  grouped_mm(hidden, offsets, w_down, /*transpose_weights=*/true, out);
-  return out;
+  return grouped_mm(hidden, offsets, w_down, /*transpose_weights=*/true);
 }
 
 GroupedSwiGLUGrads grouped_swiglu_backward(const torch::Tensor& grad_out,
@@ -38,16 +34,13 @@ GroupedSwiGLUGrads grouped_swiglu_backward(const torch::Tensor& grad_out,
   auto sig = torch::sigmoid(a);
   auto silu_a = a * sig;
   if (weight_grads) grads.w_down = grouped_weight_grad(grad_out, silu_a * b, offsets, w_down);
-  auto grad_hidden = torch::empty_like(a);
-  grouped_mm(grad_out, offsets, w_down, /*transpose_weights=*/false, grad_hidden);
+  auto grad_hidden = grouped_mm(grad_out, offsets, w_down, /*transpose_weights=*/false);
   // d silu(a) / da = sig * (1 + a (1 - sig))
   auto grad_a = grad_hidden * b * sig * (1 + a * (1 - sig));
   auto grad_pre = torch::cat({grad_a, grad_hidden * silu_a}, 1);
   if (weight_grads) grads.w_gate_up = grouped_weight_grad(grad_pre, x_rows, offsets, w_gate_up);
-  if (input_grads) {
-    grads.input = torch::empty({grad_out.size(0), w_gate_up.size(2)}, grad_out.options());
-    grouped_mm(grad_pre, offsets, w_gate_up, /*transpose_weights=*/false, grads.input);
-  }
+  if (input_grads)
+    grads.input = grouped_mm(grad_pre, offsets, w_gate_up, /*transpose_weights=*/false);
   return grads;
 }
 

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "core/model/expert_pairs_function.hpp"
+#include "core/model/mixed_precision.hpp"
 
 namespace lrmoe {
 
@@ -37,7 +38,10 @@ MoEOutput MoELayerImpl::forward(const torch::Tensor& input) {
   torch::Tensor order;
   ExpertPairs pairs =
       compact_pairs_by_expert(pair_tokens, routing.experts.reshape({-1}), num_experts_, &order);
+  // The router and the plan work in fp32; the experts' outputs are weighted in the compute
+  // dtype (Note [Mixed precision]).
   auto gates = routing.gates.reshape({-1}).index_select(0, order);
+  const torch::Tensor w_gate_up = as_compute(w_gate_up_, x), w_down = as_compute(w_down_, x);
 
   torch::Tensor out;
   if (pipeline_ && torch::GradMode::is_enabled()) {
@@ -50,12 +54,12 @@ MoEOutput MoELayerImpl::forward(const torch::Tensor& input) {
                     .div(tokens, "floor")
                     .add(process.first_rank());
     auto pass = pipeline_->plan_forward(pairs.experts, gates, home, tokens);
-    out = routed_experts(x, gates.index_select(0, pass->local_pairs),
-                         pairs.tokens.index_select(0, pass->local_pairs), w_gate_up_, w_down_,
+    out = routed_experts(x, gates.index_select(0, pass->local_pairs).to(x.scalar_type()),
+                         pairs.tokens.index_select(0, pass->local_pairs), w_gate_up, w_down,
                          pipeline_, pass);
   } else {
     // Evaluation measures the model, so it computes every pair whatever the training policies.
-    out = routed_experts(x, gates, pairs.tokens, w_gate_up_, w_down_, nullptr,
+    out = routed_experts(x, gates.to(x.scalar_type()), pairs.tokens, w_gate_up, w_down, nullptr,
                          single_rank_pass(pairs, num_experts_));
   }
   if (shared_) out = out + shared_(x);

@@ -1,5 +1,7 @@
 #include "core/model/swiglu.hpp"
 
+#include "core/model/mixed_precision.hpp"
+
 namespace lrmoe {
 
 SwiGLUImpl::SwiGLUImpl(int64_t hidden_size, int64_t ffn_size) : ffn_size_(ffn_size) {
@@ -11,10 +13,10 @@ SwiGLUImpl::SwiGLUImpl(int64_t hidden_size, int64_t ffn_size) : ffn_size_(ffn_si
 }
 
 torch::Tensor SwiGLUImpl::forward(const torch::Tensor& x) {
-  auto gate_up = gate_up_(x);
+  auto gate_up = linear(x, gate_up_);
   auto hidden =
       torch::silu(gate_up.narrow(-1, 0, ffn_size_)) * gate_up.narrow(-1, ffn_size_, ffn_size_);
-  return down_(hidden);
+  return linear(hidden, down_);
 }
 
 }  // namespace lrmoe

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "core/model/mixed_precision.hpp"
+
 namespace lrmoe {
 
 BlockImpl::BlockImpl(const ModelConfig& c, bool dense) {
@@ -56,7 +58,7 @@ void TransformerImpl::initialise(double std) {
 }
 
 ModelOutput TransformerImpl::forward(const torch::Tensor& tokens) {
-  auto h = embedding_(tokens);
+  auto h = embedding_(tokens).to(compute_dtype_);
   auto aux = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(h.device()));
   for (auto& block : blocks_) {
     MoEOutput out = block(h);
@@ -64,7 +66,8 @@ ModelOutput TransformerImpl::forward(const torch::Tensor& tokens) {
     aux = aux + out.aux_loss.to(aux.scalar_type());
   }
   h = final_norm_(h);
-  auto logits = lm_head_ ? lm_head_(h) : torch::matmul(h, embedding_->weight.t());
+  auto logits =
+      lm_head_ ? linear(h, lm_head_) : torch::matmul(h, as_compute(embedding_->weight, h).t());
   return {logits, aux};
 }
 

@@ -41,6 +41,8 @@ class TransformerImpl : public torch::nn::Module {
   explicit TransformerImpl(const ModelConfig& config);
   // tokens: [batch, seq] int64
   ModelOutput forward(const torch::Tensor& tokens);
+  // The dtype of the activations and GEMMs (fp32 until set; Note [Mixed precision]).
+  void set_compute_dtype(torch::ScalarType dtype) { compute_dtype_ = dtype; }
 
   // The MoE layers in depth order.
   const std::vector<MoELayer>& moe_layers() const { return moe_layers_; }
@@ -56,6 +58,7 @@ class TransformerImpl : public torch::nn::Module {
   std::vector<int64_t> moe_layer_indices_;
   RMSNorm final_norm_{nullptr};
   torch::nn::Linear lm_head_{nullptr};  // null when tied to the embedding
+  torch::ScalarType compute_dtype_ = torch::kFloat32;
 };
 TORCH_MODULE(Transformer);
 

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/device/compute_device.hpp"
 #include "core/pipeline/expert_counts.hpp"
 #include "core/system/threads.hpp"
 #include "core/train/lr_schedule.hpp"
@@ -59,11 +60,20 @@ Trainer::Trainer(const Experiment& experiment, const TokenSource& data,
     : experiment_(experiment),
       data_(data),
       collectives_(collectives ? std::move(collectives) : std::make_shared<Collectives>()),
+      device_(resolve_device(experiment.train.device, collectives_->local_rank())),
       shard_{collectives_->rank(), collectives_->size()} {
   configure_threads(experiment.train.threads);
   torch::manual_seed(experiment.experiment.seed);
   model_config_ = resolve_model_vocabulary(experiment.model, data.vocab_size());
+  const torch::ScalarType dtype = compute_dtype(experiment.train.precision);
+  grouped_gemm_ =
+      choose_grouped_gemm_kernel(experiment.train.grouped_gemm, device_, dtype, model_config_);
+  set_grouped_gemm_kernel(grouped_gemm_.kernel);
+  // Initialised on the CPU, from the seeded CPU generator, then moved: the same weights on
+  // every device. The optimizer's state is created on the device at its first step.
   model_ = Transformer(model_config_);
+  model_->to(device_);
+  model_->set_compute_dtype(dtype);
   optimizer_ = make_optimizer(*model_, experiment.train);
   if (policies) install_pipelines(std::move(policies), std::move(profile));
 }
@@ -104,7 +114,7 @@ StepReport Trainer::train_step(int64_t step) {
   // Each process's loss is the mean over its shard; their mean is the batch's.
   const auto processes = static_cast<double>(collectives_->size());
   for (int64_t micro = 0; micro < t.micro_batches; ++micro) {
-    Batch batch = data_.train_batch(step, micro, t.batch_size, shard_);
+    Batch batch = data_.train_batch(step, micro, t.batch_size, shard_).to(device_);
     ModelOutput out = model_(batch.inputs);
     auto ce = cross_entropy(out.logits, batch.targets);
     ((ce + out.aux_loss) / (static_cast<double>(t.micro_batches) * processes)).backward();
@@ -266,7 +276,7 @@ double Trainer::evaluate() {
   model_->eval();
   double total = 0;
   for (int64_t i = 0; i < experiment_.train.eval_batches; ++i) {
-    Batch batch = data_.val_batch(i, experiment_.train.batch_size, shard_);
+    Batch batch = data_.val_batch(i, experiment_.train.batch_size, shard_).to(device_);
     total += cross_entropy(model_(batch.inputs).logits, batch.targets).item<double>();
   }
   // Evaluation time is not training time: drop what the MoE layers' clocks saw.

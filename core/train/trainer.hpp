@@ -21,6 +21,7 @@
 #include "core/config/experiment.hpp"
 #include "core/data/token_source.hpp"
 #include "core/distributed/collectives.hpp"
+#include "core/model/grouped_gemm_choice.hpp"
 #include "core/model/transformer.hpp"
 #include "core/pipeline/rank_budget.hpp"
 #include "core/plugins/policy_set.hpp"
@@ -57,7 +58,9 @@ ModelConfig resolve_model_vocabulary(const ModelConfig& model, int64_t data_voca
 
 class Trainer {
  public:
-  // Seeds torch, builds the model and the optimizer. With `policies`, every MoE layer trains
+  // Seeds torch, builds the model on train.device in train.precision and the optimizer, and
+  // installs the grouped GEMM kernel (train.grouped_gemm). Throws std::invalid_argument when
+  // the device or kernel asked for cannot be had. With `policies`, every MoE layer trains
   // through the LRMoE pipeline on cluster.ranks logical ranks; without, it is exact on one rank.
   // `collectives`: the processes of the run; none: this process alone. `profile`: the cost
   // model's hardware profile, resolved by the caller (this-machine is probed once per run);
@@ -74,6 +77,12 @@ class Trainer {
   const ModelConfig& model_config() const { return model_config_; }
   // How each rank's memory divides; zero without policies.
   const RankBudget& rank_budget() const { return budget_; }
+  // The model's parameters: fp32 master weights whatever train.precision.
+  std::vector<torch::Tensor> parameters() const { return model_->parameters(); }
+  // Where the model, batches and optimizer state live (train.device resolved).
+  const torch::Device& device() const { return device_; }
+  // The grouped GEMM kernel chosen at construction, and why (installed for the whole process).
+  const GroupedGemmSelection& grouped_gemm() const { return grouped_gemm_; }
   // The profile the cost model uses (loaded, or probed once for "this-machine"); default
   // without policies.
   const HardwareProfile& hardware_profile() const { return cost_model_.profile(); }
@@ -102,6 +111,8 @@ class Trainer {
   Experiment experiment_;
   const TokenSource& data_;
   std::shared_ptr<Collectives> collectives_;
+  torch::Device device_;
+  GroupedGemmSelection grouped_gemm_;
   RowShard shard_;
   ModelConfig model_config_;
   Transformer model_{nullptr};

@@ -1,0 +1,108 @@
+// Training on a device and in a precision (Note [Mixed precision]): bf16 over fp32 master
+// weights follows fp32, every grouped GEMM kernel trains alike, a device this build or machine
+// lacks is refused by name, and, tagged [gpu], a GPU run follows the CPU's.
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "core/config/experiment_loader.hpp"
+#include "core/data/token_source.hpp"
+#include "core/device/compute_device.hpp"
+#include "core/device/cuda_runtime.hpp"
+#include "core/plugins/plugin_catalog.hpp"
+#include "core/plugins/policy_set.hpp"
+#include "core/train/trainer.hpp"
+#include "support/gpu.hpp"
+
+using namespace lrmoe;
+
+namespace {
+
+Experiment tiny(const std::vector<std::string>& overrides) {
+  std::vector<std::string> all{"train.max_steps=4", "train.batch_size=4",   "train.micro_batches=1",
+                               "train.seq_len=16",  "train.warmup_steps=1", "train.eval_every=4",
+                               "policies.bundle=lrmoe", "cluster.ranks=2"};
+  all.insert(all.end(), overrides.begin(), overrides.end());
+  return load_experiment(std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml", all);
+}
+
+struct Trained {
+  std::vector<double> losses;
+  GroupedGemmKernel kernel = GroupedGemmKernel::SliceLoop;
+};
+
+struct Losses : TrainingObserver {
+  void on_step(const StepReport& r) override { values.push_back(r.train_loss); }
+  std::vector<double> values;
+};
+
+Trained train(const Experiment& e) {
+  auto data = make_token_source(e.data, e.experiment.seed, e.train.seq_len);
+  auto policies = std::make_shared<const PolicySet>(
+      create_policy_set(e.policies, PluginCatalog::discover({LRMOE_BUILTIN_PLUGIN_DIR})));
+  Trainer trainer(e, *data, policies);
+  Losses losses;
+  trainer.run(losses);
+  return {losses.values, trainer.grouped_gemm().kernel};
+}
+
+void require_follows(const std::vector<double>& losses, const std::vector<double>& reference,
+                     double relative) {
+  REQUIRE(losses.size() == reference.size());
+  for (std::size_t i = 0; i < losses.size(); ++i) {
+    INFO("step " << i + 1 << ": " << losses[i] << " against " << reference[i]);
+    REQUIRE(std::isfinite(losses[i]));
+    REQUIRE(std::abs(losses[i] - reference[i]) <= relative * reference[i]);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("bf16 training over fp32 master weights follows the fp32 losses", "[device]") {
+  const Trained fp32 = train(tiny({}));
+  const Trained bf16 = train(tiny({"train.precision=bf16"}));
+  // The first loss differs only by rounding; later ones by rounding fed through a few updates.
+  require_follows(bf16.losses, fp32.losses, 0.02);
+  CHECK(bf16.losses != fp32.losses);  // the precision was really applied
+
+  const Experiment e = tiny({"train.precision=bf16"});
+  auto data = make_token_source(e.data, e.experiment.seed, e.train.seq_len);
+  Trainer trainer(e, *data);
+  Losses losses;
+  trainer.run(losses);
+  for (const auto& p : trainer.parameters()) REQUIRE(p.scalar_type() == torch::kFloat32);
+}
+
+TEST_CASE("every grouped GEMM kernel this LibTorch has trains to the same losses", "[device]") {
+  const Trained loop = train(tiny({"train.grouped_gemm=slice-loop"}));
+  REQUIRE(loop.kernel == GroupedGemmKernel::SliceLoop);
+  for (GroupedGemmKernel kernel : available_grouped_gemm_kernels()) {
+    if (kernel == GroupedGemmKernel::SliceLoop) continue;
+    const Trained other = train(tiny({std::string("train.grouped_gemm=") + kernel_name(kernel)}));
+    REQUIRE(other.kernel == kernel);
+    require_follows(other.losses, loop.losses, 1e-4);
+  }
+}
+
+TEST_CASE("a device the build or the machine lacks is refused by its key", "[device]") {
+  REQUIRE(resolve_device(DeviceChoice::Cpu, 0) == torch::Device(torch::kCPU));
+  if (torch::cuda::device_count() == 0) {
+    REQUIRE(resolve_device(DeviceChoice::Auto, 0) == torch::Device(torch::kCPU));
+    REQUIRE_THROWS_WITH(resolve_device(DeviceChoice::Cuda, 0),
+                        Catch::Contains("train.device") && Catch::Contains("cpu"));
+    REQUIRE(resolve_backend(CollectiveBackend::Auto, torch::kCPU) == CollectiveBackend::Gloo);
+  } else {
+    const auto visible = static_cast<int64_t>(torch::cuda::device_count());
+    REQUIRE(resolve_device(DeviceChoice::Auto, 0) == torch::Device(torch::kCUDA, 0));
+    REQUIRE_THROWS_WITH(resolve_device(DeviceChoice::Cuda, visible),
+                        Catch::Contains("train.device") && Catch::Contains("CUDA_VISIBLE"));
+  }
+}
+
+TEST_CASE("on a GPU, bf16 training follows the CPU's fp32 losses", "[gpu]") {
+  if (!test::gpu_or_skip()) return;
+  const Trained cpu = train(tiny({"train.device=cpu"}));
+  const Trained gpu = train(tiny({"train.device=cuda", "train.precision=bf16"}));
+  require_follows(gpu.losses, cpu.losses, 0.02);
+}

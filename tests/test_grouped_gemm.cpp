@@ -1,0 +1,170 @@
+// The grouped GEMM kernels (Note [Grouped GEMM kernels]): each against a naive per-expert
+// reference, forward and every gradient, on the CPU and, tagged [gpu], on a GPU in bf16; and the
+// choice of kernel at start.
+
+#include <catch2/catch.hpp>
+
+#include "core/config/model_presets.hpp"
+#include "core/model/grouped_gemm.hpp"
+#include "core/model/grouped_gemm_choice.hpp"
+#include "core/model/grouped_swiglu.hpp"
+#include "core/system/libtorch_compat.hpp"
+#include "support/gpu.hpp"
+
+using namespace lrmoe;
+
+namespace {
+
+// Installs a kernel for one test and restores the process's kernel after it.
+class KernelInUse {
+ public:
+  explicit KernelInUse(GroupedGemmKernel kernel) : previous_(grouped_gemm_kernel()) {
+    set_grouped_gemm_kernel(kernel);
+  }
+  ~KernelInUse() { set_grouped_gemm_kernel(previous_); }
+  KernelInUse(const KernelInUse&) = delete;
+  KernelInUse& operator=(const KernelInUse&) = delete;
+
+ private:
+  GroupedGemmKernel previous_;
+};
+
+// Rows per expert with an empty expert first, one in the middle, and uneven sizes elsewhere.
+const std::vector<int64_t> kOffsets{0, 0, 3, 10, 10, 11, 19};
+
+void require_close(const torch::Tensor& a, const torch::Tensor& b, double tolerance) {
+  REQUIRE(a.sizes() == b.sizes());
+  if (a.numel() == 0) return;
+  const double diff = (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
+  INFO("max abs difference " << diff);
+  REQUIRE(diff <= tolerance);
+}
+
+// The SwiGLU experts, one plain autograd expression per expert slice.
+torch::Tensor naive_experts(const torch::Tensor& x, const torch::Tensor& w_gate_up,
+                            const torch::Tensor& w_down) {
+  const int64_t ffn = w_down.size(2);
+  std::vector<torch::Tensor> slices;
+  for (std::size_t e = 0; e + 1 < kOffsets.size(); ++e) {
+    auto rows = x.narrow(0, kOffsets[e], kOffsets[e + 1] - kOffsets[e]);
+    auto pre = rows.matmul(w_gate_up[static_cast<int64_t>(e)].t());
+    auto hidden = torch::silu(pre.narrow(1, 0, ffn)) * pre.narrow(1, ffn, ffn);
+    slices.push_back(hidden.matmul(w_down[static_cast<int64_t>(e)].t()));
+  }
+  return torch::cat(slices);
+}
+
+// Forward and every gradient of the grouped SwiGLU experts under `kernel` against autograd
+// through the naive experts, computed in fp32 from the same values.
+void check_swiglu_experts(GroupedGemmKernel kernel, const torch::Device& device,
+                          torch::ScalarType dtype, double tolerance) {
+  KernelInUse in_use(kernel);
+  torch::manual_seed(7);
+  const int64_t experts = static_cast<int64_t>(kOffsets.size()) - 1, rows = kOffsets.back();
+  const int64_t hidden = 16, ffn = 24;
+  auto options = torch::TensorOptions().device(device);
+  auto x = torch::randn({rows, hidden}, options);
+  auto w_gate_up = torch::randn({experts, 2 * ffn, hidden}, options) * 0.3;
+  auto w_down = torch::randn({experts, hidden, ffn}, options) * 0.3;
+  auto grad_out = torch::randn({rows, hidden}, options);
+
+  auto xr = x.clone().requires_grad_(), gr = w_gate_up.clone().requires_grad_(),
+       dr = w_down.clone().requires_grad_();
+  const torch::Tensor reference = naive_experts(xr, gr, dr);
+  reference.backward(grad_out);
+
+  const auto x_c = x.to(dtype), gate_up_c = w_gate_up.to(dtype), down_c = w_down.to(dtype);
+  const torch::Tensor pre = grouped_pre_activations(x_c, kOffsets, gate_up_c);
+  const torch::Tensor out = grouped_output(swiglu_hidden(pre), kOffsets, down_c);
+  REQUIRE(out.scalar_type() == dtype);
+  require_close(out, reference, tolerance);
+
+  const GroupedSwiGLUGrads grads =
+      grouped_swiglu_backward(grad_out.to(dtype), x_c, pre, kOffsets, gate_up_c, down_c,
+                              /*weight_grads=*/true, /*input_grads=*/true);
+  require_close(grads.input, xr.grad(), tolerance);
+  require_close(grads.w_gate_up, gr.grad(), tolerance);
+  require_close(grads.w_down, dr.grad(), tolerance);
+  // An expert without rows gets a zero gradient, not stale memory.
+  REQUIRE(grads.w_down[0].abs().max().item<double>() == 0.0);
+  REQUIRE(grads.w_gate_up[3].abs().max().item<double>() == 0.0);
+}
+
+}  // namespace
+
+TEST_CASE("every grouped GEMM kernel computes the per-expert products on the CPU", "[gemm]") {
+  for (GroupedGemmKernel kernel : available_grouped_gemm_kernels()) {
+    INFO("kernel " << kernel_name(kernel));
+    KernelInUse in_use(kernel);
+    torch::manual_seed(3);
+    const int64_t experts = static_cast<int64_t>(kOffsets.size()) - 1;
+    auto x = torch::randn({kOffsets.back(), 8});
+    auto w = torch::randn({experts, 12, 8});  // [experts, n, k]
+    auto w_plain = torch::randn({experts, 8, 12});
+    auto grad_out = torch::randn({kOffsets.back(), 12});
+    const torch::Tensor transposed = grouped_mm(x, kOffsets, w, /*transpose_weights=*/true);
+    const torch::Tensor plain = grouped_mm(x, kOffsets, w_plain, /*transpose_weights=*/false);
+    const torch::Tensor weight_grad = grouped_weight_grad(grad_out, x, kOffsets, w);
+    for (int64_t e = 0; e < experts; ++e) {
+      const int64_t first = kOffsets[e], count = kOffsets[e + 1] - first;
+      auto rows = x.narrow(0, first, count);
+      require_close(transposed.narrow(0, first, count), rows.matmul(w[e].t()), 1e-5);
+      require_close(plain.narrow(0, first, count), rows.matmul(w_plain[e]), 1e-5);
+      require_close(weight_grad[e], grad_out.narrow(0, first, count).t().matmul(rows), 1e-5);
+    }
+  }
+}
+
+TEST_CASE("every grouped GEMM kernel gives the SwiGLU experts' forward and every gradient",
+          "[gemm]") {
+  for (GroupedGemmKernel kernel : available_grouped_gemm_kernels()) {
+    INFO("kernel " << kernel_name(kernel));
+    check_swiglu_experts(kernel, torch::kCPU, torch::kFloat32, 1e-4);
+    // bf16 keeps 8 bits of mantissa: sums of 16 to 48 products of values near 1 drift by ~0.1.
+    check_swiglu_experts(kernel, torch::kCPU, torch::kBFloat16, 0.25);
+  }
+}
+
+TEST_CASE("on a GPU every grouped GEMM kernel matches the reference in bf16", "[gpu]") {
+  const std::optional<torch::Device> gpu = test::gpu_or_skip();
+  if (!gpu) return;
+  for (GroupedGemmKernel kernel : available_grouped_gemm_kernels()) {
+    INFO("kernel " << kernel_name(kernel));
+    check_swiglu_experts(kernel, *gpu, torch::kFloat32, 1e-3);  // TF32 may be on
+    check_swiglu_experts(kernel, *gpu, torch::kBFloat16, 0.25);
+  }
+}
+
+TEST_CASE("the grouped GEMM kernel is chosen once from the setting, the device and the model",
+          "[gemm]") {
+  ModelConfig model = *find_preset("tiny-moe");
+  model.hidden_size = 64;
+  model.expert_ffn_size = 128;
+  SECTION("auto keeps the thread-spread slice loop on the CPU") {
+    const GroupedGemmSelection chosen =
+        choose_grouped_gemm_kernel(GroupedGemmChoice::Auto, torch::kCPU, torch::kFloat32, model);
+    REQUIRE(chosen.kernel == GroupedGemmKernel::SliceLoop);
+    REQUIRE_THAT(chosen.reason, Catch::Contains("CPU"));
+  }
+  SECTION("slice-loop is always available") {
+    REQUIRE(choose_grouped_gemm_kernel(GroupedGemmChoice::SliceLoop, torch::kCPU,
+                                       torch::kBFloat16, model)
+                .kernel == GroupedGemmKernel::SliceLoop);
+  }
+  SECTION("grouped-mm where the LibTorch has it and the dimensions suit it, else a located error") {
+    if (compat::kHasGroupedMm) {
+      REQUIRE(choose_grouped_gemm_kernel(GroupedGemmChoice::GroupedMm, torch::kCPU,
+                                         torch::kFloat32, model)
+                  .kernel == GroupedGemmKernel::GroupedMm);
+      model.expert_ffn_size = 100;  // 200 bytes of bf16 per row: not a multiple of 16
+      REQUIRE_THROWS_WITH(choose_grouped_gemm_kernel(GroupedGemmChoice::GroupedMm, torch::kCPU,
+                                                     torch::kBFloat16, model),
+                          Catch::Contains("train.grouped_gemm") && Catch::Contains("multiples"));
+    } else {
+      REQUIRE_THROWS_WITH(choose_grouped_gemm_kernel(GroupedGemmChoice::GroupedMm, torch::kCPU,
+                                                     torch::kFloat32, model),
+                          Catch::Contains("train.grouped_gemm") &&
+                              Catch::Contains("at::_grouped_mm"));
+    }
+  }
+}
