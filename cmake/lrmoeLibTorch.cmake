@@ -8,6 +8,7 @@
 
 set(LRMOE_TORCH_PYTHON "" CACHE FILEPATH
     "Python whose torch package provides LibTorch (empty: the system's LibTorch)")
+set(LRMOE_TORCH_ROOT "")  # the torch package's folder; lrmoeConfig.cmake hands it to plugins
 
 if(LRMOE_TORCH_PYTHON)
   execute_process(
@@ -21,8 +22,17 @@ if(LRMOE_TORCH_PYTHON)
   endif()
   # The package's root first, so that its libraries win over a system LibTorch's: TorchConfig
   # searches lib/ under each prefix before the system folders only when the prefix names it.
+  set(LRMOE_TORCH_ROOT "${lrmoe_torch_root}")
   list(PREPEND CMAKE_PREFIX_PATH "${lrmoe_torch_root}")
   set(Torch_DIR "${lrmoe_torch_root}/share/cmake/Torch" CACHE PATH "" FORCE)
+  # The wheel's libtorch.so and libtorch_cpu.so export their own copies of std::filesystem
+  # (linked statically from an older libstdc++), whose weak references are unresolved here: a
+  # program that binds std::filesystem::remove_all to them crashes. Naming libstdc++ first among
+  # every binary's libraries makes the system's copy the one found first.
+  add_link_options("LINKER:--push-state,--no-as-needed,-lstdc++,--pop-state")
+  # An installed lrmoe finds the wheel's libraries where it was built against them.
+  list(APPEND CMAKE_INSTALL_RPATH "${lrmoe_torch_root}/lib")
+  set(CMAKE_INSTALL_RPATH_USE_LINK_PATH ON)
   # The GPU architectures to compile for when no GPU is visible at configure time; GPU machines
   # detect their own.
   if(NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "core/data/token_source.hpp"
@@ -127,6 +129,19 @@ int bench_command(const ExperimentSource& source, int64_t steps) {
              1e3 * step_seconds / static_cast<double>(steps));
   fmt::print("MoE-layer share     {:.1f}% of step time\n", 100.0 * moe_seconds / step_seconds);
   const auto& last = observer.reports.back();
+  if (!last.rank_memory.empty()) {
+    const double mib = 1 << 20;
+    const std::optional<int64_t> measured =
+        last.rank_measured_peak.empty() ? std::nullopt : last.rank_measured_peak.front();
+    // The model is of an expert-sharded cluster; this process holds every expert's weights and
+    // optimizer state, so the two differ by construction (Note [Device timing]).
+    fmt::print("peak memory, rank 0 {:.1f} MiB modeled (liveness timeline); {}\n",
+               static_cast<double>(last.rank_memory.front().at_peak.total()) / mib,
+               measured ? fmt::format("{:.1f} MiB measured on the device (caching allocator, "
+                                      "every expert held here)",
+                                      static_cast<double>(*measured) / mib)
+                        : std::string("not measured on the CPU"));
+  }
   if (!last.expert_load.empty())
     bench_grouped_gemm(trainer.model_config(), last.expert_load.front().pairs_per_expert,
                        trainer.device(), compute_dtype(e.train.precision));

@@ -129,7 +129,9 @@ void RunRecorder::on_step(const StepReport& r) {
     }
   }
   for (std::size_t rank = 0; rank < r.rank_memory.size(); ++rank) {
-    store_.add_rank_memory(run_, rank_memory_record(r.step, rank, r.rank_memory[rank]));
+    RankMemoryRecord row = rank_memory_record(r.step, rank, r.rank_memory[rank]);
+    if (rank < r.rank_measured_peak.size()) row.measured_peak = r.rank_measured_peak[rank];
+    store_.add_rank_memory(run_, row);
   }
 
   const auto now = std::chrono::steady_clock::now();

@@ -20,9 +20,9 @@ using namespace lrmoe;
 namespace {
 
 Experiment tiny(const std::vector<std::string>& overrides) {
-  std::vector<std::string> all{"train.max_steps=4", "train.batch_size=4",   "train.micro_batches=1",
-                               "train.seq_len=16",  "train.warmup_steps=1", "train.eval_every=4",
-                               "policies.bundle=lrmoe", "cluster.ranks=2"};
+  std::vector<std::string> all{
+      "train.max_steps=4",    "train.batch_size=4", "train.micro_batches=1", "train.seq_len=16",
+      "train.warmup_steps=1", "train.eval_every=4", "policies.bundle=lrmoe", "cluster.ranks=2"};
   all.insert(all.end(), overrides.begin(), overrides.end());
   return load_experiment(std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml", all);
 }

@@ -147,24 +147,24 @@ TEST_CASE("the grouped GEMM kernel is chosen once from the setting, the device a
     REQUIRE_THAT(chosen.reason, Catch::Contains("CPU"));
   }
   SECTION("slice-loop is always available") {
-    REQUIRE(choose_grouped_gemm_kernel(GroupedGemmChoice::SliceLoop, torch::kCPU,
-                                       torch::kBFloat16, model)
+    REQUIRE(choose_grouped_gemm_kernel(GroupedGemmChoice::SliceLoop, torch::kCPU, torch::kBFloat16,
+                                       model)
                 .kernel == GroupedGemmKernel::SliceLoop);
   }
   SECTION("grouped-mm where the LibTorch has it and the dimensions suit it, else a located error") {
     if (compat::kHasGroupedMm) {
-      REQUIRE(choose_grouped_gemm_kernel(GroupedGemmChoice::GroupedMm, torch::kCPU,
-                                         torch::kFloat32, model)
+      REQUIRE(choose_grouped_gemm_kernel(GroupedGemmChoice::GroupedMm, torch::kCPU, torch::kFloat32,
+                                         model)
                   .kernel == GroupedGemmKernel::GroupedMm);
       model.expert_ffn_size = 100;  // 200 bytes of bf16 per row: not a multiple of 16
       REQUIRE_THROWS_WITH(choose_grouped_gemm_kernel(GroupedGemmChoice::GroupedMm, torch::kCPU,
                                                      torch::kBFloat16, model),
                           Catch::Contains("train.grouped_gemm") && Catch::Contains("multiples"));
     } else {
-      REQUIRE_THROWS_WITH(choose_grouped_gemm_kernel(GroupedGemmChoice::GroupedMm, torch::kCPU,
-                                                     torch::kFloat32, model),
-                          Catch::Contains("train.grouped_gemm") &&
-                              Catch::Contains("at::_grouped_mm"));
+      REQUIRE_THROWS_WITH(
+          choose_grouped_gemm_kernel(GroupedGemmChoice::GroupedMm, torch::kCPU, torch::kFloat32,
+                                     model),
+          Catch::Contains("train.grouped_gemm") && Catch::Contains("at::_grouped_mm"));
     }
   }
 }

@@ -57,8 +57,8 @@ std::string device_description(const torch::Device& device) {
   if (!device.is_cuda()) return "cpu";
   const std::optional<GpuProperties> gpu = gpu_properties(device.index());
   if (!gpu) return device.str();
-  return fmt::format("{} ({}, sm{}{}, {:.1f} GiB)", device.str(), gpu->name, gpu->major,
-                     gpu->minor, static_cast<double>(gpu->memory_bytes) / (1 << 30));
+  return fmt::format("{} ({}, sm{}{}, {:.1f} GiB)", device.str(), gpu->name, gpu->major, gpu->minor,
+                     static_cast<double>(gpu->memory_bytes) / (1 << 30));
 }
 
 }  // namespace lrmoe

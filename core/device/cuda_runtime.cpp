@@ -3,6 +3,7 @@
 
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAFunctions.h>
 
 namespace lrmoe {
@@ -34,6 +35,26 @@ std::optional<int64_t> peak_allocated_bytes(const torch::Device& device) {
 void reset_peak_allocated_bytes(const torch::Device& device) {
   if (!device.is_cuda() || !visible(device.index())) return;
   c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
+}
+
+class DeviceEvent {
+ public:
+  c10::cuda::CUDAEvent event{cudaEventDefault};  // with timing
+};
+
+std::shared_ptr<DeviceEvent> record_event(const torch::Device& device) {
+  auto recorded = std::make_shared<DeviceEvent>();
+  recorded->event.record(at::cuda::getCurrentCUDAStream(device.index()));
+  return recorded;
+}
+
+bool event_reached(const DeviceEvent& event) {
+  return event.event.query();
+}
+
+double elapsed_seconds(const DeviceEvent& from, const DeviceEvent& to) {
+  to.event.synchronize();
+  return static_cast<double>(from.event.elapsed_time(to.event)) / 1e3;
 }
 
 void synchronize(const torch::Device& device) {

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -27,6 +28,16 @@ std::optional<GpuProperties> gpu_properties(int64_t index);
 // the CPU (Note [Memory model] in docs/notes.md: recorded beside the modeled peak).
 std::optional<int64_t> peak_allocated_bytes(const torch::Device& device);
 void reset_peak_allocated_bytes(const torch::Device& device);
+
+// A point in the work queued on a CUDA stream: a CUDA event with timing (defined in
+// cuda_runtime.cpp; CPU-only builds never create one).
+class DeviceEvent;
+// An event recorded now on `device`'s current stream. Throws std::logic_error on the CPU.
+std::shared_ptr<DeviceEvent> record_event(const torch::Device& device);
+// Whether the device has passed `event`; never waits.
+bool event_reached(const DeviceEvent& event);
+// Seconds from `from` to `to`, waiting for `to` if the device has not reached it.
+double elapsed_seconds(const DeviceEvent& from, const DeviceEvent& to);
 
 // Waits for the work queued on `device` (nothing to wait for on the CPU): benchmarks only.
 void synchronize(const torch::Device& device);

@@ -16,6 +16,7 @@
 #include <functional>
 #include <numeric>
 #include <sstream>
+#include <thread>
 
 #include "core/device/compute_device.hpp"
 #include "core/system/host_info.hpp"
@@ -108,7 +109,13 @@ struct Collectives::Group {
     try {
       call()->wait();
     } catch (const std::exception& error) {
-      const std::string gone = gone_peers();
+      // A killed peer's sockets close while its process is still exiting: look again for a
+      // moment before saying that no peer is gone.
+      std::string gone = gone_peers();
+      for (int look = 0; gone.empty() && look < 20; ++look) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        gone = gone_peers();
+      }
       throw PeerError(fmt::format(
           "{} across processes failed: {} ({})", what,
           gone.empty() ? "another process of this run failed, was killed or stopped answering "

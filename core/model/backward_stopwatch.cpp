@@ -24,11 +24,10 @@ class StopwatchMark : public torch::autograd::Function<StopwatchMark<kStarts>> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto holder =
         c10::static_intrusive_pointer_cast<StateHolder>(ctx->saved_data["state"].toCapsule());
-    auto now = std::chrono::steady_clock::now();
     if (kStarts) {
-      holder->state->started = now;
+      holder->state->timer.start(grads[0].device());
     } else {
-      holder->state->seconds += std::chrono::duration<double>(now - holder->state->started).count();
+      holder->state->timer.stop();
     }
     return {grads[0], torch::Tensor()};
   }
@@ -53,9 +52,7 @@ torch::Tensor BackwardStopwatch::wrap_output(const torch::Tensor& y) {
 }
 
 double BackwardStopwatch::take_seconds() {
-  double seconds = state_->seconds;
-  state_->seconds = 0;
-  return seconds;
+  return state_->timer.take_seconds();
 }
 
 }  // namespace lrmoe

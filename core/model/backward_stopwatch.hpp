@@ -7,8 +7,9 @@
 
 #include <torch/torch.h>
 
-#include <chrono>
 #include <memory>
+
+#include "core/device/span_timer.hpp"
 
 namespace lrmoe {
 
@@ -20,8 +21,7 @@ class BackwardStopwatch {
   double take_seconds();
 
   struct State {
-    std::chrono::steady_clock::time_point started;
-    double seconds = 0;
+    SpanTimer timer;  // Note [Device timing]
   };
 
  private:

@@ -31,11 +31,12 @@ struct PairsContext : torch::CustomClassHolder {
                       pipeline ? pipeline->settings().process : ProcessView{});
   }
 
-  // Runs one rank's part of a phase, timed through the pipeline's rank clock (Note [Critical
-  // path]).
-  void run(int phase, const RankPart& part, const std::function<void()>& work) const {
+  // Runs one rank's part of a phase on `device`, timed by the pipeline's timer of that rank
+  // (Note [Critical path], Note [Device timing]).
+  void run(int phase, const RankPart& part, const torch::Device& device,
+           const std::function<void()>& work) const {
     if (!pipeline) return work();
-    pipeline->add_rank_seconds(phase, part.rank, pipeline->rank_clock().time(part.rows, work));
+    pipeline->time_rank_work(phase, part.rank, part.rows, device, work);
   }
 };
 
@@ -89,7 +90,7 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     const auto w_down_i = instance_weights(w_down, *pass.table);
     std::vector<Tensor> pre_parts, out_parts;
     for (const RankPart& part : state->parts(here)) {
-      state->run(kForwardPhase, part, [&] {
+      state->run(kForwardPhase, part, x.device(), [&] {
         auto pre = grouped_pre_activations(rows_of(x_rows, part), part.offsets,
                                            part_of(w_gate_up_i, part));
         auto hidden = swiglu_hidden(pre);
@@ -177,7 +178,7 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     const std::vector<RankPart> parts = state->parts(kept_here);
     std::vector<Tensor> gate_up_parts, down_parts, input_parts;
     for (const RankPart& part : parts) {
-      state->run(kBackwardPhase, part, [&] {
+      state->run(kBackwardPhase, part, x.device(), [&] {
         auto part_x = rows_of(x_rows, part);
         auto part_gate_up = part_of(w_gate_up_i, part);
         auto pre = pre_rows.defined() ? rows_of(pre_rows, part)
@@ -204,7 +205,7 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
       auto all_x = saved_pre.defined() ? Tensor() : exchange.dispatch(x_home, f);
       std::vector<Tensor> all_inputs;
       for (const RankPart& part : state->parts(f)) {
-        state->run(kBackwardPhase, part, [&] {
+        state->run(kBackwardPhase, part, x.device(), [&] {
           auto part_gate_up = part_of(w_gate_up_i, part);
           auto pre = saved_pre.defined() ? rows_of(saved_pre, part)
                                          : grouped_pre_activations(rows_of(all_x, part),

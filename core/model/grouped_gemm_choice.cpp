@@ -13,11 +13,10 @@ namespace {
 
 // Why at::_grouped_mm cannot run this model here; none when it can. Its operands need rows whose
 // byte strides are multiples of 16: every dimension a GEMM contracts or produces.
-std::optional<std::string> grouped_mm_obstacle(const torch::Device& device,
-                                               torch::ScalarType dtype, const ModelConfig& model) {
+std::optional<std::string> grouped_mm_obstacle(const torch::Device& device, torch::ScalarType dtype,
+                                               const ModelConfig& model) {
   if (!compat::kHasGroupedMm)
-    return fmt::format("LibTorch {} has no at::_grouped_mm (2.9 and later have it)",
-                       TORCH_VERSION);
+    return fmt::format("LibTorch {} has no at::_grouped_mm (2.9 and later have it)", TORCH_VERSION);
   const int64_t per_16_bytes = 16 / static_cast<int64_t>(c10::elementSize(dtype));
   for (int64_t dimension : {model.hidden_size, model.expert_ffn_size}) {
     if (dimension % per_16_bytes != 0)
@@ -39,8 +38,7 @@ std::optional<std::string> grouped_mm_obstacle(const torch::Device& device,
 
 GroupedGemmSelection choose_grouped_gemm_kernel(GroupedGemmChoice choice,
                                                 const torch::Device& device,
-                                                torch::ScalarType dtype,
-                                                const ModelConfig& model) {
+                                                torch::ScalarType dtype, const ModelConfig& model) {
   if (choice == GroupedGemmChoice::SliceLoop)
     return {GroupedGemmKernel::SliceLoop, "train.grouped_gemm = \"slice-loop\""};
   const std::optional<std::string> obstacle = grouped_mm_obstacle(device, dtype, model);

@@ -24,7 +24,6 @@ struct GroupedGemmSelection {
 // std::invalid_argument naming train.grouped_gemm.
 GroupedGemmSelection choose_grouped_gemm_kernel(GroupedGemmChoice choice,
                                                 const torch::Device& device,
-                                                torch::ScalarType dtype,
-                                                const ModelConfig& model);
+                                                torch::ScalarType dtype, const ModelConfig& model);
 
 }  // namespace lrmoe

@@ -1,7 +1,5 @@
 #include "core/model/moe_layer.hpp"
 
-#include <chrono>
-
 #include "core/model/expert_pairs_function.hpp"
 #include "core/model/mixed_precision.hpp"
 
@@ -25,7 +23,7 @@ void MoELayerImpl::set_pipeline(std::shared_ptr<ExpertPipeline> pipeline) {
 }
 
 MoEOutput MoELayerImpl::forward(const torch::Tensor& input) {
-  const auto started = std::chrono::steady_clock::now();
+  forward_timer_.start(input.device());
   auto x = backward_clock_.wrap_input(input).reshape({-1, input.size(-1)});
   const int64_t tokens = x.size(0);
 
@@ -65,20 +63,19 @@ MoEOutput MoELayerImpl::forward(const torch::Tensor& input) {
   if (shared_) out = out + shared_(x);
   out = backward_clock_.wrap_output(out.view(input.sizes()));
 
-  forward_seconds_ +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  forward_timer_.stop();
   return {out, routing.aux_loss};
 }
 
 LayerStepStatistics MoELayerImpl::take_statistics() {
+  const double forward_seconds = forward_timer_.take_seconds();
   const double backward_seconds = backward_clock_.take_seconds();
-  if (pipeline_) pipeline_->add_seconds(forward_seconds_, backward_seconds);
+  if (pipeline_) pipeline_->add_seconds(forward_seconds, backward_seconds);
   LayerStepStatistics statistics = pipeline_ ? pipeline_->take_statistics() : LayerStepStatistics{};
   if (!pipeline_) {
-    statistics.forward_seconds = forward_seconds_;
+    statistics.forward_seconds = forward_seconds;
     statistics.backward_seconds = backward_seconds;
   }
-  forward_seconds_ = 0;
   return statistics;
 }
 

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "core/config/model_config.hpp"
+#include "core/device/span_timer.hpp"
 #include "core/model/backward_stopwatch.hpp"
 #include "core/model/router.hpp"
 #include "core/model/swiglu.hpp"
@@ -43,7 +44,7 @@ class MoELayerImpl : public torch::nn::Module {
   SwiGLU shared_{nullptr};
   std::shared_ptr<ExpertPipeline> pipeline_;
   BackwardStopwatch backward_clock_;
-  double forward_seconds_ = 0;
+  SpanTimer forward_timer_;  // Note [Device timing]
 };
 TORCH_MODULE(MoELayer);
 

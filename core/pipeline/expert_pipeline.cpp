@@ -294,10 +294,12 @@ void ExpertPipeline::account(const ForwardPass& forward, const BackwardPass& bac
   statistics_.passes.push_back(std::move(pass.holdings));
 }
 
-void ExpertPipeline::add_rank_seconds(int phase, int64_t rank, double seconds) {
-  std::vector<double>& ranks = statistics_.rank_expert_seconds[phase];
-  if (ranks.empty()) ranks.assign(static_cast<std::size_t>(settings_.ranks), 0.0);
-  ranks[static_cast<std::size_t>(rank)] += seconds;
+void ExpertPipeline::time_rank_work(int phase, int64_t rank, int64_t rows,
+                                    const torch::Device& device,
+                                    const std::function<void()>& work) {
+  std::vector<SpanTimer>& timers = rank_timers_[phase];
+  if (timers.empty()) timers.resize(static_cast<std::size_t>(settings_.ranks));
+  rank_clock_->time(rows, device, timers[static_cast<std::size_t>(rank)], work);
 }
 
 void ExpertPipeline::add_seconds(double forward, double backward) {
@@ -307,6 +309,12 @@ void ExpertPipeline::add_seconds(double forward, double backward) {
 
 LayerStepStatistics ExpertPipeline::take_statistics() {
   statistics_.exchange = exchange_->take_measurement();
+  for (int phase = 0; phase < kPhases; ++phase) {
+    if (rank_timers_[phase].empty()) continue;
+    std::vector<double>& seconds = statistics_.rank_expert_seconds[phase];
+    seconds.clear();
+    for (SpanTimer& timer : rank_timers_[phase]) seconds.push_back(timer.take_seconds());
+  }
   LayerStepStatistics taken = std::move(statistics_);
   statistics_ = LayerStepStatistics{};
   statistics_.layer = settings_.layer;

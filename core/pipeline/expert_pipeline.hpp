@@ -28,6 +28,7 @@
 
 #include "core/config/policies_config.hpp"
 #include "core/cost/cost_model.hpp"
+#include "core/device/span_timer.hpp"
 #include "core/pipeline/instance_table.hpp"
 #include "core/pipeline/layer_statistics.hpp"
 #include "core/pipeline/pair_costs.hpp"
@@ -115,11 +116,12 @@ class ExpertPipeline {
 
   // Called by the layer with its measured wall times.
   void add_seconds(double forward, double backward);
-  // The clock the expert computation times each rank's part with (Note [Critical path]), and
-  // what it charged; `phase` is kForwardPhase or kBackwardPhase.
-  RankClock& rank_clock() { return *rank_clock_; }
+  // Runs logical rank `rank`'s own expert work in `phase` (kForwardPhase or kBackwardPhase)
+  // over `rows` pair rows on `device`, timed by the rank clock into that rank's timer (Note
+  // [Critical path], Note [Device timing]).
+  void time_rank_work(int phase, int64_t rank, int64_t rows, const torch::Device& device,
+                      const std::function<void()>& work);
   void set_rank_clock(std::shared_ptr<RankClock> clock) { rank_clock_ = std::move(clock); }
-  void add_rank_seconds(int phase, int64_t rank, double seconds);
   // The statistics since the last call (one optimizer step's passes), then starts afresh.
   LayerStepStatistics take_statistics();
 
@@ -147,7 +149,8 @@ class ExpertPipeline {
   PipelineSettings settings_;
   std::shared_ptr<Collectives> collectives_;
   std::shared_ptr<PairExchange> exchange_;
-  std::shared_ptr<RankClock> rank_clock_ = std::make_shared<WallRankClock>();
+  std::shared_ptr<RankClock> rank_clock_ = std::make_shared<DeviceRankClock>();
+  std::vector<SpanTimer> rank_timers_[kPhases];  // [phase][rank], read by take_statistics
   int64_t step_ = 0;
   // Earlier global counts, oldest first: the same on every process (Note [Exact multi-process
   // plan]).

@@ -1,7 +1,5 @@
 #include "core/pipeline/pair_exchange.hpp"
 
-#include <chrono>
-
 namespace lrmoe {
 
 ExchangeMeasurement& ExchangeMeasurement::operator+=(const ExchangeMeasurement& other) {
@@ -26,10 +24,9 @@ torch::Tensor PairExchange::exchange(const torch::Tensor& rows, const std::vecto
     measurement_.bytes_sent += send[q] * row_bytes;
     measurement_.bytes_received += recv[q] * row_bytes;
   }
-  const auto started = std::chrono::steady_clock::now();
+  timer_.start(rows.device());
   torch::Tensor received = collectives_->exchange_rows(rows, send, recv);
-  measurement_.seconds +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  timer_.stop();
   ++measurement_.calls;
   return received;
 }
@@ -50,6 +47,7 @@ torch::Tensor PairExchange::combine(const torch::Tensor& destination_rows, const
 }
 
 ExchangeMeasurement PairExchange::take_measurement() {
+  measurement_.seconds += timer_.take_seconds();
   ExchangeMeasurement taken = measurement_;
   measurement_ = ExchangeMeasurement{};
   return taken;

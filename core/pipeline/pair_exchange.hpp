@@ -9,6 +9,7 @@
 
 #include <memory>
 
+#include "core/device/span_timer.hpp"
 #include "core/distributed/collectives.hpp"
 #include "core/pipeline/pair_layout.hpp"
 
@@ -43,6 +44,7 @@ class PairExchange {
 
   std::shared_ptr<Collectives> collectives_;
   ExchangeMeasurement measurement_;
+  SpanTimer timer_;  // the exchanges' time (Note [Device timing])
 };
 
 }  // namespace lrmoe

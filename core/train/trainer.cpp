@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/device/compute_device.hpp"
+#include "core/device/cuda_runtime.hpp"
 #include "core/pipeline/expert_counts.hpp"
 #include "core/system/threads.hpp"
 #include "core/train/lr_schedule.hpp"
@@ -110,6 +111,7 @@ StepReport Trainer::train_step(int64_t step) {
   }
 
   for (const auto& pipeline : pipelines_) pipeline->set_step(step);
+  reset_peak_allocated_bytes(device_);
   optimizer_->zero_grad();
   // Each process's loss is the mean over its shard; their mean is the batch's.
   const auto processes = static_cast<double>(collectives_->size());
@@ -143,7 +145,7 @@ StepReport Trainer::train_step(int64_t step) {
   report.moe_critical_seconds = report.moe_seconds;
   report.rank_memory = memory_peaks(report.layers);
   report.step_seconds = seconds_since(started);
-  gather_measurements(report);
+  gather_measurements(report, peak_allocated_bytes(device_));
   return report;
 }
 
@@ -200,7 +202,7 @@ double Trainer::process_mean(double value) {
   return total.item<double>() / static_cast<double>(collectives_->size());
 }
 
-void Trainer::gather_measurements(StepReport& report) {
+void Trainer::gather_measurements(StepReport& report, std::optional<int64_t> measured_peak) {
   if (report.layers.empty()) return;
   const int64_t ranks = experiment_.cluster.ranks;
   const int64_t processes = collectives_->size();
@@ -208,7 +210,8 @@ void Trainer::gather_measurements(StepReport& report) {
   // rank's expert seconds by phase (zero for the ranks of other processes).
   const int64_t fields = 8 + kPhases * ranks;
   const auto layers = static_cast<int64_t>(report.layers.size());
-  torch::Tensor local = torch::zeros({1, layers * fields + 1}, torch::kFloat64);
+  // After the layers: the step's wall time and the device's measured peak (-1: none).
+  torch::Tensor local = torch::zeros({1, layers * fields + 2}, torch::kFloat64);
   auto* values = local.data_ptr<double>();
   for (int64_t l = 0; l < layers; ++l) {
     const LayerStepStatistics& s = report.layers[l];
@@ -227,6 +230,7 @@ void Trainer::gather_measurements(StepReport& report) {
     }
   }
   values[layers * fields] = report.step_seconds;
+  values[layers * fields + 1] = measured_peak ? static_cast<double>(*measured_peak) : -1.0;
   // [processes, ...]: one row from each.
   const torch::Tensor all =
       collectives_->single() ? local
@@ -267,8 +271,14 @@ void Trainer::gather_measurements(StepReport& report) {
     report.moe_seconds += s.forward_seconds + s.backward_seconds;
     report.moe_critical_seconds += s.critical_path.seconds;
   }
-  for (int64_t p = 0; p < processes; ++p)
-    report.step_seconds = std::max(report.step_seconds, rows[p * width + width - 1]);
+  const int64_t ranks_per_process = ranks / processes;
+  report.rank_measured_peak.assign(static_cast<std::size_t>(ranks), std::nullopt);
+  for (int64_t p = 0; p < processes; ++p) {
+    report.step_seconds = std::max(report.step_seconds, rows[p * width + width - 2]);
+    const double peak = rows[p * width + width - 1];
+    for (int64_t r = p * ranks_per_process; peak >= 0 && r < (p + 1) * ranks_per_process; ++r)
+      report.rank_measured_peak[static_cast<std::size_t>(r)] = static_cast<int64_t>(peak);
+  }
 }
 
 double Trainer::evaluate() {

@@ -2,9 +2,9 @@
 // Tests tagged [gpu] run on a visible GPU and are reported as skipped elsewhere: CTest's
 // SKIP_REGULAR_EXPRESSION (tests/CMakeLists.txt) matches the message gpu_or_skip() prints.
 
-#include <catch2/catch.hpp>
 #include <torch/cuda.h>
 #include <torch/torch.h>
+#include <catch2/catch.hpp>
 
 #include <iostream>
 #include <optional>
