@@ -6,8 +6,8 @@
 # `scripts/setup.sh --cuda` and the `cuda` preset set it to the virtual environment in
 # build-cuda/; scripts/gpu-check.sh sets it to the GPU machine's own python3.
 
-set(LRMOE_TORCH_PYTHON "" CACHE FILEPATH
-    "Python whose torch package provides LibTorch (empty: the system's LibTorch)")
+set(LRMOE_TORCH_PYTHON "" CACHE STRING
+    "Python (a path, or a command on PATH) whose torch package provides LibTorch (empty: the system's LibTorch)")
 set(LRMOE_TORCH_ROOT "")  # the torch package's folder; lrmoeConfig.cmake hands it to plugins
 
 if(LRMOE_TORCH_PYTHON)

@@ -6,7 +6,7 @@
 set -euo pipefail
 dir=${1:?usage: scripts/fetch-gpu-debs.sh DIR}
 packages=(
-  libtomlplusplus-dev libsqlite3-dev libsqlite3-0 libspdlog-dev libspdlog1.10 libfmt-dev libfmt9
+  libtomlplusplus-dev libtomlplusplus3 libsqlite3-dev libsqlite3-0 libspdlog-dev libspdlog1.10 libfmt-dev libfmt9
   libcli11-dev catch2 libboost1.74-dev libssl-dev libssl3
   libgloo-dev  # ProcessGroupGloo's headers: PyPI's PyTorch ships Gloo's library, not its headers
 )

@@ -43,7 +43,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >>
 step "configure and build against python3's PyTorch"
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
-cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DLRMOE_TORCH_PYTHON=python3 \
+cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DLRMOE_TORCH_PYTHON="$(command -v python3)" \
   -DCMAKE_PREFIX_PATH="$prefix/usr" >"$out/configure.log" 2>&1 ||
   { tail -30 "$out/configure.log"; exit 1; }
 cmake --build "$build" -j"$(nproc)" >"$out/build.log" 2>&1 || { grep -m20 -B2 -A6 "error" "$out/build.log"; exit 1; }
