@@ -120,8 +120,8 @@ int bench_command(const ExperimentSource& source, int64_t steps) {
   fmt::print("experiment          {} (model {}), {} timed steps after {} warm-up steps\n",
              e.experiment.name, e.model.preset, steps, kWarmupSteps);
   fmt::print("device              {}, precision {}, LibTorch {}\n",
-             device_description(trainer.device()),
-             e.train.precision == Precision::Bf16 ? "bf16" : "fp32", torch_version());
+             device_description(trainer.device()), precision_name(e.train.precision),
+             torch_version());
   fmt::print("BLAS                {} ({:.0f} GFLOP/s fp32 matmul), {} intra-op threads\n",
              blas.library, blas.matmul_gflops, torch::get_num_threads());
   fmt::print("training            {:.0f} tokens/s ({:.1f} ms per step)\n",

@@ -180,10 +180,10 @@ int run_command(const ExperimentSource& source) {
     const GroupedGemmSelection kernel =
         choose_grouped_gemm_kernel(experiment.train.grouped_gemm, device,
                                    compute_dtype(experiment.train.precision), experiment.model);
-    device_line = fmt::format("device {}, precision {}, grouped GEMM {} ({}), LibTorch {}",
-                              device_description(device),
-                              experiment.train.precision == Precision::Bf16 ? "bf16" : "fp32",
-                              kernel_name(kernel.kernel), kernel.reason, torch_version());
+    device_line =
+        fmt::format("device {}, precision {}, grouped GEMM {} ({}), LibTorch {}",
+                    device_description(device), precision_name(experiment.train.precision),
+                    kernel_name(kernel.kernel), kernel.reason, torch_version());
   } catch (const std::invalid_argument& error) {
     throw std::runtime_error(fmt::format("{}: {}", where, error.what()));
   }

@@ -53,6 +53,10 @@ torch::ScalarType compute_dtype(Precision precision) {
   return precision == Precision::Bf16 ? torch::kBFloat16 : torch::kFloat32;
 }
 
+const char* precision_name(Precision precision) {
+  return precision == Precision::Bf16 ? "bf16" : "fp32";
+}
+
 std::string device_description(const torch::Device& device) {
   if (!device.is_cuda()) return "cpu";
   const std::optional<GpuProperties> gpu = gpu_properties(device.index());

@@ -23,6 +23,7 @@ const char* backend_name(CollectiveBackend backend);  // "auto", "gloo", "nccl"
 
 // The dtype of the experts' and dense layers' GEMMs and activations.
 torch::ScalarType compute_dtype(Precision precision);
+const char* precision_name(Precision precision);  // "fp32", "bf16"
 
 // "cpu", or "cuda:0 (NVIDIA H200, sm90, 139.8 GiB)".
 std::string device_description(const torch::Device& device);

@@ -7,9 +7,6 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
-#include <cstdint>
-#include <vector>
-
 // True when the LibTorch compiled against is at least major.minor.
 #define LRMOE_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) ||        \
