@@ -26,6 +26,7 @@ int plugins_command(const std::vector<std::string>& extra_folders) {
       if (d.kind != kind) continue;
       fmt::print("{} {} {}  ({})\n  {}\n", kind_name(kind), d.name, d.version, plugin.path.string(),
                  d.description);
+      if (d.inputs == TensorPlace::Host) fmt::print("  reads its tensors on the host\n");
       if (d.parameters.empty()) {
         fmt::print("  no parameters\n\n");
         continue;

@@ -6,6 +6,8 @@
 
 #include "core/model/expert_pairs_function.hpp"
 #include "core/plugins/policy_parameters.hpp"
+#include "lrmoe/expert_segments.hpp"
+#include "support/gpu.hpp"
 #include "support/scripted_policies.hpp"
 
 using namespace lrmoe;
@@ -45,6 +47,16 @@ struct Problem {
   }
 
   torch::Tensor home() const { return pairs.tokens.mul(ranks).div(tokens, "floor"); }
+
+  // The same problem with every tensor on `device`.
+  Problem on(const torch::Device& device) const {
+    Problem moved = *this;
+    for (torch::Tensor* t : {&moved.x, &moved.wgu, &moved.wd, &moved.gates, &moved.probe,
+                             &moved.order, &moved.pairs.tokens, &moved.pairs.experts}) {
+      *t = t->to(device);
+    }
+    return moved;
+  }
 
   PipelineSettings settings(bool recompute = false) const {
     ModelConfig model;
@@ -401,4 +413,51 @@ TEST_CASE("a skewed routing has a longer critical path than a balanced one with 
   CHECK(even.rank_sum == uneven.rank_sum);
   CHECK(even.seconds == 16);
   CHECK(uneven.seconds == 24);
+}
+
+TEST_CASE(
+    "on a GPU the plan stays on the device, host-reading policies get CPU copies, and the "
+    "gradients are the CPU's",
+    "[gpu]") {
+  const auto gpu = lrmoe::test::gpu_or_skip();
+  if (!gpu) return;
+  const Problem cpu_problem;
+  const Problem gpu_problem = cpu_problem.on(*gpu);
+  // Metric and selection read on the device, the scripted routing on the host (its record says
+  // TensorPlace::Host); each notes where its inputs were.
+  auto policies = scripted_policies(replicated_plan);
+  std::vector<torch::Device> metric_saw, selection_saw, routing_saw;
+  lrmoe_test::routing_of(*policies).decide = [&](const RoutingRequest& request) {
+    routing_saw.push_back(request.experts.device());
+    return round_robin(request);
+  };
+  auto& metric = static_cast<lrmoe_test::ScriptedMetric&>(*policies->metric);
+  metric.decide = [&](const PairBatch& pairs) {
+    metric_saw.push_back(pairs.gates.device());
+    return pairs.gates * pairs.upstream_norm;
+  };
+  lrmoe_test::selection_of(*policies).decide = [&](const PairBatch& pairs,
+                                                   const at::Tensor& scores) {
+    selection_saw.push_back(scores.device());
+    return Selection{highest_scored_per_expert(scores, pairs.experts, pairs.expert_offsets,
+                                               std::vector<int64_t>(4, 2)),
+                     {}};
+  };
+  for (bool recompute : {false, true}) {
+    INFO("recompute " << recompute);
+    const Grads on_cpu = cpu_problem.run(make_pipeline(policies, cpu_problem.settings(recompute)),
+                                         cpu_problem.pairs, cpu_problem.gates);
+    metric_saw.clear(), selection_saw.clear(), routing_saw.clear();
+    const Grads on_gpu = gpu_problem.run(make_pipeline(policies, gpu_problem.settings(recompute)),
+                                         gpu_problem.pairs, gpu_problem.gates);
+    REQUIRE(metric_saw == std::vector<torch::Device>{*gpu});
+    REQUIRE(selection_saw == std::vector<torch::Device>{*gpu});
+    REQUIRE(routing_saw == std::vector<torch::Device>(2, torch::kCPU));  // forward and backward
+    REQUIRE(on_gpu.wd.device() == *gpu);
+    require_close(on_gpu.out.cpu(), on_cpu.out, 1e-9);
+    require_close(on_gpu.x.cpu(), on_cpu.x, 1e-9);
+    require_close(on_gpu.gates.cpu(), on_cpu.gates, 1e-9);
+    require_close(on_gpu.wgu.cpu(), on_cpu.wgu, 1e-9);
+    require_close(on_gpu.wd.cpu(), on_cpu.wd, 1e-9);
+  }
 }

@@ -41,6 +41,42 @@ TEST_CASE(
   CHECK(lrmoe::highest_scored(scores, 1, 3, 99) == std::vector<int64_t>{1, 2});
 }
 
+TEST_CASE("positions_of_true gives the true entries in order without asking the device",
+          "[plugin-kit]") {
+  const at::Tensor mask = at::tensor({0, 1, 1, 0, 1}, at::kLong).to(at::kBool);
+  CHECK(lrmoe::positions_of_true(mask, 3).equal(at::tensor({1, 2, 4}, at::kLong)));
+  CHECK(lrmoe::positions_of_true(at::zeros({4}, at::kBool), 0).numel() == 0);
+}
+
+TEST_CASE(
+    "highest_scored_per_expert keeps what highest_scored keeps expert by expert, ties and NaN "
+    "included",
+    "[plugin-kit]") {
+  at::manual_seed(7);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int64_t experts = 6, pairs = 200;
+    const at::Tensor expert_of = std::get<0>(at::sort(at::randint(experts, {pairs}, at::kLong)));
+    // Few distinct values, so ties are common, and a few NaN.
+    at::Tensor scores = at::randint(5, {pairs}, at::kFloat);
+    scores.masked_fill_(at::rand({pairs}) < 0.05, NAN);
+    const at::Tensor counts = at::bincount(expert_of, {}, experts);
+    std::vector<int64_t> offsets{0}, limit;
+    for (int64_t e = 0; e < experts; ++e) {
+      offsets.push_back(offsets.back() + counts[e].item<int64_t>());
+      limit.push_back(at::randint(-1, 50, {1}, at::kLong).item<int64_t>());  // past both ends
+    }
+    const std::vector<float> values = lrmoe::scores_on_cpu(scores);
+    std::vector<int64_t> expected;
+    for (const lrmoe::ExpertSegment& segment : lrmoe::expert_segments(offsets)) {
+      const std::vector<int64_t> chosen =
+          lrmoe::highest_scored(values, segment.begin, segment.end, limit[segment.expert]);
+      expected.insert(expected.end(), chosen.begin(), chosen.end());
+    }
+    const at::Tensor kept = lrmoe::highest_scored_per_expert(scores, expert_of, offsets, limit);
+    CHECK(kept.equal(at::tensor(expected, at::kLong)));
+  }
+}
+
 TEST_CASE("make_selection leaves the weights undefined when none are given", "[plugin-kit]") {
   const lrmoe::Selection unweighted = lrmoe::make_selection({1, 4}, at::kCPU);
   CHECK(unweighted.kept.scalar_type() == at::kLong);

@@ -251,7 +251,7 @@ std::shared_ptr<const ForwardPass> single_rank_pass(const ExpertPairs& pairs, in
     table->expert_instances.push_back({e});
     table->instance_rank.push_back(0);
   }
-  table->instance_expert = torch::arange(num_experts, torch::kInt64);
+  table->place_on(pairs.experts.device());
   table->one_per_expert = true;
 
   auto pass = std::make_shared<ForwardPass>();
@@ -266,13 +266,12 @@ std::shared_ptr<const ForwardPass> single_rank_pass(const ExpertPairs& pairs, in
   PairLayout& layout = pass->layout;
   layout.ranks = 1;
   layout.order = pass->computed;
-  layout.instance = pairs.experts.to(torch::kCPU);
+  layout.instance = pairs.experts;
   layout.instance_offsets = pairs.expert_offsets;
   layout.load = {n};
   layout.matrix = {n};
-  layout.local =
-      process_slice(layout.order, layout.instance, torch::zeros({n}, torch::kInt64),
-                    layout.instance_offsets, *table, ProcessView{}, pairs.experts.device());
+  layout.local = process_slice(layout.order, layout.instance, torch::zeros_like(pairs.experts),
+                               layout.instance_offsets, layout.matrix, *table, ProcessView{});
   return pass;
 }
 

@@ -47,10 +47,8 @@ MoEOutput MoELayerImpl::forward(const torch::Tensor& input) {
     // batches are: the home ranks of one process holding every token (Note [Exact multi-process
     // plan]).
     const ProcessView& process = pipeline_->settings().process;
-    auto home = pairs.tokens.to(torch::kCPU)
-                    .mul(process.ranks_per_process)
-                    .div(tokens, "floor")
-                    .add(process.first_rank());
+    auto home =
+        pairs.tokens.mul(process.ranks_per_process).div(tokens, "floor").add(process.first_rank());
     auto pass = pipeline_->plan_forward(pairs.experts, gates, home, tokens);
     out = routed_experts(x, gates.index_select(0, pass->local_pairs).to(x.scalar_type()),
                          pairs.tokens.index_select(0, pass->local_pairs), w_gate_up, w_down,

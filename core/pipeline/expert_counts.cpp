@@ -7,8 +7,26 @@ std::vector<int64_t> int64_values(const torch::Tensor& values) {
   return {cpu.data_ptr<int64_t>(), cpu.data_ptr<int64_t>() + cpu.numel()};
 }
 
+std::vector<std::vector<int64_t>> host_counts(const std::vector<CountRequest>& requests) {
+  std::vector<torch::Tensor> counts;
+  for (const CountRequest& request : requests) {
+    // Not bincount: on CUDA it reads the largest key on the host to size its output.
+    const torch::Tensor keys = request.keys.to(torch::kInt64);
+    counts.push_back(
+        torch::zeros({request.bins}, keys.options()).index_add_(0, keys, torch::ones_like(keys)));
+  }
+  const std::vector<int64_t> all = int64_values(torch::cat(counts));
+  std::vector<std::vector<int64_t>> split;
+  auto next = all.begin();
+  for (const CountRequest& request : requests) {
+    split.emplace_back(next, next + request.bins);
+    next += request.bins;
+  }
+  return split;
+}
+
 std::vector<int64_t> expert_counts(const torch::Tensor& experts, int64_t num_experts) {
-  return int64_values(torch::bincount(experts, /*weights=*/{}, num_experts));
+  return host_counts({{experts, num_experts}}).front();
 }
 
 std::vector<int64_t> offsets_from_counts(const std::vector<int64_t>& counts) {

@@ -7,11 +7,11 @@
 #include <cmath>
 
 #include "core/pipeline/expert_counts.hpp"
-#include "core/pipeline/forward_capacity.hpp"
 #include "core/pipeline/global_pairs.hpp"
 #include "core/pipeline/pass_accounting.hpp"
 #include "core/pipeline/plan_budget.hpp"
 #include "core/pipeline/plugin_output_checks.hpp"
+#include "lrmoe/expert_segments.hpp"
 
 namespace lrmoe {
 namespace {
@@ -70,13 +70,27 @@ torch::Tensor ExpertPipeline::route(Phase phase, const torch::Tensor& experts,
   request.step = step_;
   request.layer = settings_.layer;
   request.ranks = settings_.ranks;
-  request.experts = experts;
-  request.home_ranks = home;
+  request.experts = for_policy(PolicyKind::Routing, experts);
+  request.home_ranks = for_policy(PolicyKind::Routing, home);
   request.instances = table.instances;
   request.expert_instances = table.expert_instances;
   request.capacity = std::move(capacity);
   return checked_routing(policies_->routing->route(request), experts, table,
                          policy_name(PolicyKind::Routing));
+}
+
+torch::Tensor ExpertPipeline::for_policy(PolicyKind kind, const torch::Tensor& tensor) const {
+  const bool host =
+      policies_->records.at(static_cast<std::size_t>(kind)).inputs == TensorPlace::Host;
+  return host && tensor.defined() ? tensor.to(torch::kCPU) : tensor;
+}
+
+PairBatch ExpertPipeline::for_policy(PolicyKind kind, PairBatch pairs) const {
+  for (torch::Tensor* tensor : {&pairs.experts, &pairs.gates, &pairs.upstream_norm,
+                                &pairs.input_norm, &pairs.hidden_norm}) {
+    *tensor = for_policy(kind, *tensor);
+  }
+  return pairs;
 }
 
 std::string ExpertPipeline::plan_name() const {
@@ -102,10 +116,10 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Ten
   Stopwatch clock;
   PipelineOverhead overhead;
   const int64_t E = settings_.num_experts;
+  const torch::Device device = experts.device();
   const GlobalPairs all = gather_pairs(*collectives_, experts, gates, home);
   overhead.compaction += clock.lap();
-  const torch::Tensor experts_cpu = all.experts.to(torch::kCPU);
-  const std::vector<int64_t> counts = expert_counts(experts_cpu, E);
+  const std::vector<int64_t> counts = expert_counts(all.experts, E);
 
   PlacementRequest request;
   request.step = step_;
@@ -129,24 +143,24 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Ten
   pass->step = step_;
   auto table = std::make_shared<InstanceTable>(build_instance_table(
       plan, E, settings_.ranks, settings_.slots_per_rank, policy_name(PolicyKind::Placement)));
+  table->place_on(device);
   pass->table = table;
   pass->quota = plan.quota;
 
-  // Forward capacity drops, then the computed pairs in expert order (Note [Pair order]).
+  // Forward capacity drops, then the computed pairs in expert order (Note [Pair order]): each
+  // expert computes the pairs with its highest gates, ties to the earlier pair.
+  std::vector<int64_t> computed_counts = counts;
   if (plan.forward_capacity.empty()) {
-    pass->computed = torch::arange(experts_cpu.numel(), torch::kInt64);
+    pass->computed = torch::arange(all.experts.numel(), all.experts.options());
   } else {
-    pass->computed = within_forward_capacity(experts_cpu, all.gates, counts, plan.forward_capacity);
+    pass->computed = highest_scored_per_expert(all.gates, all.experts, offsets_from_counts(counts),
+                                               plan.forward_capacity);
+    for (std::size_t e = 0; e < counts.size(); ++e)
+      computed_counts[e] = std::min(counts[e], plan.forward_capacity[e]);
   }
-  const torch::Tensor computed_experts = experts_cpu.index_select(0, pass->computed);
-  const std::vector<int64_t> computed_counts = expert_counts(computed_experts, E);
+  pass->experts = all.experts.index_select(0, pass->computed);
   pass->expert_offsets = offsets_from_counts(computed_counts);
   pass->home = all.home.index_select(0, pass->computed);
-  // a bincount over home ranks
-  pass->routed_per_home_rank = expert_counts(all.home, settings_.ranks);
-  const torch::Tensor computed_cpu = pass->computed;
-  pass->computed = pass->computed.to(experts.device());
-  pass->experts = computed_experts.to(experts.device());
 
   // The plan as the memory model sees it before routing: loads split evenly over instances.
   std::vector<int64_t> kept_pairs(computed_counts.size());
@@ -159,20 +173,22 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Ten
 
   const std::vector<double> no_load(static_cast<std::size_t>(settings_.ranks), 0.0);
   const torch::Tensor instance =
-      route(Phase::Forward, computed_experts, pass->home, *table,
+      route(Phase::Forward, pass->experts, pass->home, *table,
             room(rank_holdings(*table, no_load, expected_backward), forward_pairs_that_fit));
   overhead.routing += clock.lap();
+  // The routed pairs (dropped ones too) per home rank ride along in the layout's one copy.
+  std::vector<std::vector<int64_t>> routed;
   pass->layout = build_pair_layout(instance, pass->home, *table, settings_.ranks, settings_.process,
-                                   experts.device());
+                                   {{all.home, settings_.ranks}}, &routed);
+  pass->routed_per_home_rank = std::move(routed.front());
   pass->local_pairs =
-      all.source_row.index_select(0, computed_cpu.index_select(0, pass->layout.local.home_pairs))
-          .to(experts.device());
+      all.source_row.index_select(0, pass->computed.index_select(0, pass->layout.local.home_pairs));
   const std::vector<double> forward_load = as_doubles(pass->layout.load);
   check_budget(rank_holdings(*table, forward_load, expected_backward), "after forward routing");
   overhead.compaction += clock.lap();
 
-  statistics_.pairs_routed += experts_cpu.numel();
-  statistics_.pairs_dropped += experts_cpu.numel() - pass->computed.numel();
+  statistics_.pairs_routed += all.experts.numel();
+  statistics_.pairs_dropped += all.experts.numel() - pass->computed.numel();
   statistics_.replicas = table->replicas();
   statistics_.overhead += overhead;
   statistics_.planning_seconds[kForwardPhase] += overhead.total();
@@ -193,18 +209,20 @@ BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch
   signals.expert_offsets = forward.expert_offsets;
   signals.quota = forward.quota;
 
-  const torch::Tensor scores = policies_->metric->score(signals);
+  const torch::Device device = forward.experts.device();
+  const torch::Tensor scores =
+      policies_->metric->score(for_policy(PolicyKind::Metric, signals)).to(device);
   overhead.metric += clock.lap();
   check_scores(scores, forward.experts.numel(), policy_name(PolicyKind::Metric));
-  Selection selection = policies_->selection->select(signals, scores);
+  Selection selection = policies_->selection->select(for_policy(PolicyKind::Selection, signals),
+                                                     for_policy(PolicyKind::Selection, scores));
   overhead.selection += clock.lap();
   check_selection(selection, forward.experts.numel(), policy_name(PolicyKind::Selection));
 
   BackwardPass pass;
-  pass.kept = selection.kept.to(torch::kCPU);
-  const torch::Tensor& kept_cpu = pass.kept;
-  const torch::Tensor kept_experts = forward.experts.to(torch::kCPU).index_select(0, kept_cpu);
-  const torch::Tensor kept_home = forward.home.index_select(0, kept_cpu);
+  pass.kept = selection.kept.to(device);
+  const torch::Tensor kept_experts = forward.experts.index_select(0, pass.kept);
+  const torch::Tensor kept_home = forward.home.index_select(0, pass.kept);
   const InstanceTable& table = *forward.table;
   const std::vector<double> forward_load = as_doubles(forward.layout.load);
   const std::vector<double> no_load(static_cast<std::size_t>(settings_.ranks), 0.0);
@@ -214,9 +232,18 @@ BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch
       route(Phase::Backward, kept_experts, kept_home, table,
             room(rank_holdings(table, forward_load, no_load), backward_pairs_that_fit));
   overhead.routing += clock.lap();
-  pass.layout = build_pair_layout(instance, kept_home, table, settings_.ranks, settings_.process,
-                                  forward.experts.device());
-  localize(forward, selection.weights, pass);
+  // Each kept pair's forward rank, and (riding in the layout's copy) the kept pairs per (forward
+  // rank, backward rank): what moves with their saved pre-activations.
+  const torch::Tensor forward_rank = table.instance_rank_tensor.index_select(
+      0, forward.layout.instance.index_select(0, pass.kept));
+  std::vector<std::vector<int64_t>> moved;
+  pass.layout = build_pair_layout(
+      instance, kept_home, table, settings_.ranks, settings_.process,
+      {{forward_rank * settings_.ranks + table.instance_rank_tensor.index_select(0, instance),
+        settings_.ranks * settings_.ranks}},
+      &moved);
+  pass.by_forward_rank = std::move(moved.front());
+  localize(forward, forward_rank, selection.weights, pass);
   check_budget(rank_holdings(table, forward_load, as_doubles(pass.layout.load)),
                "after backward routing");
   overhead.compaction += clock.lap();
@@ -229,11 +256,17 @@ BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch
 
 PairBatch ExpertPipeline::gather_signals(const ForwardPass& forward, PairBatch local) const {
   if (collectives_->single()) return local;
-  const torch::Tensor home_process = forward.home.div(settings_.process.ranks_per_process, "floor");
+  const ProcessView& process = settings_.process;
+  const torch::Tensor home_process = forward.home.div(process.ranks_per_process, "floor");
+  // The computed pairs each process homes, from the forward layout's counts.
+  const std::vector<int64_t> by_rank = forward.layout.sent_by_rank();
+  std::vector<int64_t> by_process(static_cast<std::size_t>(process.processes), 0);
+  for (std::size_t r = 0; r < by_rank.size(); ++r)
+    by_process[static_cast<std::size_t>(process.process_of(static_cast<int64_t>(r)))] += by_rank[r];
   const torch::Tensor all = gather_in_pair_order(
       *collectives_,
       torch::stack({local.gates, local.upstream_norm, local.input_norm, local.hidden_norm}, 1),
-      home_process);
+      home_process, by_process);
   local.gates = all.select(1, 0);
   local.upstream_norm = all.select(1, 1);
   local.input_norm = all.select(1, 2);
@@ -241,36 +274,32 @@ PairBatch ExpertPipeline::gather_signals(const ForwardPass& forward, PairBatch l
   return local;
 }
 
-void ExpertPipeline::localize(const ForwardPass& forward, const torch::Tensor& weights,
-                              BackwardPass& pass) const {
-  const torch::Device device = forward.experts.device();
+void ExpertPipeline::localize(const ForwardPass& forward, const torch::Tensor& forward_rank,
+                              const torch::Tensor& weights, BackwardPass& pass) const {
   const torch::Tensor& kept_here = pass.layout.local.home_pairs;  // indices into pass.kept
   // Position of each computed pair among the forward's home rows (valid for those homed here).
   const torch::Tensor& forward_home = forward.layout.local.home_pairs;
   const torch::Tensor home_row =
-      torch::full({forward.home.numel()}, -1, torch::kInt64)
-          .index_copy_(0, forward_home, torch::arange(forward_home.numel()));
-  pass.local_kept = home_row.index_select(0, pass.kept.index_select(0, kept_here)).to(device);
+      torch::full({forward.home.numel()}, -1, forward_home.options())
+          .index_copy_(0, forward_home,
+                       torch::arange(forward_home.numel(), forward_home.options()));
+  pass.local_kept = home_row.index_select(0, pass.kept.index_select(0, kept_here));
   if (weights.defined()) {
-    pass.local_weights =
-        weights.to(torch::kCPU, torch::kFloat32).index_select(0, kept_here).to(device);
+    pass.local_weights = weights.to(kept_here.device(), torch::kFloat32).index_select(0, kept_here);
   }
   if (settings_.recompute) return;
 
-  const InstanceTable& table = *forward.table;
-  const torch::Tensor forward_rank =
-      torch::tensor(table.instance_rank, torch::kInt64)
-          .index_select(0, forward.layout.instance.index_select(0, pass.kept));
   pass.context = process_slice(pass.layout.order, pass.layout.instance, forward_rank,
-                               pass.layout.instance_offsets, table, settings_.process, device);
-  const torch::Tensor forward_order = forward.layout.order.to(torch::kCPU);
+                               pass.layout.instance_offsets, pass.by_forward_rank, *forward.table,
+                               settings_.process);
+  const torch::Tensor& forward_order = forward.layout.order;
   const torch::Tensor destination_row =
       torch::empty_like(forward_order)
-          .index_copy_(0, forward_order, torch::arange(forward_order.numel()));
+          .index_copy_(0, forward_order,
+                       torch::arange(forward_order.numel(), forward_order.options()));
   pass.context_rows =
-      (destination_row.index_select(0, pass.kept.index_select(0, pass.context.home_pairs)) -
-       forward.layout.local.first_row)
-          .to(device);
+      destination_row.index_select(0, pass.kept.index_select(0, pass.context.home_pairs)) -
+      forward.layout.local.first_row;
 }
 
 void ExpertPipeline::account(const ForwardPass& forward, const BackwardPass& backward) {

@@ -58,25 +58,28 @@ struct PipelineSettings {
 // What the forward phase decided, for the backward phase of the same pass.
 struct ForwardPass {
   int64_t step = 0;
+  // Tensors on the layer's device, counts on the host (Note [Host synchronisation]).
   // [n] int64: routed pairs (expert order, all processes) computed in forward
   torch::Tensor computed;
-  // [n] int64 expert of each computed pair, on the layer's device
-  torch::Tensor experts;
+  torch::Tensor experts;                // [n] int64 expert of each computed pair
   std::vector<int64_t> expert_offsets;  // [experts + 1] over the computed pairs
-  torch::Tensor home;                   // [n] int64 CPU: home rank of each computed pair
+  torch::Tensor home;                   // [n] int64 home rank of each computed pair
   // [ranks]: routed pairs (dropped ones included) homed on each rank
   std::vector<int64_t> routed_per_home_rank;
   std::shared_ptr<const InstanceTable> table;
   std::vector<int64_t> quota;
   PairLayout layout;
-  // [home rows of layout] int64 on the device: index of each computed pair homed here among this
-  // process's routed pairs (as given to plan_forward), in pair order.
+  // [home rows of layout] int64: index of each computed pair homed here among this process's
+  // routed pairs (as given to plan_forward), in pair order.
   torch::Tensor local_pairs;
 };
 
 struct BackwardPass {
-  torch::Tensor kept;  // [k] int64 CPU: indices into the computed pairs, increasing
+  torch::Tensor kept;  // [k] int64 on the device: indices into the computed pairs, increasing
   PairLayout layout;   // over the kept pairs
+  // [ranks * ranks] on the host: kept pairs whose forward instance is on rank s and backward
+  // instance on rank d, at [s * ranks + d]
+  std::vector<int64_t> by_forward_rank;
   // The kept pairs homed here: their positions among the forward's home rows, and their weights
   // (undefined: all 1). On the device.
   torch::Tensor local_kept;
@@ -98,8 +101,9 @@ class ExpertPipeline {
   // The optimizer step the next passes belong to (from 1).
   void set_step(int64_t step) { step_ = step; }
 
-  // This process's routed pairs: `experts`, `gates` sorted by expert; `home`: CPU home rank of
-  // each pair; `tokens`: this process's tokens (every process has as many).
+  // This process's routed pairs: `experts`, `gates` sorted by expert; `home`: home rank of each
+  // pair, all on the training device; `tokens`: this process's tokens (every process has as
+  // many).
   std::shared_ptr<const ForwardPass> plan_forward(const torch::Tensor& experts,
                                                   const torch::Tensor& gates,
                                                   const torch::Tensor& home, int64_t tokens);
@@ -137,8 +141,13 @@ class ExpertPipeline {
                       const InstanceTable& table, std::vector<int64_t> capacity);
   // Every process's signals of the forward's computed pairs, in pair order.
   PairBatch gather_signals(const ForwardPass& forward, PairBatch local) const;
-  // The parts of `pass` this process computes: local kept pairs, weights, the context move.
-  void localize(const ForwardPass& forward, const torch::Tensor& weights, BackwardPass& pass) const;
+  // The parts of `pass` this process computes: local kept pairs, weights, the context move from
+  // each kept pair's `forward_rank` ([k] int64).
+  void localize(const ForwardPass& forward, const torch::Tensor& forward_rank,
+                const torch::Tensor& weights, BackwardPass& pass) const;
+  // A policy's inputs where its descriptor says it reads them: on the host, a CPU copy.
+  torch::Tensor for_policy(PolicyKind kind, const torch::Tensor& tensor) const;
+  PairBatch for_policy(PolicyKind kind, PairBatch pairs) const;
   // Adds the pass's holdings, bytes and modeled time to the step's statistics.
   void account(const ForwardPass& forward, const BackwardPass& backward);
   // The plugin name of one policy, and whose plan this pass is, for messages.

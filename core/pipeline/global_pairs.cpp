@@ -4,46 +4,44 @@ namespace lrmoe {
 
 GlobalPairs gather_pairs(Collectives& collectives, const torch::Tensor& experts,
                          const torch::Tensor& gates, const torch::Tensor& home) {
+  const auto on_device = experts.options().dtype(torch::kInt64);
   GlobalPairs pairs;
   if (collectives.single()) {
     pairs.experts = experts;
     pairs.gates = gates.detach().to(torch::kFloat32);
     pairs.home = home;
-    pairs.source_row = torch::arange(experts.numel(), torch::kInt64);
+    pairs.source_row = torch::arange(experts.numel(), on_device);
     return pairs;
   }
   // One gather: expert ids, home ranks and float32 gates are all exact in float64.
-  const torch::Tensor local =
-      torch::stack({experts.to(torch::kCPU, torch::kFloat64), home.to(torch::kFloat64),
-                    gates.detach().to(torch::kCPU, torch::kFloat64)},
-                   1);
+  const torch::Tensor local = torch::stack(
+      {experts.to(torch::kFloat64), home.to(torch::kFloat64), gates.detach().to(torch::kFloat64)},
+      1);
   // Every process routes as many tokens, each to top-k experts: as many pairs.
   const std::vector<int64_t> counts(static_cast<std::size_t>(collectives.size()), local.size(0));
   const torch::Tensor all = collectives.gather_rows(local, counts);
   std::vector<torch::Tensor> rows;
-  for (int64_t n : counts) rows.push_back(torch::arange(n, torch::kInt64));
+  for (int64_t n : counts) rows.push_back(torch::arange(n, on_device));
   const torch::Tensor all_experts = all.select(1, 0).to(torch::kInt64);
   // Stable over the process-ordered rows: pair order, the same on every process (Note [Pair
   // order] in docs/notes.md).
   const torch::Tensor order = std::get<1>(torch::sort(all_experts, /*stable=*/true, 0, false));
-  pairs.experts = all_experts.index_select(0, order).to(experts.device());
+  pairs.experts = all_experts.index_select(0, order);
   pairs.home = all.select(1, 1).to(torch::kInt64).index_select(0, order);
-  pairs.gates = all.select(1, 2).to(torch::kFloat32).index_select(0, order).to(experts.device());
+  pairs.gates = all.select(1, 2).to(torch::kFloat32).index_select(0, order);
   pairs.source_row = torch::cat(rows).index_select(0, order);
   return pairs;
 }
 
 torch::Tensor gather_in_pair_order(Collectives& collectives, const torch::Tensor& local,
-                                   const torch::Tensor& home_process) {
+                                   const torch::Tensor& home_process,
+                                   const std::vector<int64_t>& rows_per_process) {
   if (collectives.single()) return local;
   // The gather concatenates by process; within a process the rows are in pair order.
   const torch::Tensor by_process =
       std::get<1>(torch::sort(home_process, /*stable=*/true, 0, false));
-  const torch::Tensor counts = torch::bincount(home_process, {}, collectives.size());
-  const torch::Tensor all = collectives.gather_rows(
-      local.to(torch::kCPU), std::vector<int64_t>(counts.data_ptr<int64_t>(),
-                                                  counts.data_ptr<int64_t>() + counts.numel()));
-  return torch::empty_like(all).index_copy_(0, by_process, all).to(local.device());
+  const torch::Tensor all = collectives.gather_rows(local, rows_per_process);
+  return torch::empty_like(all).index_copy_(0, by_process, all);
 }
 
 }  // namespace lrmoe

@@ -16,18 +16,22 @@ namespace lrmoe {
 struct GlobalPairs {
   torch::Tensor experts;     // [n] int64, on the device of the local pairs
   torch::Tensor gates;       // [n] float32, detached, on that device
-  torch::Tensor home;        // [n] int64 CPU home rank
-  torch::Tensor source_row;  // [n] int64 CPU: index of the pair in its own process's list
+  torch::Tensor home;        // [n] int64 home rank, on that device
+  torch::Tensor source_row;  // [n] int64 on that device: the pair's index in its process's list
 };
 
-// `experts`, `gates`: this process's pairs sorted by expert; `home`: their CPU home ranks.
-// Every process has as many pairs (as many tokens, top-k each).
+// `experts`, `gates`: this process's pairs sorted by expert; `home`: their home ranks; all on
+// the training device, where the gathered pairs stay. Every process has as many pairs (as many
+// tokens, top-k each), so the gather needs no counts from the device.
 GlobalPairs gather_pairs(Collectives& collectives, const torch::Tensor& experts,
                          const torch::Tensor& gates, const torch::Tensor& home);
 
-// `local`: [m, ...] rows of the pairs homed here, in pair order; `home_process`: [n] int64 CPU
-// process of every pair. Returns the [n, ...] rows of all pairs in pair order.
+// `local`: [m, ...] rows of the pairs homed here, in pair order; `home_process`: [n] int64
+// process of every pair, on the device of `local`; `rows_per_process`: how many pairs each
+// process homes (known on the host from the plan's layout). Returns the [n, ...] rows of all
+// pairs in pair order, on the device of `local`.
 torch::Tensor gather_in_pair_order(Collectives& collectives, const torch::Tensor& local,
-                                   const torch::Tensor& home_process);
+                                   const torch::Tensor& home_process,
+                                   const std::vector<int64_t>& rows_per_process);
 
 }  // namespace lrmoe

@@ -32,6 +32,13 @@ std::vector<int64_t> InstanceTable::instances_per_rank(int64_t ranks) const {
   return count;
 }
 
+void InstanceTable::place_on(const torch::Device& device) {
+  std::vector<int64_t> experts;
+  for (const ExpertInstance& instance : instances) experts.push_back(instance.expert);
+  instance_expert = torch::tensor(experts, torch::kInt64).to(device);
+  instance_rank_tensor = torch::tensor(instance_rank, torch::kInt64).to(device);
+}
+
 std::vector<int64_t> InstanceTable::owners_per_rank(int64_t ranks) const {
   std::vector<int64_t> count(static_cast<std::size_t>(ranks), 0);
   for (const ExpertInstance& instance : instances) count[instance.rank] += instance.owner ? 1 : 0;
@@ -66,7 +73,6 @@ InstanceTable build_instance_table(const PlacementPlan& plan, int64_t num_expert
             });
 
   table.expert_instances.assign(static_cast<std::size_t>(num_experts), {});
-  std::vector<int64_t> experts;
   for (int64_t i = 0; i < table.size(); ++i) {
     const ExpertInstance& instance = table.instances[i];
     auto& list = table.expert_instances[instance.expert];
@@ -79,7 +85,6 @@ InstanceTable build_instance_table(const PlacementPlan& plan, int64_t num_expert
     } else {
       list.push_back(i);
     }
-    experts.push_back(instance.expert);
     table.instance_rank.push_back(instance.rank);
   }
   for (int64_t e = 0; e < num_experts; ++e) {
@@ -89,7 +94,7 @@ InstanceTable build_instance_table(const PlacementPlan& plan, int64_t num_expert
                                   list.empty() ? "no instance" : "no owner"));
     }
   }
-  table.instance_expert = torch::tensor(experts, torch::kInt64);
+  table.place_on(torch::kCPU);
   table.one_per_expert = table.size() == num_experts &&
                          std::all_of(table.instances.begin(), table.instances.end(),
                                      [&, i = int64_t{0}](const ExpertInstance& instance) mutable {

@@ -23,14 +23,19 @@ struct InstanceTable {
   std::vector<ExpertInstance> instances;  // sorted by (rank, slot)
   // per expert, indices into instances, owner first
   std::vector<std::vector<int64_t>> expert_instances;
-  torch::Tensor instance_expert;       // [instances] int64
   std::vector<int64_t> instance_rank;  // [instances]
+  // The same per instance as tensors for the plan's device work: [instances] int64, on the CPU
+  // as built, on the training device after place_on.
+  torch::Tensor instance_expert;
+  torch::Tensor instance_rank_tensor;
   bool one_per_expert = false;  // instance i is the only instance of expert i: no replica copies
 
   int64_t size() const { return static_cast<int64_t>(instances.size()); }
   int64_t replicas() const { return size() - static_cast<int64_t>(expert_instances.size()); }
   std::vector<int64_t> instances_per_rank(int64_t ranks) const;
   std::vector<int64_t> owners_per_rank(int64_t ranks) const;
+  // Fills the tensors from the lists, on `device` (a host-to-device copy: no wait).
+  void place_on(const torch::Device& device);
 };
 
 // Checks `plan` against the placement contract (every expert has instances and one owner, ranks

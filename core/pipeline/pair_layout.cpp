@@ -1,59 +1,86 @@
 #include "core/pipeline/pair_layout.hpp"
 
+#include <algorithm>
 #include <numeric>
+
+#include "lrmoe/expert_segments.hpp"
 
 namespace lrmoe {
 namespace {
 
-std::vector<int64_t> counts_of(const torch::Tensor& processes, int64_t count) {
-  std::vector<int64_t> counts(static_cast<std::size_t>(count), 0);
-  const int64_t* p = processes.data_ptr<int64_t>();
-  for (int64_t i = 0; i < processes.numel(); ++i) ++counts[p[i]];
-  return counts;
+// Pairs from the ranks of process `from` to the ranks of process `to`, summed from a rank
+// matrix [ranks * ranks].
+int64_t process_pairs(const std::vector<int64_t>& matrix, int64_t ranks, const ProcessView& process,
+                      int64_t from, int64_t to) {
+  int64_t pairs = 0;
+  for (int64_t s = from * process.ranks_per_process; s < (from + 1) * process.ranks_per_process;
+       ++s) {
+    for (int64_t d = to * process.ranks_per_process; d < (to + 1) * process.ranks_per_process; ++d)
+      pairs += matrix[static_cast<std::size_t>(s * ranks + d)];
+  }
+  return pairs;
 }
 
 }  // namespace
 
-ProcessSlice process_slice(const torch::Tensor& device_order, const torch::Tensor& instance,
+std::vector<int64_t> PairLayout::sent_by_rank() const {
+  std::vector<int64_t> sent(static_cast<std::size_t>(ranks), 0);
+  for (int64_t s = 0; s < ranks; ++s) {
+    for (int64_t d = 0; d < ranks; ++d)
+      sent[static_cast<std::size_t>(s)] += matrix[static_cast<std::size_t>(s * ranks + d)];
+  }
+  return sent;
+}
+
+ProcessSlice process_slice(const torch::Tensor& order, const torch::Tensor& instance,
                            const torch::Tensor& home, const std::vector<int64_t>& instance_offsets,
-                           const InstanceTable& table, const ProcessView& process,
-                           const torch::Device& device) {
+                           const std::vector<int64_t>& matrix, const InstanceTable& table,
+                           const ProcessView& process) {
   ProcessSlice slice;
+  const int64_t pairs = instance.numel();
   if (process.processes == 1) {
     // Everything is here: the move is the permutation into destination order.
-    const int64_t pairs = instance.numel();
-    slice.home_pairs = torch::arange(pairs, torch::kInt64);
-    slice.send_rows = device_order;
+    slice.home_pairs = torch::arange(pairs, order.options());
+    slice.send_rows = order;
     slice.send_counts = slice.recv_counts = {pairs};
     slice.instance_offsets = instance_offsets;
     return slice;
   }
-  const torch::Tensor order = device_order.to(torch::kCPU);
+  // The counts come from the rank matrix on the host; the device work below never waits.
+  const int64_t ranks = process.processes * process.ranks_per_process;
+  for (int64_t q = 0; q < process.processes; ++q) {
+    slice.send_counts.push_back(process_pairs(matrix, ranks, process, process.index, q));
+    slice.recv_counts.push_back(process_pairs(matrix, ranks, process, q, process.index));
+  }
+  const int64_t home_rows =
+      std::accumulate(slice.send_counts.begin(), slice.send_counts.end(), int64_t{0});
+  const int64_t rows =
+      std::accumulate(slice.recv_counts.begin(), slice.recv_counts.end(), int64_t{0});
   const torch::Tensor home_process = home.div(process.ranks_per_process, "floor");
-  const torch::Tensor instance_process =
-      torch::tensor(table.instance_rank, torch::kInt64).div(process.ranks_per_process, "floor");
   const torch::Tensor destination_process =
-      instance_process.index_select(0, instance.index_select(0, order));
+      table.instance_rank_tensor.div(process.ranks_per_process, "floor")
+          .index_select(0, instance.index_select(0, order));
 
   // Sending: this process's home pairs in destination order (hence grouped by destination).
   const torch::Tensor is_home = home_process.eq(process.index);
-  slice.home_pairs = is_home.nonzero().reshape({-1});
+  slice.home_pairs = positions_of_true(is_home, home_rows);
   const torch::Tensor home_row = is_home.to(torch::kInt64).cumsum(0) - 1;  // valid where is_home
-  const torch::Tensor sent_mask = is_home.index_select(0, order);
-  slice.send_rows = home_row.index_select(0, order.masked_select(sent_mask)).to(device);
-  slice.send_counts = counts_of(destination_process.masked_select(sent_mask), process.processes);
+  const torch::Tensor sent =
+      order.index_select(0, positions_of_true(is_home.index_select(0, order), home_rows));
+  slice.send_rows = home_row.index_select(0, sent);
 
   // Receiving: the destination rows here are one contiguous run, as instances go by rank and a
   // process hosts consecutive ranks (Note [Pair order]).
-  const torch::Tensor here = destination_process.eq(process.index);
-  const int64_t rows = here.sum().item<int64_t>();
-  slice.first_row = rows > 0 ? here.to(torch::kInt64).argmax().item<int64_t>() : 0;
+  const std::vector<int64_t>& instance_rank = table.instance_rank;  // non-decreasing
+  const auto first_instance = static_cast<std::size_t>(
+      std::lower_bound(instance_rank.begin(), instance_rank.end(), process.first_rank()) -
+      instance_rank.begin());
+  slice.first_row = instance_offsets[first_instance];
   const torch::Tensor source = home_process.index_select(0, order.narrow(0, slice.first_row, rows));
-  slice.recv_counts = counts_of(source, process.processes);
   // Each source sends its rows in destination order: the buffer is ordered by (source, row).
   const torch::Tensor buffer_order = std::get<1>(torch::sort(source, /*stable=*/true, 0, false));
-  slice.arrival =
-      torch::empty_like(buffer_order).index_copy_(0, buffer_order, torch::arange(rows)).to(device);
+  slice.arrival = torch::empty_like(buffer_order)
+                      .index_copy_(0, buffer_order, torch::arange(rows, buffer_order.options()));
 
   slice.instance_offsets.assign(instance_offsets.size(), 0);
   for (std::size_t i = 0; i + 1 < instance_offsets.size(); ++i) {
@@ -66,32 +93,35 @@ ProcessSlice process_slice(const torch::Tensor& device_order, const torch::Tenso
 
 PairLayout build_pair_layout(const torch::Tensor& instance, const torch::Tensor& home,
                              const InstanceTable& table, int64_t ranks, const ProcessView& process,
-                             const torch::Device& device) {
+                             const std::vector<CountRequest>& extra,
+                             std::vector<std::vector<int64_t>>* extra_counts) {
   PairLayout layout;
   layout.ranks = ranks;
   layout.instance = instance;
   // Stable, so a slice keeps its pairs in pair order (expert, then token): deterministic, and the
   // same on every process (Note [Pair order] in docs/notes.md).
   layout.order =
-      std::get<1>(torch::sort(instance, /*stable=*/true, /*dim=*/0, /*descending=*/false))
-          .to(device);
+      std::get<1>(torch::sort(instance, /*stable=*/true, /*dim=*/0, /*descending=*/false));
 
-  const auto r = static_cast<std::size_t>(ranks);
-  layout.instance_offsets.assign(static_cast<std::size_t>(table.size()) + 1, 0);
-  layout.load.assign(r, 0);
-  layout.matrix.assign(r * r, 0);
-  const int64_t* inst = instance.data_ptr<int64_t>();
-  const int64_t* from = home.data_ptr<int64_t>();
-  for (int64_t p = 0; p < instance.numel(); ++p) {
-    ++layout.instance_offsets[inst[p] + 1];
-    const int64_t destination = table.instance_rank[inst[p]];
-    ++layout.matrix[from[p] * ranks + destination];
-    ++layout.load[destination];
+  // Rows per instance and pairs per (home rank, destination rank), with what the caller wants
+  // counted, in one copy to the host.
+  const torch::Tensor destination = table.instance_rank_tensor.index_select(0, instance);
+  std::vector<CountRequest> requests = {{instance, table.size()},
+                                        {home * ranks + destination, ranks * ranks}};
+  requests.insert(requests.end(), extra.begin(), extra.end());
+  std::vector<std::vector<int64_t>> counts = host_counts(requests);
+  layout.instance_offsets.assign(1, 0);
+  std::partial_sum(counts[0].begin(), counts[0].end(), std::back_inserter(layout.instance_offsets));
+  layout.matrix = std::move(counts[1]);
+  layout.load.assign(static_cast<std::size_t>(ranks), 0);
+  for (int64_t s = 0; s < ranks; ++s) {
+    for (int64_t d = 0; d < ranks; ++d)
+      layout.load[static_cast<std::size_t>(d)] +=
+          layout.matrix[static_cast<std::size_t>(s * ranks + d)];
   }
-  std::partial_sum(layout.instance_offsets.begin(), layout.instance_offsets.end(),
-                   layout.instance_offsets.begin());
-  layout.local =
-      process_slice(layout.order, instance, home, layout.instance_offsets, table, process, device);
+  if (extra_counts) extra_counts->assign(counts.begin() + 2, counts.end());
+  layout.local = process_slice(layout.order, instance, home, layout.instance_offsets, layout.matrix,
+                               table, process);
   return layout;
 }
 

@@ -11,6 +11,7 @@
 
 #include <vector>
 
+#include "core/pipeline/expert_counts.hpp"
 #include "core/pipeline/instance_table.hpp"
 #include "core/pipeline/process_view.hpp"
 
@@ -20,8 +21,8 @@ namespace lrmoe {
 // here, in pair order; "destination rows" are the rows of the pairs whose instance is here, in
 // destination order.
 struct ProcessSlice {
-  torch::Tensor home_pairs;  // [home rows] int64 CPU: their pair indices, increasing
-  // [home rows]: home row of each row sent, by destination order
+  torch::Tensor home_pairs;  // [home rows] int64: their pair indices, increasing
+  // [home rows] int64: home row of each row sent, by destination order
   torch::Tensor send_rows;
   // [processes]: rows sent to each process (this one included)
   std::vector<int64_t> send_counts;
@@ -35,10 +36,12 @@ struct ProcessSlice {
   int64_t first_row = 0;
 };
 
+// Tensors are on the training device; the counts are on the host, brought over in one copy per
+// layout (Note [Host synchronisation] in docs/notes.md).
 struct PairLayout {
   int64_t ranks = 0;
   torch::Tensor order;                    // [pairs] int64: pair index of each destination row
-  torch::Tensor instance;                 // [pairs] int64 CPU: instance of each pair (pair order)
+  torch::Tensor instance;                 // [pairs] int64: instance of each pair (pair order)
   std::vector<int64_t> instance_offsets;  // [instances + 1]: rows of instance i
   std::vector<int64_t> load;              // [ranks]: pairs each rank receives (its own included)
   // [ranks * ranks]: pairs from home rank s to rank d at [s * ranks + d]
@@ -46,18 +49,25 @@ struct PairLayout {
   ProcessSlice local;
 
   int64_t pairs() const { return instance.numel(); }
+  // [ranks]: pairs each home rank sends (to itself included): the matrix's row sums.
+  std::vector<int64_t> sent_by_rank() const;
 };
 
-// `instance`: [pairs] int64 CPU index into table.instances; `home`: [pairs] int64 CPU home ranks.
-// `order`: the pairs in destination order (on the device); `instance_offsets`: rows per instance.
+// This process's part of moving pairs from `home` to `instance`. `order`: the pairs in
+// destination order; `instance`, `home`: [pairs] int64 (pair order), on the device;
+// `instance_offsets`: rows per instance; `matrix`: [ranks * ranks] pairs from home rank s to
+// instance rank d, on the host. Waits for nothing on the device.
 ProcessSlice process_slice(const torch::Tensor& order, const torch::Tensor& instance,
                            const torch::Tensor& home, const std::vector<int64_t>& instance_offsets,
-                           const InstanceTable& table, const ProcessView& process,
-                           const torch::Device& device);
+                           const std::vector<int64_t>& matrix, const InstanceTable& table,
+                           const ProcessView& process);
 
-// `instance`: [pairs] int64 CPU index into table.instances; `home`: [pairs] int64 CPU home ranks.
+// `instance`: [pairs] int64 index into table.instances; `home`: [pairs] int64 home ranks; both on
+// the device of table's tensors. `extra`: bincounts the caller wants brought to the host in the
+// layout's one copy; their counts are returned in `extra_counts`.
 PairLayout build_pair_layout(const torch::Tensor& instance, const torch::Tensor& home,
                              const InstanceTable& table, int64_t ranks, const ProcessView& process,
-                             const torch::Device& device);
+                             const std::vector<CountRequest>& extra = {},
+                             std::vector<std::vector<int64_t>>* extra_counts = nullptr);
 
 }  // namespace lrmoe

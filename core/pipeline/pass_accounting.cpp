@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "core/pipeline/expert_counts.hpp"
 #include "core/pipeline/plan_budget.hpp"
 
 namespace lrmoe {
@@ -61,18 +60,9 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
   account.holdings = rank_holdings(table, forward_load, backward_load);
 
   // Kept pairs whose backward instance is on another rank than their forward one take their
-  // saved pre-activations along (without recomputation); the input row travels with the
-  // gradient row in any case.
-  std::vector<int64_t> moved(r_size * r_size, 0);
-  if (!settings.recompute && b.pairs() > 0) {
-    const torch::Tensor forward_instance = f.instance.index_select(0, backward.kept);
-    const int64_t* fi = forward_instance.data_ptr<int64_t>();
-    const int64_t* bi = b.instance.data_ptr<int64_t>();
-    for (int64_t p = 0; p < b.pairs(); ++p) {
-      const int64_t from = table.instance_rank[fi[p]], to = table.instance_rank[bi[p]];
-      if (from != to) ++moved[static_cast<std::size_t>(from * R + to)];
-    }
-  }
+  // saved pre-activations along (without recomputation; a rank's pairs to itself move nothing);
+  // the input row travels with the gradient row in any case.
+  const std::vector<int64_t>& moved = backward.by_forward_rank;
 
   // The exchanges of the pass, each one all-to-all-v call: (pair matrix, elements per row,
   // transposed). The run's bytes use its element size; the model uses the profile's.
@@ -136,8 +126,7 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
   // The global plan: expert counts summed, every rank's routed pairs and its computed pairs'
   // signals gathered by all.
   std::vector<double> pair_bytes, signal_bytes;
-  // a bincount over home ranks
-  const std::vector<int64_t> computed_home = expert_counts(forward.home, R);
+  const std::vector<int64_t> computed_home = f.sent_by_rank();
   for (std::size_t r = 0; r < r_size; ++r) {
     pair_bytes.push_back(static_cast<double>(forward.routed_per_home_rank[r]) * kPairGatherBytes);
     signal_bytes.push_back(static_cast<double>(computed_home[r]) * kSignalGatherBytes);

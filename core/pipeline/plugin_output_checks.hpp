@@ -13,8 +13,11 @@
 
 namespace lrmoe {
 
-// The routing's answer for `experts` ([pairs] int64 CPU): one instance of each pair's own expert.
-// Returns it as a contiguous [pairs] int64 CPU tensor.
+// Each check of a device tensor brings its verdict to the host in one small copy, so it waits for
+// the device once (Note [Host synchronisation] in docs/notes.md).
+
+// The routing's answer for `experts` ([pairs] int64 on the device of table's tensors): one
+// instance of each pair's own expert. Returns it as a [pairs] int64 tensor on that device.
 torch::Tensor checked_routing(const torch::Tensor& instance, const torch::Tensor& experts,
                               const InstanceTable& table, const std::string& policy);
 

@@ -44,7 +44,8 @@ std::shared_ptr<T> create(const PluginCatalog& catalog, PolicyKind kind, const P
   const PluginInfo& plugin = find_plugin(catalog, kind, choice.name);
   const Parameters parameters = resolve_parameters(plugin, choice.settings);
   records.push_back({kind_name(kind), plugin.descriptor.name, plugin.descriptor.version,
-                     parameters_toml(parameters), plugin.path.string(), plugin.sha256});
+                     parameters_toml(parameters), plugin.path.string(), plugin.sha256,
+                     plugin.descriptor.inputs});
   // The descriptor's kind says which interface the object implements (describe_policy); it is
   // trusted (Note [Plugin ABI] in docs/notes.md).
   return std::static_pointer_cast<T>(create_policy(plugin, parameters));

@@ -19,6 +19,9 @@ struct PluginRecord {
   std::string parameters;  // every parameter with its value, as TOML: "capacity_factor = 1.0\n"
   std::string path;
   std::string sha256;
+  // Where the policy reads its tensors (its descriptor's `inputs`); the pipeline copies them to
+  // the host for a Host policy. Not stored: it is a property of the plugin version.
+  TensorPlace inputs = TensorPlace::Device;
 };
 
 struct PolicySet {

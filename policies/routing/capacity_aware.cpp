@@ -79,7 +79,8 @@ class CapacityAware : public lrmoe::RoutingPolicy {
 lrmoe::PluginDescriptor describe() {
   return lrmoe::describe_policy<CapacityAware>(
       "capacity_aware", "1.1.0",
-      "each pair to the rank with the most room among its expert's instances, within capacity");
+      "each pair to the rank with the most room among its expert's instances, within capacity", {},
+      lrmoe::TensorPlace::Host);
 }
 
 }  // namespace

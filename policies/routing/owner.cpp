@@ -14,7 +14,9 @@ class Owner : public lrmoe::RoutingPolicy {
     for (const std::vector<int64_t>& instances : request.expert_instances) {
       owners.push_back(instances.front());  // the owner comes first
     }
-    return at::tensor(owners, at::kLong).index_select(0, request.experts);
+    return at::tensor(owners, at::kLong)
+        .to(request.experts.device())
+        .index_select(0, request.experts);
   }
 };
 

@@ -26,7 +26,8 @@ class RoundRobin : public lrmoe::RoutingPolicy {
 
 lrmoe::PluginDescriptor describe() {
   return lrmoe::describe_policy<RoundRobin>(
-      "round_robin", "1.0.0", "an expert's pairs in turn over its instances (even split)");
+      "round_robin", "1.0.0", "an expert's pairs in turn over its instances (even split)", {},
+      lrmoe::TensorPlace::Host);
 }
 
 }  // namespace

@@ -105,7 +105,8 @@ lrmoe::PluginDescriptor describe() {
       "per expert, keep pair i with probability min(1, c * s_i), weight 1/p (unbiased)",
       {lrmoe::real_parameter(
           "uniform_mix", 0.1,
-          "share of the keep probability spread uniformly over the expert's pairs", 0, 1)});
+          "share of the keep probability spread uniformly over the expert's pairs", 0, 1)},
+      lrmoe::TensorPlace::Host);
 }
 
 }  // namespace

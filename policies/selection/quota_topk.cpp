@@ -7,6 +7,8 @@
 
 #include <lrmoe/plugin.hpp>
 
+#include <algorithm>
+
 namespace {
 
 class QuotaTopK : public lrmoe::SelectionPolicy {
@@ -14,22 +16,23 @@ class QuotaTopK : public lrmoe::SelectionPolicy {
   explicit QuotaTopK(const lrmoe::Parameters& parameters)
       : rescale_(parameters.boolean("rescale")) {}
 
+  // Whole-tensor work on the scores' device: the plan does not wait for it here.
   lrmoe::Selection select(const lrmoe::PairBatch& pairs, const at::Tensor& scores) override {
-    const std::vector<float> values = lrmoe::scores_on_cpu(scores);
-    std::vector<int64_t> kept;
-    std::vector<float> weights;
+    lrmoe::Selection selection;
+    selection.kept =
+        lrmoe::highest_scored_per_expert(scores, pairs.experts, pairs.expert_offsets, pairs.quota);
+    if (!rescale_) return selection;
+    std::vector<float> weight(pairs.quota.size(), 1.0F);
     for (const lrmoe::ExpertSegment& segment : lrmoe::expert_segments(pairs.expert_offsets)) {
-      const int64_t begin = segment.begin, end = segment.end;
-      const std::vector<int64_t> chosen =
-          lrmoe::highest_scored(values, begin, end, pairs.quota[segment.expert]);
-      kept.insert(kept.end(), chosen.begin(), chosen.end());
-      if (rescale_ && !chosen.empty()) {
-        weights.insert(weights.end(), chosen.size(),
-                       static_cast<float>(end - begin) / static_cast<float>(chosen.size()));
+      const int64_t kept = std::clamp<int64_t>(pairs.quota[segment.expert], 0, segment.size());
+      if (kept > 0) {
+        weight[segment.expert] = static_cast<float>(segment.size()) / static_cast<float>(kept);
       }
     }
-    return rescale_ ? lrmoe::make_selection(kept, weights, scores.device())
-                    : lrmoe::make_selection(kept, scores.device());
+    selection.weights = at::tensor(weight, at::kFloat)
+                            .to(scores.device())
+                            .index_select(0, pairs.experts.index_select(0, selection.kept));
+    return selection;
   }
 
  private:

@@ -42,7 +42,8 @@ lrmoe::PluginDescriptor describe() {
       "threshold", "1.0.0",
       "keep pairs scoring at least threshold * their expert's best, within the quota",
       {lrmoe::real_parameter("threshold", 0.5,
-                             "share of the expert's highest score a kept pair reaches", 0, 1)});
+                             "share of the expert's highest score a kept pair reaches", 0, 1)},
+      lrmoe::TensorPlace::Host);
 }
 
 }  // namespace

@@ -58,8 +58,11 @@ inline std::shared_ptr<lrmoe::PolicySet> scripted_policies(
   set->metric = m;
   set->selection = s;
   set->routing = r;
+  // The routing loops over pairs on the host, as a plugin declaring TensorPlace::Host does.
   for (const char* kind : {"placement", "metric", "selection", "routing"}) {
-    set->records.push_back({kind, std::string("scripted_") + kind, "0", "", "", ""});
+    const bool host = std::string(kind) == "routing";
+    set->records.push_back({kind, std::string("scripted_") + kind, "0", "", "", "",
+                            host ? lrmoe::TensorPlace::Host : lrmoe::TensorPlace::Device});
   }
   return set;
 }

@@ -3,9 +3,11 @@
 //
 // The pairs a metric scores and a selection chooses from are sorted by expert (Note [Pair order]
 // in docs/notes.md): expert e's pairs are the segment [expert_offsets[e], expert_offsets[e+1]).
-// A layer has ~10^4 pairs, so the helpers below work on one CPU copy of the scores, which is
-// cheaper than a few small device kernels per expert. Header-only: using them adds nothing to
-// the plugin ABI.
+// Two ways to work with them: whole-tensor helpers that stay on the scores' device and never
+// wait for it (highest_scored_per_expert), and loops over one CPU copy of the scores for choices
+// that are easier to write per expert (a policy using those declares TensorPlace::Host, so the
+// pipeline hands it CPU tensors: lrmoe/plugin.hpp). Header-only: using them adds nothing to the
+// plugin ABI.
 
 #include <ATen/ATen.h>
 
@@ -33,6 +35,51 @@ inline std::vector<ExpertSegment> expert_segments(const std::vector<int64_t>& ex
     segments.push_back({static_cast<int64_t>(e), expert_offsets[e], expert_offsets[e + 1]});
   }
   return segments;
+}
+
+// The positions of the true entries of `mask` ([n] bool), increasing, when the caller knows
+// how many there are (`count`): a stable sort instead of nonzero(), which on a GPU would make
+// the host wait to learn the count.
+inline at::Tensor positions_of_true(const at::Tensor& mask, int64_t count) {
+  const at::Tensor falses_last = mask.logical_not().to(at::kByte);
+  return std::get<1>(at::sort(falses_last, /*stable=*/true, /*dim=*/0, /*descending=*/false))
+      .narrow(0, 0, count);
+}
+
+// Per expert e, the min(pairs of e, limit[e]) pairs with the highest scores, as increasing
+// indices into the pair order ([kept] int64 on the scores' device). Equal scores go to the lower
+// index and NaN counts as 0, as in highest_scored below: every process chooses alike (Note
+// [Exact multi-process plan]). `experts`: [pairs] int64 sorted, `expert_offsets` and `limit` on
+// the host. Whole-tensor sorts: no per-expert kernels and no wait for the device.
+inline at::Tensor highest_scored_per_expert(const at::Tensor& scores, const at::Tensor& experts,
+                                            const std::vector<int64_t>& expert_offsets,
+                                            const std::vector<int64_t>& limit) {
+  const at::Device device = experts.device();
+  const int64_t pairs = experts.numel();
+  std::vector<int64_t> kept_per_expert(limit.size());
+  int64_t kept = 0;
+  for (std::size_t e = 0; e < limit.size(); ++e) {
+    const int64_t size = expert_offsets[e + 1] - expert_offsets[e];
+    kept_per_expert[e] = std::clamp<int64_t>(limit[e], 0, size);
+    kept += kept_per_expert[e];
+  }
+  if (kept == pairs) return at::arange(pairs, experts.options().dtype(at::kLong));
+  // Falling score, then stably by expert: each expert's pairs by falling score, ties in pair
+  // order, one run per expert starting at its offset.
+  const at::Tensor values = at::nan_to_num(scores.detach().to(device, at::kFloat), 0.0);
+  const at::Tensor by_score =
+      std::get<1>(at::sort(values, /*stable=*/true, 0, /*descending=*/true));
+  const at::Tensor order = by_score.index_select(
+      0, std::get<1>(at::sort(experts.index_select(0, by_score), /*stable=*/true, 0, false)));
+  const at::Tensor ordered_experts = experts.index_select(0, order);
+  const auto on_device = [&](const std::vector<int64_t>& values_per_expert) {
+    return at::tensor(values_per_expert, at::kLong).to(device).index_select(0, ordered_experts);
+  };
+  const at::Tensor place_in_expert =
+      at::arange(pairs, experts.options().dtype(at::kLong)) - on_device(expert_offsets);
+  const at::Tensor chosen =
+      order.index_select(0, positions_of_true(place_in_expert < on_device(kept_per_expert), kept));
+  return std::get<0>(at::sort(chosen));
 }
 
 // The scores as CPU float32 values. NaN (a diverging step) becomes 0, so that the sorts below

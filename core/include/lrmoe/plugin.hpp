@@ -45,6 +45,13 @@ namespace lrmoe {
 
 enum class PolicyKind { Placement, Metric, Selection, Routing };
 
+// Where a metric, selection or routing policy reads the tensors it is given (placement sees
+// only host data). Device: as they are, on the run's device, so the plan does not wait for it.
+// Host: the pipeline hands the policy CPU copies, one device-to-host copy per call (the host
+// waits for the device there), and moves what it returns to the device: for policies that loop
+// over pairs in C++. Note [Host synchronisation] in docs/notes.md.
+enum class TensorPlace { Device, Host };
+
 struct PluginDescriptor {
   PolicyKind kind = PolicyKind::Placement;
   std::string name;         // unique among the plugins the runner finds
@@ -54,6 +61,7 @@ struct PluginDescriptor {
   // Creates the policy with every declared parameter present and checked. The object must
   // derive from the interface of `kind`; describe_policy guarantees it.
   std::function<std::unique_ptr<Policy>(const Parameters&)> create;
+  TensorPlace inputs = TensorPlace::Device;
 };
 
 template <typename T>
@@ -72,10 +80,12 @@ constexpr PolicyKind policy_kind_of() {
   }
 }
 
-// The descriptor of policy class T, constructed as T(const Parameters&).
+// The descriptor of policy class T, constructed as T(const Parameters&), reading its tensors
+// where `inputs` says.
 template <typename T>
 PluginDescriptor describe_policy(std::string name, std::string version, std::string description,
-                                 std::vector<ParameterSpec> parameters = {}) {
+                                 std::vector<ParameterSpec> parameters = {},
+                                 TensorPlace inputs = TensorPlace::Device) {
   return {policy_kind_of<T>(),
           std::move(name),
           std::move(version),
@@ -83,7 +93,8 @@ PluginDescriptor describe_policy(std::string name, std::string version, std::str
           std::move(parameters),
           [](const Parameters& values) -> std::unique_ptr<Policy> {
             return std::make_unique<T>(values);
-          }};
+          },
+          inputs};
 }
 
 // Entry points the loader looks up by these names.

@@ -15,7 +15,8 @@ class Policy {
 
 // The routed token-expert pairs of one MoE layer in one pass, over all ranks, sorted by expert:
 // the pairs of expert e are [expert_offsets[e], expert_offsets[e+1]). Tensors live on the
-// layer's device; experts is int64, the others float32. Note [Pair order] in docs/notes.md. Every
+// layer's device (on the CPU for a policy whose descriptor says TensorPlace::Host); experts is
+// int64, the others float32. Note [Pair order] in docs/notes.md. Every
 // process sees the same batch and must answer alike (Note [Exact multi-process plan]).
 struct PairBatch {
   int64_t step = 0;

@@ -17,8 +17,10 @@ struct RoutingRequest {
   int64_t step = 0;
   int64_t layer = 0;
   int64_t ranks = 0;
-  at::Tensor experts;     // [pairs] int64 on the CPU, sorted by expert
-  at::Tensor home_ranks;  // [pairs] int64 on the CPU: the rank holding the pair's token
+  // Tensors on the run's device, or on the CPU for a policy whose descriptor says its inputs are
+  // TensorPlace::Host (lrmoe/plugin.hpp).
+  at::Tensor experts;                     // [pairs] int64, sorted by expert
+  at::Tensor home_ranks;                  // [pairs] int64: the rank holding the pair's token
   std::vector<ExpertInstance> instances;  // the plan's instances
   // Per expert, the indices into `instances` of its instances, the owner first.
   std::vector<std::vector<int64_t>> expert_instances;
@@ -29,8 +31,8 @@ struct RoutingRequest {
 
 class RoutingPolicy : public Policy {
  public:
-  // Returns [pairs] int64 on the CPU: the index into `instances` of each pair's instance, which
-  // must be an instance of the pair's expert.
+  // Returns [pairs] int64 on the device of the request's tensors: the index into `instances` of
+  // each pair's instance, which must be an instance of the pair's expert.
   virtual at::Tensor route(const RoutingRequest& request) = 0;
 };
 

@@ -12,7 +12,9 @@
 namespace lrmoe {
 
 // 2: PlacementRequest carries the liveness memory model (lrmoe/memory_model.hpp).
-inline constexpr int kPluginApiVersion = 2;
+// 3: PluginDescriptor says where the policy reads its tensors (TensorPlace); routing and
+//    backward-phase policies get them on the run's device unless it says Host.
+inline constexpr int kPluginApiVersion = 3;
 
 // Plain data, so that the loader can read it from any plugin before trusting its C++ types.
 struct PluginAbi {
