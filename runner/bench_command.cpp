@@ -12,7 +12,6 @@
 
 #include "core/data/token_source.hpp"
 #include "core/device/compute_device.hpp"
-#include "core/device/cuda_runtime.hpp"
 #include "core/model/grouped_gemm.hpp"
 #include "core/plugins/policy_set.hpp"
 #include "core/system/blas_probe.hpp"
@@ -131,16 +130,22 @@ int bench_command(const ExperimentSource& source, int64_t steps) {
   const auto& last = observer.reports.back();
   if (!last.rank_memory.empty()) {
     const double mib = 1 << 20;
-    const std::optional<int64_t> measured =
+    const std::optional<MeasuredPeaks> measured =
         last.rank_measured_peak.empty() ? std::nullopt : last.rank_measured_peak.front();
+    const MemoryPeak& modeled = last.rank_memory.front();
     // The model is of an expert-sharded cluster; this process holds every expert's weights and
     // optimizer state, so the two differ by construction (Note [Device timing]).
-    fmt::print("peak memory, rank 0 {:.1f} MiB modeled (liveness timeline); {}\n",
-               static_cast<double>(last.rank_memory.front().at_peak.total()) / mib,
-               measured ? fmt::format("{:.1f} MiB measured on the device (caching allocator, "
-                                      "every expert held here)",
-                                      static_cast<double>(*measured) / mib)
-                        : std::string("not measured on the CPU"));
+    fmt::print(
+        "peak memory, rank 0 {:.1f} MiB modeled (liveness timeline, at the {} of MoE layer "
+        "{}); {}\n",
+        static_cast<double>(modeled.at_peak.total()) / mib, phase_name(modeled.peak.phase),
+        modeled.peak.layer,
+        measured ? fmt::format("{:.1f} MiB measured on the device (caching allocator, "
+                               "every expert held here; forward {:.1f}, backward {:.1f})",
+                               static_cast<double>(measured->step) / mib,
+                               static_cast<double>(measured->forward) / mib,
+                               static_cast<double>(measured->backward) / mib)
+                 : std::string("not measured on the CPU"));
   }
   if (!last.expert_load.empty())
     bench_grouped_gemm(trainer.model_config(), last.expert_load.front().pairs_per_expert,

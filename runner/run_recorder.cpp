@@ -130,7 +130,12 @@ void RunRecorder::on_step(const StepReport& r) {
   }
   for (std::size_t rank = 0; rank < r.rank_memory.size(); ++rank) {
     RankMemoryRecord row = rank_memory_record(r.step, rank, r.rank_memory[rank]);
-    if (rank < r.rank_measured_peak.size()) row.measured_peak = r.rank_measured_peak[rank];
+    if (rank < r.rank_measured_peak.size() && r.rank_measured_peak[rank]) {
+      const MeasuredPeaks& measured = *r.rank_measured_peak[rank];
+      row.measured_peak = measured.step;
+      row.measured_forward_peak = measured.forward;
+      row.measured_backward_peak = measured.backward;
+    }
     store_.add_rank_memory(run_, row);
   }
 

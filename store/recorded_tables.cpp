@@ -75,23 +75,26 @@ const ColumnList<LayerStepRecord>& moe_layer_steps_columns() {
 
 const ColumnList<RankMemoryRecord>& rank_memory_columns() {
   using R = RankMemoryRecord;
-  static const ColumnList<R> columns("rank_memory", {
-                                                        {"step", &R::step},
-                                                        {"rank", &R::rank},
-                                                        {"owned", &R::owned},
-                                                        {"replicas", &R::replicas},
-                                                        {"gradients", &R::gradients},
-                                                        {"optimizer", &R::optimizer},
-                                                        {"forward_tokens", &R::forward_tokens},
-                                                        {"backward_tokens", &R::backward_tokens},
-                                                        {"dense", &R::dense},
-                                                        {"peak_phase", &R::peak_phase},
-                                                        {"peak_layer", &R::peak_layer},
-                                                        {"peak_subtotal", &R::peak_subtotal},
-                                                        {"subtotal_phase", &R::subtotal_phase},
-                                                        {"subtotal_layer", &R::subtotal_layer},
-                                                        {"measured_peak", &R::measured_peak},
-                                                    });
+  static const ColumnList<R> columns("rank_memory",
+                                     {
+                                         {"step", &R::step},
+                                         {"rank", &R::rank},
+                                         {"owned", &R::owned},
+                                         {"replicas", &R::replicas},
+                                         {"gradients", &R::gradients},
+                                         {"optimizer", &R::optimizer},
+                                         {"forward_tokens", &R::forward_tokens},
+                                         {"backward_tokens", &R::backward_tokens},
+                                         {"dense", &R::dense},
+                                         {"peak_phase", &R::peak_phase},
+                                         {"peak_layer", &R::peak_layer},
+                                         {"peak_subtotal", &R::peak_subtotal},
+                                         {"subtotal_phase", &R::subtotal_phase},
+                                         {"subtotal_layer", &R::subtotal_layer},
+                                         {"measured_peak", &R::measured_peak},
+                                         {"measured_forward_peak", &R::measured_forward_peak},
+                                         {"measured_backward_peak", &R::measured_backward_peak},
+                                     });
   return columns;
 }
 

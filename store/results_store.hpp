@@ -127,7 +127,11 @@ struct RankMemoryRecord {
   std::optional<int64_t> peak_subtotal;  // none: the subtotal of the categories above
   std::string subtotal_phase;
   int64_t subtotal_layer = 0;
-  std::optional<int64_t> measured_peak;  // CUDA caching allocator; none on CPU
+  // The CUDA caching allocator's peaks over the step, its forward passes and its backward
+  // passes (Note [Device timing]); none on the CPU.
+  std::optional<int64_t> measured_peak;
+  std::optional<int64_t> measured_forward_peak;
+  std::optional<int64_t> measured_backward_peak;
 };
 
 // Cumulative times until the evaluation loss first reached the target.

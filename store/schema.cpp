@@ -381,6 +381,23 @@ SELECT run,
 FROM moe_layer_steps
 GROUP BY run, layer;
 )sql"},
+    // The device allocator's measured peaks by phase beside the step's (Note [Device timing]),
+    // and the measured peak beside the modeled ones per run and rank. NULL on the CPU.
+    Migration{6, R"sql(
+ALTER TABLE rank_memory ADD COLUMN measured_forward_peak INTEGER;
+ALTER TABLE rank_memory ADD COLUMN measured_backward_peak INTEGER;
+
+DROP VIEW memory_peak;
+CREATE VIEW memory_peak AS
+SELECT run,
+       rank,
+       max(coalesce(peak_subtotal, owned + replicas + forward_tokens + backward_tokens)) AS peak_subtotal,
+       max(owned + replicas + gradients + optimizer + forward_tokens + backward_tokens + dense)
+         AS peak_total,
+       max(measured_peak) AS measured_peak
+FROM rank_memory
+GROUP BY run, rank;
+)sql"},
 };
 
 constexpr bool numbered_in_order() {

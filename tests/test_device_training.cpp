@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/config/experiment_loader.hpp"
@@ -33,18 +34,22 @@ struct Trained {
 };
 
 struct Losses : TrainingObserver {
-  void on_step(const StepReport& r) override { values.push_back(r.train_loss); }
+  void on_step(const StepReport& r) override {
+    values.push_back(r.train_loss);
+    measured_peaks.push_back(r.rank_measured_peak);
+  }
   std::vector<double> values;
+  std::vector<std::vector<std::optional<MeasuredPeaks>>> measured_peaks;  // [step][rank]
 };
 
-Trained train(const Experiment& e) {
+Trained train(const Experiment& e, Losses* observed = nullptr) {
   auto data = make_token_source(e.data, e.experiment.seed, e.train.seq_len);
   auto policies = std::make_shared<const PolicySet>(
       create_policy_set(e.policies, PluginCatalog::discover({LRMOE_BUILTIN_PLUGIN_DIR})));
   Trainer trainer(e, *data, policies);
   Losses losses;
-  trainer.run(losses);
-  return {losses.values, trainer.grouped_gemm().kernel};
+  trainer.run(observed ? *observed : losses);
+  return {(observed ? *observed : losses).values, trainer.grouped_gemm().kernel};
 }
 
 void require_follows(const std::vector<double>& losses, const std::vector<double>& reference,
@@ -97,6 +102,30 @@ TEST_CASE("a device the build or the machine lacks is refused by its key", "[dev
     REQUIRE(resolve_device(DeviceChoice::Auto, 0) == torch::Device(torch::kCUDA, 0));
     REQUIRE_THROWS_WITH(resolve_device(DeviceChoice::Cuda, visible),
                         Catch::Contains("train.device") && Catch::Contains("CUDA_VISIBLE"));
+  }
+}
+
+TEST_CASE("on the CPU no allocator peak is measured, rather than a made-up one", "[device]") {
+  Losses cpu;
+  train(tiny({"train.device=cpu"}), &cpu);
+  REQUIRE(cpu.measured_peaks.size() == 4);
+  for (const auto& ranks : cpu.measured_peaks) {
+    REQUIRE(ranks.size() == 2);
+    for (const auto& peaks : ranks) CHECK_FALSE(peaks.has_value());
+  }
+}
+
+TEST_CASE("on a GPU the allocator's peaks are measured per step, forward and backward", "[gpu]") {
+  if (!test::gpu_or_skip()) return;
+  Losses gpu;
+  train(tiny({"train.device=cuda", "train.micro_batches=2"}), &gpu);
+  for (const auto& ranks : gpu.measured_peaks) {
+    for (const auto& peaks : ranks) {
+      REQUIRE(peaks.has_value());
+      CHECK(peaks->forward > 0);
+      CHECK(peaks->backward > 0);
+      CHECK(peaks->step >= std::max(peaks->forward, peaks->backward));
+    }
   }
 }
 

@@ -226,6 +226,8 @@ TEST_CASE("every field of every recorded table reads back in its own column", "[
   memory.subtotal_phase = "forward";
   memory.subtotal_layer = 210;
   memory.measured_peak = 211;
+  memory.measured_forward_peak = 212;
+  memory.measured_backward_peak = 213;
   lrmoe::RankLayerRecord rank_layer{7, 5, 3, 301, 302, 303, 304};
   rank_layer.forward_seconds = 60.5;
   rank_layer.backward_seconds = 60.25;
@@ -325,7 +327,9 @@ TEST_CASE("every field of every recorded table reads back in its own column", "[
              {"peak_subtotal", "209"},
              {"subtotal_phase", "forward"},
              {"subtotal_layer", "210"},
-             {"measured_peak", "211"}});
+             {"measured_peak", "211"},
+             {"measured_forward_peak", "212"},
+             {"measured_backward_peak", "213"}});
 
   check_row(*reader, "rank_layer_steps", "run = " + id,
             {{"run", id},

@@ -243,10 +243,11 @@ TEST_CASE("layer statistics and rank memory round-trip, buffered until a flush",
           std::vector<std::string>{"run", "step", "rank", "owned", "replicas", "gradients",
                                    "optimizer", "forward_tokens", "backward_tokens", "dense",
                                    "peak_phase", "peak_layer", "peak_subtotal", "subtotal_phase",
-                                   "subtotal_layer", "measured_peak"});
+                                   "subtotal_layer", "measured_peak", "measured_forward_peak",
+                                   "measured_backward_peak"});
     REQUIRE(memory.rows.size() == 1);
-    // Not a timeline's peak: no moment, and no measured peak (NULL).
-    CHECK(row_text(memory.rows[0]) == id + "|3|2|11|12|13|14|15|16|17||0|NULL||0|NULL");
+    // Not a timeline's peak: no moment, and no measured peaks (NULL).
+    CHECK(row_text(memory.rows[0]) == id + "|3|2|11|12|13|14|15|16|17||0|NULL||0|NULL|NULL|NULL");
   }
 
   SECTION("one row per run, step and layer or rank") {
@@ -271,7 +272,8 @@ TEST_CASE("memory_peak and layer_summary aggregate the per-step rows", "[store]"
   const int64_t other = store->begin_run(sample_run("other"));
   const std::string id = std::to_string(run);
 
-  SECTION("memory_peak: the largest subtotal and total of any step, per run and rank") {
+  SECTION(
+      "memory_peak: the largest subtotal, total and measured peak of any step, per run and rank") {
     // Rank 0's subtotal peaks in step 2, its total (optimizer state) in step 3; adding up each
     // category's own maximum would give a subtotal of 250.
     //                           step rank owned replicas gradients optimizer fwd bwd dense
@@ -283,14 +285,22 @@ TEST_CASE("memory_peak and layer_summary aggregate the per-step rows", "[store]"
     store->add_rank_memory(run, rank_memory_row(3, 0, {100, 0, 10, 200, 50, 40, 5}));
     // 110, total 131
     store->add_rank_memory(run, rank_memory_row(1, 1, {80, 0, 8, 8, 20, 10, 5}));
+    // Measured on a device: the allocator's step peaks 500 and 700 (the other run: the CPU).
+    lrmoe::RankMemoryRecord measured = rank_memory_row(4, 0, {0, 0, 0, 0, 0, 0, 0});
+    measured.measured_peak = 500;
+    store->add_rank_memory(run, measured);
+    measured = rank_memory_row(5, 0, {0, 0, 0, 0, 0, 0, 0});
+    measured.measured_peak = 700;
+    store->add_rank_memory(run, measured);
     store->add_rank_memory(other, rank_memory_row(1, 0, {1000, 0, 0, 0, 0, 0, 0}));
     store->flush();
     const lrmoe::QueryResult peaks = store->query(
-        "SELECT run, rank, peak_subtotal, peak_total FROM memory_peak ORDER BY run, rank");
+        "SELECT run, rank, peak_subtotal, peak_total, measured_peak FROM memory_peak "
+        "ORDER BY run, rank");
     REQUIRE(peaks.rows.size() == 3);
-    CHECK(row_text(peaks.rows[0]) == id + "|0|240|405");
-    CHECK(row_text(peaks.rows[1]) == id + "|1|110|131");
-    CHECK(row_text(peaks.rows[2]) == std::to_string(other) + "|0|1000|1000");
+    CHECK(row_text(peaks.rows[0]) == id + "|0|240|405|700");
+    CHECK(row_text(peaks.rows[1]) == id + "|1|110|131|NULL");
+    CHECK(row_text(peaks.rows[2]) == std::to_string(other) + "|0|1000|1000|NULL");
   }
 
   SECTION("layer_summary: sums over the steps and the mean imbalance, per run and layer") {

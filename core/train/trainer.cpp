@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/device/compute_device.hpp"
-#include "core/device/cuda_runtime.hpp"
+#include "core/device/step_peaks.hpp"
 #include "core/pipeline/expert_counts.hpp"
 #include "core/system/threads.hpp"
 #include "core/train/lr_schedule.hpp"
@@ -111,7 +111,7 @@ StepReport Trainer::train_step(int64_t step) {
   }
 
   for (const auto& pipeline : pipelines_) pipeline->set_step(step);
-  reset_peak_allocated_bytes(device_);
+  StepPeaks peaks(device_);
   optimizer_->zero_grad();
   // Each process's loss is the mean over its shard; their mean is the batch's.
   const auto processes = static_cast<double>(collectives_->size());
@@ -119,7 +119,9 @@ StepReport Trainer::train_step(int64_t step) {
     Batch batch = data_.train_batch(step, micro, t.batch_size, shard_).to(device_);
     ModelOutput out = model_(batch.inputs);
     auto ce = cross_entropy(out.logits, batch.targets);
+    peaks.end_forward();
     ((ce + out.aux_loss) / (static_cast<double>(t.micro_batches) * processes)).backward();
+    peaks.end_backward();
     report.train_loss += ce.item<double>() / static_cast<double>(t.micro_batches);
     report.aux_loss += out.aux_loss.item<double>() / static_cast<double>(t.micro_batches);
     report.tokens += batch.inputs.numel() * collectives_->size();
@@ -145,7 +147,7 @@ StepReport Trainer::train_step(int64_t step) {
   report.moe_critical_seconds = report.moe_seconds;
   report.rank_memory = memory_peaks(report.layers);
   report.step_seconds = seconds_since(started);
-  gather_measurements(report, peak_allocated_bytes(device_));
+  gather_measurements(report, peaks.finish());
   return report;
 }
 
@@ -202,7 +204,7 @@ double Trainer::process_mean(double value) {
   return total.item<double>() / static_cast<double>(collectives_->size());
 }
 
-void Trainer::gather_measurements(StepReport& report, std::optional<int64_t> measured_peak) {
+void Trainer::gather_measurements(StepReport& report, std::optional<MeasuredPeaks> measured) {
   if (report.layers.empty()) return;
   const int64_t ranks = experiment_.cluster.ranks;
   const int64_t processes = collectives_->size();
@@ -210,8 +212,9 @@ void Trainer::gather_measurements(StepReport& report, std::optional<int64_t> mea
   // rank's expert seconds by phase (zero for the ranks of other processes).
   const int64_t fields = 8 + kPhases * ranks;
   const auto layers = static_cast<int64_t>(report.layers.size());
-  // After the layers: the step's wall time and the device's measured peak (-1: none).
-  torch::Tensor local = torch::zeros({1, layers * fields + 2}, torch::kFloat64);
+  // After the layers: the step's wall time and the device's measured peaks of the step, its
+  // forward and its backward (-1: none).
+  torch::Tensor local = torch::zeros({1, layers * fields + 4}, torch::kFloat64);
   auto* values = local.data_ptr<double>();
   for (int64_t l = 0; l < layers; ++l) {
     const LayerStepStatistics& s = report.layers[l];
@@ -230,7 +233,9 @@ void Trainer::gather_measurements(StepReport& report, std::optional<int64_t> mea
     }
   }
   values[layers * fields] = report.step_seconds;
-  values[layers * fields + 1] = measured_peak ? static_cast<double>(*measured_peak) : -1.0;
+  values[layers * fields + 1] = measured ? static_cast<double>(measured->step) : -1.0;
+  values[layers * fields + 2] = measured ? static_cast<double>(measured->forward) : -1.0;
+  values[layers * fields + 3] = measured ? static_cast<double>(measured->backward) : -1.0;
   // [processes, ...]: one row from each.
   const torch::Tensor all =
       collectives_->single() ? local
@@ -274,10 +279,13 @@ void Trainer::gather_measurements(StepReport& report, std::optional<int64_t> mea
   const int64_t ranks_per_process = ranks / processes;
   report.rank_measured_peak.assign(static_cast<std::size_t>(ranks), std::nullopt);
   for (int64_t p = 0; p < processes; ++p) {
-    report.step_seconds = std::max(report.step_seconds, rows[p * width + width - 2]);
-    const double peak = rows[p * width + width - 1];
-    for (int64_t r = p * ranks_per_process; peak >= 0 && r < (p + 1) * ranks_per_process; ++r)
-      report.rank_measured_peak[static_cast<std::size_t>(r)] = static_cast<int64_t>(peak);
+    const double* tail = rows + p * width + layers * fields;
+    report.step_seconds = std::max(report.step_seconds, tail[0]);
+    if (tail[1] < 0) continue;
+    const MeasuredPeaks peaks{static_cast<int64_t>(tail[1]), static_cast<int64_t>(tail[2]),
+                              static_cast<int64_t>(tail[3])};
+    for (int64_t r = p * ranks_per_process; r < (p + 1) * ranks_per_process; ++r)
+      report.rank_measured_peak[static_cast<std::size_t>(r)] = peaks;
   }
 }
 

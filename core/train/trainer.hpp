@@ -97,8 +97,8 @@ class Trainer {
   void sum_gradients();
   // Every process's measured layer times, rank times and exchanges into `report` (the slowest
   // process's times become the layer's), and each layer's critical path.
-  // `measured_peak`: the step's peak of this process's device allocator, if it has one.
-  void gather_measurements(StepReport& report, std::optional<int64_t> measured_peak);
+  // `measured`: the step's peaks of this process's device allocator, if it has one.
+  void gather_measurements(StepReport& report, std::optional<MeasuredPeaks> measured);
   // The peak of each rank's memory timeline over the step's passes.
   std::vector<MemoryPeak> memory_peaks(const std::vector<LayerStepStatistics>& layers) const;
   // Whether to evaluate after `step`: every eval_every steps, and every step once the losses

@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/device/step_peaks.hpp"
 #include "core/pipeline/layer_statistics.hpp"
 #include "core/pipeline/memory_timeline.hpp"
 
@@ -41,9 +42,10 @@ struct StepReport {
   // Per logical rank: the peak of its memory timeline over the step (Note [Memory model]);
   // empty without pipeline.
   std::vector<MemoryPeak> rank_memory;
-  // Per logical rank: the CUDA caching allocator's peak of allocated bytes over the step on the
-  // device of the process hosting it (the ranks of one process share it); none on the CPU.
-  std::vector<std::optional<int64_t>> rank_measured_peak;
+  // Per logical rank: the CUDA caching allocator's peaks of allocated bytes over the step and
+  // its phases on the device of the process hosting it (the ranks of one process share it);
+  // none on the CPU.
+  std::vector<std::optional<MeasuredPeaks>> rank_measured_peak;
 };
 
 class TrainingObserver {
