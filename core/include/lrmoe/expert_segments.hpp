@@ -46,12 +46,32 @@ inline at::Tensor positions_of_true(const at::Tensor& mask, int64_t count) {
       .narrow(0, 0, count);
 }
 
-// Per expert e, the min(pairs of e, limit[e]) pairs with the highest scores, as increasing
-// indices into the pair order ([kept] int64 on the scores' device). Equal scores go to the lower
-// index and NaN counts as 0, as in highest_scored below: every process chooses alike (Note
-// [Exact multi-process plan]). `experts`: [pairs] int64 sorted, `expert_offsets` and `limit` on
-// the host. Whole-tensor sorts: no per-expert kernels and no wait for the device.
-inline at::Tensor highest_scored_per_expert(const at::Tensor& scores, const at::Tensor& experts,
+// The scores as CPU float32 values. NaN (a diverging step) becomes 0, so that the sorts below
+// keep the strict ordering they rely on.
+inline std::vector<float> scores_on_cpu(const at::Tensor& scores) {
+  const at::Tensor cpu = at::nan_to_num(scores.detach().to(at::kCPU, at::kFloat), 0.0).contiguous();
+  return {cpu.data_ptr<float>(), cpu.data_ptr<float>() + cpu.numel()};
+}
+
+// The indices of the `limit` highest scores in [begin, end), in increasing order. Equal scores
+// go to the lower index, so the choice is deterministic (every process must choose alike:
+// Note [Exact multi-process plan]).
+inline std::vector<int64_t> highest_scored(const std::vector<float>& scores, int64_t begin,
+                                           int64_t end, int64_t limit) {
+  std::vector<int64_t> order(static_cast<std::size_t>(end - begin));
+  std::iota(order.begin(), order.end(), begin);
+  const auto chosen = order.begin() + std::clamp<int64_t>(limit, 0, end - begin);
+  std::partial_sort(order.begin(), chosen, order.end(), [&](int64_t a, int64_t b) {
+    return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
+  });
+  order.erase(chosen, order.end());
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+// highest_scored_per_expert's choice in whole-tensor sorts: no per-expert kernels and no wait
+// for the device.
+inline at::Tensor highest_scored_by_sorting(const at::Tensor& scores, const at::Tensor& experts,
                                             const std::vector<int64_t>& expert_offsets,
                                             const std::vector<int64_t>& limit) {
   const at::Device device = experts.device();
@@ -82,27 +102,30 @@ inline at::Tensor highest_scored_per_expert(const at::Tensor& scores, const at::
   return std::get<0>(at::sort(chosen));
 }
 
-// The scores as CPU float32 values. NaN (a diverging step) becomes 0, so that the sorts below
-// keep the strict ordering they rely on.
-inline std::vector<float> scores_on_cpu(const at::Tensor& scores) {
-  const at::Tensor cpu = at::nan_to_num(scores.detach().to(at::kCPU, at::kFloat), 0.0).contiguous();
-  return {cpu.data_ptr<float>(), cpu.data_ptr<float>() + cpu.numel()};
-}
-
-// The indices of the `limit` highest scores in [begin, end), in increasing order. Equal scores
-// go to the lower index, so the choice is deterministic (every process must choose alike:
-// Note [Exact multi-process plan]).
-inline std::vector<int64_t> highest_scored(const std::vector<float>& scores, int64_t begin,
-                                           int64_t end, int64_t limit) {
-  std::vector<int64_t> order(static_cast<std::size_t>(end - begin));
-  std::iota(order.begin(), order.end(), begin);
-  const auto chosen = order.begin() + std::clamp<int64_t>(limit, 0, end - begin);
-  std::partial_sort(order.begin(), chosen, order.end(), [&](int64_t a, int64_t b) {
-    return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
-  });
-  order.erase(chosen, order.end());
-  std::sort(order.begin(), order.end());
-  return order;
+// Per expert e, the min(pairs of e, limit[e]) pairs with the highest scores, as increasing
+// indices into the pair order ([kept] int64 on the experts' device). Equal scores go to the
+// lower index and NaN counts as 0, as in highest_scored: every process chooses alike (Note
+// [Exact multi-process plan]). `experts`: [pairs] int64 sorted, `expert_offsets` and `limit` on
+// the host. On a GPU it sorts whole tensors (highest_scored_by_sorting); on the CPU, where
+// a partial sort per expert is cheaper than two full sorts, it loops (the two choose alike).
+inline at::Tensor highest_scored_per_expert(const at::Tensor& scores, const at::Tensor& experts,
+                                            const std::vector<int64_t>& expert_offsets,
+                                            const std::vector<int64_t>& limit) {
+  if (!experts.is_cpu()) {
+    return highest_scored_by_sorting(scores, experts, expert_offsets, limit);
+  }
+  bool all = true;
+  for (std::size_t e = 0; all && e < limit.size(); ++e)
+    all = limit[e] >= expert_offsets[e + 1] - expert_offsets[e];
+  if (all) return at::arange(experts.numel(), experts.options().dtype(at::kLong));
+  const std::vector<float> values = scores_on_cpu(scores);
+  std::vector<int64_t> kept;
+  for (const ExpertSegment& segment : expert_segments(expert_offsets)) {
+    const std::vector<int64_t> chosen =
+        highest_scored(values, segment.begin, segment.end, limit[segment.expert]);
+    kept.insert(kept.end(), chosen.begin(), chosen.end());
+  }
+  return at::tensor(kept, at::kLong);
 }
 
 // A Selection built on the CPU, as tensors on `device` (the scores' device): `kept` increasing
