@@ -232,17 +232,21 @@ BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch
       route(Phase::Backward, kept_experts, kept_home, table,
             room(rank_holdings(table, forward_load, no_load), backward_pairs_that_fit));
   overhead.routing += clock.lap();
-  // Each kept pair's forward rank, and (riding in the layout's copy) the kept pairs per (forward
-  // rank, backward rank): what moves with their saved pre-activations.
-  const torch::Tensor forward_rank = table.instance_rank_tensor.index_select(
-      0, forward.layout.instance.index_select(0, pass.kept));
+  // Without recomputation: each kept pair's forward rank, and (riding in the layout's copy) the
+  // kept pairs per (forward rank, backward rank): what moves with their saved pre-activations.
+  torch::Tensor forward_rank;
+  std::vector<CountRequest> riders;
+  if (!settings_.recompute) {
+    forward_rank = table.instance_rank_tensor.index_select(
+        0, forward.layout.instance.index_select(0, pass.kept));
+    riders.push_back(
+        {forward_rank * settings_.ranks + table.instance_rank_tensor.index_select(0, instance),
+         settings_.ranks * settings_.ranks});
+  }
   std::vector<std::vector<int64_t>> moved;
-  pass.layout = build_pair_layout(
-      instance, kept_home, table, settings_.ranks, settings_.process,
-      {{forward_rank * settings_.ranks + table.instance_rank_tensor.index_select(0, instance),
-        settings_.ranks * settings_.ranks}},
-      &moved);
-  pass.by_forward_rank = std::move(moved.front());
+  pass.layout = build_pair_layout(instance, kept_home, table, settings_.ranks, settings_.process,
+                                  riders, &moved);
+  if (!settings_.recompute) pass.by_forward_rank = std::move(moved.front());
   localize(forward, forward_rank, selection.weights, pass);
   check_budget(rank_holdings(table, forward_load, as_doubles(pass.layout.load)),
                "after backward routing");

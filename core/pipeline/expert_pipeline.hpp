@@ -78,7 +78,7 @@ struct BackwardPass {
   torch::Tensor kept;  // [k] int64 on the device: indices into the computed pairs, increasing
   PairLayout layout;   // over the kept pairs
   // [ranks * ranks] on the host: kept pairs whose forward instance is on rank s and backward
-  // instance on rank d, at [s * ranks + d]
+  // instance on rank d, at [s * ranks + d]; empty with recomputation, where nothing moves with them
   std::vector<int64_t> by_forward_rank;
   // The kept pairs homed here: their positions among the forward's home rows, and their weights
   // (undefined: all 1). On the device.
@@ -142,7 +142,7 @@ class ExpertPipeline {
   // Every process's signals of the forward's computed pairs, in pair order.
   PairBatch gather_signals(const ForwardPass& forward, PairBatch local) const;
   // The parts of `pass` this process computes: local kept pairs, weights, the context move from
-  // each kept pair's `forward_rank` ([k] int64).
+  // each kept pair's `forward_rank` ([k] int64; undefined with recomputation).
   void localize(const ForwardPass& forward, const torch::Tensor& forward_rank,
                 const torch::Tensor& weights, BackwardPass& pass) const;
   // A policy's inputs where its descriptor says it reads them: on the host, a CPU copy.
