@@ -127,6 +127,9 @@ int bench_command(const ExperimentSource& source, int64_t steps) {
              static_cast<double>(tokens) / step_seconds,
              1e3 * step_seconds / static_cast<double>(steps));
   fmt::print("MoE-layer share     {:.1f}% of step time\n", 100.0 * moe_seconds / step_seconds);
+  // Figures and events are read one step late; none should have had to wait.
+  fmt::print("late reads          {} of {} steps' figures waited for the device\n",
+             trainer.timing_waits(), e.train.max_steps);
   const auto& last = observer.reports.back();
   if (!last.rank_memory.empty()) {
     const double mib = 1 << 20;

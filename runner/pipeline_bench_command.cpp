@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/config/experiment_loader.hpp"
+#include "core/device/cuda_runtime.hpp"
 #include "core/model/moe_layer.hpp"
 #include "core/pipeline/rank_budget.hpp"
 #include "core/system/threads.hpp"
@@ -112,9 +113,11 @@ int pipeline_bench_command(const PipelineBenchOptions& o) {
     const auto started = std::chrono::steady_clock::now();
     auto xv = x.clone().requires_grad_(true);
     (v.layer->forward(xv).hidden * probe).sum().backward();
+    synchronize(xv.device());
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     LayerStepStatistics stats = v.layer->take_statistics();
+    stats.read_times();
     v.layer->zero_grad();
     return std::make_pair(seconds, stats);
   };

@@ -31,6 +31,7 @@ Experiment tiny(const std::vector<std::string>& overrides) {
 struct Trained {
   std::vector<double> losses;
   GroupedGemmKernel kernel = GroupedGemmKernel::SliceLoop;
+  int64_t timing_waits = 0;
 };
 
 struct Losses : TrainingObserver {
@@ -49,7 +50,8 @@ Trained train(const Experiment& e, Losses* observed = nullptr) {
   Trainer trainer(e, *data, policies);
   Losses losses;
   trainer.run(observed ? *observed : losses);
-  return {(observed ? *observed : losses).values, trainer.grouped_gemm().kernel};
+  return {(observed ? *observed : losses).values, trainer.grouped_gemm().kernel,
+          trainer.timing_waits()};
 }
 
 void require_follows(const std::vector<double>& losses, const std::vector<double>& reference,
@@ -134,4 +136,11 @@ TEST_CASE("on a GPU, bf16 training follows the CPU's fp32 losses", "[gpu]") {
   const Trained cpu = train(tiny({"train.device=cpu"}));
   const Trained gpu = train(tiny({"train.device=cuda", "train.precision=bf16"}));
   require_follows(gpu.losses, cpu.losses, 0.02);
+}
+
+TEST_CASE("on a GPU every step's figures and times are read a step late without waiting", "[gpu]") {
+  if (!test::gpu_or_skip()) return;
+  const Trained gpu = train(tiny({"train.device=cuda", "train.micro_batches=2"}));
+  CHECK(gpu.losses.size() == 4);
+  CHECK(gpu.timing_waits == 0);
 }

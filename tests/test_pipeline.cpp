@@ -396,7 +396,8 @@ TEST_CASE("a skewed routing has a longer critical path than a balanced one with 
     auto pipeline = make_pipeline(scripted_policies(owners_plan), problem.settings());
     pipeline->set_rank_clock(std::make_shared<CountingClock>());
     problem.run(pipeline, problem.pairs, problem.gates);
-    const LayerStepStatistics stats = pipeline->take_statistics();
+    LayerStepStatistics stats = pipeline->take_statistics();
+    stats.read_times();
     // One process, nothing but the ranks' counted expert work and no plan: the critical path is
     // the busiest rank's pairs, forward and backward.
     ProcessPhaseTimes process;

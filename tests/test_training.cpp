@@ -1,9 +1,11 @@
-// The training loop: bit-for-bit determinism, the learning-rate schedule, vocabulary resolution.
+// The training loop: bit-for-bit determinism, reports read one step late and in order, gradient
+// clipping on the device, the learning-rate schedule, vocabulary resolution.
 
 #include <catch2/catch.hpp>
 
 #include "core/config/model_presets.hpp"
 #include "core/data/token_source.hpp"
+#include "core/train/gradient_clipping.hpp"
 #include "core/train/lr_schedule.hpp"
 #include "core/train/trainer.hpp"
 
@@ -29,20 +31,24 @@ Experiment tiny_experiment(uint64_t seed) {
 
 struct Recording : TrainingObserver {
   void on_step(const StepReport& r) override {
+    steps.push_back(r.step);
+    cumulative_step_seconds.push_back(r.cumulative_step_seconds);
     losses.push_back(r.train_loss);
     grad_norms.push_back(r.grad_norm);
     if (r.eval_loss) eval_losses.push_back(*r.eval_loss);
     loads.push_back(r.expert_load);
   }
-  std::vector<double> losses, grad_norms, eval_losses;
+  std::vector<int64_t> steps;
+  std::vector<double> losses, grad_norms, eval_losses, cumulative_step_seconds;
   std::vector<std::vector<LayerLoad>> loads;
+  TrainingOutcome outcome;
 };
 
 Recording train(const Experiment& e) {
   auto data = make_token_source(e.data, e.experiment.seed, e.train.seq_len);
   Trainer trainer(e, *data);
   Recording recording;
-  trainer.run(recording);
+  recording.outcome = trainer.run(recording);
   return recording;
 }
 
@@ -61,6 +67,61 @@ TEST_CASE("the same experiment and seed give the same losses bit for bit", "[tra
 
   Recording other_seed = train(tiny_experiment(43));
   CHECK(other_seed.losses != first.losses);
+}
+
+TEST_CASE(
+    "every step is reported once, in order, up to the step whose evaluation reached the "
+    "target",
+    "[training]") {
+  Experiment e = tiny_experiment(7);
+  e.train.max_steps = 6;
+  e.train.eval_every = 5;
+  e.train.target_loss = 100;  // any evaluation reaches it
+  const Recording r = train(e);
+  // Step 1's training loss is read after step 2 is queued, so the first near-target evaluation
+  // follows step 2 (Note [Device timing]).
+  CHECK(r.steps == std::vector<int64_t>{1, 2});
+  REQUIRE(r.outcome.target);
+  CHECK(r.outcome.reason == StopReason::TargetReached);
+  CHECK(r.outcome.target->step == 2);
+  CHECK(r.outcome.steps == 2);
+  REQUIRE(r.eval_losses.size() == 1);
+  CHECK(r.outcome.final_eval_loss == r.eval_losses.back());
+  CHECK(r.outcome.final_train_loss == r.losses.back());
+  CHECK(r.outcome.step_seconds == r.cumulative_step_seconds.back());
+  CHECK(r.outcome.target->step_seconds == r.cumulative_step_seconds.back());
+  CHECK(r.cumulative_step_seconds[1] > r.cumulative_step_seconds[0]);
+}
+
+TEST_CASE("gradients are clipped on the device as LibTorch's clip_grad_norm_ clips them",
+          "[training]") {
+  torch::manual_seed(3);
+  auto make = [] {
+    std::vector<torch::Tensor> parameters;
+    for (int64_t n : {5, 12, 1}) {
+      auto p = torch::zeros({n}, torch::requires_grad());
+      p.mutable_grad() = torch::randn({n});
+      parameters.push_back(p);
+    }
+    parameters.push_back(torch::zeros({3}, torch::requires_grad()));  // no gradient
+    return parameters;
+  };
+  const std::vector<torch::Tensor> ours = make();
+  std::vector<torch::Tensor> theirs;
+  for (const torch::Tensor& p : ours) {
+    auto copy = p.detach().clone().requires_grad_(true);
+    if (p.grad().defined()) copy.mutable_grad() = p.grad().clone();
+    theirs.push_back(copy);
+  }
+  for (double max_norm : {0.5, 1e9}) {
+    const double expected = torch::nn::utils::clip_grad_norm_(theirs, max_norm);
+    const torch::Tensor norm = clip_gradient_norm(ours, max_norm);
+    CHECK(norm.dim() == 0);
+    CHECK(norm.item<double>() == Approx(expected).epsilon(1e-6));
+    for (std::size_t i = 0; i + 1 < ours.size(); ++i)
+      CHECK(ours[i].grad().allclose(theirs[i].grad(), 1e-6, 1e-7));
+  }
+  CHECK(clip_gradient_norm({torch::zeros({2})}, 1.0).item<double>() == 0.0);
 }
 
 TEST_CASE("every step records the routed pairs of every MoE layer", "[training]") {

@@ -227,9 +227,9 @@ std::vector<FieldDescriptor> build_schema() {
       .real("target_loss", &TrainConfig::target_loss, at_least(0),
             "stop when the evaluation loss reaches it; 0: run to max_steps")
       .real("near_target_margin", &TrainConfig::near_target_margin, at_least(0),
-            "evaluate after every step once the training or last evaluation loss is within this "
-            "fraction above "
-            "target_loss, so that the step the target is reached is found exactly")
+            "evaluate after every step once the last training loss read (the step before's) or "
+            "the last evaluation loss is within this fraction above target_loss, so that the "
+            "step the target is reached is found exactly")
       .integer("log_every", &TrainConfig::log_every, at_least(1), "steps between log lines")
       .integer("threads", &TrainConfig::threads, at_least(0), "intra-op threads; 0: one per core")
       .choice("device", &TrainConfig::device, {"auto", "cpu", "cuda"},

@@ -52,6 +52,10 @@ bool event_reached(const DeviceEvent& event) {
   return event.event.query();
 }
 
+void wait_for(const DeviceEvent& event) {
+  event.event.synchronize();
+}
+
 double elapsed_seconds(const DeviceEvent& from, const DeviceEvent& to) {
   to.event.synchronize();
   return static_cast<double>(from.event.elapsed_time(to.event)) / 1e3;

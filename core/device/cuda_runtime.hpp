@@ -36,6 +36,8 @@ class DeviceEvent;
 std::shared_ptr<DeviceEvent> record_event(const torch::Device& device);
 // Whether the device has passed `event`; never waits.
 bool event_reached(const DeviceEvent& event);
+// Waits until the device has passed `event`.
+void wait_for(const DeviceEvent& event);
 // Seconds from `from` to `to`, waiting for `to` if the device has not reached it.
 double elapsed_seconds(const DeviceEvent& from, const DeviceEvent& to);
 

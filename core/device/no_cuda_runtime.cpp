@@ -31,6 +31,8 @@ bool event_reached(const DeviceEvent&) {
   return true;
 }
 
+void wait_for(const DeviceEvent&) {}
+
 double elapsed_seconds(const DeviceEvent&, const DeviceEvent&) {
   return 0;
 }

@@ -2,6 +2,21 @@
 
 namespace lrmoe {
 
+double TimedSpans::read(bool* waited) const {
+  double seconds = host_seconds_;
+  for (const auto& [from, to] : events_) {
+    if (waited && !event_reached(*to)) *waited = true;
+    seconds += elapsed_seconds(*from, *to);
+  }
+  return seconds;
+}
+
+TimedSpans& TimedSpans::operator+=(const TimedSpans& other) {
+  host_seconds_ += other.host_seconds_;
+  events_.insert(events_.end(), other.events_.begin(), other.events_.end());
+  return *this;
+}
+
 void SpanTimer::start(const torch::Device& device) {
   device_ = device;
   if (device.is_cuda()) {
@@ -14,21 +29,16 @@ void SpanTimer::start(const torch::Device& device) {
 void SpanTimer::stop() {
   if (!device_) return;
   if (device_->is_cuda()) {
-    spans_.emplace_back(std::move(open_), record_event(*device_));
+    spans_.events_.emplace_back(std::move(open_), record_event(*device_));
   } else {
-    host_seconds_ +=
+    spans_.host_seconds_ +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   }
   device_.reset();
 }
 
-double SpanTimer::take_seconds() {
-  double seconds = host_seconds_;
-  host_seconds_ = 0;
-  if (!spans_.empty() && !event_reached(*spans_.back().second)) ++stalls_;
-  for (const auto& [from, to] : spans_) seconds += elapsed_seconds(*from, *to);
-  spans_.clear();
-  return seconds;
+TimedSpans SpanTimer::take() {
+  return std::exchange(spans_, TimedSpans{});
 }
 
 }  // namespace lrmoe

@@ -1,8 +1,8 @@
 #pragma once
 // Times spans of work issued to a device (Note [Device timing] in docs/notes.md). On the CPU a
 // span is the host clock from start() to stop(). On CUDA its ends are events recorded on the
-// current stream: the host only enqueues them, and take_seconds() reads them after the step's
-// own synchronisation, when the device has passed them, so timing adds no wait to the step.
+// current stream: the host only enqueues them, take() hands them over unread, and the trainer
+// reads them one step later, when the device has long passed them, so timing adds no wait.
 
 #include <torch/torch.h>
 
@@ -16,6 +16,22 @@
 
 namespace lrmoe {
 
+// Spans taken from a timer, not yet read: host seconds measured at once, device events whose
+// time is read only by read().
+class TimedSpans {
+ public:
+  // The spans' seconds. On CUDA it waits for the last span's end if the device has not reached
+  // it yet, and then sets `waited` when given (left as it is otherwise).
+  double read(bool* waited = nullptr) const;
+  // Adds `other`'s spans to these (a layer's several timers summed as one figure).
+  TimedSpans& operator+=(const TimedSpans& other);
+
+ private:
+  friend class SpanTimer;
+  double host_seconds_ = 0;
+  std::vector<std::pair<std::shared_ptr<DeviceEvent>, std::shared_ptr<DeviceEvent>>> events_;
+};
+
 class SpanTimer {
  public:
   // Starts a span of the work issued to `device` from now on.
@@ -23,20 +39,17 @@ class SpanTimer {
   // Ends the span started last.
   void stop();
   // Adds seconds that were not measured here: a model's charge (tests count operations).
-  void charge(double seconds) { host_seconds_ += seconds; }
-  // Seconds of the spans stopped since the last call. On CUDA it waits for the last span's end
-  // if the device has not reached it yet (counted by stalls()).
-  double take_seconds();
-  // How many reads had to wait for the device: zero when the step synchronised before them.
-  int64_t stalls() const { return stalls_; }
+  void charge(double seconds) { spans_.host_seconds_ += seconds; }
+  // The spans stopped since the last call, unread; starts afresh.
+  TimedSpans take();
+  // take() read at once: for benchmarks and tests that synchronised before asking.
+  double take_seconds() { return take().read(); }
 
  private:
   std::optional<torch::Device> device_;
   std::chrono::steady_clock::time_point started_;
-  double host_seconds_ = 0;
   std::shared_ptr<DeviceEvent> open_;
-  std::vector<std::pair<std::shared_ptr<DeviceEvent>, std::shared_ptr<DeviceEvent>>> spans_;
-  int64_t stalls_ = 0;
+  TimedSpans spans_;
 };
 
 }  // namespace lrmoe

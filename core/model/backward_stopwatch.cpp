@@ -51,8 +51,8 @@ torch::Tensor BackwardStopwatch::wrap_output(const torch::Tensor& y) {
   return StopwatchMark<true>::apply(y, hold(state_));
 }
 
-double BackwardStopwatch::take_seconds() {
-  return state_->timer.take_seconds();
+TimedSpans BackwardStopwatch::take() {
+  return state_->timer.take();
 }
 
 }  // namespace lrmoe

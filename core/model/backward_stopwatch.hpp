@@ -17,8 +17,8 @@ class BackwardStopwatch {
  public:
   torch::Tensor wrap_input(const torch::Tensor& x);
   torch::Tensor wrap_output(const torch::Tensor& y);
-  // Seconds accumulated since the last take_seconds().
-  double take_seconds();
+  // The spans timed since the last call, unread.
+  TimedSpans take();
 
   struct State {
     SpanTimer timer;  // Note [Device timing]

@@ -66,14 +66,9 @@ MoEOutput MoELayerImpl::forward(const torch::Tensor& input) {
 }
 
 LayerStepStatistics MoELayerImpl::take_statistics() {
-  const double forward_seconds = forward_timer_.take_seconds();
-  const double backward_seconds = backward_clock_.take_seconds();
-  if (pipeline_) pipeline_->add_seconds(forward_seconds, backward_seconds);
   LayerStepStatistics statistics = pipeline_ ? pipeline_->take_statistics() : LayerStepStatistics{};
-  if (!pipeline_) {
-    statistics.forward_seconds = forward_seconds;
-    statistics.backward_seconds = backward_seconds;
-  }
+  statistics.spans.forward = forward_timer_.take();
+  statistics.spans.backward = backward_clock_.take();
   return statistics;
 }
 

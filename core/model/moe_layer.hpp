@@ -31,8 +31,8 @@ class MoELayerImpl : public torch::nn::Module {
   void set_pipeline(std::shared_ptr<ExpertPipeline> pipeline);
 
   Router& router() { return router_; }
-  // This layer's pipeline statistics and measured forward and backward wall time since the
-  // last call (the times alone without a pipeline).
+  // This layer's pipeline statistics and timed forward and backward since the last call (the
+  // times alone without a pipeline), the spans unread (LayerStepStatistics::read_times).
   LayerStepStatistics take_statistics();
 
  private:

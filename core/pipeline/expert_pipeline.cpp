@@ -335,18 +335,12 @@ void ExpertPipeline::time_rank_work(int phase, int64_t rank, int64_t rows,
   rank_clock_->time(rows, device, timers[static_cast<std::size_t>(rank)], work);
 }
 
-void ExpertPipeline::add_seconds(double forward, double backward) {
-  statistics_.forward_seconds += forward;
-  statistics_.backward_seconds += backward;
-}
-
 LayerStepStatistics ExpertPipeline::take_statistics() {
-  statistics_.exchange = exchange_->take_measurement();
+  statistics_.exchange = exchange_->take_measurement(statistics_.spans.exchange);
   for (int phase = 0; phase < kPhases; ++phase) {
-    if (rank_timers_[phase].empty()) continue;
-    std::vector<double>& seconds = statistics_.rank_expert_seconds[phase];
-    seconds.clear();
-    for (SpanTimer& timer : rank_timers_[phase]) seconds.push_back(timer.take_seconds());
+    std::vector<TimedSpans>& spans = statistics_.spans.rank_expert[phase];
+    spans.clear();
+    for (SpanTimer& timer : rank_timers_[phase]) spans.push_back(timer.take());
   }
   LayerStepStatistics taken = std::move(statistics_);
   statistics_ = LayerStepStatistics{};

@@ -118,15 +118,14 @@ class ExpertPipeline {
     return settings_.dropped_pair_keeps == DroppedPairKeeps::InputGrad;
   }
 
-  // Called by the layer with its measured wall times.
-  void add_seconds(double forward, double backward);
   // Runs logical rank `rank`'s own expert work in `phase` (kForwardPhase or kBackwardPhase)
   // over `rows` pair rows on `device`, timed by the rank clock into that rank's timer (Note
   // [Critical path], Note [Device timing]).
   void time_rank_work(int phase, int64_t rank, int64_t rows, const torch::Device& device,
                       const std::function<void()>& work);
   void set_rank_clock(std::shared_ptr<RankClock> clock) { rank_clock_ = std::move(clock); }
-  // The statistics since the last call (one optimizer step's passes), then starts afresh.
+  // The statistics since the last call (one optimizer step's passes), then starts afresh. The
+  // exchanges' and ranks' timed spans come unread (LayerStepStatistics::read_times).
   LayerStepStatistics take_statistics();
 
  private:

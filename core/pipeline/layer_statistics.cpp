@@ -20,4 +20,15 @@ PipelineOverhead& PipelineOverhead::operator+=(const PipelineOverhead& o) {
   return *this;
 }
 
+void LayerStepStatistics::read_times(bool* waited) {
+  forward_seconds = spans.forward.read(waited);
+  backward_seconds = spans.backward.read(waited);
+  exchange.seconds = spans.exchange.read(waited);
+  for (int phase = 0; phase < kPhases; ++phase) {
+    rank_expert_seconds[phase].clear();
+    for (const TimedSpans& rank : spans.rank_expert[phase])
+      rank_expert_seconds[phase].push_back(rank.read(waited));
+  }
+}
+
 }  // namespace lrmoe

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/cost/cost_model.hpp"
+#include "core/device/span_timer.hpp"
 #include "core/pipeline/critical_path.hpp"
 #include "core/pipeline/pair_exchange.hpp"
 #include "lrmoe/memory_model.hpp"
@@ -43,6 +44,15 @@ struct ProcessStepMeasurement {
   ExchangeMeasurement exchange;
 };
 
+// The layer's timed spans of one step, unread (Note [Device timing]): on CUDA, events the
+// trainer reads one step later.
+struct LayerSpans {
+  TimedSpans forward;                            // the layer's forward
+  TimedSpans backward;                           // and its backward
+  TimedSpans exchange;                           // this process's all-to-all-v calls
+  std::vector<TimedSpans> rank_expert[kPhases];  // [phase][rank]: each rank's timed expert work
+};
+
 struct LayerStepStatistics {
   int64_t layer = 0;  // index among the MoE layers
   int64_t pairs_routed = 0;
@@ -69,6 +79,12 @@ struct LayerStepStatistics {
   std::vector<double> rank_expert_seconds[kPhases];
   CriticalPath critical_path;  // of the whole step, over all processes (set by the trainer)
   ModeledTime modeled;         // cost model: the step's passes under the run's hardware profile
+  // What forward_seconds, backward_seconds, exchange.seconds and rank_expert_seconds are read
+  // from; those stay zero until read_times().
+  LayerSpans spans;
+
+  // Reads `spans` into the seconds above. `waited`: set when a read had to wait for the device.
+  void read_times(bool* waited = nullptr);
 };
 
 }  // namespace lrmoe

@@ -1,5 +1,7 @@
 #include "core/pipeline/pair_exchange.hpp"
 
+#include <utility>
+
 namespace lrmoe {
 
 ExchangeMeasurement& ExchangeMeasurement::operator+=(const ExchangeMeasurement& other) {
@@ -46,11 +48,9 @@ torch::Tensor PairExchange::combine(const torch::Tensor& destination_rows, const
   return torch::empty_like(returned).index_copy_(0, s.send_rows, returned);
 }
 
-ExchangeMeasurement PairExchange::take_measurement() {
-  measurement_.seconds += timer_.take_seconds();
-  ExchangeMeasurement taken = measurement_;
-  measurement_ = ExchangeMeasurement{};
-  return taken;
+ExchangeMeasurement PairExchange::take_measurement(TimedSpans& spans) {
+  spans = timer_.take();
+  return std::exchange(measurement_, ExchangeMeasurement{});
 }
 
 }  // namespace lrmoe

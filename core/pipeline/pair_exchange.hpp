@@ -35,8 +35,9 @@ class PairExchange {
   // [destination rows, ...] -> [home rows, ...]: the inverse of dispatch.
   torch::Tensor combine(const torch::Tensor& destination_rows, const ProcessSlice& slice);
 
-  // The measurement since the last call, then starts afresh.
-  ExchangeMeasurement take_measurement();
+  // The measurement since the last call, then starts afresh. Its seconds are left at zero: the
+  // calls' timed spans are handed over unread (Note [Device timing]).
+  ExchangeMeasurement take_measurement(TimedSpans& spans);
 
  private:
   torch::Tensor exchange(const torch::Tensor& rows, const std::vector<int64_t>& send,

@@ -1,22 +1,17 @@
 #include "core/train/trainer.hpp"
 
-#include <chrono>
 #include <limits>
 #include <stdexcept>
 #include <string>
 
 #include "core/device/compute_device.hpp"
 #include "core/device/step_peaks.hpp"
-#include "core/pipeline/expert_counts.hpp"
 #include "core/system/threads.hpp"
+#include "core/train/gradient_clipping.hpp"
 #include "core/train/lr_schedule.hpp"
 
 namespace lrmoe {
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point started) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-}
 
 torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets) {
   return torch::nn::functional::cross_entropy(
@@ -99,55 +94,90 @@ void Trainer::install_pipelines(std::shared_ptr<const PolicySet> policies,
   }
 }
 
-StepReport Trainer::train_step(int64_t step) {
+Trainer::QueuedStep Trainer::train_step(int64_t step) {
   const TrainConfig& t = experiment_.train;
-  const auto started = std::chrono::steady_clock::now();
+  step_timer_.start(device_);
   model_->train();
-  StepReport report;
-  report.step = step;
-  report.lr = learning_rate(t, step);
+  QueuedStep queued;
+  queued.report.step = step;
+  queued.report.lr = learning_rate(t, step);
   for (auto& group : optimizer_->param_groups()) {
-    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(report.lr);
+    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(queued.report.lr);
   }
 
   for (const auto& pipeline : pipelines_) pipeline->set_step(step);
   StepPeaks peaks(device_);
   optimizer_->zero_grad();
-  // Each process's loss is the mean over its shard; their mean is the batch's.
+  // Each process's loss is the mean over its shard; their mean is the batch's. The losses stay
+  // on the device: [train, aux] float64, the means over the micro-batches.
   const auto processes = static_cast<double>(collectives_->size());
+  const auto micro_batches = static_cast<double>(t.micro_batches);
+  torch::Tensor losses = torch::zeros({2}, torch::dtype(torch::kFloat64).device(device_));
   for (int64_t micro = 0; micro < t.micro_batches; ++micro) {
     Batch batch = data_.train_batch(step, micro, t.batch_size, shard_).to(device_);
     ModelOutput out = model_(batch.inputs);
     auto ce = cross_entropy(out.logits, batch.targets);
     peaks.end_forward();
-    ((ce + out.aux_loss) / (static_cast<double>(t.micro_batches) * processes)).backward();
+    ((ce + out.aux_loss) / (micro_batches * processes)).backward();
     peaks.end_backward();
-    report.train_loss += ce.item<double>() / static_cast<double>(t.micro_batches);
-    report.aux_loss += out.aux_loss.item<double>() / static_cast<double>(t.micro_batches);
-    report.tokens += batch.inputs.numel() * collectives_->size();
+    losses +=
+        torch::stack({ce.detach().to(torch::kFloat64), out.aux_loss.detach().to(torch::kFloat64)}) /
+        micro_batches;
+    queued.report.tokens += batch.inputs.numel() * collectives_->size();
   }
   sum_gradients();
-  report.train_loss = process_mean(report.train_loss);
-  report.aux_loss = process_mean(report.aux_loss);
   const double max_norm = t.grad_clip > 0 ? t.grad_clip : std::numeric_limits<double>::infinity();
-  report.grad_norm = torch::nn::utils::clip_grad_norm_(model_->parameters(), max_norm);
+  const torch::Tensor grad_norm = clip_gradient_norm(model_->parameters(), max_norm);
   optimizer_->step();
 
-  const auto& layers = model_->moe_layers();
-  for (size_t i = 0; i < layers.size(); ++i) {
-    MoELayer layer = layers[i];  // a handle; the list itself is const
-    auto counts = layer->router()->take_step_counts();
+  // The figures the report reads from the device, queued for the host in one copy: the losses,
+  // the gradient norm, then every MoE layer's per-expert pair counts.
+  std::vector<torch::Tensor> figures{losses, grad_norm.to(device_, torch::kFloat64).reshape({1})};
+  for (MoELayer layer : model_->moe_layers()) {
+    const torch::Tensor counts = layer->router()->take_step_counts();
     layer->router()->update_selection_bias(counts);
-    report.expert_load.push_back({model_->moe_layer_indices()[i], int64_values(counts)});
-    LayerStepStatistics statistics = layer->take_statistics();
+    figures.push_back(counts.to(torch::kFloat64));
+    queued.layers.push_back(layer->take_statistics());
+  }
+  queued.figures = HostReadback(torch::cat(figures));
+  queued.measured = peaks.finish();
+  step_timer_.stop();
+  queued.step_time = step_timer_.take();
+  return queued;
+}
+
+StepReport Trainer::read_step(QueuedStep queued) {
+  StepReport report = std::move(queued.report);
+  bool waited = false;
+  const torch::Tensor figures = queued.figures.read(&waited);
+  const auto* values = figures.data_ptr<double>();
+  // Process means of the losses, in one collective of host values.
+  torch::Tensor losses = torch::tensor({values[0], values[1]}, torch::kFloat64);
+  if (!collectives_->single()) {
+    collectives_->sum(losses);
+    losses /= static_cast<double>(collectives_->size());
+  }
+  report.train_loss = losses[0].item<double>();
+  report.aux_loss = losses[1].item<double>();
+  report.grad_norm = values[2];
+  const double* counts = values + 3;
+  for (int64_t layer : model_->moe_layer_indices()) {
+    std::vector<int64_t> pairs;
+    for (int64_t e = 0; e < model_config_.num_experts; ++e)
+      pairs.push_back(static_cast<int64_t>(*counts++));
+    report.expert_load.push_back({layer, std::move(pairs)});
+  }
+  report.step_seconds = queued.step_time.read(&waited);
+  for (LayerStepStatistics& statistics : queued.layers) {
+    statistics.read_times(&waited);
     report.moe_seconds += statistics.forward_seconds + statistics.backward_seconds;
     report.moe_modeled_seconds += statistics.modeled.total();
     if (!pipelines_.empty()) report.layers.push_back(std::move(statistics));
   }
+  if (waited) ++timing_waits_;
   report.moe_critical_seconds = report.moe_seconds;
   report.rank_memory = memory_peaks(report.layers);
-  report.step_seconds = seconds_since(started);
-  gather_measurements(report, peaks.finish());
+  gather_measurements(report, queued.measured);
   return report;
 }
 
@@ -302,51 +332,71 @@ double Trainer::evaluate() {
   return process_mean(total / static_cast<double>(experiment_.train.eval_batches));
 }
 
-bool Trainer::evaluates(int64_t step, double train_loss, std::optional<double> last_eval) const {
+bool Trainer::evaluates(int64_t step, std::optional<double> train_loss,
+                        std::optional<double> last_eval) const {
   const TrainConfig& t = experiment_.train;
   if (step % t.eval_every == 0 || step == t.max_steps) return true;
   if (t.target_loss <= 0) return false;
   // Near the target, every step: the crossing is then found at the step it happens, not up to
   // eval_every steps later.
   const double near = t.target_loss * (1 + t.near_target_margin);
-  return train_loss <= near || (last_eval && *last_eval <= near);
+  return (train_loss && *train_loss <= near) || (last_eval && *last_eval <= near);
 }
 
+void Trainer::add_to_outcome(StepReport& report, TrainingOutcome& outcome) const {
+  outcome.steps = report.step;
+  outcome.step_seconds += report.step_seconds;
+  outcome.moe_seconds += report.moe_seconds;
+  outcome.moe_critical_seconds += report.moe_critical_seconds;
+  outcome.moe_modeled_seconds += report.moe_modeled_seconds;
+  outcome.tokens += report.tokens;
+  outcome.final_train_loss = report.train_loss;
+  report.cumulative_step_seconds = outcome.step_seconds;
+  report.cumulative_moe_seconds = outcome.moe_seconds;
+  report.cumulative_moe_critical_seconds = outcome.moe_critical_seconds;
+  report.cumulative_moe_modeled_seconds = outcome.moe_modeled_seconds;
+  if (!report.eval_loss) return;
+  outcome.final_eval_loss = report.eval_loss;
+  const double target = experiment_.train.target_loss;
+  if (target > 0 && *report.eval_loss <= target && !outcome.target) {
+    outcome.target = TargetReached{report.step, outcome.step_seconds, outcome.moe_seconds,
+                                   outcome.moe_critical_seconds, outcome.moe_modeled_seconds};
+  }
+}
+
+// Step s's figures are read after step s + 1 is queued (Note [Device timing]): what decides
+// whether to evaluate after a step is the last read training loss, the step before's.
 TrainingOutcome Trainer::run(TrainingObserver& observer) {
   const TrainConfig& t = experiment_.train;
   TrainingOutcome outcome;
+  std::optional<QueuedStep> unread;
+  std::optional<double> last_eval;
+  auto report = [&](QueuedStep queued) {
+    StepReport read = read_step(std::move(queued));
+    add_to_outcome(read, outcome);
+    observer.on_step(read);
+  };
   for (int64_t step = 1; step <= t.max_steps; ++step) {
-    StepReport report = train_step(step);
-    outcome.steps = step;
-    outcome.step_seconds += report.step_seconds;
-    outcome.moe_seconds += report.moe_seconds;
-    outcome.moe_critical_seconds += report.moe_critical_seconds;
-    outcome.moe_modeled_seconds += report.moe_modeled_seconds;
-    outcome.tokens += report.tokens;
-    outcome.final_train_loss = report.train_loss;
-    report.cumulative_step_seconds = outcome.step_seconds;
-    report.cumulative_moe_seconds = outcome.moe_seconds;
-    report.cumulative_moe_critical_seconds = outcome.moe_critical_seconds;
-    report.cumulative_moe_modeled_seconds = outcome.moe_modeled_seconds;
-
-    if (evaluates(step, report.train_loss, outcome.final_eval_loss)) {
-      report.eval_loss = evaluate();
-      outcome.final_eval_loss = report.eval_loss;
-      if (t.target_loss > 0 && *report.eval_loss <= t.target_loss && !outcome.target) {
-        outcome.target = TargetReached{step, outcome.step_seconds, outcome.moe_seconds,
-                                       outcome.moe_critical_seconds, outcome.moe_modeled_seconds};
-      }
+    QueuedStep queued = train_step(step);
+    if (unread) report(std::move(*unread));
+    unread.reset();
+    const std::optional<double> last_train =
+        outcome.steps > 0 ? std::optional<double>(outcome.final_train_loss) : std::nullopt;
+    if (evaluates(step, last_train, last_eval)) {
+      last_eval = evaluate();
+      queued.report.eval_loss = last_eval;
     }
-    observer.on_step(report);
-    if (outcome.target) {
-      outcome.reason = StopReason::TargetReached;
+    const bool reached =
+        t.target_loss > 0 && queued.report.eval_loss && *queued.report.eval_loss <= t.target_loss;
+    const bool stopped = !reached && stop_requested(observer);
+    if (reached || stopped) {
+      report(std::move(queued));
+      outcome.reason = reached ? StopReason::TargetReached : StopReason::Stopped;
       return outcome;
     }
-    if (stop_requested(observer)) {
-      outcome.reason = StopReason::Stopped;
-      return outcome;
-    }
+    unread = std::move(queued);
   }
+  if (unread) report(std::move(*unread));
   outcome.reason = StopReason::MaxSteps;
   return outcome;
 }

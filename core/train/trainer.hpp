@@ -20,6 +20,8 @@
 
 #include "core/config/experiment.hpp"
 #include "core/data/token_source.hpp"
+#include "core/device/host_readback.hpp"
+#include "core/device/span_timer.hpp"
 #include "core/distributed/collectives.hpp"
 #include "core/model/grouped_gemm_choice.hpp"
 #include "core/model/transformer.hpp"
@@ -86,10 +88,27 @@ class Trainer {
   // The profile the cost model uses (loaded, or probed once for "this-machine"); default
   // without policies.
   const HardwareProfile& hardware_profile() const { return cost_model_.profile(); }
+  // How many steps' figures were not ready when read one step late, so that reading them
+  // waited for the device (Note [Device timing]); zero on the CPU.
+  int64_t timing_waits() const { return timing_waits_; }
 
  private:
-  // One optimizer step; returns its report without eval loss.
-  StepReport train_step(int64_t step);
+  // A step queued on the device whose figures the host has not read yet: the losses, gradient
+  // norm and expert counts on their way to the host, and the timed spans.
+  struct QueuedStep {
+    StepReport report;  // what the host knows at once: step, lr, tokens (and eval loss, later)
+    HostReadback figures;
+    std::vector<LayerStepStatistics> layers;  // per MoE layer, its spans unread
+    TimedSpans step_time;
+    std::optional<MeasuredPeaks> measured;  // the allocator's peaks (host counters)
+  };
+
+  // Queues one optimizer step on the device.
+  QueuedStep train_step(int64_t step);
+  // The step's report, read from the host copies and spans, gathered over the processes.
+  StepReport read_step(QueuedStep queued);
+  // Adds a read step to the run's totals and sets its cumulative figures.
+  void add_to_outcome(StepReport& report, TrainingOutcome& outcome) const;
   // An ExpertPipeline for every MoE layer, sharing the policies.
   void install_pipelines(std::shared_ptr<const PolicySet> policies,
                          std::optional<HardwareProfile> profile);
@@ -102,8 +121,10 @@ class Trainer {
   // The peak of each rank's memory timeline over the step's passes.
   std::vector<MemoryPeak> memory_peaks(const std::vector<LayerStepStatistics>& layers) const;
   // Whether to evaluate after `step`: every eval_every steps, and every step once the losses
-  // are near the target (train.near_target_margin).
-  bool evaluates(int64_t step, double train_loss, std::optional<double> last_eval) const;
+  // are near the target (train.near_target_margin): `train_loss` is the last one read (the step
+  // before's, none at the first step), `last_eval` the last evaluation's.
+  bool evaluates(int64_t step, std::optional<double> train_loss,
+                 std::optional<double> last_eval) const;
   // Whether any process's observer asks to stop.
   bool stop_requested(const TrainingObserver& observer);
   // The mean over processes of a value each computed on its shard.
@@ -121,6 +142,8 @@ class Trainer {
   std::vector<std::shared_ptr<ExpertPipeline>> pipelines_;  // one per MoE layer
   RankBudget budget_;
   CostModel cost_model_;
+  SpanTimer step_timer_;  // each step's forward, backward and optimizer
+  int64_t timing_waits_ = 0;
 };
 
 }  // namespace lrmoe
