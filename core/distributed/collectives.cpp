@@ -1,6 +1,7 @@
 #include "core/distributed/collectives.hpp"
 
 #include <fmt/format.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef LRMOE_WITH_NCCL
@@ -67,11 +68,21 @@ struct Collectives::Group {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<compat::C10dBackend> backend;
   torch::Device device = torch::kCPU;  // where tensors must be for the backend
+  // With NCCL, a Gloo group beside it for host tensors (losses, measurements, the stop vote),
+  // which would otherwise pass through the device and wait for its queue (Note [Device
+  // timing]); none with Gloo, which takes host tensors itself.
+  c10::intrusive_ptr<compat::C10dBackend> host_backend;
   int64_t rank = 0;
   int64_t size = 1;
 
-  torch::Tensor to_backend(const torch::Tensor& tensor) const {
-    return tensor.contiguous().to(device);
+  // The backend a collective of `tensor` runs on, and where the tensor must be for it.
+  struct Route {
+    compat::C10dBackend* backend;
+    torch::Device device;
+  };
+  Route route(const torch::Tensor& tensor) const {
+    if (tensor.is_cpu() && host_backend) return {host_backend.get(), torch::kCPU};
+    return {backend.get(), device};
   }
 
   // Every process leaves its host and process id in the store, so that a survivor can say
@@ -171,6 +182,10 @@ std::shared_ptr<Collectives> Collectives::connect(const LaunchEnvironment& launc
       group->backend =
           c10::make_intrusive<c10d::ProcessGroupNCCL>(group->store, static_cast<int>(launch.rank),
                                                       static_cast<int>(launch.world_size), options);
+      group->host_backend = c10::make_intrusive<c10d::ProcessGroupGloo>(
+          c10::make_intrusive<c10d::PrefixStore>("lrmoe/host", group->store),
+          static_cast<int>(launch.rank), static_cast<int>(launch.world_size),
+          gloo_options(launch, timeout));
 #else
       throw LaunchError(
           "cluster.backend = \"nccl\" needs a build against a CUDA LibTorch with "
@@ -216,11 +231,11 @@ void Collectives::max(torch::Tensor& tensor) {
 
 void Collectives::all_reduce(torch::Tensor& tensor, bool maximum) {
   if (single()) return;
-  std::vector<torch::Tensor> tensors{group_->to_backend(tensor)};
+  const Group::Route route = group_->route(tensor);
+  std::vector<torch::Tensor> tensors{tensor.contiguous().to(route.device)};
   c10d::AllreduceOptions options;
   options.reduceOp = maximum ? c10d::ReduceOp::MAX : c10d::ReduceOp::SUM;
-  group_->run(maximum ? "max" : "sum",
-              [&] { return group_->backend->allreduce(tensors, options); });
+  group_->run(maximum ? "max" : "sum", [&] { return route.backend->allreduce(tensors, options); });
   tensor.copy_(tensors[0]);
 }
 
@@ -247,10 +262,11 @@ torch::Tensor Collectives::gather_rows(const torch::Tensor& local,
   torch::Tensor padded = torch::zeros(shape, local.options());
   padded.narrow(0, 0, local.size(0)).copy_(local);
 
-  std::vector<torch::Tensor> inputs{group_->to_backend(padded)};
+  const Group::Route route = group_->route(padded);
+  std::vector<torch::Tensor> inputs{padded.to(route.device)};
   std::vector<std::vector<torch::Tensor>> outputs(1);
   for (int64_t p = 0; p < size_; ++p) outputs[0].push_back(torch::empty_like(inputs[0]));
-  group_->run("gather", [&] { return group_->backend->allgather(outputs, inputs); });
+  group_->run("gather", [&] { return route.backend->allgather(outputs, inputs); });
   std::vector<torch::Tensor> parts;
   for (int64_t p = 0; p < size_; ++p)
     parts.push_back(outputs[0][p].narrow(0, 0, rows[p]).to(local.device()));
@@ -265,12 +281,14 @@ torch::Tensor Collectives::exchange_rows(const torch::Tensor& send,
   const int64_t width =
       std::accumulate(shape.begin() + 1, shape.end(), int64_t{1}, std::multiplies<>());
   // Rows travel as bytes: one path for every dtype the model uses, whatever the backend supports.
-  torch::Tensor bytes = group_->to_backend(send.reshape({send.size(0), width})).view(torch::kUInt8);
+  const Group::Route route = group_->route(send);
+  torch::Tensor bytes =
+      send.reshape({send.size(0), width}).contiguous().to(route.device).view(torch::kUInt8);
   const int64_t received = std::accumulate(recv_rows.begin(), recv_rows.end(), int64_t{0});
   torch::Tensor output = torch::empty({received, bytes.size(1)}, bytes.options());
   std::vector<int64_t> out_splits = recv_rows, in_splits = send_rows;
   group_->run("all-to-all-v",
-              [&] { return group_->backend->alltoall_base(output, bytes, out_splits, in_splits); });
+              [&] { return route.backend->alltoall_base(output, bytes, out_splits, in_splits); });
   shape[0] = received;
   return output.to(send.device()).view(send.scalar_type()).reshape(shape);
 }

@@ -1,8 +1,10 @@
 #pragma once
 // The processes of one run and the few collectives the harness needs, over PyTorch's own c10d
 // process groups: rendezvous through a TCPStore hosted by process 0, then Gloo (CPU) or, in
-// builds with LRMOE_WITH_NCCL, NCCL. A run of one process has no process group and every
-// collective is the identity, so the single-process path does no communication at all.
+// builds with LRMOE_WITH_NCCL, NCCL, with a Gloo group beside it: a collective runs where its
+// tensor is, host tensors over Gloo and device tensors over NCCL. A run of one process has no
+// process group and every collective is the identity, so the single-process path does no
+// communication at all.
 //
 // Every collective blocks until it completes. A peer that died or stopped answering makes it
 // throw PeerError within cluster.timeout: the caller records the run as failed.
