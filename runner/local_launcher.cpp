@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "runner/child_status.hpp"
 #include "runner/prefixed_output.hpp"
 #include "runner/signal_forwarding.hpp"
 
@@ -37,29 +38,7 @@ std::runtime_error os_error(const std::string& what, int error = errno) {
   return std::runtime_error(fmt::format("{}: {}", what, std::strerror(error)));
 }
 
-std::string self_executable() {
-  std::error_code error;
-  const std::filesystem::path path = std::filesystem::read_symlink("/proc/self/exe", error);
-  if (error) {
-    throw std::runtime_error(
-        fmt::format("cannot find this program's path in /proc/self/exe: {}", error.message()));
-  }
-  return path.string();
-}
-
 // -- children --------------------------------------------------------------------------------
-
-std::string how_it_ended(int wait_status) {
-  if (WIFEXITED(wait_status)) return fmt::format("exited with code {}", WEXITSTATUS(wait_status));
-  const int signal_number = WTERMSIG(wait_status);
-  const char* name = sigabbrev_np(signal_number);
-  return name ? fmt::format("was killed by signal {} (SIG{})", signal_number, name)
-              : fmt::format("was killed by signal {}", signal_number);
-}
-
-int exit_code(int wait_status) {
-  return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status);
-}
 
 // This environment with the torchrun variables of one rank replacing any inherited ones.
 std::vector<std::string> rank_environment(

@@ -5,18 +5,9 @@
 
 #include <cstdio>
 
+#include "runner/duration_text.hpp"
+
 namespace lrmoe {
-namespace {
-
-std::string duration_text(double seconds) {
-  const auto s = static_cast<int64_t>(seconds + 0.5);
-  if (s >= 3600) return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
-  if (s >= 60) return fmt::format("{}m{:02}s", s / 60, s % 60);
-  return fmt::format("{}s", s);
-}
-
-}  // namespace
-
 ProgressDisplay::ProgressDisplay(int64_t max_steps, int64_t log_every)
     : max_steps_(max_steps), log_every_(log_every), live_(isatty(STDOUT_FILENO) != 0) {}
 

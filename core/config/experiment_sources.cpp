@@ -3,15 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <utility>
 
 #include "core/config/did_you_mean.hpp"
 #include "core/config/experiment_loader.hpp"
 #include "core/config/field_value.hpp"
 #include "core/config/policy_sections.hpp"
+#include "core/config/toml_document.hpp"
 
 namespace fs = std::filesystem;
 
@@ -20,28 +19,6 @@ namespace {
 
 constexpr std::string_view kExtendsKey = "extends";
 constexpr std::string_view kSetForm = "use --set section.key=value, e.g. --set train.lr=1e-3";
-
-std::string place_in(const std::string& file, const toml::source_region& region) {
-  return fmt::format("{}:{}:{}", file, region.begin.line, region.begin.column);
-}
-
-std::string read_file(const fs::path& file, const std::string& place) {
-  std::ifstream in(file, std::ios::binary);
-  if (!fs::is_regular_file(file) || !in)
-    throw ConfigError(place + ": cannot read " + file.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-toml::table parse_toml(std::string_view text, const std::string& name) {
-  try {
-    return toml::parse(text, name);
-  } catch (const toml::parse_error& e) {
-    throw ConfigError(fmt::format("{}:{}:{}: {}", name, e.source().begin.line,
-                                  e.source().begin.column, e.description()));
-  }
-}
 
 // The value of a --set as TOML, or nothing when it is not valid TOML.
 std::optional<toml::table> parse_override_value(const std::string& value_text) {
@@ -94,7 +71,7 @@ ExperimentSources::ExperimentSources(std::string experiment_name)
 
 ExperimentSources ExperimentSources::from_file(const fs::path& file) {
   const std::string name = file.lexically_normal().string();
-  const std::string text = read_file(file, name);
+  const std::string text = read_text_file(file, name);
   ExperimentSources sources(name);
   sources.add_chain_file(text, name, file.parent_path(), {fs::weakly_canonical(file)});
   return sources;
@@ -131,7 +108,8 @@ void ExperimentSources::add_chain_file(std::string_view text, const std::string&
       throw ConfigError(place + ": extends cycle: " + cycle + canonical.string());
     }
     chain.push_back(canonical);
-    add_chain_file(read_file(base, place), base.string(), base.parent_path(), std::move(chain));
+    add_chain_file(read_text_file(base, place), base.string(), base.parent_path(),
+                   std::move(chain));
   }
   // After the bases' keys, so that this file's keys override theirs.
   add_document_keys(document, name);
