@@ -16,6 +16,7 @@
 #include "pipeline_bench_command.hpp"
 #include "plugins_command.hpp"
 #include "run_command.hpp"
+#include "sweep_command.hpp"
 
 namespace {
 
@@ -43,12 +44,16 @@ int main(int argc, char** argv) {
       "run", "train an experiment (no file: the built-in default) and record it");
   add_experiment_options(run, source, false);
   run->add_option("--db", source.database, "results database (overrides store.path)");
+  // Which sweep cell a run is: given by `lrmoe sweep` to the runs it starts; not for users.
+  std::string sweep_cell;
+  run->add_option("--sweep-cell", sweep_cell)->group("");
 
   auto* launch = app.add_subcommand("launch",
                                     "train an experiment on N local processes over loopback "
                                     "(c10d), each hosting ranks/N logical ranks");
   add_experiment_options(launch, source, false);
   launch->add_option("--db", source.database, "results database (overrides store.path)");
+  launch->add_option("--sweep-cell", sweep_cell)->group("");
   int64_t processes = 2;
   launch
       ->add_option("-n,--processes", processes,
@@ -111,6 +116,19 @@ int main(int argc, char** argv) {
   std::string parallel_result;
   parallel_worker->add_option("--result", parallel_result)->required();
 
+  auto* sweep = app.add_subcommand(
+      "sweep",
+      "run every cell of a sweep file (base experiment and axes) as one run each, "
+      "resumable");
+  lrmoe::SweepOptions sweep_options;
+  sweep->add_option("sweep", sweep_options.file, "sweep TOML file")->required();
+  sweep->add_option("--db", sweep_options.database,
+                    "results database (default: the base experiment's store.path)");
+  sweep->add_option("-j,--jobs", sweep_options.jobs, "cells to run at once (cores split evenly)")
+      ->check(CLI::PositiveNumber);
+  sweep->add_flag("--retry-failed", sweep_options.retry_failed,
+                  "run again the cells whose last run failed");
+
   auto* runs = app.add_subcommand("runs", "list the runs in the results database");
   runs->add_option("--db", db, "results database");
 
@@ -134,6 +152,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
+    if (!sweep_cell.empty()) source.sweep_cell = lrmoe::parse_sweep_cell(sweep_cell);
     if (run->parsed()) return lrmoe::run_command(source);
     if (launch->parsed()) return lrmoe::launch_command(source, processes);
     if (validate->parsed()) return lrmoe::validate_command(source);
@@ -144,6 +163,7 @@ int main(int argc, char** argv) {
                                            parallel_rounds);
     if (parallel_worker->parsed())
       return lrmoe::parallel_bench_worker(source, parallel_steps, parallel_result);
+    if (sweep->parsed()) return lrmoe::sweep_command(sweep_options);
     if (runs->parsed()) return lrmoe::run_runs_command(db);
     if (show->parsed()) return lrmoe::run_show_command(db, run_id);
     if (query->parsed()) return lrmoe::run_query_command(db, sql);

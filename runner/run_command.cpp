@@ -118,7 +118,24 @@ std::vector<std::string> experiment_arguments(const ExperimentSource& source) {
   if (source.file) arguments.push_back(*source.file);
   for (const std::string& assignment : source.overrides)
     arguments.insert(arguments.end(), {"--set", assignment});
+  if (source.sweep_cell) {
+    arguments.insert(
+        arguments.end(),
+        {"--sweep-cell", fmt::format("{}:{}", source.sweep_cell->sweep, source.sweep_cell->cell)});
+  }
   return arguments;
+}
+
+SweepCellTag parse_sweep_cell(const std::string& text) {
+  SweepCellTag tag;
+  char colon = 0;
+  std::istringstream in(text);
+  if (!(in >> tag.sweep >> colon >> tag.cell) || colon != ':' || !in.eof() || tag.sweep < 0 ||
+      tag.cell < 0) {
+    throw std::invalid_argument("--sweep-cell " + text +
+                                ": expected SWEEP:CELL, two ids; it is given by lrmoe sweep");
+  }
+  return tag;
 }
 
 Experiment load_experiment_source(const ExperimentSource& source) {
@@ -234,6 +251,7 @@ int run_command(const ExperimentSource& source) {
   info.policies = policy_names(experiment.policies);
   info.hardware_profile = profile.to_toml();
   info.memory_per_rank = budget.memory_per_rank;
+  info.sweep_cell = source.sweep_cell;
   const int64_t run = store->begin_run(info);
   std::vector<PluginRecordRow> plugins;
   for (const PluginRecord& p : policies->records)

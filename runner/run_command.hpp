@@ -7,17 +7,22 @@
 #include <vector>
 
 #include "core/config/experiment.hpp"
+#include "store/results_store.hpp"
 
 namespace lrmoe {
 
 struct ExperimentSource {
   std::optional<std::string> file;  // none: the embedded default experiment
   std::vector<std::string> overrides;
-  std::optional<std::string> database;  // --db, overrides store.path
+  std::optional<std::string> database;     // --db, overrides store.path
+  std::optional<SweepCellTag> sweep_cell;  // --sweep-cell SWEEP:CELL, given by `lrmoe sweep`
 };
 
+// "SWEEP:CELL" (two ids) as a tag. Throws std::invalid_argument naming the option otherwise.
+SweepCellTag parse_sweep_cell(const std::string& text);
+
 // The command-line arguments that name `source` again for another lrmoe process: the file, if
-// any, and every --set (not --db).
+// any, every --set and the sweep cell (not --db).
 std::vector<std::string> experiment_arguments(const ExperimentSource& source);
 
 // Loads and resolves the experiment from its file or the embedded default. Throws ConfigError.

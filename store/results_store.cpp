@@ -16,6 +16,7 @@
 #include "store/run_reader.hpp"
 #include "store/schema.hpp"
 #include "store/sqlite_handle.hpp"
+#include "store/sweep_records.hpp"
 #include "store/utc_timestamp.hpp"
 
 namespace lrmoe {
@@ -51,6 +52,7 @@ class SqliteResultsStore final : public ResultsStore {
 
   int64_t begin_run(const RunInfo& info) override {
     require_writable();
+    sqlite::Transaction transaction(db_);
     sqlite::Statement insert = db_.prepare(
         "INSERT INTO runs (name, status, started_at, resolved_toml, toml_sha256, code_version, "
         "host, pid, torch_version, blas, seed, params_total, params_active, target_loss, ranks, "
@@ -76,7 +78,10 @@ class SqliteResultsStore final : public ResultsStore {
         .bind_text(17, info.hardware_profile)
         .bind_int64(18, info.memory_per_rank);
     insert.execute();
-    return db_.last_insert_rowid();
+    const int64_t run = db_.last_insert_rowid();
+    if (info.sweep_cell) store::add_sweep_run(db_, run, *info.sweep_cell);
+    transaction.commit();
+    return run;
   }
 
   void add_plugins(int64_t run, const std::vector<PluginRecordRow>& plugins) override {
@@ -146,6 +151,16 @@ class SqliteResultsStore final : public ResultsStore {
     if (db_.changes() == 0) {
       throw db_.error_with_message(fmt::format("cannot finish run {}: there is no such run", run));
     }
+  }
+
+  SweepCellNumbers record_sweep(const SweepRecord& sweep) override {
+    require_writable();
+    return store::record_sweep(db_, sweep);
+  }
+
+  std::vector<SweepCellState> sweep_cells(int64_t sweep) const override {
+    require_current_schema();
+    return store::read_sweep_cells(db_, sweep);
   }
 
   std::vector<RunSummary> list_runs() const override {

@@ -14,6 +14,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace lrmoe {
@@ -23,6 +24,12 @@ namespace lrmoe {
 class StoreError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// A run's place in a sweep (lrmoe sweep): the sweep's id and the cell's number.
+struct SweepCellTag {
+  int64_t sweep = 0;
+  int64_t cell = 0;
 };
 
 struct RunInfo {
@@ -42,8 +49,40 @@ struct RunInfo {
   // The policies' names, placement/metric/selection/routing: "fixed_ownership/gate/keep_all/owner".
   std::string policies;
   std::optional<double> target_loss;
-  std::string hardware_profile;  // the cost model's profile, resolved (TOML)
-  int64_t memory_per_rank = 0;   // cluster.memory_per_rank resolved to bytes
+  std::string hardware_profile;            // the cost model's profile, resolved (TOML)
+  int64_t memory_per_rank = 0;             // cluster.memory_per_rank resolved to bytes
+  std::optional<SweepCellTag> sweep_cell;  // a run of a sweep's cell
+};
+
+// One cell of a sweep as recorded: its settings identify it when the sweep is resumed.
+struct SweepCellRecord {
+  std::string settings;  // `section.key=value, ...` in axis order, full keys, TOML values
+  std::string label;     // short form for people: "keep_fraction=0.5, seed=2"
+  // Of the cell's resolved experiment, run-independent parts only: a cell whose experiment
+  // resolves differently (its base file changed) is not the cell recorded.
+  std::string experiment_sha256;
+  std::vector<std::pair<std::string, std::string>> values;  // (key, value as written)
+};
+
+struct SweepRecord {
+  std::string name;
+  std::string file;  // the sweep file
+  std::vector<SweepCellRecord> cells;
+};
+
+struct SweepCellNumbers {
+  int64_t sweep = 0;
+  std::vector<int64_t> cells;  // the number of each cell given, in the order given
+};
+
+// A cell and its last run, if any.
+struct SweepCellState {
+  int64_t cell = 0;
+  std::string settings;
+  std::string label;
+  std::optional<int64_t> run;
+  std::string status;  // of the last run; empty without one
+  int64_t runs = 0;    // how many runs the cell had
 };
 
 // A policy plugin a run used (recorded once, at begin).
@@ -208,6 +247,12 @@ class ResultsStore {
   // Flushes, then records the final status, end time and time-to-target.
   virtual void finish_run(int64_t run, const std::string& status,
                           const std::optional<TimeToTarget>& time_to_target) = 0;
+
+  // Records the sweep `sweep.name`, or finds it: cells with settings already recorded keep their
+  // numbers, new ones get the next. Throws StoreError when a recorded cell's experiment now
+  // resolves differently.
+  virtual SweepCellNumbers record_sweep(const SweepRecord& sweep) = 0;
+  virtual std::vector<SweepCellState> sweep_cells(int64_t sweep) const = 0;
 
   // The readers see committed rows only: flush() first to read what this store buffered.
   virtual std::vector<RunSummary> list_runs() const = 0;

@@ -398,6 +398,57 @@ SELECT run,
 FROM rank_memory
 GROUP BY run, rank;
 )sql"},
+    // Sweeps (lrmoe sweep): each cell's settings, and the runs of each cell in order (a cell
+    // restarted after an interruption has several; its result is its last).
+    Migration{7, R"sql(
+CREATE TABLE sweeps (
+  id         INTEGER PRIMARY KEY,
+  name       TEXT NOT NULL UNIQUE,
+  file       TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+
+CREATE TABLE sweep_cells (
+  sweep             INTEGER NOT NULL REFERENCES sweeps (id) ON DELETE CASCADE,
+  cell              INTEGER NOT NULL,
+  settings          TEXT NOT NULL,
+  label             TEXT NOT NULL,
+  experiment_sha256 TEXT NOT NULL,
+  PRIMARY KEY (sweep, cell),
+  UNIQUE (sweep, settings)
+) WITHOUT ROWID;
+
+CREATE TABLE sweep_cell_values (
+  sweep INTEGER NOT NULL,
+  cell  INTEGER NOT NULL,
+  key   TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (sweep, cell, key),
+  FOREIGN KEY (sweep, cell) REFERENCES sweep_cells (sweep, cell) ON DELETE CASCADE
+) WITHOUT ROWID;
+
+CREATE TABLE sweep_runs (
+  run   INTEGER PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+  sweep INTEGER NOT NULL,
+  cell  INTEGER NOT NULL,
+  FOREIGN KEY (sweep, cell) REFERENCES sweep_cells (sweep, cell) ON DELETE CASCADE
+);
+
+CREATE VIEW sweep_results AS
+SELECT s.name AS sweep,
+       c.cell,
+       c.label,
+       c.settings,
+       last.run,
+       r.status,
+       last.runs
+FROM sweep_cells c
+JOIN sweeps s ON s.id = c.sweep
+LEFT JOIN (SELECT sweep, cell, max(run) AS run, count(*) AS runs
+           FROM sweep_runs GROUP BY sweep, cell) last
+  ON last.sweep = c.sweep AND last.cell = c.cell
+LEFT JOIN runs r ON r.id = last.run;
+)sql"},
 };
 
 constexpr bool numbered_in_order() {

@@ -1,0 +1,59 @@
+#pragma once
+// A sweep file (`lrmoe sweep SWEEP.toml`): a base experiment and axes of `--set`-style settings;
+// every cell of the axes' product is one run. The format, with its rules:
+//
+//   name = "keep-fraction"             # optional; default: the file's name without .toml
+//   experiment = "../tiny-moe.toml"    # the base experiment, relative to this file
+//   set = ["train.max_steps=60"]       # optional: for every cell, before the axes' settings
+//   processes = 1                      # optional: each cell on P processes (lrmoe launch)
+//
+//   [[axis]]                           # one key and its values
+//   key = "policies.placement.keep_fraction"
+//   values = [1.0, 0.5, 0.25]
+//
+//   [[axis]]                           # zipped keys: the i-th tuple sets them together
+//   keys = ["policies.bundle", "cluster.slots_per_rank"]
+//   values = [["fixed", 2], ["lrmoe", 3]]
+//
+// Cells are numbered in product order, the first axis varying slowest. A key may appear in one
+// axis only. Values are TOML strings, integers, floats or booleans.
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace lrmoe {
+
+// One key's value in a cell.
+struct SweepSetting {
+  std::string key;   // "policies.placement.keep_fraction"
+  std::string toml;  // the value as TOML text: `0.5`, `"lrmoe"`
+  std::string text;  // as shown and recorded: strings without quotes
+};
+
+struct SweepCell {
+  int64_t index = 0;  // from 0, in product order
+  std::vector<SweepSetting> settings;  // one per axis key, in axis order
+
+  // "keep_fraction=0.5, seed=2": the keys' last parts, for progress and error lines.
+  std::string label() const;
+};
+
+struct SweepSpec {
+  std::string file;  // the sweep file as given
+  std::string name;
+  std::filesystem::path experiment;  // the base experiment, resolved against the sweep's folder
+  std::vector<std::string> set;      // "section.key=value", for every cell
+  int64_t processes = 1;
+  std::vector<SweepCell> cells;
+
+  // The cell's overrides, in the order to apply them: `set`, then its settings.
+  std::vector<std::string> overrides(const SweepCell& cell) const;
+};
+
+// Reads and checks a sweep file. Throws ConfigError naming the file, line and column. The
+// settings' keys and values are checked when the cells' experiments are loaded.
+SweepSpec load_sweep_spec(const std::filesystem::path& file);
+
+}  // namespace lrmoe

@@ -1,0 +1,244 @@
+#include "runner/sweep_command.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "core/config/experiment_loader.hpp"
+#include "core/config/sweep_spec.hpp"
+#include "core/distributed/launch_environment.hpp"
+#include "core/system/sha256.hpp"
+#include "runner/child_status.hpp"
+#include "runner/interrupt.hpp"
+#include "runner/sweep_progress.hpp"
+#include "store/results_store.hpp"
+
+namespace fs = std::filesystem;
+
+namespace lrmoe {
+namespace {
+
+constexpr auto kPollInterval = std::chrono::milliseconds(100);
+
+// A cell to run, resolved.
+struct PendingCell {
+  const SweepCell* cell;
+  int64_t number;  // in the database
+  std::vector<std::string> overrides;
+};
+
+struct RunningCell {
+  PendingCell cell;
+  pid_t pid;
+  fs::path log;
+  std::chrono::steady_clock::time_point started;
+};
+
+// The cell's experiment, with what every run of it may differ in (threads, database) left out:
+// its hash says whether a recorded cell is this one.
+std::string experiment_identity(Experiment e) {
+  e.train.threads = 0;
+  e.store.path.clear();
+  return sha256_hex(to_toml(e));
+}
+
+// The cell's identity in the database: `policies.bundle="lrmoe", experiment.seed=2`.
+std::string settings_text(const SweepCell& cell) {
+  std::string text;
+  for (const SweepSetting& s : cell.settings)
+    text += (text.empty() ? "" : ", ") + s.key + "=" + s.toml;
+  return text;
+}
+
+// `lrmoe run` (or `launch -n P`) of the base experiment with the cell's overrides, tagged.
+std::vector<std::string> cell_command(const std::string& program, const SweepSpec& spec,
+                                      const std::string& database, const SweepCellTag& tag,
+                                      const std::vector<std::string>& overrides) {
+  std::vector<std::string> arguments{program};
+  if (spec.processes > 1) {
+    arguments.insert(arguments.end(), {"launch", "-n", std::to_string(spec.processes)});
+  } else {
+    arguments.push_back("run");
+  }
+  arguments.push_back(spec.experiment.string());
+  for (const std::string& o : overrides) arguments.insert(arguments.end(), {"--set", o});
+  arguments.insert(arguments.end(), {"--db", database, "--sweep-cell",
+                                     fmt::format("{}:{}", tag.sweep, tag.cell)});
+  return arguments;
+}
+
+// Starts `arguments` with stdout and stderr into `log` and no stdin.
+pid_t start_cell(const std::vector<std::string>& arguments, const fs::path& log) {
+  std::vector<char*> argv;
+  for (const std::string& a : arguments) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  pid_t pid = 0;
+  const int error = posix_spawn(&pid, argv.front(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (error != 0)
+    throw std::runtime_error(fmt::format("cannot start {}: {}", arguments.front(),
+                                         std::strerror(error)));
+  return pid;
+}
+
+// The last non-empty line of a cell's log: what went wrong, usually.
+std::string last_line(const fs::path& log) {
+  std::ifstream in(log);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty()) last = line;
+  return last;
+}
+
+}  // namespace
+
+int sweep_command(const SweepOptions& options) {
+  const SweepSpec spec = load_sweep_spec(options.file);
+
+  // Every cell's experiment is loaded before anything runs: a mistake in any cell is found now.
+  std::vector<Experiment> experiments;
+  SweepRecord record{spec.name, spec.file, {}};
+  for (const SweepCell& cell : spec.cells) {
+    try {
+      experiments.push_back(load_experiment(spec.experiment, spec.overrides(cell)));
+      LaunchEnvironment launch;
+      launch.world_size = spec.processes;
+      check_processes_fit(experiments.back(), launch);
+    } catch (const std::exception& error) {
+      throw ConfigError(
+          fmt::format("{}: cell {} ({}): {}", spec.file, cell.index, cell.label(), error.what()));
+    }
+    SweepCellRecord row{settings_text(cell), cell.label(), experiment_identity(experiments.back()),
+                        {}};
+    for (const SweepSetting& s : cell.settings) row.values.emplace_back(s.key, s.text);
+    record.cells.push_back(std::move(row));
+  }
+  const std::string database = options.database.value_or(experiments.front().store.path);
+  auto store = ResultsStore::open(database);
+  const SweepCellNumbers numbers = store->record_sweep(record);
+
+  // Which cells to run: those whose last run did not finish.
+  std::vector<SweepCellState> states = store->sweep_cells(numbers.sweep);
+  auto state_of = [&](int64_t number) -> const SweepCellState& {
+    return *std::find_if(states.begin(), states.end(),
+                         [&](const SweepCellState& s) { return s.cell == number; });
+  };
+  const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  const int64_t threads = std::max<int64_t>(1, cores / (options.jobs * spec.processes));
+  std::vector<PendingCell> pending;
+  SweepTally tally;
+  tally.cells = static_cast<int64_t>(spec.cells.size());
+  for (std::size_t i = 0; i < spec.cells.size(); ++i) {
+    const SweepCellState& state = state_of(numbers.cells[i]);
+    if (state.status == "finished") {
+      ++tally.finished;
+      continue;
+    }
+    if (state.status == "running") {
+      ++tally.elsewhere;  // another process is running it now
+      continue;
+    }
+    if (state.status == "failed" && !options.retry_failed) {
+      ++tally.failed;
+      continue;
+    }
+    PendingCell cell{&spec.cells[i], numbers.cells[i], spec.overrides(spec.cells[i])};
+    // Each cell gets its share of the cores, unless the sweep sets the threads itself.
+    if (experiments[i].train.threads == 0)
+      cell.overrides.push_back(fmt::format("train.threads={}", threads));
+    pending.push_back(std::move(cell));
+  }
+
+  const fs::path logs = fs::absolute(database).parent_path() /
+                        (fs::path(database).stem().string() + "-sweeps") / spec.name;
+  fs::create_directories(logs);
+  const std::string program = self_executable();
+  fmt::print("sweep '{}' ({}): {} cells, {} finished before, {} to run, {} at a time; logs in {}\n",
+             spec.name, spec.file, tally.cells, tally.finished, pending.size(), options.jobs,
+             logs.string());
+  if (tally.failed > 0 && !options.retry_failed)
+    fmt::print("{} cells failed before and are skipped: --retry-failed runs them again\n",
+               tally.failed);
+
+  install_interrupt_handler();
+  SweepProgress progress(spec.name, tally);
+  std::vector<RunningCell> running;
+  std::vector<std::string> failures;
+  bool forwarded = false;
+  std::size_t next = 0;
+  // After Ctrl-C no cell starts; the loop waits for the running ones to stop.
+  while ((!forwarded && next < pending.size()) || !running.empty()) {
+    if (interrupt_requested() && !forwarded) {
+      // Ctrl-C at a terminal reaches the cells too; a signal to this process alone is passed on.
+      for (const RunningCell& r : running) kill(r.pid, SIGINT);
+      forwarded = true;
+    }
+    for (auto r = running.begin(); r != running.end();) {
+      int status = 0;
+      if (waitpid(r->pid, &status, WNOHANG) != r->pid) {
+        ++r;
+        continue;
+      }
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - r->started).count();
+      const int code = exit_code(status);
+      if (code == 0) {
+        progress.finished(seconds);
+      } else if (code == 130) {
+        progress.stopped();
+      } else {
+        progress.failed();
+        failures.push_back(fmt::format("cell {} ({}) {}: {} (log: {})", r->cell.number,
+                                       r->cell.cell->label(), how_it_ended(status),
+                                       last_line(r->log), r->log.string()));
+      }
+      r = running.erase(r);
+    }
+    while (!forwarded && next < pending.size() &&
+           static_cast<int64_t>(running.size()) < options.jobs) {
+      const PendingCell& cell = pending[next++];
+      const fs::path log = logs / fmt::format("cell-{}.log", cell.number);
+      const pid_t pid =
+          start_cell(cell_command(program, spec, database, {numbers.sweep, cell.number},
+                                  cell.overrides),
+                     log);
+      running.push_back({cell, pid, log, std::chrono::steady_clock::now()});
+      progress.started();
+    }
+    progress.show(static_cast<int64_t>(pending.size() - next), static_cast<int64_t>(running.size()),
+                  options.jobs);
+    if (!running.empty()) std::this_thread::sleep_for(kPollInterval);
+  }
+  progress.finish();
+
+  for (const std::string& failure : failures) fmt::print(stderr, "{}\n", failure);
+  fmt::print("results: lrmoe query \"SELECT * FROM sweep_results WHERE sweep = '{}'\" --db {}\n",
+             spec.name, database);
+  if (forwarded) return 130;
+  if (!failures.empty() || progress.tally().failed > 0)
+    throw std::runtime_error(fmt::format(
+        "{}: {} of {} cells failed (see above and their logs); fix them and run the sweep again "
+        "with --retry-failed",
+        spec.file, progress.tally().failed, tally.cells));
+  return 0;
+}
+
+}  // namespace lrmoe

@@ -1,0 +1,258 @@
+// Sweeps: the sweep file's cells (product order, zipped keys, fixed settings) and its errors with
+// their places; the database's sweep records (cells found again by their settings, a changed
+// experiment refused, runs tagged per cell); and `lrmoe sweep` end to end on the tiny model:
+// parallel cells, a resume that skips finished cells and restarts an interrupted one, Ctrl-C.
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <filesystem>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/config/experiment_loader.hpp"
+#include "core/config/sweep_spec.hpp"
+#include "store/results_store.hpp"
+#include "support/child_process.hpp"
+#include "support/run_database.hpp"
+#include "support/store_samples.hpp"
+#include "support/temp_folder.hpp"
+
+using Catch::Matchers::Contains;
+using lrmoe::SweepSpec;
+using lrmoe_test::run_lrmoe;
+using lrmoe_test::TempFolder;
+
+namespace {
+
+const std::string kTinyExperiment = std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml";
+
+std::string config_error_of(const TempFolder& dir, const std::string& text) {
+  const auto file = dir.write("sweep.toml", text);
+  try {
+    lrmoe::load_sweep_spec(file);
+  } catch (const lrmoe::ConfigError& error) {
+    return error.what();
+  }
+  FAIL("expected a ConfigError");
+  return "";
+}
+
+std::vector<std::string> labels(const SweepSpec& spec) {
+  std::vector<std::string> all;
+  for (const lrmoe::SweepCell& cell : spec.cells) all.push_back(cell.label());
+  return all;
+}
+
+lrmoe::SweepRecord sweep_record(const std::vector<std::string>& seeds, const std::string& hash) {
+  lrmoe::SweepRecord record{"seeds", "seeds.toml", {}};
+  for (const std::string& seed : seeds) {
+    record.cells.push_back(
+        {"experiment.seed=" + seed, "seed=" + seed, hash, {{"experiment.seed", seed}}});
+  }
+  return record;
+}
+
+}  // namespace
+
+TEST_CASE("a sweep's cells are the product of its axes, the first axis slowest, zipped keys "
+          "together",
+          "[sweep]") {
+  TempFolder dir;
+  const auto file = dir.write("sweeps/s.toml", R"(
+experiment = "../base.toml"
+set = ["train.max_steps=5"]
+[[axis]]
+keys = ["policies.bundle", "cluster.slots_per_rank"]
+values = [["fixed", 2], ["lrmoe", 3]]
+[[axis]]
+key = "experiment.seed"
+values = [1, 2, 3]
+[[axis]]
+key = "train.lr"
+values = [1e-3]
+)");
+  const SweepSpec spec = lrmoe::load_sweep_spec(file);
+  CHECK(spec.name == "s");  // the file's name without .toml
+  CHECK(spec.experiment == (dir.path() / "base.toml").lexically_normal());
+  CHECK(spec.processes == 1);
+  REQUIRE(spec.cells.size() == 6);
+  CHECK(labels(spec) == std::vector<std::string>{
+                            "bundle=fixed, slots_per_rank=2, seed=1, lr=0.001",
+                            "bundle=fixed, slots_per_rank=2, seed=2, lr=0.001",
+                            "bundle=fixed, slots_per_rank=2, seed=3, lr=0.001",
+                            "bundle=lrmoe, slots_per_rank=3, seed=1, lr=0.001",
+                            "bundle=lrmoe, slots_per_rank=3, seed=2, lr=0.001",
+                            "bundle=lrmoe, slots_per_rank=3, seed=3, lr=0.001"});
+  CHECK(spec.cells[4].index == 4);
+  CHECK(spec.overrides(spec.cells[4]) ==
+        std::vector<std::string>{"train.max_steps=5", "policies.bundle=\"lrmoe\"",
+                                 "cluster.slots_per_rank=3", "experiment.seed=2",
+                                 "train.lr=0.001"});
+}
+
+TEST_CASE("a sweep file's mistakes are refused with their place and what to do", "[sweep]") {
+  TempFolder dir;
+  const std::string base = "experiment = \"base.toml\"\n";
+  CHECK_THAT(config_error_of(dir, "[[axis]]\nkey = \"a.b\"\nvalues = [1]\n"),
+             Contains("sweep.toml: no experiment; name the base experiment"));
+  CHECK_THAT(config_error_of(dir, base), Contains("sweep.toml: no [[axis]] tables"));
+  CHECK_THAT(config_error_of(dir, base + "axes = 1\n"),
+             Contains("sweep.toml:2:8: unknown key 'axes' in a sweep file; did you mean 'axis'?"));
+  CHECK_THAT(config_error_of(dir, base + "[[axis]]\nkey = \"a.b\"\nvalues = []\n"),
+             Contains("sweep.toml:4:10: values must be a non-empty array"));
+  CHECK_THAT(config_error_of(dir, base + "[[axis]]\nkey = \"a.b\"\nvalues = [[1, 2]]\n"),
+             Contains("sweep.toml:4:11: a value of a.b must be a string, integer, float or "
+                      "boolean, got array"));
+  CHECK_THAT(config_error_of(dir, base + "[[axis]]\nkeys = [\"a.b\", \"c.d\"]\nvalues = [[1]]\n"),
+             Contains("sweep.toml:4:11: each of values must be an array of 2 values, one per key"));
+  CHECK_THAT(config_error_of(dir, base + "[[axis]]\nvalues = [1]\n"),
+             Contains("needs either key = \"section.key\" or keys = [...], not both"));
+  CHECK_THAT(config_error_of(dir, base + "[[axis]]\nkey = \"a.b\"\nvalues = [1]\n"
+                                         "[[axis]]\nkey = \"a.b\"\nvalues = [2]\n"),
+             Contains("the key a.b is in two axes; zip them into one with keys"));
+  CHECK_THAT(config_error_of(dir, base + "processes = 0\n[[axis]]\nkey = \"a.b\"\nvalues = [1]\n"),
+             Contains("sweep.toml:2:13: processes must be an integer of at least 1"));
+}
+
+TEST_CASE("a resumed sweep finds its cells by their settings and refuses a changed experiment",
+          "[sweep][store]") {
+  TempFolder dir;
+  auto store = lrmoe::ResultsStore::open(dir.file("r.db"));
+  const lrmoe::SweepCellNumbers first = store->record_sweep(sweep_record({"1", "2"}, "h"));
+  CHECK(first.cells == std::vector<int64_t>{0, 1});
+  // Grown by a seed, listed in another order: the recorded cells keep their numbers.
+  const lrmoe::SweepCellNumbers grown = store->record_sweep(sweep_record({"3", "2", "1"}, "h"));
+  CHECK(grown.sweep == first.sweep);
+  CHECK(grown.cells == std::vector<int64_t>{2, 1, 0});
+  CHECK(lrmoe_test::scalar(*store, "SELECT value FROM sweep_cell_values WHERE cell = 2") == "3");
+  CHECK_THAT(lrmoe_test::store_error_of([&] { store->record_sweep(sweep_record({"1"}, "x")); }),
+             Contains("sweep 'seeds' cell 0 (seed=1) was recorded from an experiment that "
+                      "resolved differently") &&
+                 Contains("give this sweep another name"));
+}
+
+TEST_CASE("a sweep cell's runs are tagged, and its state is its last run's", "[sweep][store]") {
+  TempFolder dir;
+  auto store = lrmoe::ResultsStore::open(dir.file("r.db"));
+  const lrmoe::SweepCellNumbers sweep = store->record_sweep(sweep_record({"1", "2"}, "h"));
+  lrmoe::RunInfo info = lrmoe_test::sample_run("cell");
+  info.sweep_cell = lrmoe::SweepCellTag{sweep.sweep, 1};
+  const int64_t interrupted = store->begin_run(info);
+  store->finish_run(interrupted, "interrupted", std::nullopt);
+  const int64_t again = store->begin_run(info);
+  store->finish_run(again, "finished", std::nullopt);
+
+  const std::vector<lrmoe::SweepCellState> cells = store->sweep_cells(sweep.sweep);
+  REQUIRE(cells.size() == 2);
+  CHECK_FALSE(cells[0].run);
+  CHECK(cells[0].status.empty());
+  CHECK(cells[0].runs == 0);
+  CHECK(cells[1].run == again);
+  CHECK(cells[1].status == "finished");
+  CHECK(cells[1].runs == 2);
+  CHECK(lrmoe_test::scalar(*store, "SELECT status FROM sweep_results WHERE cell = 1") ==
+        "finished");
+}
+
+TEST_CASE("lrmoe sweep runs every cell in parallel, and run again skips the finished ones and "
+          "restarts an interrupted one",
+          "[sweep][e2e]") {
+  TempFolder dir;
+  const auto sweep = dir.write("grid.toml", "experiment = \"" + kTinyExperiment + "\"\n" + R"(
+set = ["train.max_steps=3", "train.warmup_steps=1", "train.eval_every=3", "train.eval_batches=1"]
+[[axis]]
+key = "policies.bundle"
+values = ["fixed", "lrmoe"]
+[[axis]]
+key = "experiment.seed"
+values = [1, 2]
+)");
+  const std::string db = dir.file("grid.db");
+  auto [code, output] = run_lrmoe({"sweep", sweep.string(), "--db", db, "--jobs", "2"},
+                                  dir.file("first.log"));
+  INFO(output);
+  REQUIRE(code == 0);
+  CHECK_THAT(output, Contains("4 cells, 0 finished before, 4 to run, 2 at a time"));
+  {
+    auto store = lrmoe::ResultsStore::open_read_only(db);
+    CHECK(lrmoe_test::scalar(*store, "SELECT count(*) FROM sweep_results WHERE status = "
+                                     "'finished' AND runs = 1") == "4");
+    CHECK(lrmoe_test::scalar(*store, "SELECT seed FROM runs r JOIN sweep_results s ON s.run = "
+                                     "r.id WHERE s.label = 'bundle=lrmoe, seed=2'") == "2");
+    CHECK(lrmoe_test::scalar(*store, "SELECT policies FROM runs WHERE id = (SELECT run FROM "
+                                     "sweep_results WHERE cell = 0)") ==
+          "fixed_ownership/gate/keep_all/owner");
+  }
+  // An interrupted cell (its process died) runs again; the finished ones are skipped.
+  {
+    auto store = lrmoe::ResultsStore::open(db);
+    const int64_t run =
+        std::stoll(lrmoe_test::scalar(*store, "SELECT run FROM sweep_results WHERE cell = 1"));
+    store->finish_run(run, "interrupted", std::nullopt);
+  }
+  std::tie(code, output) =
+      run_lrmoe({"sweep", sweep.string(), "--db", db, "--jobs", "2"}, dir.file("second.log"));
+  REQUIRE(code == 0);
+  CHECK_THAT(output, Contains("4 cells, 3 finished before, 1 to run"));
+  auto store = lrmoe::ResultsStore::open_read_only(db);
+  CHECK(store->list_runs().size() == 5);
+  CHECK(lrmoe_test::scalar(*store, "SELECT runs || ' ' || status FROM sweep_results WHERE cell = "
+                                   "1") == "2 finished");
+}
+
+TEST_CASE("lrmoe sweep refuses a cell whose settings are wrong before running any, naming it",
+          "[sweep][e2e]") {
+  TempFolder dir;
+  const auto sweep = dir.write("bad.toml", "experiment = \"" + kTinyExperiment + "\"\n" + R"(
+[[axis]]
+key = "train.lr"
+values = [0.01, -1.0]
+)");
+  const std::string db = dir.file("bad.db");
+  const auto [code, output] = run_lrmoe({"sweep", sweep.string(), "--db", db}, dir.file("o.log"));
+  CHECK(code == 1);
+  CHECK_THAT(output, Contains("lrmoe: " + sweep.string() + ": cell 1 (lr=-1.0): --set train.lr"));
+  CHECK_FALSE(std::filesystem::exists(db));
+}
+
+TEST_CASE("Ctrl-C on lrmoe sweep stops its running cells, recorded as stopped, and starts no more",
+          "[sweep][e2e]") {
+  TempFolder dir;
+  const auto sweep = dir.write("long.toml", "experiment = \"" + kTinyExperiment + "\"\n" + R"(
+set = ["train.max_steps=100000", "train.target_loss=0"]
+[[axis]]
+key = "experiment.seed"
+values = [1, 2, 3]
+)");
+  const std::string db = dir.file("long.db");
+  {
+    lrmoe_test::ChildProcess child({LRMOE_BINARY, "sweep", sweep.string(), "--db", db, "-j", "2"},
+                                   dir.file("sweep.log"));
+    lrmoe_test::wait_for_steps(db, 10);
+    child.signal(SIGINT);  // to the sweep alone: it passes the signal on to its cells
+    CHECK(child.wait(std::chrono::seconds(60)) == 130);
+  }
+  auto store = lrmoe::ResultsStore::open_read_only(db);
+  const std::vector<lrmoe::RunSummary> runs = store->list_runs();
+  REQUIRE(runs.size() == 2);  // the third cell never started
+  for (const lrmoe::RunSummary& run : runs) CHECK(run.status == "stopped");
+  CHECK(lrmoe_test::scalar(*store, "SELECT count(*) FROM sweep_results WHERE run IS NULL") == "1");
+}
+
+TEST_CASE("every shipped sweep loads and every cell's experiment resolves", "[sweep]") {
+  int sweeps = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(LRMOE_SOURCE_DIR) +
+                                                               "/experiments/sweeps")) {
+    INFO(entry.path().string());
+    const SweepSpec spec = lrmoe::load_sweep_spec(entry.path());
+    CHECK_FALSE(spec.cells.empty());
+    for (const lrmoe::SweepCell& cell : spec.cells) {
+      INFO(cell.label());
+      CHECK_NOTHROW(lrmoe::load_experiment(spec.experiment, spec.overrides(cell)));
+    }
+    ++sweeps;
+  }
+  CHECK(sweeps > 0);
+}
