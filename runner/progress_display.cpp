@@ -1,15 +1,13 @@
 #include "progress_display.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
-
-#include <cstdio>
 
 #include "runner/duration_text.hpp"
 
 namespace lrmoe {
+
 ProgressDisplay::ProgressDisplay(int64_t max_steps, int64_t log_every)
-    : max_steps_(max_steps), log_every_(log_every), live_(isatty(STDOUT_FILENO) != 0) {}
+    : max_steps_(max_steps), log_every_(log_every) {}
 
 void ProgressDisplay::update(const StepReport& r) {
   if (r.eval_loss) last_eval_ = r.eval_loss;
@@ -22,19 +20,11 @@ void ProgressDisplay::update(const StepReport& r) {
       "step {:>5}/{}  loss {:.4f}  eval {}  lr {:.2e}  {:.0f} tok/s  moe {:.0f}%  ETA {}", r.step,
       max_steps_, r.train_loss, eval, r.lr, tokens_per_second,
       r.step_seconds > 0 ? 100.0 * r.moe_seconds / r.step_seconds : 0.0, duration_text(eta));
-  if (live_) {
-    std::fprintf(stdout, "\r\033[2K%s", line.c_str());
-    std::fflush(stdout);
-    line_open_ = true;
-  } else if (r.step % log_every_ == 0 || r.eval_loss || r.step == 1) {
-    std::fprintf(stdout, "%s\n", line.c_str());
-    std::fflush(stdout);
-  }
+  line_.show(line, r.step % log_every_ == 0 || r.eval_loss || r.step == 1);
 }
 
 void ProgressDisplay::finish() {
-  if (line_open_) std::fputc('\n', stdout);
-  line_open_ = false;
+  line_.finish();
 }
 
 }  // namespace lrmoe

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "core/train/training_observer.hpp"
+#include "runner/live_line.hpp"
 
 namespace lrmoe {
 
@@ -20,8 +21,7 @@ class ProgressDisplay {
  private:
   int64_t max_steps_;
   int64_t log_every_;
-  bool live_;
-  bool line_open_ = false;
+  LiveLine line_;
   std::optional<double> last_eval_;
 };
 

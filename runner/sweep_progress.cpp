@@ -1,17 +1,16 @@
 #include "runner/sweep_progress.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <cstdio>
 #include <numeric>
+#include <utility>
 
 #include "runner/duration_text.hpp"
 
 namespace lrmoe {
 
 SweepProgress::SweepProgress(std::string name, SweepTally tally)
-    : name_(std::move(name)), tally_(tally), live_(isatty(STDOUT_FILENO) != 0) {}
+    : name_(std::move(name)), tally_(tally) {}
 
 void SweepProgress::started() {
   changed_ = true;
@@ -34,8 +33,8 @@ void SweepProgress::stopped() {
 }
 
 void SweepProgress::show(int64_t left, int64_t running, int64_t jobs) {
-  if (!changed_ && !live_) return;
-  changed_ = false;
+  if (!changed_ && !line_.live()) return;
+  const bool changed = std::exchange(changed_, false);
   // The mean time of a cell finished here, over the cells still to run, `jobs` at a time.
   std::string eta = "-";
   if (!seconds_.empty()) {
@@ -49,18 +48,11 @@ void SweepProgress::show(int64_t left, int64_t running, int64_t jobs) {
   if (tally_.stopped > 0) line += fmt::format("  {} stopped", tally_.stopped);
   if (tally_.elsewhere > 0) line += fmt::format("  {} running elsewhere", tally_.elsewhere);
   line += "  ETA " + eta;
-  if (live_) {
-    std::fprintf(stdout, "\r\033[2K%s", line.c_str());
-    line_open_ = true;
-  } else {
-    std::fprintf(stdout, "%s\n", line.c_str());
-  }
-  std::fflush(stdout);
+  line_.show(line, changed);
 }
 
 void SweepProgress::finish() {
-  if (line_open_) std::fputc('\n', stdout);
-  line_open_ = false;
+  line_.finish();
 }
 
 }  // namespace lrmoe

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "runner/live_line.hpp"
+
 namespace lrmoe {
 
 struct SweepTally {
@@ -34,9 +36,8 @@ class SweepProgress {
   std::string name_;
   SweepTally tally_;
   std::vector<double> seconds_;  // of the cells finished in this invocation
-  bool live_;
+  LiveLine line_;
   bool changed_ = true;
-  bool line_open_ = false;
 };
 
 }  // namespace lrmoe
