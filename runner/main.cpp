@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "bench_command.hpp"
+#include "compare_command.hpp"
 #include "core/config/experiment_loader.hpp"
 #include "inspect_commands.hpp"
 #include "launch_command.hpp"
@@ -129,6 +130,18 @@ int main(int argc, char** argv) {
   sweep->add_flag("--retry-failed", sweep_options.retry_failed,
                   "run again the cells whose last run failed");
 
+  auto* compare =
+      app.add_subcommand("compare",
+                         "per model and policy variant over seeds: time to target, memory, pairs; "
+                         "reductions against a baseline");
+  lrmoe::CompareOptions compare_options;
+  compare->add_option("runs", compare_options.runs, "run ids (besides or instead of --sweep)");
+  compare->add_option("--sweep", compare_options.sweep, "a sweep's name: its cells' last runs");
+  compare->add_option("--db", compare_options.database, "results database");
+  compare->add_option("--baseline", compare_options.baseline,
+                      "the variant to compare against, as the table names it");
+  compare->add_option("--format", compare_options.format, "table, csv, json or markdown");
+
   auto* runs = app.add_subcommand("runs", "list the runs in the results database");
   runs->add_option("--db", db, "results database");
 
@@ -164,6 +177,7 @@ int main(int argc, char** argv) {
     if (parallel_worker->parsed())
       return lrmoe::parallel_bench_worker(source, parallel_steps, parallel_result);
     if (sweep->parsed()) return lrmoe::sweep_command(sweep_options);
+    if (compare->parsed()) return lrmoe::compare_command(compare_options, std::cout);
     if (runs->parsed()) return lrmoe::run_runs_command(db);
     if (show->parsed()) return lrmoe::run_show_command(db, run_id);
     if (query->parsed()) return lrmoe::run_query_command(db, sql);

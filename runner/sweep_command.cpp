@@ -74,8 +74,8 @@ std::vector<std::string> cell_command(const std::string& program, const SweepSpe
   }
   arguments.push_back(spec.experiment.string());
   for (const std::string& o : overrides) arguments.insert(arguments.end(), {"--set", o});
-  arguments.insert(arguments.end(), {"--db", database, "--sweep-cell",
-                                     fmt::format("{}:{}", tag.sweep, tag.cell)});
+  arguments.insert(arguments.end(),
+                   {"--db", database, "--sweep-cell", fmt::format("{}:{}", tag.sweep, tag.cell)});
   return arguments;
 }
 
@@ -94,8 +94,8 @@ pid_t start_cell(const std::vector<std::string>& arguments, const fs::path& log)
   const int error = posix_spawn(&pid, argv.front(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (error != 0)
-    throw std::runtime_error(fmt::format("cannot start {}: {}", arguments.front(),
-                                         std::strerror(error)));
+    throw std::runtime_error(
+        fmt::format("cannot start {}: {}", arguments.front(), std::strerror(error)));
   return pid;
 }
 
@@ -126,8 +126,8 @@ int sweep_command(const SweepOptions& options) {
       throw ConfigError(
           fmt::format("{}: cell {} ({}): {}", spec.file, cell.index, cell.label(), error.what()));
     }
-    SweepCellRecord row{settings_text(cell), cell.label(), experiment_identity(experiments.back()),
-                        {}};
+    SweepCellRecord row{
+        settings_text(cell), cell.label(), experiment_identity(experiments.back()), {}};
     for (const SweepSetting& s : cell.settings) row.values.emplace_back(s.key, s.text);
     record.cells.push_back(std::move(row));
   }
@@ -216,10 +216,8 @@ int sweep_command(const SweepOptions& options) {
            static_cast<int64_t>(running.size()) < options.jobs) {
       const PendingCell& cell = pending[next++];
       const fs::path log = logs / fmt::format("cell-{}.log", cell.number);
-      const pid_t pid =
-          start_cell(cell_command(program, spec, database, {numbers.sweep, cell.number},
-                                  cell.overrides),
-                     log);
+      const pid_t pid = start_cell(
+          cell_command(program, spec, database, {numbers.sweep, cell.number}, cell.overrides), log);
       running.push_back({cell, pid, log, std::chrono::steady_clock::now()});
       progress.started();
     }

@@ -13,6 +13,7 @@
 #include "store/interrupted_runs.hpp"
 #include "store/local_process.hpp"
 #include "store/read_only_query.hpp"
+#include "store/run_figures.hpp"
 #include "store/run_reader.hpp"
 #include "store/schema.hpp"
 #include "store/sqlite_handle.hpp"
@@ -161,6 +162,16 @@ class SqliteResultsStore final : public ResultsStore {
   std::vector<SweepCellState> sweep_cells(int64_t sweep) const override {
     require_current_schema();
     return store::read_sweep_cells(db_, sweep);
+  }
+
+  std::vector<int64_t> sweep_last_runs(const std::string& name) const override {
+    require_current_schema();
+    return store::read_sweep_last_runs(db_, name);
+  }
+
+  std::vector<RunFigures> run_figures(const std::vector<int64_t>& runs) const override {
+    require_current_schema();
+    return store::read_run_figures(db_, runs);
   }
 
   std::vector<RunSummary> list_runs() const override {

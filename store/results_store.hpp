@@ -207,6 +207,27 @@ struct RunSummary {
   std::optional<double> final_eval_loss;
 };
 
+// One run's figures for a comparison (lrmoe compare).
+struct RunFigures {
+  int64_t run = 0;
+  std::string status;
+  uint64_t seed = 0;
+  std::string policies;
+  std::string resolved_toml;
+  int64_t steps = 0;
+  std::optional<double> target_loss;
+  std::optional<TimeToTarget> time_to_target;  // none: the target was not reached
+  // The largest memory subtotal of any rank and step (Note [Memory model]); none without the
+  // pipeline.
+  std::optional<int64_t> peak_subtotal;
+  // Summed over the run's steps and MoE layers.
+  int64_t pairs_routed = 0;
+  int64_t pairs_dropped = 0;  // in forward, by a placement's forward capacity
+  int64_t pairs_kept = 0;     // with backward work
+  // The run's sweep cell's settings (key, value) in axis order; empty outside a sweep.
+  std::vector<std::pair<std::string, std::string>> cell_values;
+};
+
 struct QueryResult {
   std::vector<std::string> columns;
   std::vector<std::vector<std::optional<std::string>>> rows;  // nullopt: SQL NULL
@@ -253,6 +274,10 @@ class ResultsStore {
   // resolves differently.
   virtual SweepCellNumbers record_sweep(const SweepRecord& sweep) = 0;
   virtual std::vector<SweepCellState> sweep_cells(int64_t sweep) const = 0;
+  // The last run of each cell of the sweep named `name`, in cell order.
+  virtual std::vector<int64_t> sweep_last_runs(const std::string& name) const = 0;
+  // What a comparison needs of each of `runs`, in that order.
+  virtual std::vector<RunFigures> run_figures(const std::vector<int64_t>& runs) const = 0;
 
   // The readers see committed rows only: flush() first to read what this store buffered.
   virtual std::vector<RunSummary> list_runs() const = 0;

@@ -419,10 +419,11 @@ CREATE TABLE sweep_cells (
 ) WITHOUT ROWID;
 
 CREATE TABLE sweep_cell_values (
-  sweep INTEGER NOT NULL,
-  cell  INTEGER NOT NULL,
-  key   TEXT NOT NULL,
-  value TEXT NOT NULL,
+  sweep    INTEGER NOT NULL,
+  cell     INTEGER NOT NULL,
+  key      TEXT NOT NULL,
+  value    TEXT NOT NULL,
+  position INTEGER NOT NULL,  -- the key's place among the axes' keys
   PRIMARY KEY (sweep, cell, key),
   FOREIGN KEY (sweep, cell) REFERENCES sweep_cells (sweep, cell) ON DELETE CASCADE
 ) WITHOUT ROWID;

@@ -38,7 +38,8 @@ SweepCellNumbers record_sweep(sqlite::Database& db, const SweepRecord& sweep) {
       "INSERT INTO sweep_cells (sweep, cell, settings, label, experiment_sha256) "
       "VALUES (?1, ?2, ?3, ?4, ?5)");
   sqlite::Statement insert_value = db.prepare(
-      "INSERT INTO sweep_cell_values (sweep, cell, key, value) VALUES (?1, ?2, ?3, ?4)");
+      "INSERT INTO sweep_cell_values (sweep, cell, key, value, position) "
+      "VALUES (?1, ?2, ?3, ?4, ?5)");
   for (const SweepCellRecord& cell : sweep.cells) {
     find.bind_int64(1, numbers.sweep).bind_text(2, cell.settings);
     if (find.step()) {
@@ -66,11 +67,12 @@ SweepCellNumbers record_sweep(sqlite::Database& db, const SweepRecord& sweep) {
         .bind_text(4, cell.label)
         .bind_text(5, cell.experiment_sha256);
     insert_cell.execute();
-    for (const auto& [key, value] : cell.values) {
+    for (std::size_t i = 0; i < cell.values.size(); ++i) {
       insert_value.bind_int64(1, numbers.sweep)
           .bind_int64(2, number)
-          .bind_text(3, key)
-          .bind_text(4, value);
+          .bind_text(3, cell.values[i].first)
+          .bind_text(4, cell.values[i].second)
+          .bind_int64(5, static_cast<int64_t>(i));
       insert_value.execute();
     }
     numbers.cells.push_back(number);

@@ -56,9 +56,10 @@ lrmoe::SweepRecord sweep_record(const std::vector<std::string>& seeds, const std
 
 }  // namespace
 
-TEST_CASE("a sweep's cells are the product of its axes, the first axis slowest, zipped keys "
-          "together",
-          "[sweep]") {
+TEST_CASE(
+    "a sweep's cells are the product of its axes, the first axis slowest, zipped keys "
+    "together",
+    "[sweep]") {
   TempFolder dir;
   const auto file = dir.write("sweeps/s.toml", R"(
 experiment = "../base.toml"
@@ -78,13 +79,13 @@ values = [1e-3]
   CHECK(spec.experiment == (dir.path() / "base.toml").lexically_normal());
   CHECK(spec.processes == 1);
   REQUIRE(spec.cells.size() == 6);
-  CHECK(labels(spec) == std::vector<std::string>{
-                            "bundle=fixed, slots_per_rank=2, seed=1, lr=0.001",
-                            "bundle=fixed, slots_per_rank=2, seed=2, lr=0.001",
-                            "bundle=fixed, slots_per_rank=2, seed=3, lr=0.001",
-                            "bundle=lrmoe, slots_per_rank=3, seed=1, lr=0.001",
-                            "bundle=lrmoe, slots_per_rank=3, seed=2, lr=0.001",
-                            "bundle=lrmoe, slots_per_rank=3, seed=3, lr=0.001"});
+  CHECK(labels(spec) ==
+        std::vector<std::string>{"bundle=fixed, slots_per_rank=2, seed=1, lr=0.001",
+                                 "bundle=fixed, slots_per_rank=2, seed=2, lr=0.001",
+                                 "bundle=fixed, slots_per_rank=2, seed=3, lr=0.001",
+                                 "bundle=lrmoe, slots_per_rank=3, seed=1, lr=0.001",
+                                 "bundle=lrmoe, slots_per_rank=3, seed=2, lr=0.001",
+                                 "bundle=lrmoe, slots_per_rank=3, seed=3, lr=0.001"});
   CHECK(spec.cells[4].index == 4);
   CHECK(spec.overrides(spec.cells[4]) ==
         std::vector<std::string>{"train.max_steps=5", "policies.bundle=\"lrmoe\"",
@@ -156,9 +157,10 @@ TEST_CASE("a sweep cell's runs are tagged, and its state is its last run's", "[s
         "finished");
 }
 
-TEST_CASE("lrmoe sweep runs every cell in parallel, and run again skips the finished ones and "
-          "restarts an interrupted one",
-          "[sweep][e2e]") {
+TEST_CASE(
+    "lrmoe sweep runs every cell in parallel, and run again skips the finished ones and "
+    "restarts an interrupted one",
+    "[sweep][e2e]") {
   TempFolder dir;
   const auto sweep = dir.write("grid.toml", "experiment = \"" + kTinyExperiment + "\"\n" + R"(
 set = ["train.max_steps=3", "train.warmup_steps=1", "train.eval_every=3", "train.eval_batches=1"]
@@ -170,19 +172,22 @@ key = "experiment.seed"
 values = [1, 2]
 )");
   const std::string db = dir.file("grid.db");
-  auto [code, output] = run_lrmoe({"sweep", sweep.string(), "--db", db, "--jobs", "2"},
-                                  dir.file("first.log"));
+  auto [code, output] =
+      run_lrmoe({"sweep", sweep.string(), "--db", db, "--jobs", "2"}, dir.file("first.log"));
   INFO(output);
   REQUIRE(code == 0);
   CHECK_THAT(output, Contains("4 cells, 0 finished before, 4 to run, 2 at a time"));
   {
     auto store = lrmoe::ResultsStore::open_read_only(db);
-    CHECK(lrmoe_test::scalar(*store, "SELECT count(*) FROM sweep_results WHERE status = "
-                                     "'finished' AND runs = 1") == "4");
-    CHECK(lrmoe_test::scalar(*store, "SELECT seed FROM runs r JOIN sweep_results s ON s.run = "
-                                     "r.id WHERE s.label = 'bundle=lrmoe, seed=2'") == "2");
-    CHECK(lrmoe_test::scalar(*store, "SELECT policies FROM runs WHERE id = (SELECT run FROM "
-                                     "sweep_results WHERE cell = 0)") ==
+    CHECK(lrmoe_test::scalar(*store,
+                             "SELECT count(*) FROM sweep_results WHERE status = "
+                             "'finished' AND runs = 1") == "4");
+    CHECK(lrmoe_test::scalar(*store,
+                             "SELECT seed FROM runs r JOIN sweep_results s ON s.run = "
+                             "r.id WHERE s.label = 'bundle=lrmoe, seed=2'") == "2");
+    CHECK(lrmoe_test::scalar(*store,
+                             "SELECT policies FROM runs WHERE id = (SELECT run FROM "
+                             "sweep_results WHERE cell = 0)") ==
           "fixed_ownership/gate/keep_all/owner");
   }
   // An interrupted cell (its process died) runs again; the finished ones are skipped.
@@ -198,8 +203,9 @@ values = [1, 2]
   CHECK_THAT(output, Contains("4 cells, 3 finished before, 1 to run"));
   auto store = lrmoe::ResultsStore::open_read_only(db);
   CHECK(store->list_runs().size() == 5);
-  CHECK(lrmoe_test::scalar(*store, "SELECT runs || ' ' || status FROM sweep_results WHERE cell = "
-                                   "1") == "2 finished");
+  CHECK(lrmoe_test::scalar(*store,
+                           "SELECT runs || ' ' || status FROM sweep_results WHERE cell = "
+                           "1") == "2 finished");
 }
 
 TEST_CASE("lrmoe sweep refuses a cell whose settings are wrong before running any, naming it",
@@ -243,8 +249,8 @@ values = [1, 2, 3]
 
 TEST_CASE("every shipped sweep loads and every cell's experiment resolves", "[sweep]") {
   int sweeps = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(LRMOE_SOURCE_DIR) +
-                                                               "/experiments/sweeps")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(LRMOE_SOURCE_DIR) + "/experiments/sweeps")) {
     INFO(entry.path().string());
     const SweepSpec spec = lrmoe::load_sweep_spec(entry.path());
     CHECK_FALSE(spec.cells.empty());

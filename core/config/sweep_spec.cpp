@@ -159,8 +159,8 @@ SweepSpec load_sweep_spec(const fs::path& file) {
     throw ConfigError(spec.file +
                       ": no experiment; name the base experiment: experiment = \"FILE.toml\" "
                       "(relative to the sweep file)");
-  spec.experiment = (file.parent_path() / reader.string_of(*experiment, "experiment"))
-                        .lexically_normal();
+  spec.experiment =
+      (file.parent_path() / reader.string_of(*experiment, "experiment")).lexically_normal();
   if (const toml::node* set = document.get("set")) {
     const toml::array* list = set->as_array();
     if (!list) reader.fail(*set, "set must be an array of \"section.key=value\" strings");

@@ -33,7 +33,7 @@ struct SweepSetting {
 };
 
 struct SweepCell {
-  int64_t index = 0;  // from 0, in product order
+  int64_t index = 0;                   // from 0, in product order
   std::vector<SweepSetting> settings;  // one per axis key, in axis order
 
   // "keep_fraction=0.5, seed=2": the keys' last parts, for progress and error lines.

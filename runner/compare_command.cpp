@@ -1,0 +1,287 @@
+#include "runner/compare_command.hpp"
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <stdexcept>
+
+#include "runner/seed_statistics.hpp"
+#include "runner/text_table.hpp"
+#include "store/results_store.hpp"
+
+namespace lrmoe {
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+constexpr double kMiB = 1 << 20;
+const std::vector<std::string> kFormats = {"table", "csv", "json", "markdown"};
+
+// The runs of one variant of one model, figure by figure.
+struct Variant {
+  std::string model;
+  std::string name;
+  int64_t runs = 0;
+  int64_t reached = 0;
+  std::vector<double> steps, critical, modeled;  // to target; +infinity: not reached
+  std::vector<double> memory_mib;
+  std::vector<double> dropped, kept;  // fractions of the routed pairs
+};
+
+std::string model_of(const RunFigures& run) {
+  try {
+    const toml::table experiment = toml::parse(run.resolved_toml);
+    return experiment["model"]["preset"].value_or(std::string("custom"));
+  } catch (const toml::parse_error&) {
+    return "unknown";
+  }
+}
+
+std::string variant_of(const RunFigures& run) {
+  if (run.cell_values.empty()) return run.policies;
+  std::string name;
+  for (const auto& [key, value] : run.cell_values) {
+    if (key == "experiment.seed") continue;
+    name += (name.empty() ? "" : ", ") + key.substr(key.rfind('.') + 1) + "=" + value;
+  }
+  return name.empty() ? "all" : name;
+}
+
+void add_run(Variant& v, const RunFigures& run) {
+  ++v.runs;
+  if (run.target_loss) {
+    const std::optional<TimeToTarget>& t = run.time_to_target;
+    if (t) ++v.reached;
+    v.steps.push_back(t ? static_cast<double>(t->step) : kInfinity);
+    v.critical.push_back(t ? t->moe_critical_seconds : kInfinity);
+    v.modeled.push_back(t ? t->moe_modeled_seconds : kInfinity);
+  }
+  if (run.peak_subtotal) v.memory_mib.push_back(static_cast<double>(*run.peak_subtotal) / kMiB);
+  if (run.pairs_routed > 0) {
+    const auto routed = static_cast<double>(run.pairs_routed);
+    v.dropped.push_back(static_cast<double>(run.pairs_dropped) / routed);
+    v.kept.push_back(static_cast<double>(run.pairs_kept) / routed);
+  }
+}
+
+// The figures a row shows, by name, with how each prints.
+struct Figure {
+  const char* name;   // in CSV and JSON
+  const char* title;  // in the table and Markdown
+  std::vector<double> Variant::*values;
+  int decimals;
+  double scale;  // 100 for fractions shown as percentages
+  bool reduced;  // compared against the baseline
+};
+const std::vector<Figure> kFigures = {
+    {"steps_to_target", "steps to target", &Variant::steps, 0, 1, true},
+    {"moe_critical_seconds_to_target", "MoE critical s", &Variant::critical, 3, 1, true},
+    {"moe_modeled_seconds_to_target", "modeled s", &Variant::modeled, 4, 1, true},
+    {"peak_subtotal_mib", "peak subtotal MiB", &Variant::memory_mib, 1, 1, true},
+    {"dropped_forward_percent", "dropped fwd %", &Variant::dropped, 1, 100, false},
+    {"kept_backward_percent", "kept bwd %", &Variant::kept, 1, 100, false},
+};
+
+std::string number(double value, int decimals) {
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  if (std::isnan(value)) return "nan";
+  return fmt::format("{:.{}f}", value, decimals);
+}
+
+std::string spread_text(const std::vector<double>& values, const Figure& f) {
+  if (values.empty()) return "-";
+  const SeedSpread s = seed_spread(values);
+  auto show = [&](double v) { return std::isinf(v) ? std::string("∞") : number(v * f.scale, f.decimals); };
+  if (values.size() == 1) return show(s.median);
+  return fmt::format("{} [{}–{}]", show(s.median), show(s.low), show(s.high));
+}
+
+std::string reduction_text(const std::optional<Reduction>& r) {
+  if (!r) return "-";
+  auto pct = [](double v) {
+    return std::isinf(v) ? std::string(v > 0 ? "+∞" : "-∞") : fmt::format("{:+.0f}%", 100 * v);
+  };
+  return fmt::format("{} [{}, {}]", pct(r->estimate), pct(r->low), pct(r->high));
+}
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<int>(c));
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string json_number(double value, const Figure& f) {
+  return std::isfinite(value) ? number(value * f.scale, f.decimals + 2) : "null";
+}
+
+// Numbers only, one column each: median, min and max per figure (inf: a seed that did not reach
+// the target), then each reduction and its interval.
+template <typename ReductionOf>
+void write_csv(const std::vector<Variant>& variants, bool with_baseline,
+               const ReductionOf& reduction_of, std::ostream& out) {
+  out << "model,variant,runs,reached";
+  for (const Figure& f : kFigures) out << fmt::format(",{0}_median,{0}_min,{0}_max", f.name);
+  if (with_baseline) {
+    for (const Figure& f : kFigures)
+      if (f.reduced) out << fmt::format(",reduction_{0},reduction_{0}_low,reduction_{0}_high", f.name);
+  }
+  out << "\n";
+  for (const Variant& v : variants) {
+    out << csv_field(v.model) << "," << csv_field(v.name) << "," << v.runs << "," << v.reached;
+    for (const Figure& f : kFigures) {
+      const std::vector<double>& values = v.*f.values;
+      if (values.empty()) {
+        out << ",,,";
+        continue;
+      }
+      const SeedSpread s = seed_spread(values);
+      out << "," << number(s.median * f.scale, f.decimals + 2) << ","
+          << number(s.low * f.scale, f.decimals + 2) << ","
+          << number(s.high * f.scale, f.decimals + 2);
+    }
+    if (with_baseline) {
+      for (const Figure& f : kFigures) {
+        if (!f.reduced) continue;
+        const std::optional<Reduction> r = reduction_of(v, f);
+        out << (r ? fmt::format(",{},{},{}", number(r->estimate, 4), number(r->low, 4),
+                                number(r->high, 4))
+                  : std::string(",,,"));
+      }
+    }
+    out << "\n";
+  }
+}
+
+}  // namespace
+
+int compare_command(const CompareOptions& options, std::ostream& out) {
+  if (std::find(kFormats.begin(), kFormats.end(), options.format) == kFormats.end())
+    throw std::invalid_argument("--format " + options.format +
+                                ": use table, csv, json or markdown");
+  const auto store = ResultsStore::open_read_only(options.database);
+  std::vector<int64_t> runs = options.runs;
+  if (options.sweep) {
+    const std::vector<int64_t> last = store->sweep_last_runs(*options.sweep);
+    runs.insert(runs.end(), last.begin(), last.end());
+  }
+  if (runs.empty())
+    throw std::invalid_argument(
+        "compare: nothing to compare; name a sweep (--sweep NAME) or runs (lrmoe compare 3 4 5)");
+
+  std::vector<Variant> variants;
+  for (const RunFigures& run : store->run_figures(runs)) {
+    const std::string model = model_of(run), name = variant_of(run);
+    auto v = std::find_if(variants.begin(), variants.end(),
+                          [&](const Variant& x) { return x.model == model && x.name == name; });
+    if (v == variants.end()) {
+      Variant fresh;
+      fresh.model = model;
+      fresh.name = name;
+      v = variants.insert(variants.end(), std::move(fresh));
+    }
+    add_run(*v, run);
+  }
+  std::stable_sort(variants.begin(), variants.end(),
+                   [](const Variant& a, const Variant& b) { return a.model < b.model; });
+  // Each model's baseline.
+  std::map<std::string, const Variant*> baselines;
+  if (options.baseline) {
+    std::string names;
+    for (const Variant& v : variants) {
+      if (v.name == *options.baseline) baselines[v.model] = &v;
+      names += (names.empty() ? "'" : ", '") + v.name + "'";
+    }
+    if (baselines.empty())
+      throw std::invalid_argument("--baseline " + *options.baseline +
+                                  ": no variant of that name; the variants: " + names);
+  }
+  auto reduction_of = [&](const Variant& v, const Figure& f) -> std::optional<Reduction> {
+    const auto base = baselines.find(v.model);
+    if (base == baselines.end() || base->second == &v) return std::nullopt;
+    return bootstrap_reduction(v.*f.values, (*base->second).*f.values);
+  };
+
+  if (options.format == "json") {
+    out << "[\n";
+    for (std::size_t i = 0; i < variants.size(); ++i) {
+      const Variant& v = variants[i];
+      out << fmt::format("  {{\"model\": {}, \"variant\": {}, \"runs\": {}, \"reached_target\": {}",
+                         json_string(v.model), json_string(v.name), v.runs, v.reached);
+      for (const Figure& f : kFigures) {
+        const std::vector<double>& values = v.*f.values;
+        if (values.empty()) {
+          out << fmt::format(", \"{}\": null", f.name);
+          continue;
+        }
+        const SeedSpread s = seed_spread(values);
+        out << fmt::format(", \"{}\": {{\"median\": {}, \"min\": {}, \"max\": {}", f.name,
+                           json_number(s.median, f), json_number(s.low, f),
+                           json_number(s.high, f));
+        if (const auto r = f.reduced ? reduction_of(v, f) : std::nullopt)
+          out << fmt::format(", \"reduction\": {}, \"reduction_low\": {}, \"reduction_high\": {}",
+                             number(r->estimate, 4), number(r->low, 4), number(r->high, 4));
+        out << "}";
+      }
+      out << (i + 1 < variants.size() ? "},\n" : "}\n");
+    }
+    out << "]\n";
+    return 0;
+  }
+
+  // Table, CSV and Markdown share the columns.
+  QueryResult table;
+  table.columns = {"model", "variant", "runs", "reached"};
+  for (const Figure& f : kFigures) table.columns.push_back(f.title);
+  if (options.baseline) {
+    for (const Figure& f : kFigures)
+      if (f.reduced) table.columns.push_back(std::string("reduction: ") + f.title);
+  }
+  for (const Variant& v : variants) {
+    std::vector<std::optional<std::string>> row{v.model, v.name, std::to_string(v.runs),
+                                                std::to_string(v.reached)};
+    for (const Figure& f : kFigures) row.push_back(spread_text(v.*f.values, f));
+    if (options.baseline) {
+      for (const Figure& f : kFigures)
+        if (f.reduced) row.push_back(reduction_text(reduction_of(v, f)));
+    }
+    table.rows.push_back(std::move(row));
+  }
+  if (options.format == "table") {
+    out << render_text_table(table, 32);
+    out << "median [min–max] over seeds; ∞: a seed that did not reach the target";
+    if (options.baseline)
+      out << "; reduction: 1 - median / baseline's median [95% bootstrap interval]";
+    out << "\n";
+  } else if (options.format == "csv") {
+    write_csv(variants, options.baseline.has_value(), reduction_of, out);
+  } else {
+    out << "| " << fmt::format("{}", fmt::join(table.columns, " | ")) << " |\n|";
+    for (std::size_t c = 0; c < table.columns.size(); ++c) out << " --- |";
+    out << "\n";
+    for (const auto& row : table.rows) {
+      out << "|";
+      for (const auto& cell : row) out << " " << *cell << " |";
+      out << "\n";
+    }
+  }
+  return 0;
+}
+
+}  // namespace lrmoe

@@ -1,0 +1,31 @@
+#pragma once
+// `lrmoe compare (--sweep NAME | RUN...) [--db PATH] [--baseline VARIANT] [--format F]`: per
+// model, one row per policy variant over its seeds: time to target (steps, MoE critical path,
+// modeled), peak memory subtotal, pairs dropped in forward and kept in backward, each as the
+// median with its range, and against a baseline variant as a reduction with a bootstrap
+// interval. Runs that did not reach the target count as such (runner/seed_statistics.hpp).
+//
+// A variant is a sweep cell's settings without experiment.seed, or, for runs outside a sweep,
+// their policies.
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace lrmoe {
+
+struct CompareOptions {
+  std::vector<int64_t> runs;
+  std::optional<std::string> sweep;  // the last run of each of its cells
+  std::string database = "lrmoe.db";
+  std::optional<std::string> baseline;  // a variant's name, as the table shows it
+  std::string format = "table";         // table | csv | json | markdown
+};
+
+// Throws StoreError (database, unknown run or sweep) and std::invalid_argument (no runs, a
+// baseline no model has, an unknown format).
+int compare_command(const CompareOptions& options, std::ostream& out);
+
+}  // namespace lrmoe

@@ -1,0 +1,129 @@
+// lrmoe compare: medians and ranges over seeds with censored (not reached) runs, the bootstrap
+// reduction against a baseline, and the comparison of recorded runs in each output format.
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <string>
+
+#include "runner/compare_command.hpp"
+#include "runner/seed_statistics.hpp"
+#include "store/results_store.hpp"
+#include "support/store_samples.hpp"
+#include "support/temp_folder.hpp"
+
+using Catch::Matchers::Contains;
+using lrmoe_test::TempFolder;
+
+namespace {
+
+constexpr double kNotReached = std::numeric_limits<double>::infinity();
+
+// A finished run of a sweep cell: `steps` to the target (none: not reached), its MoE critical
+// path twice the steps in milliseconds, modeled time the steps in microseconds.
+void record_run(lrmoe::ResultsStore& store, const lrmoe::SweepCellTag& cell,
+                std::optional<int64_t> steps) {
+  lrmoe::RunInfo info = lrmoe_test::sample_run("cell");
+  info.resolved_toml = "[model]\npreset = \"tiny-moe\"\n";
+  info.sweep_cell = cell;
+  const int64_t run = store.begin_run(info);
+  std::optional<lrmoe::TimeToTarget> reached;
+  if (steps) {
+    const auto s = static_cast<double>(*steps);
+    reached = lrmoe::TimeToTarget{*steps, s, s / 500, s / 1e6, s / 500};
+  }
+  store.finish_run(run, "finished", reached);
+}
+
+std::string compare(const std::string& db, const std::string& format,
+                    std::optional<std::string> baseline = std::nullopt) {
+  lrmoe::CompareOptions options;
+  options.sweep = "policies";
+  options.database = db;
+  options.format = format;
+  options.baseline = std::move(baseline);
+  std::ostringstream out;
+  lrmoe::compare_command(options, out);
+  return out.str();
+}
+
+}  // namespace
+
+TEST_CASE("over seeds the median holds while fewer than half missed the target, the range shows "
+          "any miss",
+          "[compare]") {
+  const lrmoe::SeedSpread three = lrmoe::seed_spread({30, 10, kNotReached});
+  CHECK(three.median == 30);
+  CHECK(three.low == 10);
+  CHECK(std::isinf(three.high));
+  CHECK(lrmoe::seed_spread({10, 20}).median == 15);
+  CHECK(std::isinf(lrmoe::seed_spread({10, kNotReached, kNotReached}).median));
+}
+
+TEST_CASE("a reduction against the baseline is 1 - the ratio of medians, with a seeded bootstrap "
+          "interval around it",
+          "[compare]") {
+  const auto half = lrmoe::bootstrap_reduction({50, 50, 50}, {100, 100, 100});
+  REQUIRE(half);
+  CHECK(half->estimate == Approx(0.5));
+  CHECK(half->low == Approx(0.5));  // no spread, no uncertainty
+  CHECK(half->high == Approx(0.5));
+
+  const std::vector<double> variant{40, 55, 60, 70}, baseline{90, 100, 110, 130};
+  const auto first = lrmoe::bootstrap_reduction(variant, baseline);
+  const auto again = lrmoe::bootstrap_reduction(variant, baseline);
+  REQUIRE(first);
+  CHECK(first->estimate == Approx(1 - 57.5 / 105));
+  CHECK(first->low < first->estimate);
+  CHECK(first->high > first->estimate);
+  CHECK(first->low == again->low);  // seeded: the same runs, the same interval
+  CHECK(first->high == again->high);
+
+  CHECK_FALSE(lrmoe::bootstrap_reduction({1}, {kNotReached, kNotReached}));  // no baseline figure
+  CHECK_FALSE(lrmoe::bootstrap_reduction({}, {1}));
+}
+
+TEST_CASE("lrmoe compare groups a sweep's runs by variant over seeds and shows missed targets",
+          "[compare][store]") {
+  TempFolder dir;
+  const std::string db = dir.file("c.db");
+  {
+    auto store = lrmoe::ResultsStore::open(db);
+    lrmoe::SweepRecord sweep{"policies", "policies.toml", {}};
+    for (const std::string bundle : {"fixed", "lrmoe"}) {
+      for (const std::string seed : {"1", "2", "3"}) {
+        sweep.cells.push_back({"b=" + bundle + " s=" + seed, bundle + seed, "h",
+                               {{"policies.bundle", bundle}, {"experiment.seed", seed}}});
+      }
+    }
+    const lrmoe::SweepCellNumbers numbers = store->record_sweep(sweep);
+    // fixed: 100, 120, 140 steps; lrmoe: 60, 80 and one that never reached the target.
+    const std::vector<std::optional<int64_t>> steps{100, 120, 140, 60, 80, std::nullopt};
+    for (std::size_t i = 0; i < steps.size(); ++i)
+      record_run(*store, {numbers.sweep, numbers.cells[i]}, steps[i]);
+  }
+
+  const std::string table = compare(db, "table", "bundle=fixed");
+  CHECK_THAT(table, Contains("tiny-moe  bundle=fixed     3        3  120 [100–140]"));
+  CHECK_THAT(table, Contains("tiny-moe  bundle=lrmoe     3        2  80 [60–∞]"));
+  CHECK_THAT(table, Contains("+33% ["));  // 1 - 80 / 120
+
+  const std::string csv = compare(db, "csv", "bundle=fixed");
+  CHECK_THAT(csv, Contains("model,variant,runs,reached,steps_to_target_median,"));
+  CHECK_THAT(csv, Contains("tiny-moe,bundle=lrmoe,3,2,80.00,60.00,inf,0.160"));
+  CHECK_THAT(csv, Contains(",0.3333,"));
+
+  const std::string json = compare(db, "json");
+  CHECK_THAT(json, Contains("\"variant\": \"bundle=lrmoe\", \"runs\": 3, \"reached_target\": 2, "
+                            "\"steps_to_target\": {\"median\": 80.00, \"min\": 60.00, \"max\": "
+                            "null}"));
+
+  CHECK_THAT(compare(db, "markdown"), Contains("| tiny-moe | bundle=fixed | 3 | 3 | 120 [100–140] |"));
+
+  CHECK_THROWS_WITH(compare(db, "table", "bundle=fxed"),
+                    Contains("--baseline bundle=fxed: no variant of that name; the variants: "
+                             "'bundle=fixed', 'bundle=lrmoe'"));
+  CHECK_THROWS_WITH(compare(db, "yaml"), Contains("--format yaml: use table, csv, json or markdown"));
+}
