@@ -9,6 +9,8 @@
 #include <map>
 #include <stdexcept>
 
+#include "runner/compare_plots.hpp"
+#include "runner/json_text.hpp"
 #include "runner/seed_statistics.hpp"
 #include "runner/text_table.hpp"
 #include "store/results_store.hpp"
@@ -24,6 +26,7 @@ const std::vector<std::string> kFormats = {"table", "csv", "json", "markdown"};
 struct Variant {
   std::string model;
   std::string name;
+  std::vector<int64_t> run_ids;
   int64_t runs = 0;
   int64_t reached = 0;
   std::vector<double> steps, critical, modeled;  // to target; +infinity: not reached
@@ -51,6 +54,7 @@ std::string variant_of(const RunFigures& run) {
 }
 
 void add_run(Variant& v, const RunFigures& run) {
+  v.run_ids.push_back(run.run);
   ++v.runs;
   if (run.target_loss) {
     const std::optional<TimeToTarget>& t = run.time_to_target;
@@ -94,7 +98,9 @@ std::string number(double value, int decimals) {
 std::string spread_text(const std::vector<double>& values, const Figure& f) {
   if (values.empty()) return "-";
   const SeedSpread s = seed_spread(values);
-  auto show = [&](double v) { return std::isinf(v) ? std::string("∞") : number(v * f.scale, f.decimals); };
+  auto show = [&](double v) {
+    return std::isinf(v) ? std::string("∞") : number(v * f.scale, f.decimals);
+  };
   if (values.size() == 1) return show(s.median);
   return fmt::format("{} [{}–{}]", show(s.median), show(s.low), show(s.high));
 }
@@ -114,19 +120,6 @@ std::string csv_field(const std::string& text) {
   return quoted + "\"";
 }
 
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<int>(c));
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
 std::string json_number(double value, const Figure& f) {
   return std::isfinite(value) ? number(value * f.scale, f.decimals + 2) : "null";
 }
@@ -140,7 +133,8 @@ void write_csv(const std::vector<Variant>& variants, bool with_baseline,
   for (const Figure& f : kFigures) out << fmt::format(",{0}_median,{0}_min,{0}_max", f.name);
   if (with_baseline) {
     for (const Figure& f : kFigures)
-      if (f.reduced) out << fmt::format(",reduction_{0},reduction_{0}_low,reduction_{0}_high", f.name);
+      if (f.reduced)
+        out << fmt::format(",reduction_{0},reduction_{0}_low,reduction_{0}_high", f.name);
   }
   out << "\n";
   for (const Variant& v : variants) {
@@ -218,6 +212,12 @@ int compare_command(const CompareOptions& options, std::ostream& out) {
     return bootstrap_reduction(v.*f.values, (*base->second).*f.values);
   };
 
+  if (options.plot_dir) {
+    std::vector<PlotVariant> plotted;
+    for (const Variant& v : variants) plotted.push_back({v.model, v.name, v.run_ids});
+    write_comparison_plots(options.database, plotted, *options.plot_dir);
+  }
+
   if (options.format == "json") {
     out << "[\n";
     for (std::size_t i = 0; i < variants.size(); ++i) {
@@ -232,8 +232,7 @@ int compare_command(const CompareOptions& options, std::ostream& out) {
         }
         const SeedSpread s = seed_spread(values);
         out << fmt::format(", \"{}\": {{\"median\": {}, \"min\": {}, \"max\": {}", f.name,
-                           json_number(s.median, f), json_number(s.low, f),
-                           json_number(s.high, f));
+                           json_number(s.median, f), json_number(s.low, f), json_number(s.high, f));
         if (const auto r = f.reduced ? reduction_of(v, f) : std::nullopt)
           out << fmt::format(", \"reduction\": {}, \"reduction_low\": {}, \"reduction_high\": {}",
                              number(r->estimate, 4), number(r->low, 4), number(r->high, 4));

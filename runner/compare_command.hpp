@@ -6,7 +6,7 @@
 // interval. Runs that did not reach the target count as such (runner/seed_statistics.hpp).
 //
 // A variant is a sweep cell's settings without experiment.seed, or, for runs outside a sweep,
-// their policies.
+// their policies. With --plot DIR, figures too (runner/compare_plots.hpp).
 
 #include <cstdint>
 #include <optional>
@@ -22,6 +22,7 @@ struct CompareOptions {
   std::string database = "lrmoe.db";
   std::optional<std::string> baseline;  // a variant's name, as the table shows it
   std::string format = "table";         // table | csv | json | markdown
+  std::optional<std::string> plot_dir;  // --plot: figures there (runner/compare_plots.hpp)
 };
 
 // Throws StoreError (database, unknown run or sweep) and std::invalid_argument (no runs, a

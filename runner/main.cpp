@@ -141,6 +141,8 @@ int main(int argc, char** argv) {
   compare->add_option("--baseline", compare_options.baseline,
                       "the variant to compare against, as the table names it");
   compare->add_option("--format", compare_options.format, "table, csv, json or markdown");
+  compare->add_option("--plot", compare_options.plot_dir,
+                      "write PNG and SVG figures into this folder (matplotlib)");
 
   auto* runs = app.add_subcommand("runs", "list the runs in the results database");
   runs->add_option("--db", db, "results database");

@@ -35,8 +35,8 @@ SeedSpread seed_spread(std::vector<double> values) {
 }
 
 std::optional<Reduction> bootstrap_reduction(const std::vector<double>& variant,
-                                             const std::vector<double>& baseline,
-                                             int64_t resamples, uint64_t seed) {
+                                             const std::vector<double>& baseline, int64_t resamples,
+                                             uint64_t seed) {
   if (variant.empty() || baseline.empty()) return std::nullopt;
   const double base = median(baseline);
   if (base == 0 || !std::isfinite(base)) return std::nullopt;

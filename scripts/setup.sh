@@ -16,6 +16,7 @@ packages=(
   libboost-dev            # Boost.DLL (header-only, used with std::filesystem)
   libssl-dev              # SHA-256 of plugin libraries and resolved experiments
   clang-format            # scripts/format.sh (CI checks the formatting)
+  python3-matplotlib      # lrmoe compare --plot (notebooks/plot_comparison.py)
 )
 
 # Options:
@@ -28,8 +29,7 @@ cuda=false
 for option in "$@"; do
   case "$option" in
     --notebooks)
-      packages+=(jupyter-nbconvert python3-nbconvert python3-ipykernel python3-pandas
-                 python3-matplotlib) ;;
+      packages+=(jupyter-nbconvert python3-nbconvert python3-ipykernel python3-pandas) ;;
     --cuda)
       cuda=true
       packages+=(python3-venv python3-pip) ;;

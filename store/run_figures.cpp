@@ -48,7 +48,8 @@ std::vector<RunFigures> read_run_figures(const sqlite::Database& db,
     select.reset();
     if (sweep && cell) {
       values.bind_int64(1, *sweep).bind_int64(2, *cell);
-      while (values.step()) f.cell_values.emplace_back(values.column_text(0), values.column_text(1));
+      while (values.step())
+        f.cell_values.emplace_back(values.column_text(0), values.column_text(1));
       values.reset();
     }
     figures.push_back(std::move(f));
@@ -63,12 +64,12 @@ std::vector<int64_t> read_sweep_last_runs(const sqlite::Database& db, const std:
     std::string known;
     sqlite::Statement all = db.prepare("SELECT name FROM sweeps ORDER BY id");
     while (all.step()) known += (known.empty() ? "'" : ", '") + all.column_text(0) + "'";
-    throw db.error_with_message(fmt::format("has no sweep '{}'; {}", name,
-                                            known.empty() ? "it holds no sweeps"
-                                                          : "its sweeps: " + known));
+    throw db.error_with_message(
+        fmt::format("has no sweep '{}'; {}", name,
+                    known.empty() ? "it holds no sweeps" : "its sweeps: " + known));
   }
-  sqlite::Statement runs = db.prepare(
-      "SELECT max(run) FROM sweep_runs WHERE sweep = ?1 GROUP BY cell ORDER BY cell");
+  sqlite::Statement runs =
+      db.prepare("SELECT max(run) FROM sweep_runs WHERE sweep = ?1 GROUP BY cell ORDER BY cell");
   runs.bind_int64(1, find.column_int64(0));
   std::vector<int64_t> last;
   while (runs.step()) last.push_back(runs.column_int64(0));

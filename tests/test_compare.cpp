@@ -51,9 +51,10 @@ std::string compare(const std::string& db, const std::string& format,
 
 }  // namespace
 
-TEST_CASE("over seeds the median holds while fewer than half missed the target, the range shows "
-          "any miss",
-          "[compare]") {
+TEST_CASE(
+    "over seeds the median holds while fewer than half missed the target, the range shows "
+    "any miss",
+    "[compare]") {
   const lrmoe::SeedSpread three = lrmoe::seed_spread({30, 10, kNotReached});
   CHECK(three.median == 30);
   CHECK(three.low == 10);
@@ -62,9 +63,10 @@ TEST_CASE("over seeds the median holds while fewer than half missed the target, 
   CHECK(std::isinf(lrmoe::seed_spread({10, kNotReached, kNotReached}).median));
 }
 
-TEST_CASE("a reduction against the baseline is 1 - the ratio of medians, with a seeded bootstrap "
-          "interval around it",
-          "[compare]") {
+TEST_CASE(
+    "a reduction against the baseline is 1 - the ratio of medians, with a seeded bootstrap "
+    "interval around it",
+    "[compare]") {
   const auto half = lrmoe::bootstrap_reduction({50, 50, 50}, {100, 100, 100});
   REQUIRE(half);
   CHECK(half->estimate == Approx(0.5));
@@ -94,7 +96,9 @@ TEST_CASE("lrmoe compare groups a sweep's runs by variant over seeds and shows m
     lrmoe::SweepRecord sweep{"policies", "policies.toml", {}};
     for (const std::string bundle : {"fixed", "lrmoe"}) {
       for (const std::string seed : {"1", "2", "3"}) {
-        sweep.cells.push_back({"b=" + bundle + " s=" + seed, bundle + seed, "h",
+        sweep.cells.push_back({"b=" + bundle + " s=" + seed,
+                               bundle + seed,
+                               "h",
                                {{"policies.bundle", bundle}, {"experiment.seed", seed}}});
       }
     }
@@ -120,10 +124,12 @@ TEST_CASE("lrmoe compare groups a sweep's runs by variant over seeds and shows m
                             "\"steps_to_target\": {\"median\": 80.00, \"min\": 60.00, \"max\": "
                             "null}"));
 
-  CHECK_THAT(compare(db, "markdown"), Contains("| tiny-moe | bundle=fixed | 3 | 3 | 120 [100–140] |"));
+  CHECK_THAT(compare(db, "markdown"),
+             Contains("| tiny-moe | bundle=fixed | 3 | 3 | 120 [100–140] |"));
 
   CHECK_THROWS_WITH(compare(db, "table", "bundle=fxed"),
                     Contains("--baseline bundle=fxed: no variant of that name; the variants: "
                              "'bundle=fixed', 'bundle=lrmoe'"));
-  CHECK_THROWS_WITH(compare(db, "yaml"), Contains("--format yaml: use table, csv, json or markdown"));
+  CHECK_THROWS_WITH(compare(db, "yaml"),
+                    Contains("--format yaml: use table, csv, json or markdown"));
 }
