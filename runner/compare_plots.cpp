@@ -50,8 +50,8 @@ void write_comparison_plots(const std::string& database, const std::vector<PlotV
     if (!out) throw std::runtime_error("compare --plot: cannot write " + spec.string());
   }
   const std::string interpreter = python();
-  const int code = run_to_end({interpreter, plotting_script().string(), "--db", database,
-                               "--spec", spec.string(), "--out", dir.string()});
+  const int code = run_to_end({interpreter, plotting_script().string(), "--db", database, "--spec",
+                               spec.string(), "--out", dir.string()});
   if (code != 0)
     throw std::runtime_error(fmt::format(
         "compare --plot: {} plot_comparison.py failed (exit {}, its message above); it needs "
