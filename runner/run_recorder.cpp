@@ -118,6 +118,7 @@ void RunRecorder::on_step(const StepReport& r) {
     store_.add_expert_load(run_, r.step, load.layer, load.pairs_per_expert);
   for (const LayerStepStatistics& layer : r.layers) {
     store_.add_layer_step(run_, layer_step_record(r.step, layer));
+    record_placement(r.step, layer);
     for (std::size_t rank = 0; rank < layer.forward_load.size(); ++rank) {
       store_.add_rank_layer(run_, rank_layer_record(r.step, layer, rank));
     }
@@ -146,6 +147,21 @@ void RunRecorder::on_step(const StepReport& r) {
     last_flush_ = now;
   }
   progress_.update(r);
+}
+
+void RunRecorder::record_placement(int64_t step, const LayerStepStatistics& layer) {
+  std::vector<std::pair<int64_t, int64_t>>& owners = owners_[layer.layer];
+  for (const ExpertInstance& instance : layer.placement) {
+    const auto expert = static_cast<std::size_t>(instance.expert);
+    const std::pair<int64_t, int64_t> where{instance.rank, instance.slot};
+    if (instance.owner) {
+      if (expert < owners.size() && owners[expert] == where) continue;
+      if (expert >= owners.size()) owners.resize(expert + 1, {-1, -1});
+      owners[expert] = where;
+    }
+    store_.add_placement(run_, {step, layer.layer, instance.expert, instance.rank, instance.slot,
+                                instance.owner ? 1 : 0});
+  }
 }
 
 bool RunRecorder::stop_requested() const {

@@ -5,6 +5,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
 
 #include "core/train/training_observer.hpp"
 #include "progress_display.hpp"
@@ -21,8 +24,14 @@ class RunRecorder : public TrainingObserver {
  private:
   ResultsStore& store_;
   int64_t run_;
+  // Writes the layer's replicas and the owners that moved since the last step (Note [Placement
+  // trace] in docs/notes.md).
+  void record_placement(int64_t step, const LayerStepStatistics& layer);
+
   ProgressDisplay& progress_;
   std::chrono::steady_clock::time_point last_flush_;
+  // Per MoE layer, per expert: the (rank, slot) of its owner as last recorded.
+  std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> owners_;
 };
 
 }  // namespace lrmoe

@@ -14,6 +14,7 @@ BufferedWriter::BufferedWriter(sqlite::Database& db)
       rank_memory_(db, rank_memory_columns()),
       rank_layers_(db, rank_layer_steps_columns()),
       process_layers_(db, process_layer_steps_columns()),
+      placements_(db, placements_columns()),
       events_(db, events_columns()) {}
 
 void BufferedWriter::add_step(int64_t run, const StepRecord& step) {
@@ -49,6 +50,11 @@ void BufferedWriter::add_process_layer(int64_t run, const ProcessLayerRecord& re
   flush_if_large();
 }
 
+void BufferedWriter::add_placement(int64_t run, const PlacementRecord& record) {
+  placements_.add(run, record);
+  flush_if_large();
+}
+
 void BufferedWriter::add_event(int64_t run, const std::string& level, const std::string& message) {
   // Stamped now, not at flush time: the event happened now.
   events_.add(run, {utc_timestamp_now(), level, message});
@@ -57,7 +63,7 @@ void BufferedWriter::add_event(int64_t run, const std::string& level, const std:
 
 size_t BufferedWriter::buffered_rows() const {
   return steps_.size() + expert_load_.size() + layer_steps_.size() + rank_memory_.size() +
-         rank_layers_.size() + process_layers_.size() + events_.size();
+         rank_layers_.size() + process_layers_.size() + placements_.size() + events_.size();
 }
 
 void BufferedWriter::flush_if_large() {
@@ -85,6 +91,7 @@ void BufferedWriter::write_buffered_rows() {
   rank_memory_.write();
   rank_layers_.write();
   process_layers_.write();
+  placements_.write();
   events_.write();
   transaction.commit();
 }
@@ -96,6 +103,7 @@ void BufferedWriter::clear() {
   rank_memory_.clear();
   rank_layers_.clear();
   process_layers_.clear();
+  placements_.clear();
   events_.clear();
 }
 

@@ -132,6 +132,19 @@ const ColumnList<ProcessLayerRecord>& process_layer_steps_columns() {
   return columns;
 }
 
+const ColumnList<PlacementRecord>& placements_columns() {
+  using R = PlacementRecord;
+  static const ColumnList<R> columns("placements", {
+                                                       {"step", &R::step},
+                                                       {"layer", &R::layer},
+                                                       {"expert", &R::expert},
+                                                       {"rank", &R::rank},
+                                                       {"slot", &R::slot},
+                                                       {"owner", &R::owner},
+                                                   });
+  return columns;
+}
+
 const ColumnList<EventRecord>& events_columns() {
   using R = EventRecord;
   static const ColumnList<R> columns("events", {
@@ -143,8 +156,13 @@ const ColumnList<EventRecord>& events_columns() {
 }
 
 std::vector<const TableColumns*> recorded_tables() {
-  return {&steps_columns(),       &expert_load_columns(),      &moe_layer_steps_columns(),
-          &rank_memory_columns(), &rank_layer_steps_columns(), &process_layer_steps_columns(),
+  return {&steps_columns(),
+          &expert_load_columns(),
+          &moe_layer_steps_columns(),
+          &rank_memory_columns(),
+          &rank_layer_steps_columns(),
+          &process_layer_steps_columns(),
+          &placements_columns(),
           &events_columns()};
 }
 

@@ -127,6 +127,10 @@ class SqliteResultsStore final : public ResultsStore {
     writer().add_process_layer(run, record);
   }
 
+  void add_placement(int64_t run, const PlacementRecord& record) override {
+    writer().add_placement(run, record);
+  }
+
   void add_event(int64_t run, const std::string& level, const std::string& message) override {
     writer().add_event(run, level, message);
   }

@@ -154,6 +154,13 @@ struct ProcessLayerRecord {
   double forward_seconds = 0, backward_seconds = 0;
 };
 
+// One expert instance of a step's placement in one MoE layer (Note [Placement trace]): a replica,
+// recorded every step, or an expert's owner, recorded when it moved.
+struct PlacementRecord {
+  int64_t step = 0, layer = 0, expert = 0, rank = 0, slot = 0;
+  int64_t owner = 0;  // 1: the expert's owner, 0: a replica
+};
+
 // Memory of one logical rank in one step, bytes by category (peak over the step).
 struct RankMemoryRecord {
   int64_t step = 0, rank = 0;
@@ -260,6 +267,7 @@ class ResultsStore {
   virtual void add_rank_memory(int64_t run, const RankMemoryRecord& record) = 0;
   virtual void add_rank_layer(int64_t run, const RankLayerRecord& record) = 0;
   virtual void add_process_layer(int64_t run, const ProcessLayerRecord& record) = 0;
+  virtual void add_placement(int64_t run, const PlacementRecord& record) = 0;
   virtual void add_event(int64_t run, const std::string& level, const std::string& message) = 0;
   // Commits everything buffered in one transaction (also done on its own past 20k buffered
   // rows, and by the destructor). If it fails, the batch is dropped and the StoreError says

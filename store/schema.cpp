@@ -450,6 +450,29 @@ LEFT JOIN (SELECT sweep, cell, max(run) AS run, count(*) AS runs
   ON last.sweep = c.sweep AND last.cell = c.cell
 LEFT JOIN runs r ON r.id = last.run;
 )sql"},
+    // The placement trace (Note [Placement trace]): per step and MoE layer, every replica, and
+    // each expert's owner at the first step and whenever it moves.
+    Migration{8, R"sql(
+CREATE TABLE placements (
+  run    INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  step   INTEGER NOT NULL,
+  layer  INTEGER NOT NULL,
+  expert INTEGER NOT NULL,
+  rank   INTEGER NOT NULL,
+  slot   INTEGER NOT NULL,
+  owner  INTEGER NOT NULL CHECK (owner IN (0, 1)),
+  PRIMARY KEY (run, layer, step, rank, slot)
+) WITHOUT ROWID;
+
+-- Each expert's owner at every step the run recorded: the last owner row at or before it.
+CREATE VIEW expert_owners AS
+SELECT s.run, s.step, o.layer, o.expert, o.rank, o.slot
+FROM steps s
+JOIN placements o ON o.run = s.run AND o.owner = 1 AND o.step <= s.step
+WHERE o.step = (SELECT max(p.step) FROM placements p
+                WHERE p.run = o.run AND p.layer = o.layer AND p.expert = o.expert
+                  AND p.owner = 1 AND p.step <= s.step);
+)sql"},
 };
 
 constexpr bool numbered_in_order() {

@@ -220,6 +220,12 @@ TEST_CASE("the three bundles train the tiny model to its target and record what 
     CHECK(count("run_plugins") == 4);
     CHECK(count("moe_layer_steps") == 2 * run.steps);  // two MoE layers
     CHECK(count("rank_memory") == 2 * run.steps);      // two ranks
+    // The placement trace: each of the 8 experts of both layers has its owner from step 1, and
+    // every replica a step's placement made is there (Note [Placement trace]).
+    auto value = [&](const std::string& sql) { return *store->query(sql + id).rows[0][0]; };
+    CHECK(value("SELECT count(*) FROM placements WHERE step = 1 AND owner = 1 AND run = ") == "16");
+    CHECK(value("SELECT count(*) FROM placements WHERE owner = 0 AND run = ") ==
+          value("SELECT sum(replicas) FROM moe_layer_steps WHERE run = "));
   }
   auto policies = store->query("SELECT policies FROM runs ORDER BY id");
   REQUIRE(policies.rows.size() == 3);

@@ -190,6 +190,7 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Ten
   statistics_.pairs_routed += all.experts.numel();
   statistics_.pairs_dropped += all.experts.numel() - pass->computed.numel();
   statistics_.replicas = table->replicas();
+  statistics_.placement = table->instances;
   statistics_.overhead += overhead;
   statistics_.planning_seconds[kForwardPhase] += overhead.total();
   return pass;

@@ -10,6 +10,7 @@
 #include "core/pipeline/critical_path.hpp"
 #include "core/pipeline/pair_exchange.hpp"
 #include "lrmoe/memory_model.hpp"
+#include "lrmoe/placement.hpp"
 
 namespace lrmoe {
 
@@ -56,9 +57,11 @@ struct LayerSpans {
 struct LayerStepStatistics {
   int64_t layer = 0;  // index among the MoE layers
   int64_t pairs_routed = 0;
-  int64_t pairs_dropped = 0;           // dropped in forward by a placement's forward capacity
-  int64_t pairs_kept = 0;              // with backward work
-  int64_t replicas = 0;                // expert instances beyond one per expert (last micro-batch)
+  int64_t pairs_dropped = 0;  // dropped in forward by a placement's forward capacity
+  int64_t pairs_kept = 0;     // with backward work
+  int64_t replicas = 0;       // expert instances beyond one per expert (last micro-batch)
+  // The placement of the last micro-batch: every expert instance, sorted by (rank, slot).
+  std::vector<ExpertInstance> placement;
   std::vector<int64_t> forward_load;   // per rank: pairs computed
   std::vector<int64_t> backward_load;  // per rank: kept pairs
   // per rank: pair-row bytes to other ranks, all four all-to-alls
