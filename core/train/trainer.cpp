@@ -152,13 +152,9 @@ StepReport Trainer::read_step(QueuedStep queued) {
   const torch::Tensor figures = queued.figures.read(&waited);
   const auto* values = figures.data_ptr<double>();
   // Process means of the losses, in one collective of host values.
-  torch::Tensor losses = torch::tensor({values[0], values[1]}, torch::kFloat64);
-  if (!collectives_->single()) {
-    collectives_->sum(losses);
-    losses /= static_cast<double>(collectives_->size());
-  }
-  report.train_loss = losses[0].item<double>();
-  report.aux_loss = losses[1].item<double>();
+  const std::vector<double> losses = process_means({values[0], values[1]});
+  report.train_loss = losses[0];
+  report.aux_loss = losses[1];
   report.grad_norm = values[2];
   const double* counts = values + 3;
   for (int64_t layer : model_->moe_layer_indices()) {
@@ -227,11 +223,14 @@ bool Trainer::stop_requested(const TrainingObserver& observer) {
   return stop.item<int64_t>() != 0;
 }
 
-double Trainer::process_mean(double value) {
-  if (collectives_->single()) return value;
-  torch::Tensor total = torch::tensor({value}, torch::kFloat64);
-  collectives_->sum(total);
-  return total.item<double>() / static_cast<double>(collectives_->size());
+std::vector<double> Trainer::process_means(std::vector<double> values) {
+  if (collectives_->single()) return values;
+  torch::Tensor totals = torch::tensor(values, torch::kFloat64);
+  collectives_->sum(totals);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] =
+        totals[static_cast<int64_t>(i)].item<double>() / static_cast<double>(collectives_->size());
+  return values;
 }
 
 void Trainer::gather_measurements(StepReport& report, std::optional<MeasuredPeaks> measured) {
@@ -329,7 +328,7 @@ double Trainer::evaluate() {
   }
   // Evaluation time is not training time: drop what the MoE layers' clocks saw.
   for (MoELayer layer : model_->moe_layers()) layer->take_statistics();
-  return process_mean(total / static_cast<double>(experiment_.train.eval_batches));
+  return process_means({total / static_cast<double>(experiment_.train.eval_batches)}).front();
 }
 
 bool Trainer::evaluates(int64_t step, std::optional<double> train_loss,

@@ -127,8 +127,8 @@ class Trainer {
                  std::optional<double> last_eval) const;
   // Whether any process's observer asks to stop.
   bool stop_requested(const TrainingObserver& observer);
-  // The mean over processes of a value each computed on its shard.
-  double process_mean(double value);
+  // The means over processes of values each computed on its shard, in one collective.
+  std::vector<double> process_means(std::vector<double> values);
 
   Experiment experiment_;
   const TokenSource& data_;
