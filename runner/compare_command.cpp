@@ -31,7 +31,8 @@ struct Variant {
   int64_t reached = 0;
   std::vector<double> steps, critical, modeled;  // to target; +infinity: not reached
   std::vector<double> memory_mib;
-  std::vector<double> dropped, kept;  // fractions of the routed pairs
+  std::vector<double> modeled_per_step;  // MoE seconds per step, mean over each run's steps
+  std::vector<double> dropped, kept;     // fractions of the routed pairs
 };
 
 std::string model_of(const RunFigures& run) {
@@ -63,6 +64,7 @@ void add_run(Variant& v, const RunFigures& run) {
     v.critical.push_back(t ? t->moe_critical_seconds : kInfinity);
     v.modeled.push_back(t ? t->moe_modeled_seconds : kInfinity);
   }
+  if (run.modeled_seconds_per_step) v.modeled_per_step.push_back(*run.modeled_seconds_per_step);
   if (run.peak_subtotal) v.memory_mib.push_back(static_cast<double>(*run.peak_subtotal) / kMiB);
   if (run.pairs_routed > 0) {
     const auto routed = static_cast<double>(run.pairs_routed);
@@ -84,6 +86,7 @@ const std::vector<Figure> kFigures = {
     {"steps_to_target", "steps to target", &Variant::steps, 0, 1, true},
     {"moe_critical_seconds_to_target", "MoE critical s", &Variant::critical, 3, 1, true},
     {"moe_modeled_seconds_to_target", "modeled s", &Variant::modeled, 4, 1, true},
+    {"moe_modeled_seconds_per_step", "modeled s/step", &Variant::modeled_per_step, 4, 1, true},
     {"peak_subtotal_mib", "peak subtotal MiB", &Variant::memory_mib, 1, 1, true},
     {"dropped_forward_percent", "dropped fwd %", &Variant::dropped, 1, 100, false},
     {"kept_backward_percent", "kept bwd %", &Variant::kept, 1, 100, false},

@@ -46,6 +46,7 @@ QueryResult runs_table(const std::vector<RunSummary>& runs) {
                    "name",
                    "policies",
                    "ranks",
+                   "kind",
                    "status",
                    "started (UTC)",
                    "steps",
@@ -64,6 +65,7 @@ QueryResult runs_table(const std::vector<RunSummary>& runs) {
         run.name,
         run.policies,
         std::to_string(run.ranks),
+        std::string(run.replay ? "replay" : "train"),
         run.status,
         readable_time(run.started_at),
         std::to_string(run.steps),
@@ -113,6 +115,7 @@ void print_run(std::ostream& out, const RunSummary& run, const std::vector<StepR
 
   out << fmt::format("run {}: {}\n", run.id, run.name);
   print_field(out, "status", run.status);
+  if (run.replay) print_field(out, "replay of", run.load_source);
   print_field(out, "started", readable_time(run.started_at) + " UTC");
   print_field(out, "ended", run.ended_at ? readable_time(*run.ended_at) + " UTC" : "-");
   print_field(out, "host", run.host);
@@ -131,18 +134,19 @@ void print_run(std::ostream& out, const RunSummary& run, const std::vector<StepR
   print_field(out, "target loss", or_dash(loss_text(run.target_loss)));
   const auto& ttt = run.time_to_target;
   print_field(out, "time to target",
-              ttt ? fmt::format("step {}, {} s, {} s of it in MoE layers{}{}", ttt->step,
-                                seconds_text(ttt->step_seconds), seconds_text(ttt->moe_seconds),
-                                // Runs recorded before schema 5 have no critical path, before the
-                                // cost model no modeled time.
-                                std::isfinite(ttt->moe_critical_seconds)
-                                    ? fmt::format(", {} s critical path",
-                                                  seconds_text(ttt->moe_critical_seconds))
-                                    : "",
-                                std::isfinite(ttt->moe_modeled_seconds)
-                                    ? fmt::format(" ({:.4f} s modeled)", ttt->moe_modeled_seconds)
-                                    : "")
-                  : "not reached");
+              run.replay ? "- (a replay plans without training)"
+              : ttt      ? fmt::format("step {}, {} s, {} s of it in MoE layers{}{}", ttt->step,
+                                       seconds_text(ttt->step_seconds), seconds_text(ttt->moe_seconds),
+                                       // Runs recorded before schema 5 have no critical path, before the
+                                       // cost model no modeled time.
+                                  std::isfinite(ttt->moe_critical_seconds)
+                                           ? fmt::format(", {} s critical path",
+                                                         seconds_text(ttt->moe_critical_seconds))
+                                           : "",
+                                  std::isfinite(ttt->moe_modeled_seconds)
+                                           ? fmt::format(" ({:.4f} s modeled)", ttt->moe_modeled_seconds)
+                                           : "")
+                         : "not reached");
   print_field(out, "steps", with_thousands(run.steps));
   print_field(out, "final train", or_dash(loss_text(run.final_train_loss)));
   print_field(out, "final eval", or_dash(loss_text(run.final_eval_loss)));

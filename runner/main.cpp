@@ -16,6 +16,7 @@
 #include "parallel_bench_command.hpp"
 #include "pipeline_bench_command.hpp"
 #include "plugins_command.hpp"
+#include "replay_command.hpp"
 #include "run_command.hpp"
 #include "sweep_command.hpp"
 
@@ -144,6 +145,26 @@ int main(int argc, char** argv) {
   compare->add_option("--plot", compare_options.plot_dir,
                       "write PNG and SVG figures into this folder (matplotlib)");
 
+  auto* replay = app.add_subcommand(
+      "replay",
+      "plan an experiment at its model's full size without training: memory, replicas and "
+      "modeled MoE time per policy variant");
+  lrmoe::ReplayOptions replay_options;
+  add_experiment_options(replay, replay_options.source, false);
+  replay->add_option("--db", replay_options.source.database,
+                     "results database for --loads-from and --record (overrides store.path)");
+  replay->add_option("--skew", replay_options.skew,
+                     "synthetic routing: zipf:S, expert shares proportional to 1/rank^S");
+  replay->add_option("--loads-from", replay_options.loads_from,
+                     "routing from a run's recorded per-expert loads (its last --steps steps)");
+  replay->add_option("--variant", replay_options.variants,
+                     "a bundle (fixed, symi, lrmoe) or LABEL:section.key=value,... (repeatable; "
+                     "default: the three bundles)");
+  replay->add_option("--steps", replay_options.steps, "optimizer steps to replay")
+      ->check(CLI::PositiveNumber);
+  replay->add_option("--record", replay_options.record_as,
+                     "record each variant as a replay run, a cell of the sweep NAME");
+
   auto* runs = app.add_subcommand("runs", "list the runs in the results database");
   runs->add_option("--db", db, "results database");
 
@@ -180,6 +201,7 @@ int main(int argc, char** argv) {
       return lrmoe::parallel_bench_worker(source, parallel_steps, parallel_result);
     if (sweep->parsed()) return lrmoe::sweep_command(sweep_options);
     if (compare->parsed()) return lrmoe::compare_command(compare_options, std::cout);
+    if (replay->parsed()) return lrmoe::replay_command(replay_options, std::cout);
     if (runs->parsed()) return lrmoe::run_runs_command(db);
     if (show->parsed()) return lrmoe::run_show_command(db, run_id);
     if (query->parsed()) return lrmoe::run_query_command(db, sql);

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,12 +19,12 @@
 #include "core/plugins/policy_set.hpp"
 #include "core/system/blas_probe.hpp"
 #include "core/system/host_info.hpp"
-#include "core/system/sha256.hpp"
 #include "core/system/threads.hpp"
 #include "core/train/trainer.hpp"
 #include "default_experiment.hpp"
 #include "interrupt.hpp"
 #include "progress_display.hpp"
+#include "run_info.hpp"
 #include "run_recorder.hpp"
 #include "store/results_store.hpp"
 
@@ -233,36 +232,18 @@ int run_command(const ExperimentSource& source) {
         experiment.train.batch_size / launch.world_size, launch.master_addr, launch.master_port);
   }
 
-  RunInfo info;
-  info.name = experiment.experiment.name;
-  info.resolved_toml = to_toml(experiment);
-  info.toml_sha256 = sha256_hex(info.resolved_toml);
-  info.code_version = code_version();
-  info.host = host_name();
-  info.pid = getpid();
-  info.torch_version = torch_version();
-  info.blas = fmt::format("{} ({:.0f} GFLOP/s)", blas.library, blas.matmul_gflops);
-  info.seed = experiment.experiment.seed;
-  info.params_total = params.total;
-  info.params_active = params.active;
-  if (experiment.train.target_loss > 0) info.target_loss = experiment.train.target_loss;
-  info.ranks = experiment.cluster.ranks;
-  info.processes = launch.world_size;
-  info.policies = policy_names(experiment.policies);
-  info.hardware_profile = profile.to_toml();
-  info.memory_per_rank = budget.memory_per_rank;
+  RunInfo info = run_info(experiment, profile, budget.memory_per_rank,
+                          fmt::format("{} ({:.0f} GFLOP/s)", blas.library, blas.matmul_gflops),
+                          launch.world_size);
   info.sweep_cell = source.sweep_cell;
   const int64_t run = store->begin_run(info);
-  std::vector<PluginRecordRow> plugins;
-  for (const PluginRecord& p : policies->records)
-    plugins.push_back({p.kind, p.name, p.version, p.parameters, p.path, p.sha256});
-  store->add_plugins(run, plugins);
+  store->add_plugins(run, plugin_rows(*policies));
   store->add_event(run, "info", "data: " + data->describe());
   store->add_event(run, "info", device_line);
 
   install_interrupt_handler();
   ProgressDisplay progress(experiment.train.max_steps, experiment.train.log_every);
-  RunRecorder recorder(*store, run, progress);
+  RunRecorder recorder(*store, run, &progress);
   TrainingOutcome outcome;
   try {
     Trainer trainer(experiment, *data, policies, collectives, profile);

@@ -95,7 +95,7 @@ RankMemoryRecord rank_memory_record(int64_t step, std::size_t rank, const Memory
 
 }  // namespace
 
-RunRecorder::RunRecorder(ResultsStore& store, int64_t run, ProgressDisplay& progress)
+RunRecorder::RunRecorder(ResultsStore& store, int64_t run, ProgressDisplay* progress)
     : store_(store),
       run_(run),
       progress_(progress),
@@ -146,7 +146,7 @@ void RunRecorder::on_step(const StepReport& r) {
     store_.flush();
     last_flush_ = now;
   }
-  progress_.update(r);
+  if (progress_) progress_->update(r);
 }
 
 void RunRecorder::record_placement(int64_t step, const LayerStepStatistics& layer) {

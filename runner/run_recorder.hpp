@@ -17,7 +17,8 @@ namespace lrmoe {
 
 class RunRecorder : public TrainingObserver {
  public:
-  RunRecorder(ResultsStore& store, int64_t run, ProgressDisplay& progress);
+  // `progress`: where a person follows the run; none for runs that report otherwise (replays).
+  RunRecorder(ResultsStore& store, int64_t run, ProgressDisplay* progress);
   void on_step(const StepReport& report) override;
   bool stop_requested() const override;
 
@@ -28,7 +29,7 @@ class RunRecorder : public TrainingObserver {
   // trace] in docs/notes.md).
   void record_placement(int64_t step, const LayerStepStatistics& layer);
 
-  ProgressDisplay& progress_;
+  ProgressDisplay* progress_;
   std::chrono::steady_clock::time_point last_flush_;
   // Per MoE layer, per expert: the (rank, slot) of its owner as last recorded.
   std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> owners_;

@@ -19,9 +19,9 @@
 #include "core/config/experiment_loader.hpp"
 #include "core/config/sweep_spec.hpp"
 #include "core/distributed/launch_environment.hpp"
-#include "core/system/sha256.hpp"
 #include "runner/child_status.hpp"
 #include "runner/interrupt.hpp"
+#include "runner/run_info.hpp"
 #include "runner/sweep_progress.hpp"
 #include "store/results_store.hpp"
 
@@ -45,14 +45,6 @@ struct RunningCell {
   fs::path log;
   std::chrono::steady_clock::time_point started;
 };
-
-// The cell's experiment, with what every run of it may differ in (threads, database) left out:
-// its hash says whether a recorded cell is this one.
-std::string experiment_identity(Experiment e) {
-  e.train.threads = 0;
-  e.store.path.clear();
-  return sha256_hex(to_toml(e));
-}
 
 // The cell's identity in the database: `policies.bundle="lrmoe", experiment.seed=2`.
 std::string settings_text(const SweepCell& cell) {

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "store/buffered_writer.hpp"
+#include "store/expert_load_history.hpp"
 #include "store/interrupted_runs.hpp"
 #include "store/local_process.hpp"
 #include "store/read_only_query.hpp"
@@ -57,9 +58,9 @@ class SqliteResultsStore final : public ResultsStore {
     sqlite::Statement insert = db_.prepare(
         "INSERT INTO runs (name, status, started_at, resolved_toml, toml_sha256, code_version, "
         "host, pid, torch_version, blas, seed, params_total, params_active, target_loss, ranks, "
-        "policies, processes, hardware_profile, memory_per_rank) VALUES (?1, 'running', ?2, ?3, "
-        "?4, ?5, ?6, ?7, "
-        "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
+        "policies, processes, hardware_profile, memory_per_rank, kind, load_source) VALUES (?1, "
+        "'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
+        "?19, ?20)");
     insert.bind_text(1, info.name)
         .bind_text(2, store::utc_timestamp_now())
         .bind_text(3, info.resolved_toml)
@@ -77,7 +78,13 @@ class SqliteResultsStore final : public ResultsStore {
         .bind_text(15, info.policies)
         .bind_int64(16, info.processes)
         .bind_text(17, info.hardware_profile)
-        .bind_int64(18, info.memory_per_rank);
+        .bind_int64(18, info.memory_per_rank)
+        .bind_text(19, info.replay ? "replay" : "train");
+    if (info.replay) {
+      insert.bind_text(20, info.load_source);
+    } else {
+      insert.bind_null(20);
+    }
     insert.execute();
     const int64_t run = db_.last_insert_rowid();
     if (info.sweep_cell) store::add_sweep_run(db_, run, *info.sweep_cell);
@@ -176,6 +183,11 @@ class SqliteResultsStore final : public ResultsStore {
   std::vector<RunFigures> run_figures(const std::vector<int64_t>& runs) const override {
     require_current_schema();
     return store::read_run_figures(db_, runs);
+  }
+
+  ExpertLoadHistory expert_load_history(int64_t run, int64_t last_steps) const override {
+    require_current_schema();
+    return store::read_expert_load_history(db_, run, last_steps);
   }
 
   std::vector<RunSummary> list_runs() const override {

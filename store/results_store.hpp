@@ -52,6 +52,9 @@ struct RunInfo {
   std::string hardware_profile;            // the cost model's profile, resolved (TOML)
   int64_t memory_per_rank = 0;             // cluster.memory_per_rank resolved to bytes
   std::optional<SweepCellTag> sweep_cell;  // a run of a sweep's cell
+  // A replay (Note [Replay]) plans without training; `load_source` says what drove its routing.
+  bool replay = false;
+  std::string load_source;
 };
 
 // One cell of a sweep as recorded: its settings identify it when the sweep is resumed.
@@ -212,6 +215,8 @@ struct RunSummary {
   int64_t steps = 0;
   std::optional<double> final_train_loss;
   std::optional<double> final_eval_loss;
+  bool replay = false;      // planned without training (Note [Replay])
+  std::string load_source;  // a replay's routing: synthetic skew or a run's recorded loads
 };
 
 // One run's figures for a comparison (lrmoe compare).
@@ -231,8 +236,18 @@ struct RunFigures {
   int64_t pairs_routed = 0;
   int64_t pairs_dropped = 0;  // in forward, by a placement's forward capacity
   int64_t pairs_kept = 0;     // with backward work
+  // Modeled MoE seconds per step (cost model), the mean over the run's steps; none without steps.
+  std::optional<double> modeled_seconds_per_step;
   // The run's sweep cell's settings (key, value) in axis order; empty outside a sweep.
   std::vector<std::pair<std::string, std::string>> cell_values;
+};
+
+// A run's recorded per-expert loads over some of its steps (table expert_load).
+struct ExpertLoadHistory {
+  std::vector<int64_t> steps;   // in order
+  std::vector<int64_t> layers;  // block indices of the MoE layers, in order
+  // [step index][MoE layer][expert]: token-expert pairs routed
+  std::vector<std::vector<std::vector<int64_t>>> pairs;
 };
 
 struct QueryResult {
@@ -286,6 +301,10 @@ class ResultsStore {
   virtual std::vector<int64_t> sweep_last_runs(const std::string& name) const = 0;
   // What a comparison needs of each of `runs`, in that order.
   virtual std::vector<RunFigures> run_figures(const std::vector<int64_t>& runs) const = 0;
+
+  // The per-expert loads of the last `last_steps` steps of `run` that recorded them. Throws
+  // StoreError when it has none.
+  virtual ExpertLoadHistory expert_load_history(int64_t run, int64_t last_steps) const = 0;
 
   // The readers see committed rows only: flush() first to read what this store buffered.
   virtual std::vector<RunSummary> list_runs() const = 0;

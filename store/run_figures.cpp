@@ -13,7 +13,8 @@ std::vector<RunFigures> read_run_figures(const sqlite::Database& db,
       "       r.ttt_moe_critical_seconds, "
       "       (SELECT max(peak_subtotal) FROM memory_peak m WHERE m.run = r.id), "
       "       coalesce(l.routed, 0), coalesce(l.dropped, 0), coalesce(l.kept, 0), "
-      "       sr.sweep, sr.cell "
+      "       sr.sweep, sr.cell, "
+      "       (SELECT avg(moe_modeled_seconds) FROM steps s WHERE s.run = r.id) "
       "FROM runs r "
       "LEFT JOIN (SELECT run, sum(pairs_routed) AS routed, sum(pairs_dropped) AS dropped, "
       "                  sum(pairs_kept) AS kept FROM moe_layer_steps WHERE run = ?1) l "
@@ -45,6 +46,7 @@ std::vector<RunFigures> read_run_figures(const sqlite::Database& db,
     f.pairs_kept = select.column_int64(15);
     const std::optional<int64_t> sweep = select.column_optional_int64(16);
     const std::optional<int64_t> cell = select.column_optional_int64(17);
+    f.modeled_seconds_per_step = select.column_optional_double(18);
     select.reset();
     if (sweep && cell) {
       values.bind_int64(1, *sweep).bind_int64(2, *cell);

@@ -32,6 +32,8 @@ RunSummary summary_from_row(const sqlite::Statement& row) {
   run.final_train_loss = row.column_optional_double(22);
   run.final_eval_loss = row.column_optional_double(23);
   run.processes = row.column_int64(24);
+  run.replay = row.column_text(26) == "replay";
+  run.load_source = row.column_optional_text(27).value_or("");
   return run;
 }
 
@@ -43,7 +45,9 @@ std::vector<RunSummary> read_run_summaries(const sqlite::Database& db, std::opti
       "       r.code_version, r.host, r.torch_version, r.blas, r.seed, r.params_total, "
       "       r.params_active, r.ranks, r.policies, r.target_loss, r.ttt_step, "
       "       r.ttt_step_seconds, r.ttt_moe_seconds, r.ttt_moe_modeled_seconds, s.steps, "
-      "       s.final_train_loss, s.final_eval_loss, r.processes, r.ttt_moe_critical_seconds "
+      "       s.final_train_loss, s.final_eval_loss, r.processes, r.ttt_moe_critical_seconds, "
+      "r.kind, "
+      "       r.load_source "
       "FROM runs r JOIN run_summary s ON s.id = r.id "
       "WHERE ?1 IS NULL OR r.id = ?1 "
       "ORDER BY r.id");

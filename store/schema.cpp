@@ -473,6 +473,13 @@ WHERE o.step = (SELECT max(p.step) FROM placements p
                 WHERE p.run = o.run AND p.layer = o.layer AND p.expert = o.expert
                   AND p.owner = 1 AND p.step <= s.step);
 )sql"},
+    // Replays (Note [Replay]): runs that planned without training. `kind` says which a run is;
+    // `load_source` what drove a replay's routing. A replay's losses, learning rate, gradient
+    // norm and wall times are NULL: it measures none of them.
+    Migration{9, R"sql(
+ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'train' CHECK (kind IN ('train', 'replay'));
+ALTER TABLE runs ADD COLUMN load_source TEXT;
+)sql"},
 };
 
 constexpr bool numbered_in_order() {

@@ -35,7 +35,7 @@ TEST_CASE("the placement trace keeps every replica per step and each owner only 
   auto store = lrmoe::ResultsStore::open(dir.file("trace.db"));
   const int64_t run = store->begin_run(lrmoe_test::sample_run("trace"));
   lrmoe::ProgressDisplay progress(3, 1000);
-  lrmoe::RunRecorder recorder(*store, run, progress);
+  lrmoe::RunRecorder recorder(*store, run, &progress);
   // {expert, rank, slot, owner}
   recorder.on_step(step_with_placement(1, {{0, 0, 0, true}, {1, 1, 0, true}, {0, 1, 1, false}}));
   recorder.on_step(step_with_placement(2, {{0, 0, 0, true}, {1, 0, 1, false}, {1, 1, 0, true}}));

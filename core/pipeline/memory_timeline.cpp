@@ -80,4 +80,23 @@ MemoryPeak max_peak(const MemoryPeak& a, const MemoryPeak& b) {
   return m;
 }
 
+std::vector<MemoryPeak> step_memory_peaks(const MemoryCosts& costs,
+                                          const std::vector<LayerStepStatistics>& layers,
+                                          const StaticMemory& fixed) {
+  std::vector<MemoryPeak> peaks;
+  if (layers.empty()) return peaks;
+  const std::size_t passes = layers.front().passes.size();
+  const std::size_t ranks = passes == 0 ? 0 : layers.front().passes.front().size();
+  peaks.resize(ranks);
+  for (std::size_t r = 0; r < ranks; ++r) {
+    for (std::size_t pass = 0; pass < passes; ++pass) {
+      std::vector<LayerHolding> holdings;
+      for (const LayerStepStatistics& layer : layers) holdings.push_back(layer.passes[pass][r]);
+      const MemoryPeak peak = pass_peak(costs, holdings, fixed);
+      peaks[r] = pass == 0 ? peak : max_peak(peaks[r], peak);
+    }
+  }
+  return peaks;
+}
+
 }  // namespace lrmoe

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/pipeline/layer_statistics.hpp"
 #include "lrmoe/memory_model.hpp"
 #include "lrmoe/routing.hpp"
 
@@ -61,5 +62,11 @@ MemoryPeak pass_peak(const MemoryCosts& costs, const std::vector<LayerHolding>& 
 
 // The larger of two peaks, each measure on its own: (the step's peak over its micro-batches).
 MemoryPeak max_peak(const MemoryPeak& a, const MemoryPeak& b);
+
+// Per logical rank, the peak of one optimizer step: every pass (micro-batch) of the MoE layers
+// `layers` (in layer order, LayerStepStatistics::passes filled), the largest. Empty without layers.
+std::vector<MemoryPeak> step_memory_peaks(const MemoryCosts& costs,
+                                          const std::vector<LayerStepStatistics>& layers,
+                                          const StaticMemory& fixed);
 
 }  // namespace lrmoe

@@ -172,29 +172,13 @@ StepReport Trainer::read_step(QueuedStep queued) {
   }
   if (waited) ++timing_waits_;
   report.moe_critical_seconds = report.moe_seconds;
-  report.rank_memory = memory_peaks(report.layers);
+  if (!pipelines_.empty()) {
+    report.rank_memory =
+        step_memory_peaks(pipelines_.front()->settings().costs.memory, report.layers,
+                          StaticMemory{budget_.optimizer_bytes, budget_.dense_bytes});
+  }
   gather_measurements(report, queued.measured);
   return report;
-}
-
-std::vector<MemoryPeak> Trainer::memory_peaks(
-    const std::vector<LayerStepStatistics>& layers) const {
-  std::vector<MemoryPeak> peaks;
-  if (layers.empty()) return peaks;
-  const auto ranks = static_cast<std::size_t>(experiment_.cluster.ranks);
-  const MemoryCosts costs = pipelines_.front()->settings().costs.memory;
-  const StaticMemory fixed{budget_.optimizer_bytes, budget_.dense_bytes};
-  const std::size_t passes = layers.front().passes.size();
-  peaks.resize(ranks);
-  for (std::size_t r = 0; r < ranks; ++r) {
-    for (std::size_t pass = 0; pass < passes; ++pass) {
-      std::vector<LayerHolding> holdings;
-      for (const LayerStepStatistics& layer : layers) holdings.push_back(layer.passes[pass][r]);
-      const MemoryPeak peak = pass_peak(costs, holdings, fixed);
-      peaks[r] = pass == 0 ? peak : max_peak(peaks[r], peak);
-    }
-  }
-  return peaks;
 }
 
 // Replica gradients are already in their experts'; the sum adds every process's contributions,

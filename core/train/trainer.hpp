@@ -118,8 +118,6 @@ class Trainer {
   // process's times become the layer's), and each layer's critical path.
   // `measured`: the step's peaks of this process's device allocator, if it has one.
   void gather_measurements(StepReport& report, std::optional<MeasuredPeaks> measured);
-  // The peak of each rank's memory timeline over the step's passes.
-  std::vector<MemoryPeak> memory_peaks(const std::vector<LayerStepStatistics>& layers) const;
   // Whether to evaluate after `step`: every eval_every steps, and every step once the losses
   // are near the target (train.near_target_margin): `train_loss` is the last one read (the step
   // before's, none at the first step), `last_eval` the last evaluation's.

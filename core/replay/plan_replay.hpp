@@ -1,0 +1,51 @@
+#pragma once
+// A training step's plans without the training (Note [Replay] in docs/notes.md): every MoE layer
+// of the experiment's model, at its full dimensions, runs the same ExpertPipeline as training
+// over R logical ranks (placement, forward capacity, routing, metric, selection, the budget
+// checks, the memory timeline and the cost model), on pairs made from an ExpertLoads source.
+// Nothing is allocated for weights, activations or rows, so a 30B-parameter model on 16 ranks
+// replays on one CPU.
+//
+// Each step yields a StepReport as the trainer's does, so the runner records it the same way;
+// what only training measures (losses, learning rate, gradient norm, wall times) is NaN, which
+// the store keeps as NULL.
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/config/experiment.hpp"
+#include "core/cost/cost_model.hpp"
+#include "core/pipeline/expert_pipeline.hpp"
+#include "core/pipeline/rank_budget.hpp"
+#include "core/plugins/policy_set.hpp"
+#include "core/replay/expert_loads.hpp"
+#include "core/train/training_observer.hpp"
+
+namespace lrmoe {
+
+class PlanReplay {
+ public:
+  // `experiment.model` must be resolved (vocabulary known). Throws PlanError when
+  // cluster.memory_per_rank does not hold the dense and optimizer state.
+  PlanReplay(const Experiment& experiment, std::shared_ptr<const PolicySet> policies,
+             HardwareProfile profile, std::shared_ptr<const ExpertLoads> loads);
+
+  // Step `step` (from 1, in order: placements see earlier steps' counts): train.micro_batches
+  // passes of every MoE layer. Throws PlanError, with the step, layer and numbers, when a plan
+  // does not fit the budget.
+  StepReport step(int64_t step);
+
+  const RankBudget& budget() const { return budget_; }
+  const CostModel& cost_model() const { return cost_model_; }
+
+ private:
+  Experiment experiment_;
+  std::shared_ptr<const ExpertLoads> loads_;
+  RankBudget budget_;
+  CostModel cost_model_;
+  std::vector<std::shared_ptr<ExpertPipeline>> pipelines_;
+  double cumulative_modeled_ = 0;
+};
+
+}  // namespace lrmoe

@@ -1,0 +1,37 @@
+#pragma once
+// `lrmoe replay [EXPERIMENT] [--set K=V]... (--skew zipf:S | --loads-from RUN) [--variant V]...
+// [--steps N] [--db PATH] [--record NAME]`: the experiment's plans at its model's full dimensions,
+// without training (Note [Replay] in docs/notes.md). Per policy variant it prints whether every
+// plan fits cluster.memory_per_rank, each rank's peak memory subtotal and total, the replicas,
+// the pairs dropped and kept, and the modeled MoE time per step under cluster.profile. With
+// --record NAME, each variant is a run of kind 'replay' in the database, recorded as a cell of
+// the sweep NAME (its settings are the cell's values), so `lrmoe compare --sweep NAME` compares
+// the variants.
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "runner/run_command.hpp"
+
+namespace lrmoe {
+
+struct ReplayOptions {
+  ExperimentSource source;  // the experiment and its --set overrides, for every variant
+  // A bundle name ("fixed"), or "LABEL:section.key=value,..." applied after the overrides.
+  // None: the three bundles.
+  std::vector<std::string> variants;
+  std::optional<std::string> skew;    // "zipf:S"
+  std::optional<int64_t> loads_from;  // a run of the database whose recorded loads drive it
+  int64_t steps = 4;
+  std::optional<std::string> record_as;  // a sweep name
+};
+
+// Returns 0: a plan that does not fit is a finding, shown in the table (and recorded as a
+// failed replay run with the reason).
+// Throws (before any replay or write) for a bad experiment, variant, load source or database.
+int replay_command(const ReplayOptions& options, std::ostream& out);
+
+}  // namespace lrmoe

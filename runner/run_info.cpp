@@ -1,0 +1,50 @@
+#include "runner/run_info.hpp"
+
+#include <unistd.h>
+
+#include "core/config/experiment_loader.hpp"
+#include "core/config/parameter_count.hpp"
+#include "core/system/host_info.hpp"
+#include "core/system/libtorch_compat.hpp"
+#include "core/system/sha256.hpp"
+
+namespace lrmoe {
+
+RunInfo run_info(const Experiment& experiment, const HardwareProfile& profile,
+                 int64_t memory_per_rank, const std::string& blas, int64_t processes) {
+  RunInfo info;
+  info.name = experiment.experiment.name;
+  info.resolved_toml = to_toml(experiment);
+  info.toml_sha256 = sha256_hex(info.resolved_toml);
+  info.code_version = code_version();
+  info.host = host_name();
+  info.pid = getpid();
+  info.torch_version = torch_version();
+  info.blas = blas;
+  info.seed = experiment.experiment.seed;
+  const ParameterCount params = count_parameters(experiment.model);
+  info.params_total = params.total;
+  info.params_active = params.active;
+  if (experiment.train.target_loss > 0) info.target_loss = experiment.train.target_loss;
+  info.ranks = experiment.cluster.ranks;
+  info.processes = processes;
+  info.policies = policy_names(experiment.policies);
+  info.hardware_profile = profile.to_toml();
+  info.memory_per_rank = memory_per_rank;
+  return info;
+}
+
+std::string experiment_identity(Experiment experiment) {
+  experiment.train.threads = 0;
+  experiment.store.path.clear();
+  return sha256_hex(to_toml(experiment));
+}
+
+std::vector<PluginRecordRow> plugin_rows(const PolicySet& policies) {
+  std::vector<PluginRecordRow> rows;
+  for (const PluginRecord& p : policies.records)
+    rows.push_back({p.kind, p.name, p.version, p.parameters, p.path, p.sha256});
+  return rows;
+}
+
+}  // namespace lrmoe

@@ -1,0 +1,29 @@
+#pragma once
+// What the results database records of a run when it begins, from its resolved experiment: one
+// place for `lrmoe run` and `lrmoe replay`, so that both kinds of run are described alike and
+// `lrmoe compare` reads them alike.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config/experiment.hpp"
+#include "core/cost/hardware_profile.hpp"
+#include "core/plugins/policy_set.hpp"
+#include "store/results_store.hpp"
+
+namespace lrmoe {
+
+// `blas`: the library and its measured speed, as the run logs it; `memory_per_rank`: resolved
+// to bytes; `processes`: those hosting the logical ranks.
+RunInfo run_info(const Experiment& experiment, const HardwareProfile& profile,
+                 int64_t memory_per_rank, const std::string& blas, int64_t processes);
+
+// The experiment with what every run of it may differ in (threads, database) left out, hashed:
+// whether a recorded sweep cell is this experiment.
+std::string experiment_identity(Experiment experiment);
+
+// The plugins of `policies` as the run_plugins table records them.
+std::vector<PluginRecordRow> plugin_rows(const PolicySet& policies);
+
+}  // namespace lrmoe

@@ -1,0 +1,200 @@
+// Replay (Note [Replay]): the per-expert counts it makes from shares (exact sum, the one-pair-
+// per-token cap), how it rescales a source's loads to another expert count, the synthetic skew,
+// the pairs it hands the pipeline (pair order, balanced homes), and `lrmoe replay` end to end:
+// driven by a run's recorded loads under fixed ownership it reproduces that run's memory peaks,
+// and its variants are recorded as a sweep that `lrmoe compare` reads.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "core/replay/expert_loads.hpp"
+#include "core/replay/replay_pairs.hpp"
+#include "store/results_store.hpp"
+#include "support/child_process.hpp"
+#include "support/store_samples.hpp"
+#include "support/temp_folder.hpp"
+
+using Catch::Matchers::Contains;
+using lrmoe_test::run_lrmoe;
+using lrmoe_test::scalar;
+using lrmoe_test::TempFolder;
+
+namespace {
+
+const std::string kTinyExperiment = std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml";
+
+int64_t sum(const std::vector<int64_t>& values) {
+  return std::accumulate(values.begin(), values.end(), int64_t{0});
+}
+
+double max_over_mean(const std::vector<double>& shares) {
+  return *std::max_element(shares.begin(), shares.end()) * static_cast<double>(shares.size());
+}
+
+}  // namespace
+
+TEST_CASE("expert counts from shares sum to tokens times top-k and follow the shares", "[replay]") {
+  const std::vector<int64_t> counts =
+      lrmoe::expert_counts_from_shares({0.5, 0.3, 0.2, 0.0}, 1000, 2);
+  CHECK(counts == std::vector<int64_t>{1000, 600, 400, 0});
+  // Thirds of 100 pairs: the largest remainders go to the lower experts.
+  CHECK(lrmoe::expert_counts_from_shares({1, 1, 1}, 50, 2) == std::vector<int64_t>{34, 33, 33});
+}
+
+TEST_CASE("no expert gets more pairs than there are tokens, and its excess goes to the others",
+          "[replay]") {
+  // 0.9 of 200 pairs would be 180 for expert 0, but a token picks an expert once: 100.
+  const std::vector<int64_t> counts = lrmoe::expert_counts_from_shares({0.9, 0.05, 0.05}, 100, 2);
+  CHECK(counts == std::vector<int64_t>{100, 50, 50});
+  CHECK(sum(counts) == 200);
+}
+
+TEST_CASE("rescaled shares split source experts evenly, merge neighbours, and keep the imbalance",
+          "[replay]") {
+  const std::vector<int64_t> source{60, 20, 10, 10};
+  const std::vector<double> same = lrmoe::rescale_shares(source, 4);
+  CHECK_THAT(same, Catch::Matchers::Approx(std::vector<double>{0.6, 0.2, 0.1, 0.1}));
+  const std::vector<double> split = lrmoe::rescale_shares(source, 8);
+  CHECK_THAT(split, Catch::Matchers::Approx(
+                        std::vector<double>{0.3, 0.3, 0.1, 0.1, 0.05, 0.05, 0.05, 0.05}));
+  CHECK(max_over_mean(split) == Approx(max_over_mean(same)));
+  const std::vector<double> merged = lrmoe::rescale_shares(source, 2);
+  CHECK_THAT(merged, Catch::Matchers::Approx(std::vector<double>{0.8, 0.2}));
+  // Not a multiple: 4 source experts over 3 targets, each a third of the line.
+  const std::vector<double> thirds = lrmoe::rescale_shares(source, 3);
+  CHECK_THAT(thirds, Catch::Matchers::Approx(std::vector<double>{
+                         0.6 + 0.2 / 3, 0.2 * 2 / 3 + 0.1 * 2 / 3, 0.1 / 3 + 0.1}));
+}
+
+TEST_CASE(
+    "a zipf skew is balanced at exponent 0, and otherwise fixed per layer and steady over steps",
+    "[replay]") {
+  const lrmoe::SkewedLoads balanced(0.0, 8, 1);
+  CHECK_THAT(balanced.shares(1, 0), Catch::Matchers::Approx(std::vector<double>(8, 0.125)));
+
+  const lrmoe::SkewedLoads skewed(1.0, 8, 1);
+  std::vector<double> sorted = skewed.shares(1, 0);
+  std::sort(sorted.rbegin(), sorted.rend());
+  double harmonic = 0;
+  for (int i = 1; i <= 8; ++i) harmonic += 1.0 / i;
+  for (int i = 0; i < 8; ++i) CHECK(sorted[i] == Approx(1.0 / (i + 1) / harmonic));
+  CHECK(skewed.shares(5, 0) == skewed.shares(1, 0));
+  CHECK(skewed.shares(1, 1) != skewed.shares(1, 0));
+  CHECK_THROWS_WITH(lrmoe::SkewedLoads(-1.0, 8, 1), Contains("expected a number >= 0"));
+}
+
+TEST_CASE("replayed pairs are in pair order, follow the counts, and every rank homes as many",
+          "[replay]") {
+  const std::vector<int64_t> counts{40, 0, 17, 7};  // 64 pairs: 32 tokens, top 2
+  const lrmoe::ReplayPairs pairs = lrmoe::replay_pairs(counts, 32, 2, 4, 7);
+  REQUIRE(pairs.experts.numel() == 64);
+  const auto* experts = pairs.experts.data_ptr<int64_t>();
+  const auto* home = pairs.home.data_ptr<int64_t>();
+  std::vector<int64_t> per_expert(4, 0), per_rank(4, 0);
+  for (int64_t i = 0; i < 64; ++i) {
+    ++per_expert[static_cast<std::size_t>(experts[i])];
+    ++per_rank[static_cast<std::size_t>(home[i])];
+    if (i > 0) {
+      // By expert, then by token: home ranks never decrease within an expert.
+      CHECK(experts[i - 1] <= experts[i]);
+      if (experts[i - 1] == experts[i]) CHECK(home[i - 1] <= home[i]);
+    }
+  }
+  CHECK(per_expert == counts);
+  CHECK(per_rank == std::vector<int64_t>{16, 16, 16, 16});
+  CHECK(pairs.gates.min().item<float>() >= 0.25F);
+  CHECK(pairs.gates.max().item<float>() < 0.75F);
+}
+
+TEST_CASE(
+    "replaying a run's recorded loads under fixed ownership reproduces the run's memory peaks",
+    "[replay][slow]") {
+  TempFolder dir;
+  const std::string db = dir.file("results.db");
+  const std::vector<std::string> cluster{
+      "--set", "cluster.ranks=4",       "--set", "cluster.slots_per_rank=3",
+      "--set", "policies.bundle=fixed", "--db",  db};
+  std::vector<std::string> run{"run",   kTinyExperiment,        "--set", "train.max_steps=6",
+                               "--set", "train.warmup_steps=2", "--set", "train.target_loss=0"};
+  run.insert(run.end(), cluster.begin(), cluster.end());
+  const auto [trained, training_output] = run_lrmoe(run, dir.file("run.log"));
+  REQUIRE(trained == 0);
+
+  std::vector<std::string> replay{"replay", kTinyExperiment, "--loads-from", "1",        "--steps",
+                                  "3",      "--variant",     "fixed",        "--record", "again"};
+  replay.insert(replay.end(), cluster.begin(), cluster.end());
+  const auto [replayed, output] = run_lrmoe(replay, dir.file("replay.log"));
+  INFO(output);
+  REQUIRE(replayed == 0);
+  CHECK_THAT(output, Contains("recorded loads: run 1 of " + db + ", steps 4..6"));
+
+  const auto store = lrmoe::ResultsStore::open_read_only(db);
+  CHECK(scalar(*store, "SELECT kind || ' ' || status FROM runs WHERE id = 2") == "replay finished");
+  // Replay step s is the run's step s + 3: the same loads, so the same holdings and peaks.
+  const std::string differences = scalar(*store, R"(
+SELECT count(*) FROM rank_memory t JOIN rank_memory r
+  ON r.run = 2 AND t.run = 1 AND r.step + 3 = t.step AND r.rank = t.rank
+WHERE r.owned != t.owned OR r.replicas != t.replicas OR r.forward_tokens != t.forward_tokens
+   OR r.backward_tokens != t.backward_tokens OR r.optimizer != t.optimizer OR r.dense != t.dense
+   OR r.peak_subtotal != t.peak_subtotal)");
+  CHECK(differences == "0");
+  CHECK(scalar(*store, "SELECT count(*) FROM rank_memory WHERE run = 2") == "12");
+  CHECK(scalar(*store, R"(
+SELECT count(*) FROM expert_load t JOIN expert_load r
+  ON r.run = 2 AND t.run = 1 AND r.step + 3 = t.step AND r.layer = t.layer AND r.expert = t.expert
+WHERE r.pairs != t.pairs)") == "0");
+  // Nothing a replay does not measure is recorded as if it had.
+  CHECK(scalar(*store,
+               "SELECT count(*) FROM steps WHERE run = 2 AND train_loss IS NULL "
+               "AND step_seconds IS NULL AND moe_modeled_seconds > 0") == "3");
+  CHECK(scalar(*store, "SELECT target_loss IS NULL FROM runs WHERE id = 2") == "1");
+}
+
+TEST_CASE("a replay's variants are recorded as the cells of a sweep that compare reads",
+          "[replay]") {
+  TempFolder dir;
+  const std::string db = dir.file("results.db");
+  const auto [code, output] = run_lrmoe(
+      {"replay", kTinyExperiment, "--set", "cluster.ranks=4", "--set", "cluster.slots_per_rank=3",
+       "--skew", "zipf:1.2", "--steps", "2", "--db", db, "--record", "skewed", "--variant", "fixed",
+       "--variant", "half:policies.bundle=lrmoe,policies.placement.keep_fraction=0.5"},
+      dir.file("replay.log"));
+  INFO(output);
+  REQUIRE(code == 0);
+  CHECK_THAT(output, Contains("synthetic skew: zipf exponent 1.2 over 8 experts"));
+  const auto [compared, table] = run_lrmoe(
+      {"compare", "--sweep", "skewed", "--db", db, "--format", "csv"}, dir.file("compare.log"));
+  INFO(table);
+  REQUIRE(compared == 0);
+  CHECK_THAT(table, Contains("tiny-moe,bundle=fixed,1,0,"));
+  CHECK_THAT(table, Contains("tiny-moe,\"bundle=lrmoe, keep_fraction=0.5\",1,0,"));
+  const auto store = lrmoe::ResultsStore::open_read_only(db);
+  // The lrmoe variant keeps half of the routed pairs in backward.
+  CHECK(scalar(*store,
+               "SELECT sum(pairs_kept) * 2 = sum(pairs_routed) FROM moe_layer_steps "
+               "WHERE run = 2") == "1");
+}
+
+TEST_CASE("a replay's mistakes are refused before anything is written", "[replay]") {
+  TempFolder dir;
+  const std::string db = dir.file("results.db");
+  auto error_of = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"replay", kTinyExperiment, "--db", db});
+    const auto [code, output] = run_lrmoe(args, dir.file("replay.log"));
+    CHECK(code == 1);
+    return output;
+  };
+  CHECK_THAT(error_of({"--steps", "2"}), Contains("give one load source"));
+  CHECK_THAT(error_of({"--skew", "zipf:x"}), Contains("--skew zipf:x: expected zipf:S"));
+  CHECK_THAT(error_of({"--skew", "zipf:1", "--variant", "fastest"}),
+             Contains("--variant fastest: not a policy bundle (fixed, symi, lrmoe)"));
+  CHECK_THAT(error_of({"--skew", "zipf:1", "--variant", "x:policies.placement.keep_fraction=2"}),
+             Contains("keep_fraction"));
+  CHECK_THAT(error_of({"--loads-from", "7"}), Contains("no such file"));
+  CHECK_FALSE(std::filesystem::exists(db));
+}
