@@ -14,6 +14,7 @@
 #include "core/config/policy_sections.hpp"
 #include "core/data/token_source.hpp"
 #include "core/pipeline/instance_table.hpp"
+#include "core/pipeline/memory_timeline.hpp"
 #include "core/replay/plan_replay.hpp"
 #include "core/system/blas_probe.hpp"
 #include "core/train/trainer.hpp"
@@ -132,14 +133,16 @@ struct Outcome {
   int64_t steps = 0;                  // replayed in full
   int64_t memory_per_rank = 0;
   std::vector<int64_t> subtotal, total;  // [ranks]: the peak over the steps
-  double replicas = 0;                   // summed over steps and layers
+  // [ranks]: the largest subtotal of one MoE layer on its own (layer_subtotal_bytes)
+  std::vector<int64_t> layer_subtotal;
+  double replicas = 0;  // summed over steps and layers
   int64_t layer_steps = 0;
   int64_t routed = 0, dropped = 0, kept = 0;
   double modeled = 0;   // MoE seconds, summed over steps
   double planning = 0;  // wall seconds of the plans on this machine, summed over steps
 };
 
-void add_step(Outcome& o, const StepReport& report) {
+void add_step(Outcome& o, const StepReport& report, const MemoryCosts& costs) {
   ++o.steps;
   o.modeled += report.moe_modeled_seconds;
   for (const LayerStepStatistics& layer : report.layers) {
@@ -149,6 +152,16 @@ void add_step(Outcome& o, const StepReport& report) {
     o.dropped += layer.pairs_dropped;
     o.kept += layer.pairs_kept;
     o.planning += layer.overhead.total();
+  }
+  for (const LayerStepStatistics& layer : report.layers) {
+    for (const std::vector<LayerHolding>& pass : layer.passes) {
+      o.layer_subtotal.resize(pass.size(), 0);
+      for (std::size_t r = 0; r < pass.size(); ++r) {
+        o.layer_subtotal[r] =
+            std::max(o.layer_subtotal[r],
+                     static_cast<int64_t>(std::llround(layer_subtotal_bytes(costs, pass[r]))));
+      }
+    }
   }
   o.subtotal.resize(report.rank_memory.size(), 0);
   o.total.resize(report.rank_memory.size(), 0);
@@ -215,7 +228,7 @@ Outcome replay_variant(const PreparedVariant& p, const ReplayOptions& options,
     for (int64_t step = 1; step <= options.steps; ++step) {
       const StepReport report = replay.step(step);
       if (recorder) recorder->on_step(report);
-      add_step(o, report);
+      add_step(o, report, replay.memory_costs());
     }
   } catch (const PlanError& error) {
     o.failed = error.what();
@@ -257,11 +270,13 @@ void print_outcomes(const std::vector<Outcome>& outcomes, std::ostream& out) {
   QueryResult summary;
   summary.columns = {"variant",
                      "policies",
+                     fmt::format("budget {}", unit.name),
                      "fits",
                      "replicas/layer",
                      "dropped fwd %",
                      "kept bwd %",
                      fmt::format("peak subtotal {}", unit.name),
+                     fmt::format("layer subtotal {}", unit.name),
                      fmt::format("peak total {}", unit.name),
                      "modeled MoE s/step",
                      "plan s/step",
@@ -271,16 +286,21 @@ void print_outcomes(const std::vector<Outcome>& outcomes, std::ostream& out) {
     const double steps = std::max<int64_t>(o.steps, 1);
     summary.rows.push_back(
         {text(o.label), text(o.policies),
+         o.memory_per_rank > 0 ? text(in_unit(o.memory_per_rank, unit)) : std::nullopt,
          text(o.failed ? fmt::format("no (after {} steps)", o.steps) : "yes"),
          text(o.layer_steps ? fmt::format("{:.1f}", o.replicas / static_cast<double>(o.layer_steps))
                             : "-"),
          text(percent(o.dropped, o.routed)), text(percent(o.kept, o.routed)),
-         text(peak_text(o.subtotal, unit)), text(peak_text(o.total, unit)),
+         text(peak_text(o.subtotal, unit)), text(peak_text(o.layer_subtotal, unit)),
+         text(peak_text(o.total, unit)),
          text(o.steps ? fmt::format("{:.4f}", o.modeled / steps) : "-"),
          text(o.steps ? fmt::format("{:.2f}", o.planning / steps) : "-"),
          o.run ? text(std::to_string(*o.run)) : std::nullopt});
   }
   out << render_text_table(summary, 48, "-");
+  out << "peak subtotal: owned experts + replicas + token buffers over the step's timeline, all "
+         "MoE layers; layer subtotal: the same for one MoE layer on its own, the largest; both "
+         "at the rank named\n";
   for (const Outcome& o : outcomes)
     if (o.failed) out << fmt::format("\n{} does not fit: {}\n", o.label, *o.failed);
 

@@ -71,3 +71,11 @@ TEST_CASE("fits functions give the pairs one more phase can take", "[memory]") {
   CHECK(backward_pairs_that_fit(kCosts, {2, 0, 20, 0}, 600) == 36);
   CHECK(backward_pairs_that_fit(kCosts, {2, 0, 20, 0}, 300) == 0);
 }
+
+TEST_CASE("a layer's own subtotal counts its instances, saved activations and busier phase only",
+          "[memory]") {
+  // Layer 0: (2 + 1) x 100 parameters + 10 saved + max(10 x 2 forward, 4 x 5 backward) = 330.
+  CHECK(layer_subtotal_bytes(kCosts, kLayers[0]) == 330);
+  // Layer 1: 2 x 100 + 20 saved + max(40 forward, 50 backward) = 270.
+  CHECK(layer_subtotal_bytes(kCosts, kLayers[1]) == 270);
+}

@@ -1,5 +1,6 @@
 #include "core/pipeline/memory_timeline.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace lrmoe {
@@ -78,6 +79,13 @@ MemoryPeak max_peak(const MemoryPeak& a, const MemoryPeak& b) {
     m.subtotal_peak = b.subtotal_peak;
   }
   return m;
+}
+
+double layer_subtotal_bytes(const MemoryCosts& c, const LayerHolding& h) {
+  const double backward_tokens = h.backward_pairs * static_cast<double>(c.backward_pair_bytes);
+  return static_cast<double>(h.owned + h.replicas) * static_cast<double>(c.expert_bytes) +
+         h.forward_pairs * static_cast<double>(c.saved_pair_bytes) +
+         std::max(forward_transient_bytes(c, h), backward_tokens);
 }
 
 std::vector<MemoryPeak> step_memory_peaks(const MemoryCosts& costs,

@@ -63,6 +63,12 @@ MemoryPeak pass_peak(const MemoryCosts& costs, const std::vector<LayerHolding>& 
 // The larger of two peaks, each measure on its own: (the step's peak over its micro-batches).
 MemoryPeak max_peak(const MemoryPeak& a, const MemoryPeak& b);
 
+// The paper's subtotal for one MoE layer on its own: the rank's owned and replica parameters of
+// that layer and its token buffers at the layer's busier phase (saved activations, plus the
+// forward or the backward buffers). Unlike the timeline's subtotal it leaves out the other
+// layers' parameters and saved activations, which every policy holds alike.
+double layer_subtotal_bytes(const MemoryCosts& costs, const LayerHolding& holding);
+
 // Per logical rank, the peak of one optimizer step: every pass (micro-batch) of the MoE layers
 // `layers` (in layer order, LayerStepStatistics::passes filled), the largest. Empty without layers.
 std::vector<MemoryPeak> step_memory_peaks(const MemoryCosts& costs,

@@ -29,7 +29,8 @@ PlanReplay::PlanReplay(const Experiment& experiment, std::shared_ptr<const Polic
       loads_(std::move(loads)),
       budget_(rank_budget(experiment.model, experiment.train, experiment.cluster,
                           pair_costs(experiment.model, experiment.policies.recompute))),
-      cost_model_(std::move(profile)) {
+      cost_model_(std::move(profile)),
+      memory_costs_(pair_costs(experiment.model, experiment.policies.recompute).memory) {
   const ModelConfig& model = experiment_.model;
   const auto collectives = std::make_shared<Collectives>();
   for (int64_t l = 0; l < model.num_layers - model.first_k_dense; ++l) {

@@ -38,12 +38,15 @@ class PlanReplay {
 
   const RankBudget& budget() const { return budget_; }
   const CostModel& cost_model() const { return cost_model_; }
+  // Bytes per expert and per pair of the model's MoE layers (Note [Memory model]).
+  const MemoryCosts& memory_costs() const { return memory_costs_; }
 
  private:
   Experiment experiment_;
   std::shared_ptr<const ExpertLoads> loads_;
   RankBudget budget_;
   CostModel cost_model_;
+  MemoryCosts memory_costs_;
   std::vector<std::shared_ptr<ExpertPipeline>> pipelines_;
   double cumulative_modeled_ = 0;
 };
