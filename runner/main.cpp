@@ -17,6 +17,7 @@
 #include "pipeline_bench_command.hpp"
 #include "plugins_command.hpp"
 #include "replay_command.hpp"
+#include "resume_command.hpp"
 #include "run_command.hpp"
 #include "sweep_command.hpp"
 
@@ -49,6 +50,11 @@ int main(int argc, char** argv) {
   // Which sweep cell a run is: given by `lrmoe sweep` to the runs it starts; not for users.
   std::string sweep_cell;
   run->add_option("--sweep-cell", sweep_cell)->group("");
+  // The run and checkpoint a run resumes: given by `lrmoe resume`; not for users.
+  int64_t resume_run = 0;
+  std::string resume_checkpoint;
+  run->add_option("--resume-run", resume_run)->group("");
+  run->add_option("--resume-checkpoint", resume_checkpoint)->group("");
 
   auto* launch = app.add_subcommand("launch",
                                     "train an experiment on N local processes over loopback "
@@ -56,6 +62,8 @@ int main(int argc, char** argv) {
   add_experiment_options(launch, source, false);
   launch->add_option("--db", source.database, "results database (overrides store.path)");
   launch->add_option("--sweep-cell", sweep_cell)->group("");
+  launch->add_option("--resume-run", resume_run)->group("");
+  launch->add_option("--resume-checkpoint", resume_checkpoint)->group("");
   int64_t processes = 2;
   launch
       ->add_option("-n,--processes", processes,
@@ -165,6 +173,12 @@ int main(int argc, char** argv) {
   replay->add_option("--record", replay_options.record_as,
                      "record each variant as a replay run, a cell of the sweep NAME");
 
+  auto* resume = app.add_subcommand(
+      "resume", "continue a stopped, interrupted or failed run from its newest checkpoint");
+  int64_t resume_id = 0;
+  resume->add_option("run", resume_id, "run id")->required();
+  resume->add_option("--db", db, "results database");
+
   auto* runs = app.add_subcommand("runs", "list the runs in the results database");
   runs->add_option("--db", db, "results database");
 
@@ -189,6 +203,8 @@ int main(int argc, char** argv) {
 
   try {
     if (!sweep_cell.empty()) source.sweep_cell = lrmoe::parse_sweep_cell(sweep_cell);
+    if (!resume_checkpoint.empty())
+      source.resume = lrmoe::ResumePoint{resume_run, resume_checkpoint};
     if (run->parsed()) return lrmoe::run_command(source);
     if (launch->parsed()) return lrmoe::launch_command(source, processes);
     if (validate->parsed()) return lrmoe::validate_command(source);
@@ -202,6 +218,7 @@ int main(int argc, char** argv) {
     if (sweep->parsed()) return lrmoe::sweep_command(sweep_options);
     if (compare->parsed()) return lrmoe::compare_command(compare_options, std::cout);
     if (replay->parsed()) return lrmoe::replay_command(replay_options, std::cout);
+    if (resume->parsed()) return lrmoe::resume_command(resume_id, db);
     if (runs->parsed()) return lrmoe::run_runs_command(db);
     if (show->parsed()) return lrmoe::run_show_command(db, run_id);
     if (query->parsed()) return lrmoe::run_query_command(db, sql);

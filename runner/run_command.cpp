@@ -102,11 +102,12 @@ class FollowerObserver : public TrainingObserver {
 
 int follow_run(const Experiment& experiment, const TokenSource& data,
                std::shared_ptr<const PolicySet> policies, std::shared_ptr<Collectives> collectives,
-               HardwareProfile profile) {
+               HardwareProfile profile, const std::optional<ResumePoint>& resume) {
   install_interrupt_handler();
   FollowerObserver observer;
   Trainer trainer(experiment, data, std::move(policies), std::move(collectives),
                   std::move(profile));
+  if (resume) trainer.resume_from(resume->checkpoint, checkpoint_identity(experiment));
   return trainer.run(observer).reason == StopReason::Stopped ? 130 : 0;
 }
 
@@ -121,6 +122,10 @@ std::vector<std::string> experiment_arguments(const ExperimentSource& source) {
     arguments.insert(
         arguments.end(),
         {"--sweep-cell", fmt::format("{}:{}", source.sweep_cell->sweep, source.sweep_cell->cell)});
+  }
+  if (source.resume) {
+    arguments.insert(arguments.end(), {"--resume-run", std::to_string(source.resume->run),
+                                       "--resume-checkpoint", source.resume->checkpoint});
   }
   return arguments;
 }
@@ -205,7 +210,16 @@ int run_command(const ExperimentSource& source) {
   }
   // The rendezvous comes before the database: a run that cannot start records nothing.
   auto collectives = Collectives::connect(launch, experiment.cluster, experiment.train);
-  if (launch.rank != 0) return follow_run(experiment, *data, policies, collectives, profile);
+  if (launch.rank != 0)
+    return follow_run(experiment, *data, policies, collectives, profile, source.resume);
+  // A resumed run reads its checkpoint before the database is touched: a checkpoint that is not
+  // the run's is refused with every row kept.
+  std::unique_ptr<Trainer> resumed;
+  int64_t resumed_step = 0;
+  if (source.resume) {
+    resumed = std::make_unique<Trainer>(experiment, *data, policies, collectives, profile);
+    resumed_step = resumed->resume_from(source.resume->checkpoint, checkpoint_identity(experiment));
+  }
   auto store = ResultsStore::open(experiment.store.path);
 
   const ThreadSetting threads = configure_threads(experiment.train.threads);
@@ -236,9 +250,18 @@ int run_command(const ExperimentSource& source) {
                           fmt::format("{} ({:.0f} GFLOP/s)", blas.library, blas.matmul_gflops),
                           launch.world_size);
   info.sweep_cell = source.sweep_cell;
-  const int64_t run = store->begin_run(info);
-  store->add_plugins(run, plugin_rows(*policies));
-  store->add_event(run, "info", "data: " + data->describe());
+  int64_t run = 0;
+  if (source.resume) {
+    run = source.resume->run;
+    store->resume_run(run, resumed_step);
+    store->add_event(
+        run, "info",
+        fmt::format("resumed after step {} from {}", resumed_step, source.resume->checkpoint));
+  } else {
+    run = store->begin_run(info);
+    store->add_plugins(run, plugin_rows(*policies));
+    store->add_event(run, "info", "data: " + data->describe());
+  }
   store->add_event(run, "info", device_line);
 
   install_interrupt_handler();
@@ -246,8 +269,13 @@ int run_command(const ExperimentSource& source) {
   RunRecorder recorder(*store, run, &progress);
   TrainingOutcome outcome;
   try {
-    Trainer trainer(experiment, *data, policies, collectives, profile);
-    outcome = trainer.run(recorder);
+    std::unique_ptr<Trainer> trainer = std::move(resumed);
+    if (!trainer)
+      trainer = std::make_unique<Trainer>(experiment, *data, policies, collectives, profile);
+    if (experiment.train.checkpoint_every > 0)
+      trainer->enable_checkpoints(
+          {checkpoint_folder(store->path(), run), checkpoint_identity(experiment)});
+    outcome = trainer->run(recorder);
   } catch (const std::exception& error) {
     progress.finish();
     store->add_event(run, "error", error.what());

@@ -11,11 +11,19 @@
 
 namespace lrmoe {
 
+// A run taken up again from a checkpoint (`lrmoe resume`, Note [Checkpoints]).
+struct ResumePoint {
+  int64_t run = 0;
+  std::string checkpoint;  // the file
+};
+
 struct ExperimentSource {
   std::optional<std::string> file;  // none: the embedded default experiment
   std::vector<std::string> overrides;
   std::optional<std::string> database;     // --db, overrides store.path
   std::optional<SweepCellTag> sweep_cell;  // --sweep-cell SWEEP:CELL, given by `lrmoe sweep`
+  // --resume-run RUN --resume-checkpoint FILE, given by `lrmoe resume`
+  std::optional<ResumePoint> resume;
 };
 
 // "SWEEP:CELL" (two ids) as a tag. Throws std::invalid_argument naming the option otherwise.

@@ -40,6 +40,14 @@ std::string experiment_identity(Experiment experiment) {
   return sha256_hex(to_toml(experiment));
 }
 
+CheckpointIdentity checkpoint_identity(const Experiment& experiment) {
+  return {experiment_identity(experiment), code_version()};
+}
+
+std::filesystem::path checkpoint_folder(const std::string& database, int64_t run) {
+  return std::filesystem::path(database + "-checkpoints") / ("run-" + std::to_string(run));
+}
+
 std::vector<PluginRecordRow> plugin_rows(const PolicySet& policies) {
   std::vector<PluginRecordRow> rows;
   for (const PluginRecord& p : policies.records)

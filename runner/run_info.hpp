@@ -4,12 +4,14 @@
 // `lrmoe compare` reads them alike.
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "core/config/experiment.hpp"
 #include "core/cost/hardware_profile.hpp"
 #include "core/plugins/policy_set.hpp"
+#include "core/train/checkpoint.hpp"
 #include "store/results_store.hpp"
 
 namespace lrmoe {
@@ -22,6 +24,13 @@ RunInfo run_info(const Experiment& experiment, const HardwareProfile& profile,
 // The experiment with what every run of it may differ in (threads, database) left out, hashed:
 // whether a recorded sweep cell is this experiment.
 std::string experiment_identity(Experiment experiment);
+
+// What a run's checkpoints must match: its experiment_identity and this build.
+CheckpointIdentity checkpoint_identity(const Experiment& experiment);
+
+// Where run `run` of `database` keeps its checkpoints: beside the database, in
+// "<database>-checkpoints/run-<run>".
+std::filesystem::path checkpoint_folder(const std::string& database, int64_t run);
 
 // The plugins of `policies` as the run_plugins table records them.
 std::vector<PluginRecordRow> plugin_rows(const PolicySet& policies);

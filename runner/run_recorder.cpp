@@ -164,6 +164,11 @@ void RunRecorder::record_placement(int64_t step, const LayerStepStatistics& laye
   }
 }
 
+void RunRecorder::before_checkpoint(int64_t /*step*/) {
+  store_.flush();
+  last_flush_ = std::chrono::steady_clock::now();
+}
+
 bool RunRecorder::stop_requested() const {
   return interrupt_requested();
 }

@@ -21,6 +21,8 @@ class RunRecorder : public TrainingObserver {
   RunRecorder(ResultsStore& store, int64_t run, ProgressDisplay* progress);
   void on_step(const StepReport& report) override;
   bool stop_requested() const override;
+  // Commits every buffered row.
+  void before_checkpoint(int64_t step) override;
 
  private:
   ResultsStore& store_;

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <optional>
 #include <utility>
@@ -14,6 +16,7 @@
 #include "store/interrupted_runs.hpp"
 #include "store/local_process.hpp"
 #include "store/read_only_query.hpp"
+#include "store/recorded_tables.hpp"
 #include "store/run_figures.hpp"
 #include "store/run_reader.hpp"
 #include "store/schema.hpp"
@@ -143,6 +146,53 @@ class SqliteResultsStore final : public ResultsStore {
   }
 
   void flush() override { writer().flush(); }
+
+  void resume_run(int64_t run, int64_t step) override {
+    require_writable();
+    writer().flush();
+    sqlite::Transaction transaction(db_);
+    sqlite::Statement status = db_.prepare("SELECT status FROM runs WHERE id = ?1");
+    status.bind_int64(1, run);
+    if (!status.step())
+      throw db_.error_with_message(fmt::format("has no run {}; lrmoe runs lists them", run));
+    const std::string current = status.column_text(0);
+    status.reset();
+    if (current != "stopped" && current != "interrupted" && current != "failed") {
+      throw db_.error_with_message(fmt::format(
+          "run {} is {}: only a stopped, interrupted or failed run can be resumed", run, current));
+    }
+    sqlite::Statement recorded =
+        db_.prepare("SELECT count(*) FROM steps WHERE run = ?1 AND step <= ?2");
+    recorded.bind_int64(1, run).bind_int64(2, step);
+    recorded.step();
+    if (recorded.column_int64(0) != step) {
+      throw db_.error_with_message(fmt::format(
+          "run {} recorded {} of its first {} steps: its checkpoint after step {} cannot continue "
+          "it in the same rows",
+          run, recorded.column_int64(0), step, step));
+    }
+    recorded.reset();
+    for (const store::TableColumns* table : store::recorded_tables()) {
+      const auto& columns = table->columns();
+      if (std::none_of(columns.begin(), columns.end(),
+                       [](const store::ColumnDescription& c) { return c.name == "step"; })) {
+        continue;
+      }
+      sqlite::Statement remove =
+          db_.prepare("DELETE FROM " + table->table() + " WHERE run = ?1 AND step > ?2");
+      remove.bind_int64(1, run).bind_int64(2, step);
+      remove.execute();
+    }
+    sqlite::Statement update = db_.prepare(
+        "UPDATE runs SET status = 'running', ended_at = NULL, host = ?2, pid = ?3, ttt_step = "
+        "NULL, ttt_step_seconds = NULL, ttt_moe_seconds = NULL, ttt_moe_modeled_seconds = NULL, "
+        "ttt_moe_critical_seconds = NULL WHERE id = ?1");
+    update.bind_int64(1, run)
+        .bind_text(2, store::this_host_name())
+        .bind_int64(3, store::this_process_id());
+    update.execute();
+    transaction.commit();
+  }
 
   void finish_run(int64_t run, const std::string& status,
                   const std::optional<TimeToTarget>& time_to_target) override {

@@ -288,6 +288,11 @@ class ResultsStore {
   // rows, and by the destructor). If it fails, the batch is dropped and the StoreError says
   // how many rows were lost, so that one bad row cannot make every later flush fail.
   virtual void flush() = 0;
+  // Takes run `run` up again after step `step` (Note [Checkpoints]): it must be stopped,
+  // interrupted or failed and have recorded every step up to `step`; its rows of later steps are
+  // deleted (they are recorded again), and it becomes 'running' in this process, with no end time
+  // and no time to target. Throws StoreError naming the run and its status otherwise.
+  virtual void resume_run(int64_t run, int64_t step) = 0;
   // Flushes, then records the final status, end time and time-to-target.
   virtual void finish_run(int64_t run, const std::string& status,
                           const std::optional<TimeToTarget>& time_to_target) = 0;

@@ -231,6 +231,11 @@ std::vector<FieldDescriptor> build_schema() {
             "the last evaluation loss is within this fraction above target_loss, so that the "
             "step the target is reached is found exactly")
       .integer("log_every", &TrainConfig::log_every, at_least(1), "steps between log lines")
+      .integer("checkpoint_every", &TrainConfig::checkpoint_every, at_least(0),
+               "write a checkpoint every this many steps, beside the database, for `lrmoe "
+               "resume`; 0: none")
+      .integer("checkpoint_keep", &TrainConfig::checkpoint_keep, at_least(1),
+               "checkpoints kept per run: the newest")
       .integer("threads", &TrainConfig::threads, at_least(0), "intra-op threads; 0: one per core")
       .choice("device", &TrainConfig::device, {"auto", "cpu", "cuda"},
               "where the model, batches, optimizer state and pipeline tensors live; auto: "

@@ -35,7 +35,9 @@ struct TrainConfig {
   // evaluate every step once a loss is within this fraction of the target
   double near_target_margin = 0.05;
   int64_t log_every = 10;
-  int64_t threads = 0;  // intra-op threads; 0: one per core
+  int64_t checkpoint_every = 0;  // steps between checkpoints; 0: none (Note [Checkpoints])
+  int64_t checkpoint_keep = 2;   // the newest checkpoints kept
+  int64_t threads = 0;           // intra-op threads; 0: one per core
   DeviceChoice device = DeviceChoice::Auto;
   Precision precision = Precision::Fp32;
   GroupedGemmChoice grouped_gemm = GroupedGemmChoice::Auto;

@@ -101,6 +101,13 @@ class ExpertPipeline {
   // The optimizer step the next passes belong to (from 1).
   void set_step(int64_t step) { step_ = step; }
 
+  // The earlier passes' global counts the placement sees, oldest first: the pipeline's only
+  // state between steps, saved in checkpoints (Note [Checkpoints]).
+  std::vector<std::vector<int64_t>> history() const { return {history_.begin(), history_.end()}; }
+  void restore_history(const std::vector<std::vector<int64_t>>& history) {
+    history_.assign(history.begin(), history.end());
+  }
+
   // This process's routed pairs: `experts`, `gates` sorted by expert; `home`: home rank of each
   // pair, all on the training device; `tokens`: this process's tokens (every process has as
   // many).

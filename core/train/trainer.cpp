@@ -76,6 +76,7 @@ Trainer::Trainer(const Experiment& experiment, const TokenSource& data,
 
 void Trainer::install_pipelines(std::shared_ptr<const PolicySet> policies,
                                 std::optional<HardwareProfile> profile) {
+  policies_ = policies;
   const PairCosts costs = pair_costs(model_config_, experiment_.policies.recompute);
   budget_ = lrmoe::rank_budget(model_config_, experiment_.train, experiment_.cluster, costs);
   cost_model_ = CostModel(
@@ -348,18 +349,20 @@ void Trainer::add_to_outcome(StepReport& report, TrainingOutcome& outcome) const
 }
 
 // Step s's figures are read after step s + 1 is queued (Note [Device timing]): what decides
-// whether to evaluate after a step is the last read training loss, the step before's.
+// whether to evaluate after a step is the last read training loss, the step before's. At a
+// checkpoint step and at a stop the step is read at once, on every process alike (their
+// collectives must come in the same order), and the checkpoint follows its report.
 TrainingOutcome Trainer::run(TrainingObserver& observer) {
   const TrainConfig& t = experiment_.train;
-  TrainingOutcome outcome;
+  TrainingOutcome outcome = resumed_;
   std::optional<QueuedStep> unread;
-  std::optional<double> last_eval;
+  std::optional<double> last_eval = resumed_last_eval_;
   auto report = [&](QueuedStep queued) {
     StepReport read = read_step(std::move(queued));
     add_to_outcome(read, outcome);
     observer.on_step(read);
   };
-  for (int64_t step = 1; step <= t.max_steps; ++step) {
+  for (int64_t step = first_step_; step <= t.max_steps; ++step) {
     QueuedStep queued = train_step(step);
     if (unread) report(std::move(*unread));
     unread.reset();
@@ -372,10 +375,19 @@ TrainingOutcome Trainer::run(TrainingObserver& observer) {
     const bool reached =
         t.target_loss > 0 && queued.report.eval_loss && *queued.report.eval_loss <= t.target_loss;
     const bool stopped = !reached && stop_requested(observer);
-    if (reached || stopped) {
+    const bool checkpoint =
+        t.checkpoint_every > 0 && !reached && (stopped || step % t.checkpoint_every == 0);
+    if (reached || stopped || checkpoint) {
       report(std::move(queued));
-      outcome.reason = reached ? StopReason::TargetReached : StopReason::Stopped;
-      return outcome;
+      if (checkpoint) {
+        observer.before_checkpoint(step);
+        save_checkpoint(step, outcome, last_eval);
+      }
+      if (reached || stopped) {
+        outcome.reason = reached ? StopReason::TargetReached : StopReason::Stopped;
+        return outcome;
+      }
+      continue;
     }
     unread = std::move(queued);
   }

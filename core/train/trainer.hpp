@@ -27,6 +27,7 @@
 #include "core/model/transformer.hpp"
 #include "core/pipeline/rank_budget.hpp"
 #include "core/plugins/policy_set.hpp"
+#include "core/train/checkpoint.hpp"
 #include "core/train/training_observer.hpp"
 
 namespace lrmoe {
@@ -54,6 +55,12 @@ struct TrainingOutcome {
   int64_t tokens = 0;
 };
 
+// Where and as what this process writes its run's checkpoints (Note [Checkpoints]).
+struct CheckpointSettings {
+  std::filesystem::path folder;
+  CheckpointIdentity identity;
+};
+
 // The model's configuration with the vocabulary taken from the data when it is 0. Throws
 // std::invalid_argument when the data's vocabulary does not fit the model's.
 ModelConfig resolve_model_vocabulary(const ModelConfig& model, int64_t data_vocab_size);
@@ -72,7 +79,17 @@ class Trainer {
           std::shared_ptr<Collectives> collectives = nullptr,
           std::optional<HardwareProfile> profile = std::nullopt);
 
+  // Trains from step 1, or from the step after the checkpoint resume_from read, to the target,
+  // max_steps or a stop. Every train.checkpoint_every steps, and at a stop, every process reads
+  // the step at once (not one step late); a process given enable_checkpoints then writes it.
   TrainingOutcome run(TrainingObserver& observer);
+  // Makes this process write the checkpoints (process 0 of a run: every process holds the same
+  // state). Keeps the newest train.checkpoint_keep.
+  void enable_checkpoints(CheckpointSettings settings) { checkpoints_ = std::move(settings); }
+  // Restores the model, optimizer, random generator, pipelines' histories, policies' states and
+  // the run's totals from `file`; run() then continues after its step, which is returned.
+  // Throws CheckpointError when the file cannot be read or is not of `expected`.
+  int64_t resume_from(const std::filesystem::path& file, const CheckpointIdentity& expected);
   // Mean cross-entropy over train.eval_batches validation batches.
   double evaluate();
 
@@ -123,6 +140,9 @@ class Trainer {
   // before's, none at the first step), `last_eval` the last evaluation's.
   bool evaluates(int64_t step, std::optional<double> train_loss,
                  std::optional<double> last_eval) const;
+  // Writes the state after `step` (its report read) as a checkpoint, atomically.
+  void save_checkpoint(int64_t step, const TrainingOutcome& outcome,
+                       std::optional<double> last_eval) const;
   // Whether any process's observer asks to stop.
   bool stop_requested(const TrainingObserver& observer);
   // The means over processes of values each computed on its shard, in one collective.
@@ -142,6 +162,13 @@ class Trainer {
   CostModel cost_model_;
   SpanTimer step_timer_;  // each step's forward, backward and optimizer
   int64_t timing_waits_ = 0;
+  std::shared_ptr<const PolicySet> policies_;
+  std::optional<CheckpointSettings> checkpoints_;
+  // What resume_from restored, for run(): the step it continues after, the totals until then and
+  // the last evaluation loss.
+  int64_t first_step_ = 1;
+  TrainingOutcome resumed_;
+  std::optional<double> resumed_last_eval_;
 };
 
 }  // namespace lrmoe

@@ -54,6 +54,10 @@ class TrainingObserver {
   virtual void on_step(const StepReport& report) = 0;
   // Checked between steps: true ends the run early (recorded as stopped).
   virtual bool stop_requested() const { return false; }
+  // Called after step `step`'s report and before its checkpoint is written: what the observer
+  // keeps of the steps so far must be durable by then, so that a checkpoint is never ahead of
+  // the record it continues (Note [Checkpoints]).
+  virtual void before_checkpoint(int64_t step) { (void)step; }
 };
 
 }  // namespace lrmoe

@@ -11,6 +11,15 @@ namespace lrmoe {
 class Policy {
  public:
   virtual ~Policy() = default;
+
+  // A policy whose answers depend on state it keeps between calls (beyond its parameters) saves
+  // that state here, as bytes of its own format, and takes it back in restore_state when a run
+  // resumes from a checkpoint, so that the resumed run answers as the uninterrupted one would
+  // (Note [Checkpoints] in docs/notes.md). One object serves every MoE layer: the bytes are all
+  // its state. Stateless policies keep these defaults.
+  virtual std::vector<uint8_t> save_state() const { return {}; }
+  // `state`: what save_state returned; empty for a checkpoint written without state.
+  virtual void restore_state(const std::vector<uint8_t>& state) { (void)state; }
 };
 
 // The routed token-expert pairs of one MoE layer in one pass, over all ranks, sorted by expert:

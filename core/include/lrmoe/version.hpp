@@ -14,7 +14,8 @@ namespace lrmoe {
 // 2: PlacementRequest carries the liveness memory model (lrmoe/memory_model.hpp).
 // 3: PluginDescriptor says where the policy reads its tensors (TensorPlace); routing and
 //    backward-phase policies get them on the run's device unless it says Host.
-inline constexpr int kPluginApiVersion = 3;
+// 4: Policy::save_state and restore_state, for exact resume from checkpoints.
+inline constexpr int kPluginApiVersion = 4;
 
 // Plain data, so that the loader can read it from any plugin before trusting its C++ types.
 struct PluginAbi {

@@ -1,0 +1,47 @@
+#pragma once
+// Checkpoint files of a training run (Note [Checkpoints] in docs/notes.md): their names, an
+// atomic write (a crash never leaves a partial file under a checkpoint's name), which are kept,
+// and the identity that refuses a checkpoint of another experiment or build. What a checkpoint
+// holds is the trainer's (Trainer::save_checkpoint).
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace lrmoe {
+
+class CheckpointError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// What a checkpoint must match to be resumed: the experiment (resolved, without what may differ
+// between runs of it: threads, database path) and the build that wrote it.
+struct CheckpointIdentity {
+  std::string experiment_sha256;
+  std::string code_version;
+};
+
+// `folder`/step-00000012.pt
+std::filesystem::path checkpoint_path(const std::filesystem::path& folder, int64_t step);
+
+// The newest checkpoint of `folder` by step; none when it has none (or does not exist).
+std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& folder);
+
+// Calls `write` with a temporary file name beside `file`, flushes what it wrote to the disk, then
+// renames it to `file`. Throws CheckpointError naming the folder when any of it fails; the
+// temporary file is removed.
+void write_atomically(const std::filesystem::path& file,
+                      const std::function<void(const std::string& temporary)>& write);
+
+// Removes all but the newest `keep` checkpoints of `folder`.
+void prune_checkpoints(const std::filesystem::path& folder, int64_t keep);
+
+// Throws CheckpointError naming `file` and what differs when `found` is not `expected`.
+void check_checkpoint_identity(const std::filesystem::path& file, const CheckpointIdentity& found,
+                               const CheckpointIdentity& expected);
+
+}  // namespace lrmoe

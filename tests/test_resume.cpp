@@ -1,0 +1,332 @@
+// Exact resume (Note [Checkpoints]): a trainer resumed from a checkpoint trains on as the
+// uninterrupted one did, bit for bit, with the pipelines' history and the policies' own state;
+// checkpoint files are written atomically, pruned, and refused when they are not the run's; and
+// `lrmoe resume` continues killed and stopped runs, on one process and on two, in the same rows.
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/config/model_presets.hpp"
+#include "core/data/token_source.hpp"
+#include "core/train/checkpoint.hpp"
+#include "core/train/trainer.hpp"
+#include "lrmoe/static_owners.hpp"
+#include "store/results_store.hpp"
+#include "support/child_process.hpp"
+#include "support/scripted_policies.hpp"
+#include "support/store_samples.hpp"
+#include "support/temp_folder.hpp"
+
+using Catch::Matchers::Contains;
+using lrmoe_test::run_lrmoe;
+using lrmoe_test::scalar;
+using lrmoe_test::TempFolder;
+using namespace lrmoe;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kTinyExperiment = std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml";
+const CheckpointIdentity kIdentity{"experiment-sha", "code-version"};
+
+Experiment tiny_experiment() {
+  Experiment e;
+  e.experiment.seed = 5;
+  e.model = *find_preset("tiny-moe");
+  e.data.vocab_size = 128;
+  e.data.topic_vocab = 32;
+  e.train.batch_size = 4;
+  e.train.seq_len = 16;
+  e.train.max_steps = 6;
+  e.train.warmup_steps = 1;
+  e.train.eval_every = 2;
+  e.train.eval_batches = 1;
+  e.train.checkpoint_every = 3;
+  e.cluster.ranks = 2;
+  e.cluster.slots_per_rank = 5;
+  return e;
+}
+
+// A placement whose plan depends on its own state (the passes it has planned) and on the
+// pipeline's history (the previous pass's counts): static owners, and a quota that halves the
+// previous counts on odd passes. A resume that lost either would train differently.
+struct CountingPlacement : PlacementPolicy {
+  int64_t passes = 0;
+  PlacementPlan plan(const PlacementRequest& request) override {
+    PlacementPlan plan;
+    plan.instances = static_owners(request.num_experts, request.ranks);
+    plan.quota = request.counts;
+    if (++passes % 2 == 1 && !request.history.empty()) {
+      for (std::size_t e = 0; e < plan.quota.size(); ++e)
+        plan.quota[e] = std::min(plan.quota[e], request.history.back()[e] / 2);
+    }
+    return plan;
+  }
+  std::vector<uint8_t> save_state() const override {
+    std::vector<uint8_t> bytes(sizeof(passes));
+    std::memcpy(bytes.data(), &passes, sizeof(passes));
+    return bytes;
+  }
+  void restore_state(const std::vector<uint8_t>& state) override {
+    REQUIRE(state.size() == sizeof(passes));
+    std::memcpy(&passes, state.data(), sizeof(passes));
+  }
+};
+
+std::shared_ptr<PolicySet> counting_policies() {
+  auto set = lrmoe_test::scripted_policies([](const PlacementRequest&) { return PlacementPlan{}; });
+  set->placement = std::make_shared<CountingPlacement>();
+  // Keep the quota: each expert's highest-gate pairs up to it.
+  lrmoe_test::selection_of(*set).decide = [](const PairBatch& pairs, const at::Tensor& scores) {
+    return Selection{
+        highest_scored_per_expert(scores, pairs.experts, pairs.expert_offsets, pairs.quota), {}};
+  };
+  return set;
+}
+
+struct Losses : TrainingObserver {
+  void on_step(const StepReport& r) override {
+    steps.push_back(r.step);
+    train.push_back(r.train_loss);
+    grad_norms.push_back(r.grad_norm);
+    kept.push_back(r.layers.front().pairs_kept);
+    if (r.eval_loss) eval.push_back(*r.eval_loss);
+    cumulative_tokens = r.step;
+  }
+  std::vector<int64_t> steps, kept;
+  std::vector<double> train, grad_norms, eval;
+  int64_t cumulative_tokens = 0;
+};
+
+std::vector<StepRecord> steps_of(const std::string& db, int64_t run) {
+  return ResultsStore::open_read_only(db)->steps(run);
+}
+
+// Every recorded figure of training that does not depend on the clock, bit for bit.
+void check_same_training(const std::vector<StepRecord>& a, const std::vector<StepRecord>& b) {
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    INFO("step " << a[i].step);
+    CHECK(a[i].step == b[i].step);
+    CHECK(std::memcmp(&a[i].train_loss, &b[i].train_loss, sizeof(double)) == 0);
+    CHECK(std::memcmp(&a[i].grad_norm, &b[i].grad_norm, sizeof(double)) == 0);
+    CHECK(a[i].eval_loss == b[i].eval_loss);
+    CHECK(a[i].tokens == b[i].tokens);
+    CHECK(a[i].moe_modeled_seconds == b[i].moe_modeled_seconds);
+  }
+}
+
+// Waits (bounded) until `file` exists.
+bool wait_for(const fs::path& file) {
+  for (int i = 0; i < 3000 && !fs::exists(file); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return fs::exists(file);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a trainer resumed from a checkpoint trains on bit for bit, with the pipeline's history and "
+    "its policies' own state",
+    "[resume]") {
+  TempFolder dir;
+  const Experiment e = tiny_experiment();
+  auto data = make_token_source(e.data, e.experiment.seed, e.train.seq_len);
+
+  Trainer whole(e, *data, counting_policies());
+  whole.enable_checkpoints({dir.path(), kIdentity});
+  Losses uninterrupted;
+  whole.run(uninterrupted);
+  REQUIRE(fs::exists(checkpoint_path(dir.path(), 3)));
+
+  // Fresh policies (their pass count at zero) and a fresh model: all of it from the file.
+  Trainer resumed(e, *data, counting_policies());
+  CHECK(resumed.resume_from(checkpoint_path(dir.path(), 3), kIdentity) == 3);
+  Losses rest;
+  const TrainingOutcome outcome = resumed.run(rest);
+  CHECK(rest.steps == std::vector<int64_t>{4, 5, 6});
+  CHECK(rest.train ==
+        std::vector<double>(uninterrupted.train.begin() + 3, uninterrupted.train.end()));
+  CHECK(rest.grad_norms ==
+        std::vector<double>(uninterrupted.grad_norms.begin() + 3, uninterrupted.grad_norms.end()));
+  CHECK(rest.kept ==
+        std::vector<int64_t>(uninterrupted.kept.begin() + 3, uninterrupted.kept.end()));
+  CHECK(outcome.steps == 6);
+  CHECK(outcome.tokens == 6 * e.train.batch_size * e.train.seq_len);
+  CHECK(outcome.final_eval_loss == uninterrupted.eval.back());
+  // The quota halving happened: the state was not a no-op.
+  CHECK(*std::min_element(uninterrupted.kept.begin(), uninterrupted.kept.end()) <
+        *std::max_element(uninterrupted.kept.begin(), uninterrupted.kept.end()));
+}
+
+TEST_CASE("a checkpoint of another experiment or build is refused with what differs", "[resume]") {
+  TempFolder dir;
+  const Experiment e = tiny_experiment();
+  auto data = make_token_source(e.data, e.experiment.seed, e.train.seq_len);
+  Trainer whole(e, *data, counting_policies());
+  whole.enable_checkpoints({dir.path(), kIdentity});
+  Losses losses;
+  whole.run(losses);
+  const fs::path file = checkpoint_path(dir.path(), 6);
+
+  Trainer other(e, *data, counting_policies());
+  CHECK_THROWS_WITH(other.resume_from(file, {"another-sha", kIdentity.code_version}),
+                    Contains("this checkpoint is of another experiment (sha256 experiment-sha, "
+                             "the run's is another-sha)"));
+  CHECK_THROWS_WITH(other.resume_from(file, {kIdentity.experiment_sha256, "0.2.0"}),
+                    Contains("was written by lrmoe code-version, this is 0.2.0"));
+  std::ofstream(dir.file("step-00000009.pt")) << "not a checkpoint";
+  CHECK_THROWS_WITH(other.resume_from(dir.file("step-00000009.pt"), kIdentity),
+                    Contains("cannot read this checkpoint"));
+}
+
+TEST_CASE("checkpoints are written whole or not at all, and only the newest are kept", "[resume]") {
+  TempFolder dir;
+  const fs::path folder = dir.path() / "run-1";
+  CHECK_FALSE(latest_checkpoint(folder));
+  CHECK_THROWS_WITH(write_atomically(checkpoint_path(folder, 4),
+                                     [](const std::string& temporary) {
+                                       std::ofstream(temporary) << "half";
+                                       throw std::runtime_error("disk full");
+                                     }),
+                    Contains("cannot write checkpoint") && Contains("disk full"));
+  CHECK(fs::is_empty(folder));
+  for (int64_t step : {4, 8, 12}) {
+    write_atomically(checkpoint_path(folder, step),
+                     [](const std::string& temporary) { std::ofstream(temporary) << "whole"; });
+  }
+  std::ofstream(folder / "notes.txt") << "not a checkpoint";
+  CHECK(latest_checkpoint(folder) == checkpoint_path(folder, 12));
+  prune_checkpoints(folder, 2);
+  CHECK_FALSE(fs::exists(checkpoint_path(folder, 4)));
+  CHECK(fs::exists(checkpoint_path(folder, 8)));
+  CHECK(fs::exists(folder / "notes.txt"));
+}
+
+TEST_CASE("lrmoe resume continues a killed run in its rows as if it had not stopped",
+          "[resume][slow]") {
+  TempFolder dir;
+  const std::vector<std::string> settings{kTinyExperiment,
+                                          "--set",
+                                          "train.max_steps=12",
+                                          "--set",
+                                          "train.warmup_steps=2",
+                                          "--set",
+                                          "train.target_loss=0",
+                                          "--set",
+                                          "train.checkpoint_every=4",
+                                          "--set",
+                                          "cluster.ranks=4",
+                                          "--set",
+                                          "cluster.slots_per_rank=3",
+                                          "--set",
+                                          "policies.bundle=symi"};
+  auto with = [&](std::vector<std::string> head, const std::string& db) {
+    head.insert(head.end(), settings.begin(), settings.end());
+    head.insert(head.end(), {"--db", db});
+    return head;
+  };
+  const std::string whole_db = dir.file("whole.db"), cut_db = dir.file("cut.db");
+  REQUIRE(run_lrmoe(with({"run"}, whole_db), dir.file("whole.log")).first == 0);
+
+  {
+    std::vector<std::string> args{LRMOE_BINARY};
+    for (const std::string& a : with({"run"}, cut_db)) args.push_back(a);
+    lrmoe_test::ChildProcess child(args, dir.file("cut.log"));
+    REQUIRE(wait_for(checkpoint_path(cut_db + "-checkpoints/run-1", 8)));
+    child.signal(SIGKILL);
+    child.wait(std::chrono::seconds(20));
+  }
+  const auto [code, output] = run_lrmoe({"resume", "1", "--db", cut_db}, dir.file("resume.log"));
+  INFO(output);
+  REQUIRE(code == 0);
+  check_same_training(steps_of(whole_db, 1), steps_of(cut_db, 1));
+  const auto store = ResultsStore::open_read_only(cut_db);
+  CHECK(scalar(*store, "SELECT status FROM runs") == "finished");
+  CHECK(scalar(*store, "SELECT count(*) FROM events WHERE message LIKE 'resumed after step 8%'") ==
+        "1");
+  CHECK(scalar(*store, "SELECT count(*) FROM rank_memory WHERE run = 1") == "48");
+
+  // A finished run, and a run without checkpoints, are not resumed; nothing is written.
+  CHECK_THAT(run_lrmoe({"resume", "1", "--db", cut_db}, dir.file("again.log")).second,
+             Contains("run 1 is finished: only a stopped, interrupted or failed run"));
+}
+
+TEST_CASE("a checkpoint that is not the run's is refused and the run's rows are kept",
+          "[resume][slow]") {
+  TempFolder dir;
+  const std::string db = dir.file("r.db");
+  auto run = [&](const std::string& seed, const std::string& every) {
+    return run_lrmoe(
+               {"run", kTinyExperiment, "--set", "train.max_steps=6", "--set",
+                "train.warmup_steps=2", "--set", "train.target_loss=0", "--set",
+                "train.checkpoint_every=" + every, "--set", "experiment.seed=" + seed, "--db", db},
+               dir.file("run.log"))
+        .first;
+  };
+  REQUIRE(run("1", "3") == 0);
+  REQUIRE(run("2", "0") == 0);
+  const auto store = ResultsStore::open(db);
+  store->finish_run(2, "failed", std::nullopt);  // as if it had failed at its end
+  CHECK_THAT(run_lrmoe({"resume", "2", "--db", db}, dir.file("none.log")).second,
+             Contains("run 2 has no checkpoint in") && Contains("train.checkpoint_every > 0"));
+  // Run 1's checkpoint, of seed 1, put where run 2's would be.
+  fs::create_directories(db + "-checkpoints/run-2");
+  fs::copy_file(checkpoint_path(db + "-checkpoints/run-1", 3),
+                checkpoint_path(db + "-checkpoints/run-2", 3));
+  const auto [code, output] = run_lrmoe({"resume", "2", "--db", db}, dir.file("other.log"));
+  CHECK(code == 1);
+  CHECK_THAT(output, Contains("this checkpoint is of another experiment"));
+  CHECK(scalar(*store,
+               "SELECT count(*) || ' ' || max(status) FROM steps JOIN runs ON id = run "
+               "WHERE run = 2") == "6 failed");
+}
+
+TEST_CASE("lrmoe resume continues a stopped two-process run as if it had not stopped",
+          "[resume][slow]") {
+  TempFolder dir;
+  const std::vector<std::string> settings{kTinyExperiment,
+                                          "--set",
+                                          "train.max_steps=14",
+                                          "--set",
+                                          "train.warmup_steps=2",
+                                          "--set",
+                                          "train.target_loss=0",
+                                          "--set",
+                                          "train.checkpoint_every=5",
+                                          "--set",
+                                          "cluster.ranks=4",
+                                          "--set",
+                                          "cluster.slots_per_rank=3",
+                                          "--set",
+                                          "policies.bundle=lrmoe"};
+  auto launch = [&](const std::string& db) {
+    std::vector<std::string> args{"launch", "-n", "2"};
+    args.insert(args.end(), settings.begin(), settings.end());
+    args.insert(args.end(), {"--db", db});
+    return args;
+  };
+  const std::string whole_db = dir.file("whole.db"), cut_db = dir.file("cut.db");
+  REQUIRE(run_lrmoe(launch(whole_db), dir.file("whole.log")).first == 0);
+  {
+    std::vector<std::string> args{LRMOE_BINARY};
+    for (const std::string& a : launch(cut_db)) args.push_back(a);
+    lrmoe_test::ChildProcess child(args, dir.file("cut.log"));
+    REQUIRE(wait_for(checkpoint_path(cut_db + "-checkpoints/run-1", 5)));
+    child.signal(SIGINT);
+    CHECK(child.wait(std::chrono::seconds(60)) == 130);
+  }
+  CHECK(scalar(*ResultsStore::open_read_only(cut_db), "SELECT status FROM runs") == "stopped");
+  const auto [code, output] = run_lrmoe({"resume", "1", "--db", cut_db}, dir.file("resume.log"));
+  INFO(output);
+  REQUIRE(code == 0);
+  check_same_training(steps_of(whole_db, 1), steps_of(cut_db, 1));
+  CHECK(scalar(*ResultsStore::open_read_only(cut_db), "SELECT processes FROM runs") == "2");
+}
