@@ -13,6 +13,9 @@ runs this script, which reads the database read-only and writes, per model, PNG 
 
 Runs that did not reach the target are drawn like the others: their curves end where they
 stopped, above the target line.
+
+The notebooks import it too: sweep_variants groups a sweep's runs as lrmoe compare does, and the
+plot_* functions draw the same figures.
 """
 
 import argparse
@@ -35,6 +38,43 @@ CATEGORIES = ["owned", "replicas", "forward_tokens", "backward_tokens"]
 
 def slug(text):
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "model"
+
+
+def model_of(resolved_toml):
+    """The model preset a run's resolved experiment names ("custom" without one)."""
+    try:
+        import tomllib
+        return tomllib.loads(resolved_toml).get("model", {}).get("preset", "custom")
+    except (ImportError, ValueError):
+        match = re.search(r'^preset\s*=\s*"([^"]*)"', resolved_toml, re.MULTILINE)
+        return match.group(1) if match else "unknown"
+
+
+def sweep_variants(db, sweep):
+    """The last run of each cell of the sweep named `sweep`, grouped as lrmoe compare groups them:
+    per model, one variant per cell settings without experiment.seed, named "key=value, ..." by
+    each key's last part. A list of {"model", "name", "runs"} in cell order."""
+    found = db.execute("SELECT id FROM sweeps WHERE name = ?", (sweep,)).fetchone()
+    if found is None:
+        names = [name for (name,) in db.execute("SELECT name FROM sweeps ORDER BY id")]
+        raise ValueError(f"no sweep {sweep!r} in the database; its sweeps: {names}")
+    variants = {}
+    for cell, run in db.execute(
+        "SELECT cell, max(run) FROM sweep_runs WHERE sweep = ? GROUP BY cell ORDER BY cell",
+        (found[0],),
+    ).fetchall():
+        values = db.execute(
+            "SELECT key, value FROM sweep_cell_values WHERE sweep = ? AND cell = ? "
+            "ORDER BY position",
+            (found[0], cell),
+        ).fetchall()
+        name = ", ".join(f"{key.rsplit('.', 1)[-1]}={value}" for key, value in values
+                         if key != "experiment.seed") or "all"
+        (toml,) = db.execute("SELECT resolved_toml FROM runs WHERE id = ?", (run,)).fetchone()
+        variant = variants.setdefault((model_of(toml), name),
+                                      {"model": model_of(toml), "name": name, "runs": []})
+        variant["runs"].append(run)
+    return list(variants.values())
 
 
 def loss_curve(db, run):
