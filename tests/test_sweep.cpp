@@ -106,6 +106,32 @@ values = [1e-3]
                                  "train.lr=0.001"});
 }
 
+TEST_CASE("a variants axis gives each value its own keys, nested tables flattened", "[sweep]") {
+  TempFolder dir;
+  const auto file = dir.write("v.toml", R"(
+experiment = "base.toml"
+[[axis]]
+variants = [
+  { "policies.bundle" = "fixed" },
+  { policies = { bundle = "symi", placement = { fit_budget = true } } },
+]
+[[axis]]
+key = "experiment.seed"
+values = [1, 2]
+)");
+  const SweepSpec spec = lrmoe::load_sweep_spec(file);
+  CHECK(labels(spec) == std::vector<std::string>{"bundle=fixed, seed=1", "bundle=fixed, seed=2",
+                                                 "bundle=symi, fit_budget=true, seed=1",
+                                                 "bundle=symi, fit_budget=true, seed=2"});
+  CHECK(spec.overrides(spec.cells[2]) ==
+        std::vector<std::string>{"policies.bundle=\"symi\"", "policies.placement.fit_budget=true",
+                                 "experiment.seed=1"});
+  CHECK_THAT(config_error_of(dir,
+                             "experiment = \"base.toml\"\n[[axis]]\nvariants = "
+                             "[{\"a.b\" = 1}]\n[[axis]]\nkey = \"a.b\"\nvalues = [2]\n"),
+             Contains("the key a.b is in two axes"));
+}
+
 TEST_CASE("a sweep file's mistakes are refused with their place and what to do", "[sweep]") {
   TempFolder dir;
   const std::string base = "experiment = \"base.toml\"\n";
@@ -122,7 +148,11 @@ TEST_CASE("a sweep file's mistakes are refused with their place and what to do",
   CHECK_THAT(config_error_of(dir, base + "[[axis]]\nkeys = [\"a.b\", \"c.d\"]\nvalues = [[1]]\n"),
              Contains("sweep.toml:4:11: each of values must be an array of 2 values, one per key"));
   CHECK_THAT(config_error_of(dir, base + "[[axis]]\nvalues = [1]\n"),
-             Contains("needs either key = \"section.key\" or keys = [...], not both"));
+             Contains("needs one of key = \"section.key\", keys = [...] or variants = [...]"));
+  CHECK_THAT(config_error_of(dir, base + "[[axis]]\nvariants = [{}]\n"),
+             Contains("sweep.toml:3:13: each of variants must be a non-empty table"));
+  CHECK_THAT(config_error_of(dir, base + "[[axis]]\nvariants = [{a.b = 1}]\nvalues = [1]\n"),
+             Contains("sweep.toml:4:10: an [[axis]] with variants has no values"));
   CHECK_THAT(config_error_of(dir, base + "[[axis]]\nkey = \"a.b\"\nvalues = [1]\n"
                                          "[[axis]]\nkey = \"a.b\"\nvalues = [2]\n"),
              Contains("the key a.b is in two axes; zip them into one with keys"));

@@ -18,7 +18,7 @@ namespace lrmoe {
 namespace {
 
 const std::vector<std::string> kTopKeys = {"name", "experiment", "set", "processes", "axis"};
-const std::vector<std::string> kAxisKeys = {"key", "keys", "values"};
+const std::vector<std::string> kAxisKeys = {"key", "keys", "values", "variants"};
 
 // One axis: its keys and, per value, one setting per key.
 struct Axis {
@@ -68,13 +68,56 @@ class SweepReader {
                    toml_type_name(node));
   }
 
+  // `prefix` and the keys of `table`, nested tables flattened: {policies = {bundle = "x"}} and
+  // {"policies.bundle" = "x"} both give policies.bundle.
+  void flatten(const toml::table& table, const std::string& prefix,
+               std::vector<SweepSetting>& settings) const {
+    for (const auto& [key, node] : table) {
+      const std::string name = prefix + std::string(key.str());
+      if (const toml::table* inner = node.as_table()) {
+        flatten(*inner, name + ".", settings);
+      } else {
+        settings.push_back(setting(name, node));
+      }
+    }
+  }
+
+  // variants = [{...}, ...]: each value its own settings, keys free to differ between values.
+  Axis variants_axis(const toml::table& table) const {
+    for (const char* other : {"key", "keys", "values"}) {
+      if (const toml::node* node = table.get(other))
+        fail(*node, std::string("an [[axis]] with variants has no ") + other +
+                        ": each variant names its own keys");
+    }
+    const toml::node* node = table.get("variants");
+    const toml::array* variants = node->as_array();
+    if (!variants || variants->empty())
+      fail(*node, "variants must be a non-empty array of tables: [{ \"section.key\" = value }]");
+    Axis axis;
+    for (const toml::node& variant : *variants) {
+      const toml::table* settings_table = variant.as_table();
+      if (!settings_table || settings_table->empty())
+        fail(variant, "each of variants must be a non-empty table of section.key = value");
+      std::vector<SweepSetting> settings;
+      flatten(*settings_table, "", settings);
+      for (const SweepSetting& s : settings) {
+        if (std::find(axis.keys.begin(), axis.keys.end(), s.key) == axis.keys.end())
+          axis.keys.push_back(s.key);
+      }
+      axis.values.push_back(std::move(settings));
+    }
+    return axis;
+  }
+
   Axis axis(const toml::table& table) const {
     require_known_keys(table, kAxisKeys, "in [[axis]]");
+    if (table.get("variants")) return variants_axis(table);
     Axis axis;
     const toml::node* key = table.get("key");
     const toml::node* keys = table.get("keys");
     if ((key != nullptr) == (keys != nullptr))
-      fail(table, "an [[axis]] needs either key = \"section.key\" or keys = [...], not both");
+      fail(table,
+           "an [[axis]] needs one of key = \"section.key\", keys = [...] or variants = [...]");
     if (key) {
       axis.keys.push_back(string_of(*key, "key"));
     } else {

@@ -15,6 +15,12 @@
 //   keys = ["policies.bundle", "cluster.slots_per_rank"]
 //   values = [["fixed", 2], ["lrmoe", 3]]
 //
+//   [[axis]]                           # variants: each value its own keys (a policy's own
+//   variants = [                       # parameters beside its bundle); nested tables flatten
+//     { "policies.bundle" = "fixed" },
+//     { "policies.bundle" = "symi", "policies.placement.fit_budget" = true },
+//   ]
+//
 // Cells are numbered in product order, the first axis varying slowest. A key may appear in one
 // axis only. Values are TOML strings, integers, floats or booleans.
 
