@@ -52,7 +52,7 @@ def model_of(resolved_toml):
 
 def sweep_variants(db, sweep):
     """The last run of each cell of the sweep named `sweep`, grouped as lrmoe compare groups them:
-    per model, one variant per cell settings without experiment.seed, named "key=value, ..." by
+    per model, one variant per cell settings without experiment.seed and model.preset, named "key=value, ..." by
     each key's last part. A list of {"model", "name", "runs"} in cell order."""
     found = db.execute("SELECT id FROM sweeps WHERE name = ?", (sweep,)).fetchone()
     if found is None:
@@ -69,7 +69,7 @@ def sweep_variants(db, sweep):
             (found[0], cell),
         ).fetchall()
         name = ", ".join(f"{key.rsplit('.', 1)[-1]}={value}" for key, value in values
-                         if key != "experiment.seed") or "all"
+                         if key not in ("experiment.seed", "model.preset")) or "all"
         (toml,) = db.execute("SELECT resolved_toml FROM runs WHERE id = ?", (run,)).fetchone()
         variant = variants.setdefault((model_of(toml), name),
                                       {"model": model_of(toml), "name": name, "runs": []})

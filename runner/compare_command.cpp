@@ -48,7 +48,8 @@ std::string variant_of(const RunFigures& run) {
   if (run.cell_values.empty()) return run.policies;
   std::string name;
   for (const auto& [key, value] : run.cell_values) {
-    if (key == "experiment.seed") continue;
+    // Seeds are what a variant's runs differ in; the model is the grouping above the variants.
+    if (key == "experiment.seed" || key == "model.preset") continue;
     name += (name.empty() ? "" : ", ") + key.substr(key.rfind('.') + 1) + "=" + value;
   }
   return name.empty() ? "all" : name;

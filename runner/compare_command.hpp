@@ -5,8 +5,8 @@
 // median with its range, and against a baseline variant as a reduction with a bootstrap
 // interval. Runs that did not reach the target count as such (runner/seed_statistics.hpp).
 //
-// A variant is a sweep cell's settings without experiment.seed, or, for runs outside a sweep,
-// their policies. With --plot DIR, figures too (runner/compare_plots.hpp).
+// A variant is a sweep cell's settings without experiment.seed and model.preset, or, for runs
+// outside a sweep, their policies. With --plot DIR, figures too (runner/compare_plots.hpp).
 
 #include <cstdint>
 #include <optional>

@@ -21,13 +21,12 @@
 
 using lrmoe::Collectives;
 using lrmoe_test::ChildProcess;
+using lrmoe_test::kTinyExperiment;
 using lrmoe_test::run_lrmoe;
 using lrmoe_test::ScopedEnvironment;
 using lrmoe_test::TempFolder;
 
 namespace {
-
-const std::string kTinyExperiment = std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml";
 
 // Runs `body(collectives)` in `processes` forked processes joined into one process group;
 // returns each process's exit code (0: every CHECK in it held). Bounded: a process that does

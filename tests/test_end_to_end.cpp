@@ -16,6 +16,7 @@
 #include "support/temp_folder.hpp"
 
 using lrmoe_test::ChildProcess;
+using lrmoe_test::kTinyExperiment;
 using lrmoe_test::ListeningSocket;
 using lrmoe_test::run_lrmoe;
 using lrmoe_test::ScopedEnvironment;
@@ -24,7 +25,6 @@ using lrmoe_test::TempFolder;
 namespace {
 
 // The tiny experiment from experiments/: 8 experts, top-2, target 0.75 nats on synthetic data.
-const std::string kTinyExperiment = std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml";
 
 int64_t run_count(const std::string& db) {
   return static_cast<int64_t>(lrmoe::ResultsStore::open_read_only(db)->list_runs().size());

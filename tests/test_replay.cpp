@@ -20,13 +20,12 @@
 #include "support/temp_folder.hpp"
 
 using Catch::Matchers::Contains;
+using lrmoe_test::kTinyExperiment;
 using lrmoe_test::run_lrmoe;
 using lrmoe_test::scalar;
 using lrmoe_test::TempFolder;
 
 namespace {
-
-const std::string kTinyExperiment = std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml";
 
 int64_t sum(const std::vector<int64_t>& values) {
   return std::accumulate(values.begin(), values.end(), int64_t{0});

@@ -23,8 +23,10 @@
 #include "support/scripted_policies.hpp"
 #include "support/store_samples.hpp"
 #include "support/temp_folder.hpp"
+#include "support/tiny_training.hpp"
 
 using Catch::Matchers::Contains;
+using lrmoe_test::kTinyExperiment;
 using lrmoe_test::run_lrmoe;
 using lrmoe_test::scalar;
 using lrmoe_test::TempFolder;
@@ -33,21 +35,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kTinyExperiment = std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml";
 const CheckpointIdentity kIdentity{"experiment-sha", "code-version"};
 
 Experiment tiny_experiment() {
-  Experiment e;
-  e.experiment.seed = 5;
-  e.model = *find_preset("tiny-moe");
-  e.data.vocab_size = 128;
-  e.data.topic_vocab = 32;
-  e.train.batch_size = 4;
-  e.train.seq_len = 16;
+  Experiment e = lrmoe_test::tiny_training(5);
   e.train.max_steps = 6;
-  e.train.warmup_steps = 1;
-  e.train.eval_every = 2;
-  e.train.eval_batches = 1;
   e.train.checkpoint_every = 3;
   e.cluster.ranks = 2;
   e.cluster.slots_per_rank = 5;
@@ -98,11 +90,9 @@ struct Losses : TrainingObserver {
     grad_norms.push_back(r.grad_norm);
     kept.push_back(r.layers.front().pairs_kept);
     if (r.eval_loss) eval.push_back(*r.eval_loss);
-    cumulative_tokens = r.step;
   }
   std::vector<int64_t> steps, kept;
   std::vector<double> train, grad_norms, eval;
-  int64_t cumulative_tokens = 0;
 };
 
 std::vector<StepRecord> steps_of(const std::string& db, int64_t run) {
@@ -123,6 +113,17 @@ void check_same_training(const std::vector<StepRecord>& a, const std::vector<Ste
   }
 }
 
+// Trains the tiny experiment with the counting placement to its end, writing checkpoints into
+// `folder`.
+Losses train_with_checkpoints(const Experiment& e, const TokenSource& data,
+                              const fs::path& folder) {
+  Trainer whole(e, data, counting_policies());
+  whole.enable_checkpoints({folder, kIdentity});
+  Losses losses;
+  whole.run(losses);
+  return losses;
+}
+
 // Waits (bounded) until `file` exists.
 bool wait_for(const fs::path& file) {
   for (int i = 0; i < 3000 && !fs::exists(file); ++i)
@@ -140,10 +141,7 @@ TEST_CASE(
   const Experiment e = tiny_experiment();
   auto data = make_token_source(e.data, e.experiment.seed, e.train.seq_len);
 
-  Trainer whole(e, *data, counting_policies());
-  whole.enable_checkpoints({dir.path(), kIdentity});
-  Losses uninterrupted;
-  whole.run(uninterrupted);
+  const Losses uninterrupted = train_with_checkpoints(e, *data, dir.path());
   REQUIRE(fs::exists(checkpoint_path(dir.path(), 3)));
 
   // Fresh policies (their pass count at zero) and a fresh model: all of it from the file.
@@ -170,10 +168,7 @@ TEST_CASE("a checkpoint of another experiment or build is refused with what diff
   TempFolder dir;
   const Experiment e = tiny_experiment();
   auto data = make_token_source(e.data, e.experiment.seed, e.train.seq_len);
-  Trainer whole(e, *data, counting_policies());
-  whole.enable_checkpoints({dir.path(), kIdentity});
-  Losses losses;
-  whole.run(losses);
+  train_with_checkpoints(e, *data, dir.path());
   const fs::path file = checkpoint_path(dir.path(), 6);
 
   Trainer other(e, *data, counting_policies());

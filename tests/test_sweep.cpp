@@ -22,12 +22,11 @@
 
 using Catch::Matchers::Contains;
 using lrmoe::SweepSpec;
+using lrmoe_test::kTinyExperiment;
 using lrmoe_test::run_lrmoe;
 using lrmoe_test::TempFolder;
 
 namespace {
-
-const std::string kTinyExperiment = std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml";
 
 std::string config_error_of(const TempFolder& dir, const std::string& text) {
   const auto file = dir.write("sweep.toml", text);

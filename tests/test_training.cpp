@@ -8,24 +8,15 @@
 #include "core/train/gradient_clipping.hpp"
 #include "core/train/lr_schedule.hpp"
 #include "core/train/trainer.hpp"
+#include "support/tiny_training.hpp"
 
 using namespace lrmoe;
 
 namespace {
 
 Experiment tiny_experiment(uint64_t seed) {
-  Experiment e;
-  e.experiment.seed = seed;
-  e.model = *find_preset("tiny-moe");
-  e.data.vocab_size = 128;
-  e.data.topic_vocab = 32;
-  e.train.batch_size = 4;
+  Experiment e = lrmoe_test::tiny_training(seed);
   e.train.micro_batches = 2;
-  e.train.seq_len = 16;
-  e.train.max_steps = 4;
-  e.train.warmup_steps = 1;
-  e.train.eval_every = 2;
-  e.train.eval_batches = 1;
   return e;
 }
 

@@ -15,6 +15,10 @@
 
 namespace lrmoe_test {
 
+// The tiny model's experiment, which most end-to-end tests run (seconds per run).
+inline const std::string kTinyExperiment =
+    std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml";
+
 class ChildProcess {
  public:
   // Starts `args` (args[0] is the program) with stdout and stderr going to `log_path`.
