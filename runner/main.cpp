@@ -172,6 +172,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   replay->add_option("--record", replay_options.record_as,
                      "record each variant as a replay run, a cell of the sweep NAME");
+  replay->add_flag("--allocate", replay_options.allocate,
+                   "on a GPU: allocate the busiest rank's buffers of the plan and report the "
+                   "allocator's peak beside the model's");
 
   auto* resume = app.add_subcommand(
       "resume", "continue a stopped, interrupted or failed run from its newest checkpoint");

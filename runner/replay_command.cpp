@@ -13,8 +13,11 @@
 #include "core/config/experiment_loader.hpp"
 #include "core/config/policy_sections.hpp"
 #include "core/data/token_source.hpp"
+#include "core/device/compute_device.hpp"
+#include "core/device/cuda_runtime.hpp"
 #include "core/pipeline/instance_table.hpp"
 #include "core/pipeline/memory_timeline.hpp"
+#include "core/replay/allocated_timeline.hpp"
 #include "core/replay/plan_replay.hpp"
 #include "core/system/blas_probe.hpp"
 #include "core/train/trainer.hpp"
@@ -135,6 +138,14 @@ struct Outcome {
   std::vector<int64_t> subtotal, total;  // [ranks]: the peak over the steps
   // [ranks]: the largest subtotal of one MoE layer on its own (layer_subtotal_bytes)
   std::vector<int64_t> layer_subtotal;
+  // The pass with the largest modeled total of any rank: that rank's holdings per MoE layer.
+  std::vector<LayerHolding> busiest_pass;
+  int64_t busiest_rank = 0;
+  int64_t busiest_total = -1;
+  StaticMemory fixed;
+  // With --allocate: the allocator's peak for the busiest pass, or why there is none.
+  std::optional<AllocatedPeak> allocated;
+  std::optional<std::string> allocation_failed;
   double replicas = 0;  // summed over steps and layers
   int64_t layer_steps = 0;
   int64_t routed = 0, dropped = 0, kept = 0;
@@ -142,8 +153,29 @@ struct Outcome {
   double planning = 0;  // wall seconds of the plans on this machine, summed over steps
 };
 
+// Keeps the pass of `report` whose modeled total is the largest of any rank so far.
+void keep_busiest_pass(Outcome& o, const StepReport& report, const MemoryCosts& costs) {
+  if (report.layers.empty()) return;
+  const std::size_t passes = report.layers.front().passes.size();
+  for (std::size_t pass = 0; pass < passes; ++pass) {
+    const std::size_t ranks = report.layers.front().passes[pass].size();
+    for (std::size_t r = 0; r < ranks; ++r) {
+      std::vector<LayerHolding> holdings;
+      for (const LayerStepStatistics& layer : report.layers)
+        holdings.push_back(layer.passes[pass][r]);
+      const int64_t total = pass_peak(costs, holdings, o.fixed).at_peak.total();
+      if (total > o.busiest_total) {
+        o.busiest_total = total;
+        o.busiest_rank = static_cast<int64_t>(r);
+        o.busiest_pass = std::move(holdings);
+      }
+    }
+  }
+}
+
 void add_step(Outcome& o, const StepReport& report, const MemoryCosts& costs) {
   ++o.steps;
+  keep_busiest_pass(o, report, costs);
   o.modeled += report.moe_modeled_seconds;
   for (const LayerStepStatistics& layer : report.layers) {
     o.replicas += static_cast<double>(layer.replicas);
@@ -204,9 +236,15 @@ std::vector<SweepCellTag> record_as_sweep(ResultsStore& store, const std::string
   return tags;
 }
 
+MemoryCosts costs_of(const PreparedVariant& p) {
+  return pair_costs(p.experiment.model, p.experiment.policies.recompute).memory;
+}
+
+// `allocate`: the device to allocate the busiest pass on (--allocate), if any.
 Outcome replay_variant(const PreparedVariant& p, const ReplayOptions& options,
                        std::shared_ptr<const ExpertLoads> loads, ResultsStore* store,
-                       std::optional<SweepCellTag> cell, const std::string& blas) {
+                       std::optional<SweepCellTag> cell, const std::string& blas,
+                       const std::optional<torch::Device>& allocate) {
   Outcome o;
   o.label = p.variant.label;
   o.policies = policy_names(p.experiment.policies);
@@ -214,6 +252,7 @@ Outcome replay_variant(const PreparedVariant& p, const ReplayOptions& options,
   try {
     PlanReplay replay(p.experiment, p.policies, p.profile, loads);
     o.memory_per_rank = replay.budget().memory_per_rank;
+    o.fixed = StaticMemory{replay.budget().optimizer_bytes, replay.budget().dense_bytes};
     if (store) {
       RunInfo info = run_info(p.experiment, p.profile, o.memory_per_rank, blas, 1);
       info.replay = true;
@@ -232,6 +271,20 @@ Outcome replay_variant(const PreparedVariant& p, const ReplayOptions& options,
     }
   } catch (const PlanError& error) {
     o.failed = error.what();
+  }
+  if (allocate && !o.busiest_pass.empty()) {
+    try {
+      o.allocated = allocate_timeline(costs_of(p), o.busiest_pass, o.fixed, *allocate);
+    } catch (const c10::Error& error) {
+      o.allocation_failed = error.what_without_backtrace();
+    }
+    if (store && o.run && o.allocated) {
+      store->add_event(*o.run, "info",
+                       fmt::format("--allocate: rank {}'s busiest pass, modeled {} bytes, the "
+                                   "allocator's peak {} bytes over {} buffers",
+                                   o.busiest_rank, o.allocated->modeled, o.allocated->allocated,
+                                   o.allocated->buffers));
+    }
   }
   if (store && o.run) {
     if (o.failed) store->add_event(*o.run, "error", *o.failed);
@@ -303,6 +356,21 @@ void print_outcomes(const std::vector<Outcome>& outcomes, std::ostream& out) {
          "at the rank named\n";
   for (const Outcome& o : outcomes)
     if (o.failed) out << fmt::format("\n{} does not fit: {}\n", o.label, *o.failed);
+  for (const Outcome& o : outcomes) {
+    if (o.allocated) {
+      const AllocatedPeak& a = *o.allocated;
+      out << fmt::format(
+          "\n{}: --allocate: rank {}'s busiest pass, modeled peak {} {}, the allocator's peak {} "
+          "{} ({:+.3f}%) over {} buffers\n",
+          o.label, o.busiest_rank, in_unit(a.modeled, unit), unit.name, in_unit(a.allocated, unit),
+          unit.name,
+          100.0 * static_cast<double>(a.allocated - a.modeled) / static_cast<double>(a.modeled),
+          a.buffers);
+    } else if (o.allocation_failed) {
+      out << fmt::format("\n{}: --allocate: rank {}'s busiest pass could not be allocated: {}\n",
+                         o.label, o.busiest_rank, *o.allocation_failed);
+    }
+  }
 
   // Per rank, each variant's peak subtotal / total.
   std::size_t ranks = 0;
@@ -335,6 +403,15 @@ int replay_command(const ReplayOptions& options, std::ostream& out) {
         "recorded per-expert loads in --db)");
   }
   if (options.skew) parse_skew(*options.skew);
+  std::optional<torch::Device> allocate;
+  if (options.allocate) {
+    allocate = resolve_device(DeviceChoice::Auto, /*local_rank=*/0);
+    if (!allocate->is_cuda() || !peak_allocated_bytes(*allocate)) {
+      throw std::invalid_argument(
+          "replay --allocate: needs a GPU, whose caching allocator's peak it reports; this "
+          "build or machine has none (a CUDA build of lrmoe on a machine with a visible GPU)");
+    }
+  }
   // Every variant resolves, and its plugins load, before anything replays or is written.
   std::vector<PreparedVariant> prepared;
   for (const Variant& v : parse_variants(options.variants))
@@ -377,7 +454,7 @@ int replay_command(const ReplayOptions& options, std::ostream& out) {
     if (i == 0) out << "loads: " << loads->describe() << "\n\n";
     outcomes.push_back(replay_variant(
         prepared[i], options, loads, store.get(),
-        cells.empty() ? std::nullopt : std::optional<SweepCellTag>(cells[i]), blas_text));
+        cells.empty() ? std::nullopt : std::optional<SweepCellTag>(cells[i]), blas_text, allocate));
   }
   print_outcomes(outcomes, out);
   out << fmt::format(

@@ -6,7 +6,7 @@
 // the pairs dropped and kept, and the modeled MoE time per step under cluster.profile. With
 // --record NAME, each variant is a run of kind 'replay' in the database, recorded as a cell of
 // the sweep NAME (its settings are the cell's values), so `lrmoe compare --sweep NAME` compares
-// the variants.
+// the variants. With --allocate, on a GPU, each variant's busiest pass is allocated for real.
 
 #include <cstdint>
 #include <optional>
@@ -27,6 +27,9 @@ struct ReplayOptions {
   std::optional<int64_t> loads_from;  // a run of the database whose recorded loads drive it
   int64_t steps = 4;
   std::optional<std::string> record_as;  // a sweep name
+  // Allocate the busiest rank's busiest pass on the GPU and report the allocator's peak beside
+  // the model's (core/replay/allocated_timeline.hpp). Refused without a GPU.
+  bool allocate = false;
 };
 
 // Returns 0: a plan that does not fit is a finding, shown in the table (and recorded as a

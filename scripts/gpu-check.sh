@@ -65,4 +65,7 @@ if [ "$gpus" -ge 2 ]; then
 else
   echo "all-to-all bandwidth: one GPU visible, not measured" | tee "$out/bench-parallel.txt"
 fi
+# The allocator's peak against the memory model's, for Qwen3-30B-A3B's busiest rank (about 70 GiB).
+"$lrmoe" replay experiments/paper/qwen3-30b-a3b-replay.toml --skew zipf:0.5 --steps 1 \
+  --variant lrmoe --allocate 2>&1 | tee "$out/replay-allocate.txt"
 step "done; logs in $out"

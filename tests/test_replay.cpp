@@ -12,10 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "core/replay/allocated_timeline.hpp"
 #include "core/replay/expert_loads.hpp"
 #include "core/replay/replay_pairs.hpp"
 #include "store/results_store.hpp"
 #include "support/child_process.hpp"
+#include "support/gpu.hpp"
 #include "support/store_samples.hpp"
 #include "support/temp_folder.hpp"
 
@@ -196,4 +198,33 @@ TEST_CASE("a replay's mistakes are refused before anything is written", "[replay
              Contains("keep_fraction"));
   CHECK_THAT(error_of({"--loads-from", "7"}), Contains("no such file"));
   CHECK_FALSE(std::filesystem::exists(db));
+}
+
+namespace {
+
+// Expert parameters 1 MiB; per pair 2 KiB in forward, 1 KiB saved until backward, 5 KiB in
+// backward. Layer 0: 2 owned, 1 replica, 100 pairs forward, 40 kept; layer 1: 2 owned, 200
+// forward, 100 kept.
+constexpr lrmoe::MemoryCosts kCosts{1 << 20, 2 << 10, 1 << 10, 5 << 10};
+const std::vector<lrmoe::LayerHolding> kLayers{{2, 1, 100, 40}, {2, 0, 200, 100}};
+const lrmoe::StaticMemory kStatic{3 << 20, 4 << 20};
+
+}  // namespace
+
+TEST_CASE("a timeline allocated on the CPU runs but has no allocator peak to report", "[replay]") {
+  CHECK_FALSE(lrmoe::allocate_timeline(kCosts, kLayers, kStatic, torch::kCPU));
+}
+
+TEST_CASE(
+    "on a GPU the allocated timeline peaks at the model's total, within the allocator's "
+    "rounding",
+    "[gpu]") {
+  const auto gpu = lrmoe::test::gpu_or_skip();
+  if (!gpu) return;
+  const auto peak = lrmoe::allocate_timeline(kCosts, kLayers, kStatic, *gpu);
+  REQUIRE(peak);
+  CHECK(peak->modeled == lrmoe::pass_peak(kCosts, kLayers, kStatic).at_peak.total());
+  CHECK(peak->allocated >= peak->modeled);
+  // The caching allocator rounds each block up to 512 bytes.
+  CHECK(peak->allocated - peak->modeled <= 512 * peak->buffers);
 }
