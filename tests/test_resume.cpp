@@ -20,6 +20,7 @@
 #include "lrmoe/static_owners.hpp"
 #include "store/results_store.hpp"
 #include "support/child_process.hpp"
+#include "support/recording_observer.hpp"
 #include "support/scripted_policies.hpp"
 #include "support/store_samples.hpp"
 #include "support/temp_folder.hpp"
@@ -83,17 +84,7 @@ std::shared_ptr<PolicySet> counting_policies() {
   return set;
 }
 
-struct Losses : TrainingObserver {
-  void on_step(const StepReport& r) override {
-    steps.push_back(r.step);
-    train.push_back(r.train_loss);
-    grad_norms.push_back(r.grad_norm);
-    kept.push_back(r.layers.front().pairs_kept);
-    if (r.eval_loss) eval.push_back(*r.eval_loss);
-  }
-  std::vector<int64_t> steps, kept;
-  std::vector<double> train, grad_norms, eval;
-};
+using lrmoe_test::RecordingObserver;
 
 std::vector<StepRecord> steps_of(const std::string& db, int64_t run) {
   return ResultsStore::open_read_only(db)->steps(run);
@@ -115,11 +106,11 @@ void check_same_training(const std::vector<StepRecord>& a, const std::vector<Ste
 
 // Trains the tiny experiment with the counting placement to its end, writing checkpoints into
 // `folder`.
-Losses train_with_checkpoints(const Experiment& e, const TokenSource& data,
-                              const fs::path& folder) {
+RecordingObserver train_with_checkpoints(const Experiment& e, const TokenSource& data,
+                                         const fs::path& folder) {
   Trainer whole(e, data, counting_policies());
   whole.enable_checkpoints({folder, kIdentity});
-  Losses losses;
+  RecordingObserver losses;
   whole.run(losses);
   return losses;
 }
@@ -141,24 +132,24 @@ TEST_CASE(
   const Experiment e = tiny_experiment();
   auto data = make_token_source(e.data, e.experiment.seed, e.train.seq_len);
 
-  const Losses uninterrupted = train_with_checkpoints(e, *data, dir.path());
+  const RecordingObserver uninterrupted = train_with_checkpoints(e, *data, dir.path());
   REQUIRE(fs::exists(checkpoint_path(dir.path(), 3)));
 
   // Fresh policies (their pass count at zero) and a fresh model: all of it from the file.
   Trainer resumed(e, *data, counting_policies());
   CHECK(resumed.resume_from(checkpoint_path(dir.path(), 3), kIdentity) == 3);
-  Losses rest;
+  RecordingObserver rest;
   const TrainingOutcome outcome = resumed.run(rest);
   CHECK(rest.steps == std::vector<int64_t>{4, 5, 6});
-  CHECK(rest.train ==
-        std::vector<double>(uninterrupted.train.begin() + 3, uninterrupted.train.end()));
+  CHECK(rest.losses ==
+        std::vector<double>(uninterrupted.losses.begin() + 3, uninterrupted.losses.end()));
   CHECK(rest.grad_norms ==
         std::vector<double>(uninterrupted.grad_norms.begin() + 3, uninterrupted.grad_norms.end()));
   CHECK(rest.kept ==
         std::vector<int64_t>(uninterrupted.kept.begin() + 3, uninterrupted.kept.end()));
   CHECK(outcome.steps == 6);
   CHECK(outcome.tokens == 6 * e.train.batch_size * e.train.seq_len);
-  CHECK(outcome.final_eval_loss == uninterrupted.eval.back());
+  CHECK(outcome.final_eval_loss == uninterrupted.eval_losses.back());
   // The quota halving happened: the state was not a no-op.
   CHECK(*std::min_element(uninterrupted.kept.begin(), uninterrupted.kept.end()) <
         *std::max_element(uninterrupted.kept.begin(), uninterrupted.kept.end()));

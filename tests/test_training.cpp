@@ -8,6 +8,7 @@
 #include "core/train/gradient_clipping.hpp"
 #include "core/train/lr_schedule.hpp"
 #include "core/train/trainer.hpp"
+#include "support/recording_observer.hpp"
 #include "support/tiny_training.hpp"
 
 using namespace lrmoe;
@@ -20,18 +21,7 @@ Experiment tiny_experiment(uint64_t seed) {
   return e;
 }
 
-struct Recording : TrainingObserver {
-  void on_step(const StepReport& r) override {
-    steps.push_back(r.step);
-    cumulative_step_seconds.push_back(r.cumulative_step_seconds);
-    losses.push_back(r.train_loss);
-    grad_norms.push_back(r.grad_norm);
-    if (r.eval_loss) eval_losses.push_back(*r.eval_loss);
-    loads.push_back(r.expert_load);
-  }
-  std::vector<int64_t> steps;
-  std::vector<double> losses, grad_norms, eval_losses, cumulative_step_seconds;
-  std::vector<std::vector<LayerLoad>> loads;
+struct Recording : lrmoe_test::RecordingObserver {
   TrainingOutcome outcome;
 };
 
