@@ -16,24 +16,16 @@
 #include "core/device/compute_device.hpp"
 #include "core/device/cuda_runtime.hpp"
 #include "core/pipeline/instance_table.hpp"
-#include "core/pipeline/memory_timeline.hpp"
-#include "core/replay/allocated_timeline.hpp"
 #include "core/replay/plan_replay.hpp"
 #include "core/system/blas_probe.hpp"
 #include "core/train/trainer.hpp"
+#include "runner/replay_outcome.hpp"
 #include "runner/run_info.hpp"
 #include "runner/run_recorder.hpp"
-#include "runner/text_table.hpp"
 #include "store/results_store.hpp"
 
 namespace lrmoe {
 namespace {
-
-// The unit of a table's memory columns: GiB, or MiB when every figure is below a GiB.
-struct MemoryUnit {
-  const char* name;
-  double bytes;
-};
 
 struct Variant {
   std::string label;
@@ -127,82 +119,6 @@ PreparedVariant prepare(const ExperimentSource& base, const Variant& variant) {
   return p;
 }
 
-// What one variant's replay showed.
-struct Outcome {
-  std::string label;
-  std::string policies;
-  std::optional<int64_t> run;         // with --record
-  std::optional<std::string> failed;  // the plan that did not fit, and why
-  int64_t steps = 0;                  // replayed in full
-  int64_t memory_per_rank = 0;
-  std::vector<int64_t> subtotal, total;  // [ranks]: the peak over the steps
-  // [ranks]: the largest subtotal of one MoE layer on its own (layer_subtotal_bytes)
-  std::vector<int64_t> layer_subtotal;
-  // The pass with the largest modeled total of any rank: that rank's holdings per MoE layer.
-  std::vector<LayerHolding> busiest_pass;
-  int64_t busiest_rank = 0;
-  int64_t busiest_total = -1;
-  StaticMemory fixed;
-  // With --allocate: the allocator's peak for the busiest pass, or why there is none.
-  std::optional<AllocatedPeak> allocated;
-  std::optional<std::string> allocation_failed;
-  double replicas = 0;  // summed over steps and layers
-  int64_t layer_steps = 0;
-  int64_t routed = 0, dropped = 0, kept = 0;
-  double modeled = 0;   // MoE seconds, summed over steps
-  double planning = 0;  // wall seconds of the plans on this machine, summed over steps
-};
-
-// Keeps the pass of `report` whose modeled total is the largest of any rank so far.
-void keep_busiest_pass(Outcome& o, const StepReport& report, const MemoryCosts& costs) {
-  if (report.layers.empty()) return;
-  const std::size_t passes = report.layers.front().passes.size();
-  for (std::size_t pass = 0; pass < passes; ++pass) {
-    const std::size_t ranks = report.layers.front().passes[pass].size();
-    for (std::size_t r = 0; r < ranks; ++r) {
-      std::vector<LayerHolding> holdings;
-      for (const LayerStepStatistics& layer : report.layers)
-        holdings.push_back(layer.passes[pass][r]);
-      const int64_t total = pass_peak(costs, holdings, o.fixed).at_peak.total();
-      if (total > o.busiest_total) {
-        o.busiest_total = total;
-        o.busiest_rank = static_cast<int64_t>(r);
-        o.busiest_pass = std::move(holdings);
-      }
-    }
-  }
-}
-
-void add_step(Outcome& o, const StepReport& report, const MemoryCosts& costs) {
-  ++o.steps;
-  keep_busiest_pass(o, report, costs);
-  o.modeled += report.moe_modeled_seconds;
-  for (const LayerStepStatistics& layer : report.layers) {
-    o.replicas += static_cast<double>(layer.replicas);
-    ++o.layer_steps;
-    o.routed += layer.pairs_routed;
-    o.dropped += layer.pairs_dropped;
-    o.kept += layer.pairs_kept;
-    o.planning += layer.overhead.total();
-  }
-  for (const LayerStepStatistics& layer : report.layers) {
-    for (const std::vector<LayerHolding>& pass : layer.passes) {
-      o.layer_subtotal.resize(pass.size(), 0);
-      for (std::size_t r = 0; r < pass.size(); ++r) {
-        o.layer_subtotal[r] =
-            std::max(o.layer_subtotal[r],
-                     static_cast<int64_t>(std::llround(layer_subtotal_bytes(costs, pass[r]))));
-      }
-    }
-  }
-  o.subtotal.resize(report.rank_memory.size(), 0);
-  o.total.resize(report.rank_memory.size(), 0);
-  for (std::size_t r = 0; r < report.rank_memory.size(); ++r) {
-    o.subtotal[r] = std::max(o.subtotal[r], report.rank_memory[r].subtotal);
-    o.total[r] = std::max(o.total[r], report.rank_memory[r].at_peak.total());
-  }
-}
-
 std::shared_ptr<const ExpertLoads> loads_for(const ReplayOptions& options,
                                              const std::optional<ExpertLoadHistory>& history,
                                              const std::string& history_origin,
@@ -236,22 +152,19 @@ std::vector<SweepCellTag> record_as_sweep(ResultsStore& store, const std::string
   return tags;
 }
 
-MemoryCosts costs_of(const PreparedVariant& p) {
-  return pair_costs(p.experiment.model, p.experiment.policies.recompute).memory;
-}
-
 // `allocate`: the device to allocate the busiest pass on (--allocate), if any.
-Outcome replay_variant(const PreparedVariant& p, const ReplayOptions& options,
-                       std::shared_ptr<const ExpertLoads> loads, ResultsStore* store,
-                       std::optional<SweepCellTag> cell, const std::string& blas,
-                       const std::optional<torch::Device>& allocate) {
-  Outcome o;
+ReplayOutcome replay_variant(const PreparedVariant& p, const ReplayOptions& options,
+                             std::shared_ptr<const ExpertLoads> loads, ResultsStore* store,
+                             std::optional<SweepCellTag> cell, const std::string& blas,
+                             const std::optional<torch::Device>& allocate) {
+  ReplayOutcome o;
   o.label = p.variant.label;
   o.policies = policy_names(p.experiment.policies);
   std::unique_ptr<RunRecorder> recorder;
   try {
     PlanReplay replay(p.experiment, p.policies, p.profile, loads);
     o.memory_per_rank = replay.budget().memory_per_rank;
+    o.costs = replay.memory_costs();
     o.fixed = StaticMemory{replay.budget().optimizer_bytes, replay.budget().dense_bytes};
     if (store) {
       RunInfo info = run_info(p.experiment, p.profile, o.memory_per_rank, blas, 1);
@@ -267,14 +180,14 @@ Outcome replay_variant(const PreparedVariant& p, const ReplayOptions& options,
     for (int64_t step = 1; step <= options.steps; ++step) {
       const StepReport report = replay.step(step);
       if (recorder) recorder->on_step(report);
-      add_step(o, report, replay.memory_costs());
+      add_replay_step(o, report);
     }
   } catch (const PlanError& error) {
     o.failed = error.what();
   }
   if (allocate && !o.busiest_pass.empty()) {
     try {
-      o.allocated = allocate_timeline(costs_of(p), o.busiest_pass, o.fixed, *allocate);
+      o.allocated = allocate_timeline(o.costs, o.busiest_pass, o.fixed, *allocate);
     } catch (const c10::Error& error) {
       o.allocation_failed = error.what_without_backtrace();
     }
@@ -291,107 +204,6 @@ Outcome replay_variant(const PreparedVariant& p, const ReplayOptions& options,
     store->finish_run(*o.run, o.failed ? "failed" : "finished", std::nullopt);
   }
   return o;
-}
-
-MemoryUnit memory_unit(const std::vector<Outcome>& outcomes) {
-  int64_t largest = 0;
-  for (const Outcome& o : outcomes)
-    for (int64_t total : o.total) largest = std::max(largest, total);
-  if (largest >= int64_t{1} << 30) return {"GiB", 1024.0 * 1024.0 * 1024.0};
-  return {"MiB", 1024.0 * 1024.0};
-}
-
-std::string in_unit(int64_t bytes, const MemoryUnit& unit) {
-  return fmt::format("{:.2f}", static_cast<double>(bytes) / unit.bytes);
-}
-
-std::string percent(int64_t part, int64_t whole) {
-  return whole > 0
-             ? fmt::format("{:.1f}", 100.0 * static_cast<double>(part) / static_cast<double>(whole))
-             : "-";
-}
-
-// The largest of `values` and the rank that has it: "12.31 (r3)".
-std::string peak_text(const std::vector<int64_t>& values, const MemoryUnit& unit) {
-  if (values.empty()) return "-";
-  const auto it = std::max_element(values.begin(), values.end());
-  return fmt::format("{} (r{})", in_unit(*it, unit), it - values.begin());
-}
-
-void print_outcomes(const std::vector<Outcome>& outcomes, std::ostream& out) {
-  const MemoryUnit unit = memory_unit(outcomes);
-  QueryResult summary;
-  summary.columns = {"variant",
-                     "policies",
-                     fmt::format("budget {}", unit.name),
-                     "fits",
-                     "replicas/layer",
-                     "dropped fwd %",
-                     "kept bwd %",
-                     fmt::format("peak subtotal {}", unit.name),
-                     fmt::format("layer subtotal {}", unit.name),
-                     fmt::format("peak total {}", unit.name),
-                     "modeled MoE s/step",
-                     "plan s/step",
-                     "run"};
-  auto text = [](std::string s) { return std::optional<std::string>(std::move(s)); };
-  for (const Outcome& o : outcomes) {
-    const double steps = std::max<int64_t>(o.steps, 1);
-    summary.rows.push_back(
-        {text(o.label), text(o.policies),
-         o.memory_per_rank > 0 ? text(in_unit(o.memory_per_rank, unit)) : std::nullopt,
-         text(o.failed ? fmt::format("no (after {} steps)", o.steps) : "yes"),
-         text(o.layer_steps ? fmt::format("{:.1f}", o.replicas / static_cast<double>(o.layer_steps))
-                            : "-"),
-         text(percent(o.dropped, o.routed)), text(percent(o.kept, o.routed)),
-         text(peak_text(o.subtotal, unit)), text(peak_text(o.layer_subtotal, unit)),
-         text(peak_text(o.total, unit)),
-         text(o.steps ? fmt::format("{:.4f}", o.modeled / steps) : "-"),
-         text(o.steps ? fmt::format("{:.2f}", o.planning / steps) : "-"),
-         o.run ? text(std::to_string(*o.run)) : std::nullopt});
-  }
-  out << render_text_table(summary, 48, "-");
-  out << "peak subtotal: owned experts + replicas + token buffers over the step's timeline, all "
-         "MoE layers; layer subtotal: the same for one MoE layer on its own, the largest; both "
-         "at the rank named\n";
-  for (const Outcome& o : outcomes)
-    if (o.failed) out << fmt::format("\n{} does not fit: {}\n", o.label, *o.failed);
-  for (const Outcome& o : outcomes) {
-    if (o.allocated) {
-      const AllocatedPeak& a = *o.allocated;
-      out << fmt::format(
-          "\n{}: --allocate: rank {}'s busiest pass, modeled peak {} {}, the allocator's peak {} "
-          "{} ({:+.3f}%) over {} buffers\n",
-          o.label, o.busiest_rank, in_unit(a.modeled, unit), unit.name, in_unit(a.allocated, unit),
-          unit.name,
-          100.0 * static_cast<double>(a.allocated - a.modeled) / static_cast<double>(a.modeled),
-          a.buffers);
-    } else if (o.allocation_failed) {
-      out << fmt::format("\n{}: --allocate: rank {}'s busiest pass could not be allocated: {}\n",
-                         o.label, o.busiest_rank, *o.allocation_failed);
-    }
-  }
-
-  // Per rank, each variant's peak subtotal / total.
-  std::size_t ranks = 0;
-  for (const Outcome& o : outcomes) ranks = std::max(ranks, o.subtotal.size());
-  if (ranks == 0) return;
-  QueryResult per_rank;
-  per_rank.columns.push_back("rank");
-  for (const Outcome& o : outcomes)
-    per_rank.columns.push_back(fmt::format("{} subtotal / total {}", o.label, unit.name));
-  for (std::size_t r = 0; r < ranks; ++r) {
-    std::vector<std::optional<std::string>> row{text(std::to_string(r))};
-    for (const Outcome& o : outcomes) {
-      row.push_back(r < o.subtotal.size()
-                        ? text(fmt::format("{} / {}", in_unit(o.subtotal[r], unit),
-                                           in_unit(o.total[r], unit)))
-                        : std::nullopt);
-    }
-    per_rank.rows.push_back(std::move(row));
-  }
-  out << "\nper-rank peaks over the replayed steps (Note [Memory model]):\n"
-      << render_text_table(per_rank, 40, "-");
 }
 
 }  // namespace
@@ -447,7 +259,7 @@ int replay_command(const ReplayOptions& options, std::ostream& out) {
       first.cluster.memory_per_rank, first.train.batch_size * first.train.seq_len,
       first.train.micro_batches, options.steps, prepared.front().profile.name);
 
-  std::vector<Outcome> outcomes;
+  std::vector<ReplayOutcome> outcomes;
   const auto started = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < prepared.size(); ++i) {
     const auto loads = loads_for(options, history, history_origin, prepared[i].experiment);
@@ -456,7 +268,7 @@ int replay_command(const ReplayOptions& options, std::ostream& out) {
         prepared[i], options, loads, store.get(),
         cells.empty() ? std::nullopt : std::optional<SweepCellTag>(cells[i]), blas_text, allocate));
   }
-  print_outcomes(outcomes, out);
+  print_replay_outcomes(outcomes, out);
   out << fmt::format(
       "\nreplayed in {:.1f} s{}\n",
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
