@@ -1,6 +1,6 @@
 // The built-in selection plugins: keep_all, quota_topk (against a hand-worked example and over
-// random batches), threshold, and importance_sampling (its unbiasedness by Monte Carlo and its
-// water-filled keep probabilities).
+// random batches), threshold, and importance_sampling (its unbiasedness by Monte Carlo, its fixed
+// count, and its water-filled keep probabilities).
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -119,7 +119,8 @@ TEST_CASE("threshold keeps the pairs near their expert's best, within the quota"
   CHECK(select(1.0, {5, 1, 5}) == std::vector<int64_t>{1, 4, 5, 8});
 }
 
-TEST_CASE("importance_sampling is unbiased and keeps the quota in expectation", "[policies]") {
+TEST_CASE("importance_sampling is unbiased and keeps exactly the quota in every step",
+          "[policies]") {
   // Expert 0: 6 pairs, quota 3, uneven scores with one zero; expert 1: 4 pairs of score zero,
   // quota 2 (sampled uniformly); expert 2: 3 pairs, quota 5 (all kept, weight 1); expert 3:
   // 2 pairs, quota 0 (none kept).
@@ -142,6 +143,7 @@ TEST_CASE("importance_sampling is unbiased and keeps the quota in expectation", 
     REQUIRE(kept.size() == weights.size());
     REQUIRE(std::is_sorted(kept.begin(), kept.end()));
     std::vector<double> estimate(4, 0.0);
+    std::vector<int64_t> kept_now(4, 0);
     for (size_t j = 0; j < kept.size(); ++j) {
       const auto e = static_cast<size_t>(expert_of[static_cast<size_t>(kept[j])]);
       REQUIRE(e != 3);
@@ -149,7 +151,10 @@ TEST_CASE("importance_sampling is unbiased and keeps the quota in expectation", 
       REQUIRE(weights[j] >= 1.0F);
       estimate[e] += weights[j] * value[static_cast<size_t>(kept[j])];
       kept_sum[e] += 1;
+      kept_now[e] += 1;
     }
+    // Systematic sampling: the quota (or every pair, when it covers them) in each draw.
+    REQUIRE(kept_now == std::vector<int64_t>{3, 2, 3, 0});
     for (size_t e = 0; e < 4; ++e) {
       estimate_sum[e] += estimate[e];
       estimate_square[e] += estimate[e] * estimate[e];
