@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <vector>
+#include <string>
 
 #include "store/local_process.hpp"
 #include "store/utc_timestamp.hpp"
@@ -13,30 +13,36 @@ namespace {
 struct RunningRun {
   int64_t id;
   int64_t pid;
+  std::string start_mark;  // empty: not recorded
 };
 
 std::vector<RunningRun> running_runs_of_host(const sqlite::Database& db, const std::string& host) {
-  sqlite::Statement select =
-      db.prepare("SELECT id, pid FROM runs WHERE status = 'running' AND host = ?1");
+  sqlite::Statement select = db.prepare(
+      "SELECT id, pid, coalesce(process_start, '') FROM runs "
+      "WHERE status = 'running' AND host = ?1");
   select.bind_text(1, host);
   std::vector<RunningRun> runs;
-  while (select.step()) runs.push_back({select.column_int64(0), select.column_int64(1)});
+  while (select.step())
+    runs.push_back({select.column_int64(0), select.column_int64(1), select.column_text(2)});
   return runs;
 }
 
 }  // namespace
 
-int64_t mark_interrupted_runs(sqlite::Database& db) {
-  const std::string host = this_host_name();
-  // Cheap check first, without the write lock: almost always there is nothing to do.
-  bool any_gone = false;
-  for (const RunningRun& run : running_runs_of_host(db, host)) {
-    any_gone = any_gone || !process_is_alive(run.pid);
+std::vector<int64_t> abandoned_runs(const sqlite::Database& db) {
+  std::vector<int64_t> ids;
+  for (const RunningRun& run : running_runs_of_host(db, this_host_name())) {
+    if (!process_is_alive(run.pid, run.start_mark)) ids.push_back(run.id);
   }
-  if (!any_gone) return 0;
+  return ids;
+}
+
+int64_t mark_interrupted_runs(sqlite::Database& db) {
+  // Cheap check first, without the write lock: almost always there is nothing to do.
+  if (abandoned_runs(db).empty()) return 0;
 
   sqlite::Transaction transaction(db);
-  const std::string now = utc_timestamp_now();
+  const std::string host = this_host_name(), now = utc_timestamp_now();
   sqlite::Statement mark = db.prepare(
       "UPDATE runs SET status = 'interrupted', ended_at = ?2 "
       "WHERE id = ?1 AND status = 'running'");
@@ -45,7 +51,7 @@ int64_t mark_interrupted_runs(sqlite::Database& db) {
   int64_t marked = 0;
   // Listed again under the write lock: another process may have settled some meanwhile.
   for (const RunningRun& run : running_runs_of_host(db, host)) {
-    if (process_is_alive(run.pid)) continue;
+    if (process_is_alive(run.pid, run.start_mark)) continue;
     mark.bind_int64(1, run.id).bind_text(2, now);
     mark.execute();
     add_event.bind_int64(1, run.id).bind_text(2, now).bind_text(

@@ -1,17 +1,22 @@
 #pragma once
 // Runs whose process died without finishing them (killed, crashed, machine rebooted) would
-// otherwise read 'running' forever. Opening a database for writing settles them.
+// otherwise read 'running' forever. Opening a database for writing settles them; a reader that
+// may not write reports them as 'interrupted?'.
 
 #include <cstdint>
+#include <vector>
 
 #include "store/sqlite_handle.hpp"
 
 namespace lrmoe::store {
 
-// Marks every 'running' run recorded on this host whose process no longer exists as
-// 'interrupted' (ended now) and adds a warning event to it, all in one transaction. Runs of
-// other hosts are left alone: their processes cannot be checked from here. Returns how many
-// runs were marked.
+// The 'running' runs recorded on this host whose process no longer exists (or whose id now
+// names a process started later), by id. Reads only. Runs of other hosts are left out: their
+// processes cannot be checked from here.
+std::vector<int64_t> abandoned_runs(const sqlite::Database& db);
+
+// Marks every run of abandoned_runs as 'interrupted' (ended now) and adds a warning event to it,
+// all in one transaction. Returns how many runs were marked.
 int64_t mark_interrupted_runs(sqlite::Database& db);
 
 }  // namespace lrmoe::store

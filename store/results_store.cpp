@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <utility>
@@ -15,6 +15,7 @@
 #include "store/expert_load_history.hpp"
 #include "store/interrupted_runs.hpp"
 #include "store/local_process.hpp"
+#include "store/patient_lock.hpp"
 #include "store/read_only_query.hpp"
 #include "store/recorded_tables.hpp"
 #include "store/run_figures.hpp"
@@ -29,13 +30,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A reader or a second writer can hold the lock briefly (a flush); waiting beats failing.
-constexpr int kBusyTimeoutMilliseconds = 5000;
+// A reader or a second writer can hold the lock briefly (a flush); waiting beats failing. A
+// reader gives up after 5 s; a writer, which may be hours into a run, waits up to two minutes,
+// saying so (store/patient_lock.hpp).
+constexpr int kReaderBusyTimeoutMilliseconds = 5000;
+constexpr std::chrono::seconds kWriterPatience{120};
 
 class SqliteResultsStore final : public ResultsStore {
  public:
   SqliteResultsStore(const std::string& path, sqlite::OpenMode mode) : db_(path, mode) {
-    sqlite3_busy_timeout(db_.handle(), kBusyTimeoutMilliseconds);
+    if (mode == sqlite::OpenMode::kReadOnly) {
+      sqlite3_busy_timeout(db_.handle(), kReaderBusyTimeoutMilliseconds);
+    } else {
+      patient_lock_.emplace(db_, kWriterPatience);
+    }
     if (mode == sqlite::OpenMode::kReadOnly) {
       open_for_reading();
     } else {
@@ -61,16 +69,17 @@ class SqliteResultsStore final : public ResultsStore {
     sqlite::Statement insert = db_.prepare(
         "INSERT INTO runs (name, status, started_at, resolved_toml, toml_sha256, code_version, "
         "host, pid, torch_version, blas, seed, params_total, params_active, target_loss, ranks, "
-        "policies, processes, hardware_profile, memory_per_rank, kind, load_source) VALUES (?1, "
-        "'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
-        "?19, ?20)");
+        "policies, processes, hardware_profile, memory_per_rank, kind, load_source, "
+        "process_start) VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+        "?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)");
+    const int64_t pid = info.pid != 0 ? info.pid : store::this_process_id();
     insert.bind_text(1, info.name)
         .bind_text(2, store::utc_timestamp_now())
         .bind_text(3, info.resolved_toml)
         .bind_text(4, info.toml_sha256)
         .bind_text(5, info.code_version)
         .bind_text(6, info.host.empty() ? store::this_host_name() : info.host)
-        .bind_int64(7, info.pid != 0 ? info.pid : store::this_process_id())
+        .bind_int64(7, pid)
         .bind_text(8, info.torch_version)
         .bind_text(9, info.blas)
         .bind_int64(10, static_cast<int64_t>(info.seed))
@@ -87,6 +96,13 @@ class SqliteResultsStore final : public ResultsStore {
       insert.bind_text(20, info.load_source);
     } else {
       insert.bind_null(20);
+    }
+    // Another host's process cannot be read from here; neither can one that has exited.
+    const std::string start = info.host.empty() ? store::process_start_mark(pid) : "";
+    if (start.empty()) {
+      insert.bind_null(21);
+    } else {
+      insert.bind_text(21, start);
     }
     insert.execute();
     const int64_t run = db_.last_insert_rowid();
@@ -184,12 +200,13 @@ class SqliteResultsStore final : public ResultsStore {
       remove.execute();
     }
     sqlite::Statement update = db_.prepare(
-        "UPDATE runs SET status = 'running', ended_at = NULL, host = ?2, pid = ?3, ttt_step = "
-        "NULL, ttt_step_seconds = NULL, ttt_moe_seconds = NULL, ttt_moe_modeled_seconds = NULL, "
-        "ttt_moe_critical_seconds = NULL WHERE id = ?1");
+        "UPDATE runs SET status = 'running', ended_at = NULL, host = ?2, pid = ?3, "
+        "process_start = ?4, ttt_step = NULL, ttt_step_seconds = NULL, ttt_moe_seconds = NULL, "
+        "ttt_moe_modeled_seconds = NULL, ttt_moe_critical_seconds = NULL WHERE id = ?1");
     update.bind_int64(1, run)
         .bind_text(2, store::this_host_name())
-        .bind_int64(3, store::this_process_id());
+        .bind_int64(3, store::this_process_id())
+        .bind_text(4, store::process_start_mark(store::this_process_id()));
     update.execute();
     transaction.commit();
   }
@@ -242,12 +259,12 @@ class SqliteResultsStore final : public ResultsStore {
 
   std::vector<RunSummary> list_runs() const override {
     require_current_schema();
-    return store::read_run_summaries(db_);
+    return with_abandoned_runs_shown(store::read_run_summaries(db_));
   }
 
   std::optional<RunSummary> find_run(int64_t id) const override {
     require_current_schema();
-    std::vector<RunSummary> runs = store::read_run_summaries(db_, id);
+    std::vector<RunSummary> runs = with_abandoned_runs_shown(store::read_run_summaries(db_, id));
     if (runs.empty()) return std::nullopt;
     return std::move(runs.front());
   }
@@ -291,6 +308,18 @@ class SqliteResultsStore final : public ResultsStore {
     }
   }
 
+  // A writer settled the abandoned runs when it opened the file; a reader may not write, so it
+  // shows them as 'interrupted?' (their processes are gone, the file still says 'running').
+  std::vector<RunSummary> with_abandoned_runs_shown(std::vector<RunSummary> runs) const {
+    if (writer_) return runs;
+    const std::vector<int64_t> abandoned = store::abandoned_runs(db_);
+    for (RunSummary& run : runs) {
+      if (std::find(abandoned.begin(), abandoned.end(), run.id) != abandoned.end())
+        run.status = "interrupted?";
+    }
+    return runs;
+  }
+
   void require_current_schema() const {
     if (schema_version_ < current_schema_version()) {
       throw db_.error_with_message(fmt::format(
@@ -310,15 +339,30 @@ class SqliteResultsStore final : public ResultsStore {
   }
 
   sqlite::Database db_;
+  std::optional<store::PatientLock> patient_lock_;  // writers only
   int schema_version_ = 0;
   std::optional<store::BufferedWriter> writer_;  // absent when opened read-only
 };
 
-// Path problems SQLite reports poorly: a folder reads as "disk I/O error", a missing file as
-// "unable to open database file".
+// Path problems SQLite reports poorly or not at all: a folder reads as "disk I/O error", a
+// missing file as "unable to open database file"; "" and ":memory:" open a database that
+// vanishes when the command ends, so a run would keep nothing; a FIFO makes it wait forever.
 void refuse_unusable_path(const std::string& path, bool must_exist) {
+  if (path.empty() || path == ":memory:" || path.find('\0') != std::string::npos) {
+    throw StoreError(fmt::format(
+        "results database '{}': not a file path (SQLite would keep the results in memory only, "
+        "and lose them); pass the path of a database file, such as results.db",
+        path.substr(0, path.find('\0'))));
+  }
   std::error_code ignored;
-  if (fs::is_directory(path, ignored)) {
+  const fs::file_status status = fs::status(path, ignored);
+  if (fs::exists(status) && !fs::is_regular_file(status) && !fs::is_directory(status)) {
+    throw StoreError(fmt::format(
+        "results database '{}': not a regular file (a FIFO, socket or device); pass the path of "
+        "a database file",
+        path));
+  }
+  if (fs::is_directory(status)) {
     throw StoreError(fmt::format(
         "results database '{}': is a folder; pass the path of a database file, such as {}", path,
         (fs::path(path) / "results.db").string()));

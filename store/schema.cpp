@@ -480,6 +480,13 @@ WHERE o.step = (SELECT max(p.step) FROM placements p
 ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'train' CHECK (kind IN ('train', 'replay'));
 ALTER TABLE runs ADD COLUMN load_source TEXT;
 )sql"},
+    // The recording process's start ("BOOT_ID/START_TICKS", store/local_process.hpp), so that a
+    // later process given the same id is not taken for it; NULL for runs begun before. And the
+    // file's application id, which tells an lrmoe database from another program's.
+    Migration{10, R"sql(
+ALTER TABLE runs ADD COLUMN process_start TEXT;
+PRAGMA application_id = 1819438447;
+)sql"},
 };
 
 constexpr bool numbered_in_order() {
@@ -490,10 +497,33 @@ constexpr bool numbered_in_order() {
 }
 static_assert(numbered_in_order(), "migration N must be the N-th entry of kMigrations");
 
-int read_user_version(const sqlite::Database& db) {
-  sqlite::Statement statement = db.prepare("PRAGMA user_version");
+int64_t read_pragma(const sqlite::Database& db, const char* name) {
+  sqlite::Statement statement = db.prepare(fmt::format("PRAGMA {}", name));
   statement.step();
-  return static_cast<int>(statement.column_int64(0));
+  return statement.column_int64(0);
+}
+
+int read_user_version(const sqlite::Database& db) {
+  return static_cast<int>(read_pragma(db, "user_version"));
+}
+
+// "lrmo": the application id migration 10 writes into the file's header.
+constexpr int64_t kApplicationId = 1819438447;
+
+// Whether the file is an lrmoe database, or empty: its application id is lrmoe's, or it has
+// none yet (a file from before schema 10, or a new one) and, if it has a schema version, the
+// runs table of schema 1. Another program's database with a user_version of its own would
+// otherwise be migrated as if it were lrmoe's.
+bool looks_like_lrmoe(const sqlite::Database& db, int version) {
+  const int64_t application = read_pragma(db, "application_id");
+  if (application == kApplicationId) return true;
+  if (application != 0) return false;
+  if (version == 0) return true;  // empty, or another program's: has_schema_objects tells
+  sqlite::Statement columns = db.prepare(
+      "SELECT count(*) FROM pragma_table_info('runs') "
+      "WHERE name IN ('resolved_toml', 'toml_sha256', 'code_version')");
+  columns.step();
+  return columns.column_int64(0) == 3;
 }
 
 bool has_schema_objects(const sqlite::Database& db) {
@@ -505,6 +535,13 @@ bool has_schema_objects(const sqlite::Database& db) {
 
 int checked_schema_version(const sqlite::Database& db) {
   const int version = read_user_version(db);
+  if (!looks_like_lrmoe(db, version)) {
+    throw db.error_with_message(fmt::format(
+        "is an SQLite database of another program (application id {}, schema version {}, no "
+        "lrmoe runs table); it was left untouched: pass the --db path of an lrmoe results "
+        "database, or a new file",
+        read_pragma(db, "application_id"), version));
+  }
   if (version > current_schema_version()) {
     throw db.error_with_message(fmt::format(
         "was written by a newer lrmoe (schema {}, this build knows {}); use a newer lrmoe or "

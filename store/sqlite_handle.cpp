@@ -22,7 +22,8 @@ std::string_view remedy_for(int primary_code) {
       return "check the file's permissions or pass another --db path";
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
-      return "another process held the database locked for longer than 5 s; try again";
+      return "another process held the database locked too long (a reader waits 5 s, a writer "
+             "120 s); find it with `fuser` on the file and try again";
     case SQLITE_FULL:
       return "the disk is full; free some space";
     case SQLITE_IOERR:

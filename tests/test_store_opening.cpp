@@ -6,11 +6,13 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "store/results_store.hpp"
@@ -52,7 +54,7 @@ int64_t pid_of_exited_process() {
 
 }  // namespace
 
-TEST_CASE("the database uses WAL, a 5 s busy timeout and foreign keys", "[store]") {
+TEST_CASE("the database uses WAL, a patient lock for writers and foreign keys", "[store]") {
   TempFolder dir;
   auto store = ResultsStore::open(dir.file("results.db"));
   {
@@ -63,12 +65,31 @@ TEST_CASE("the database uses WAL, a 5 s busy timeout and foreign keys", "[store]
     REQUIRE(journal_mode.step());
     CHECK(journal_mode.column_text(0) == "wal");
   }
-  CHECK(scalar(*store, "PRAGMA busy_timeout") == "5000");
+  // Readers wait 5 s for a lock; a writer waits with its own busy handler (below).
+  CHECK(scalar(*ResultsStore::open_read_only(store->path()), "PRAGMA busy_timeout") == "5000");
   CHECK(scalar(*store, "PRAGMA foreign_keys") == "1");
   CHECK(scalar(*store, "PRAGMA user_version") == std::to_string(lrmoe::current_schema_version()));
   // Foreign keys are enforced: a step of a run that does not exist cannot be written.
   store->add_step(42, sample_step(1));
   CHECK_THAT(store_error_of([&] { store->flush(); }), Contains("FOREIGN KEY constraint failed"));
+}
+
+TEST_CASE("a writer waits out a lock held longer than a reader would wait, and records",
+          "[store]") {
+  TempFolder dir;
+  auto store = ResultsStore::open(dir.file("results.db"));
+  const int64_t run = store->begin_run(sample_run("waits"));
+  lrmoe::sqlite::Database other(store->path(), lrmoe::sqlite::OpenMode::kReadWriteCreate);
+  other.execute("BEGIN EXCLUSIVE");
+  // Released after 6 s, past the 5 s a reader (and, before, a writer) would wait.
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(6));
+    other.execute("COMMIT");
+  });
+  store->add_step(run, sample_step(1));
+  CHECK_NOTHROW(store->flush());
+  release.join();
+  CHECK(store->steps(run).size() == 1);
 }
 
 TEST_CASE("a read-only store refuses to record runs", "[store]") {
@@ -164,7 +185,11 @@ TEST_CASE("a database from a newer lrmoe is refused", "[store]") {
   const int newer = lrmoe::current_schema_version() + 1;
   {
     lrmoe::sqlite::Database db(db_path, lrmoe::sqlite::OpenMode::kReadWriteCreate);
-    db.execute("CREATE TABLE from_the_future (x); PRAGMA user_version = " + std::to_string(newer));
+    // A newer lrmoe's file carries lrmoe's application id (schema 10 and later).
+    db.execute(
+        "CREATE TABLE from_the_future (x); PRAGMA application_id = 1819438447; "
+        "PRAGMA user_version = " +
+        std::to_string(newer));
   }
   const std::string before = file_bytes(db_path);
   for (const std::string& message :
@@ -205,6 +230,23 @@ TEST_CASE("files that are not results databases are refused and left untouched",
     CHECK_THAT(store_error_of([&] { ResultsStore::open(path); }),
                Contains(path) && Contains("another program"));
     CHECK(file_bytes(path) == before);
+  }
+
+  SECTION("another program's SQLite database that has a schema version of its own") {
+    const std::string path = dir.file("versioned.db");
+    {
+      lrmoe::sqlite::Database db(path, lrmoe::sqlite::OpenMode::kReadWriteCreate);
+      db.execute("CREATE TABLE runs (lap INTEGER); PRAGMA user_version = 3");
+    }
+    const std::string before = file_bytes(path);
+    for (const std::string& message :
+         {store_error_of([&] { ResultsStore::open(path); }),
+          store_error_of([&] { ResultsStore::open_read_only(path); })}) {
+      CHECK_THAT(message, Contains(path) && Contains("another program") &&
+                              Contains("left untouched") && Contains("--db"));
+    }
+    CHECK(file_bytes(path) == before);
+    CHECK_FALSE(fs::exists(path + "-wal"));
   }
 
   SECTION("an empty file, read-only") {
@@ -270,4 +312,41 @@ TEST_CASE("opening settles runs whose process is gone as interrupted", "[store]"
   CHECK_FALSE(store->find_run(alive)->ended_at);
   CHECK(store->find_run(elsewhere)->status == "running");
   CHECK(scalar(*store, "SELECT count(*) FROM events") == "1");
+}
+
+TEST_CASE("a run whose process id now names a later process is settled as interrupted", "[store]") {
+  TempFolder dir;
+  const std::string db_path = dir.file("results.db");
+  int64_t run = 0;
+  {
+    auto store = ResultsStore::open(db_path);
+    run = store->begin_run(sample_run("reused-pid"));  // this process, which is alive
+    CHECK(scalar(*store, "SELECT process_start IS NOT NULL FROM runs") == "1");
+  }
+  {
+    // As if this process had died and the kernel had given its id to another (this one).
+    lrmoe::sqlite::Database db(db_path, lrmoe::sqlite::OpenMode::kReadWriteCreate);
+    db.execute("UPDATE runs SET process_start = 'another-boot/12345'");
+  }
+  CHECK(ResultsStore::open(db_path)->find_run(run)->status == "interrupted");
+}
+
+TEST_CASE("a reader shows a run whose process is gone as 'interrupted?' without writing",
+          "[store]") {
+  TempFolder dir;
+  const std::string db_path = dir.file("results.db");
+  int64_t gone = 0, alive = 0;
+  {
+    auto store = ResultsStore::open(db_path);
+    lrmoe::RunInfo info = sample_run("killed");
+    info.pid = pid_of_exited_process();
+    gone = store->begin_run(info);
+    alive = store->begin_run(sample_run("still-training"));
+  }
+  auto reader = ResultsStore::open_read_only(db_path);
+  CHECK(reader->find_run(gone)->status == "interrupted?");
+  CHECK(reader->list_runs().front().status == "interrupted?");
+  CHECK(reader->find_run(alive)->status == "running");
+  // The file still says 'running': only a writer settles it.
+  CHECK(scalar(*reader, "SELECT status FROM runs WHERE id = " + std::to_string(gone)) == "running");
 }
