@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "core/device/compute_device.hpp"
+#include "core/distributed/route_address.hpp"
 #include "core/system/host_info.hpp"
 #include "core/system/libtorch_compat.hpp"
 
@@ -51,11 +52,15 @@ c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(
     const LaunchEnvironment& launch, std::chrono::milliseconds timeout) {
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
   // The interface Gloo listens on: the one GLOO_SOCKET_IFNAME names (as in PyTorch), loopback
-  // for single-host runs, else the one this host's name resolves to.
+  // for single-host runs, else the address this host reaches the master from
+  // (route_address.hpp), else the one this host's name resolves to.
   if (const char* interface = std::getenv("GLOO_SOCKET_IFNAME"); interface && *interface) {
     options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface));
   } else if (is_loopback(launch.master_addr)) {
     options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  } else if (const std::optional<std::string> address =
+                 address_towards(launch.master_addr, launch.master_port)) {
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(*address));
   } else {
     options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
   }
