@@ -4,6 +4,9 @@
 // break the contract or the budget are refused.
 #include <catch2/catch.hpp>
 
+#include <limits>
+#include <stdexcept>
+
 #include "core/model/expert_pairs_function.hpp"
 #include "core/plugins/policy_parameters.hpp"
 #include "lrmoe/expert_segments.hpp"
@@ -317,6 +320,86 @@ TEST_CASE("plans and routes that break the contract or the budget are refused wi
     REQUIRE_THROWS_WITH(
         problem.run(make_pipeline(policies, problem.settings()), problem.pairs, problem.gates),
         Catch::Contains("strictly increasing"));
+  }
+}
+
+TEST_CASE("plugin answers with bad values are refused naming the plugin, unless checks are off",
+          "[pipeline]") {
+  Problem problem;
+  auto policies = scripted_policies(replicated_plan);
+  PipelineSettings settings = problem.settings();
+  auto refused = [&](const std::string& why) {
+    REQUIRE_THROWS_WITH(
+        problem.run(make_pipeline(policies, settings), problem.pairs, problem.gates),
+        Catch::Contains(why));
+  };
+  auto scores_with = [&](float value) {
+    lrmoe_test::metric_of(*policies).decide = [value](const PairBatch& pairs) {
+      at::Tensor scores = pairs.gates.clone();
+      scores[0] = value;
+      return scores;
+    };
+  };
+  auto weights_with = [&](float value) {
+    lrmoe_test::selection_of(*policies).decide = [value](const PairBatch& pairs,
+                                                         const at::Tensor&) {
+      at::Tensor weights = torch::ones({pairs.experts.numel()});
+      weights[1] = value;
+      return Selection{torch::arange(pairs.experts.numel(), torch::kInt64), weights};
+    };
+  };
+  SECTION("a NaN score") {
+    scores_with(std::numeric_limits<float>::quiet_NaN());
+    refused("metric 'scripted_metric' returned a NaN or infinite score");
+  }
+  SECTION("a negative score") {
+    scores_with(-1);
+    refused("metric 'scripted_metric' returned a negative score");
+  }
+  SECTION("an infinite weight") {
+    weights_with(std::numeric_limits<float>::infinity());
+    refused("selection 'scripted_selection' returned a NaN or infinite weight");
+  }
+  SECTION("a negative weight") {
+    weights_with(-0.5F);
+    refused("selection 'scripted_selection' returned a negative weight");
+  }
+  SECTION("more kept pairs than an expert's quota") {
+    lrmoe_test::placement_of(*policies).decide = [](const PlacementRequest& request) {
+      PlacementPlan plan = replicated_plan(request);
+      plan.quota[1] = 1;
+      return plan;
+    };
+    // Expert 1 has 5 of the problem's pairs; the scripted selection keeps them all.
+    refused("selection 'scripted_selection' kept 5 pairs of expert 1, above its quota of 1");
+  }
+  SECTION("with policies.check_plugin_outputs off, values pass unchecked") {
+    settings.check_plugin_outputs = false;
+    scores_with(-1);
+    weights_with(-0.5F);
+    CHECK_NOTHROW(problem.run(make_pipeline(policies, settings), problem.pairs, problem.gates));
+  }
+}
+
+TEST_CASE("whatever a plugin throws comes out as one error naming the plugin and the call",
+          "[pipeline]") {
+  Problem problem;
+  auto policies = scripted_policies(replicated_plan);
+  SECTION("a std::exception") {
+    lrmoe_test::routing_of(*policies).decide = [](const RoutingRequest&) -> torch::Tensor {
+      throw std::out_of_range("no such instance");
+    };
+    REQUIRE_THROWS_WITH(
+        problem.run(make_pipeline(policies, problem.settings()), problem.pairs, problem.gates),
+        Catch::Contains("the routing plugin 'scripted_routing' (): route failed: no such "
+                        "instance; fix the plugin"));
+  }
+  SECTION("something that is not a std::exception") {
+    lrmoe_test::metric_of(*policies).decide = [](const PairBatch&) -> at::Tensor { throw 42; };
+    REQUIRE_THROWS_WITH(
+        problem.run(make_pipeline(policies, problem.settings()), problem.pairs, problem.gates),
+        Catch::Contains("the metric plugin 'scripted_metric' (): score threw something that is "
+                        "not a std::exception"));
   }
 }
 

@@ -46,6 +46,19 @@ PoliciesConfig fixed_bundle() {
   return load_experiment_text("[model]\npreset = \"tiny-moe\"\n", "tiny.toml").policies;
 }
 
+// The PluginError of creating the fixed bundle with the metric `metric` of the fixture folder.
+std::string creation_error(const std::string& fixture, const std::string& metric) {
+  PoliciesConfig policies = fixed_bundle();
+  policies.metric.name = metric;
+  try {
+    create_policy_set(policies, PluginCatalog::discover({kBuiltin, kFixtures + "/" + fixture}));
+  } catch (const PluginError& error) {
+    return error.what();
+  }
+  FAIL("no PluginError");
+  return "";
+}
+
 }  // namespace
 
 TEST_CASE("the built-in plugins are found with their kinds, versions and hashes", "[plugins]") {
@@ -134,6 +147,62 @@ TEST_CASE("plugin errors are one line naming the file or setting and the fix", "
     policies.placement.settings["capacity_factor"] = {std::string("high"), "exp.toml:9:19"};
     CHECK_THAT(policy_error(policies), Contains("exp.toml:9:19: parameter 'capacity_factor'") &&
                                            Contains("must be a number"));
+  }
+}
+
+TEST_CASE("a plugin that misbehaves while loading or creating is refused naming its library",
+          "[plugins]") {
+  SECTION("a default outside the declared range") {
+    CHECK_THAT(discovery_error({kFixtures + "/default_out_of_range"}),
+               Contains("default_out_of_range.so: the metric plugin 'declared_badly' declares "
+                        "parameter 'power' whose default is not allowed") &&
+                   Contains("must be in 0 .. 2, got 5") && Contains("rebuild it"));
+  }
+  SECTION("a minimum above the maximum") {
+    CHECK_THAT(discovery_error({kFixtures + "/minimum_above_maximum"}),
+               Contains("declares parameter 'power' with minimum 2 above maximum 0"));
+  }
+  SECTION("a NaN default") {
+    CHECK_THAT(
+        discovery_error({kFixtures + "/nan_default"}),
+        Contains("whose default is not allowed") && Contains("must be a finite number, got nan"));
+  }
+  SECTION("a descriptor function that throws") {
+    CHECK_THAT(discovery_error({kFixtures + "/descriptor_throws"}),
+               Contains("the plugin library " + kFixtures +
+                        "/descriptor_throws/descriptor_throws.so: lrmoe_plugin_descriptor "
+                        "failed: cannot describe myself"));
+  }
+  SECTION("a factory that returns no object") {
+    CHECK_THAT(creation_error("factory_returns_null", "misbehaving"),
+               Contains("the metric plugin 'misbehaving' (") &&
+                   Contains("factory_returns_null.so): its factory returned no object"));
+  }
+  SECTION("a factory that makes another kind of policy than its descriptor says") {
+    CHECK_THAT(creation_error("factory_of_another_kind", "misbehaving"),
+               Contains("factory_of_another_kind.so): its descriptor says metric but its factory "
+                        "made an object of another kind"));
+  }
+  SECTION("a constructor that throws something that is not a std::exception") {
+    CHECK_THAT(creation_error("constructor_throws_int", "misbehaving"),
+               Contains("constructor_throws_int.so): its factory threw something that is not a "
+                        "std::exception"));
+  }
+  SECTION("a truncated library, which dlopen would map past its end (SIGBUS)") {
+    lrmoe_test::TempFolder dir;
+    std::ifstream in(kBuiltin + "/gate.so", std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    REQUIRE(bytes.size() > 4096);
+    dir.write("plugins/gate.so", bytes.substr(0, bytes.size() / 2));
+    CHECK_THAT(discovery_error({dir.file("plugins")}),
+               Contains("gate.so: not a loadable plugin library (") && Contains("truncated?") &&
+                   Contains("remove it from the plugin folder"));
+  }
+  SECTION("a file named .so that is not a library") {
+    lrmoe_test::TempFolder dir;
+    dir.write("plugins/notes.so", "not a library\n");
+    CHECK_THAT(discovery_error({dir.file("plugins")}),
+               Contains("notes.so: not a loadable plugin library (14 bytes, too short for ELF)"));
   }
 }
 

@@ -285,7 +285,11 @@ std::vector<FieldDescriptor> build_schema() {
                "recompute kept pairs' expert activations in backward instead of saving them for "
                "all pairs")
       .choice("dropped_pair_keeps", &PoliciesConfig::dropped_pair_keeps, {"nothing", "input_grad"},
-              "what a pair whose backward work is dropped still gets through its expert");
+              "what a pair whose backward work is dropped still gets through its expert")
+      .boolean("check_plugin_outputs", &PoliciesConfig::check_plugin_outputs,
+               "check the values plugins return (finite, non-negative scores and weights, no "
+               "expert above its quota), not only their shapes; false saves one small reduction "
+               "per pass");
   for (const PolicySection& policy : policy_sections()) rows.push_back(policy_name_row(policy));
 
   SectionRows<StoreConfig>(rows, "store", &Experiment::store, Defaults::FromMemberInitialisers)

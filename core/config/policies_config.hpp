@@ -34,6 +34,8 @@ struct PoliciesConfig {
   std::string plugin_path;  // extra plugin folders, ':'-separated
   bool recompute = false;   // recompute kept pairs' expert activations in backward
   DroppedPairKeeps dropped_pair_keeps = DroppedPairKeeps::Nothing;
+  // Check the values plugins return (scores, weights, quotas), not only their shapes.
+  bool check_plugin_outputs = true;
   PolicyChoice placement;
   PolicyChoice metric;
   PolicyChoice selection;

@@ -11,6 +11,7 @@
 #include "core/pipeline/pass_accounting.hpp"
 #include "core/pipeline/plan_budget.hpp"
 #include "core/pipeline/plugin_output_checks.hpp"
+#include "core/plugins/plugin_boundary.hpp"
 #include "lrmoe/expert_segments.hpp"
 
 namespace lrmoe {
@@ -62,6 +63,10 @@ const std::string& ExpertPipeline::policy_name(PolicyKind kind) const {
   return policies_->records.at(static_cast<std::size_t>(kind)).name;
 }
 
+std::string ExpertPipeline::plugin_label(PolicyKind kind) const {
+  return policies_->records.at(static_cast<std::size_t>(kind)).label();
+}
+
 torch::Tensor ExpertPipeline::route(Phase phase, const torch::Tensor& experts,
                                     const torch::Tensor& home, const InstanceTable& table,
                                     std::vector<int64_t> capacity) {
@@ -75,8 +80,9 @@ torch::Tensor ExpertPipeline::route(Phase phase, const torch::Tensor& experts,
   request.instances = table.instances;
   request.expert_instances = table.expert_instances;
   request.capacity = std::move(capacity);
-  return checked_routing(policies_->routing->route(request), experts, table,
-                         policy_name(PolicyKind::Routing));
+  torch::Tensor instance = call_plugin(plugin_label(PolicyKind::Routing), "route",
+                                       [&] { return policies_->routing->route(request); });
+  return checked_routing(instance, experts, table, policy_name(PolicyKind::Routing));
 }
 
 torch::Tensor ExpertPipeline::for_policy(PolicyKind kind, const torch::Tensor& tensor) const {
@@ -134,7 +140,8 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Ten
   request.budget_bytes = settings_.budget_bytes;
   request.memory = settings_.costs.memory;
   overhead.compaction += clock.lap();
-  PlacementPlan plan = policies_->placement->plan(request);
+  PlacementPlan plan = call_plugin(plugin_label(PolicyKind::Placement), "plan",
+                                   [&] { return policies_->placement->plan(request); });
   overhead.placement += clock.lap();
   history_.push_back(counts);
   if (history_.size() > kHistoryLength) history_.pop_front();
@@ -212,13 +219,20 @@ BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch
 
   const torch::Device device = forward.experts.device();
   const torch::Tensor scores =
-      policies_->metric->score(for_policy(PolicyKind::Metric, signals)).to(device);
+      call_plugin(plugin_label(PolicyKind::Metric), "score", [&] {
+        return policies_->metric->score(for_policy(PolicyKind::Metric, signals));
+      }).to(device);
   overhead.metric += clock.lap();
-  check_scores(scores, forward.experts.numel(), policy_name(PolicyKind::Metric));
-  Selection selection = policies_->selection->select(for_policy(PolicyKind::Selection, signals),
-                                                     for_policy(PolicyKind::Selection, scores));
+  check_scores(scores, forward.experts.numel(), settings_.check_plugin_outputs,
+               policy_name(PolicyKind::Metric),
+               {signals.gates, signals.upstream_norm, signals.input_norm, signals.hidden_norm});
+  Selection selection = call_plugin(plugin_label(PolicyKind::Selection), "select", [&] {
+    return policies_->selection->select(for_policy(PolicyKind::Selection, signals),
+                                        for_policy(PolicyKind::Selection, scores));
+  });
   overhead.selection += clock.lap();
-  check_selection(selection, forward.experts.numel(), policy_name(PolicyKind::Selection));
+  check_selection(selection, forward.experts, forward.quota, settings_.check_plugin_outputs,
+                  policy_name(PolicyKind::Selection));
 
   BackwardPass pass;
   pass.kept = selection.kept.to(device);

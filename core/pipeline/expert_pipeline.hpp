@@ -50,6 +50,7 @@ struct PipelineSettings {
   PairCosts costs;
   bool recompute = false;
   DroppedPairKeeps dropped_pair_keeps = DroppedPairKeeps::Nothing;
+  bool check_plugin_outputs = true;  // the value checks of plugin_output_checks.hpp
   uint64_t seed = 0;
   CostModel cost_model;
   ProcessView process;
@@ -158,6 +159,8 @@ class ExpertPipeline {
   void account(const ForwardPass& forward, const BackwardPass& backward);
   // The plugin name of one policy, and whose plan this pass is, for messages.
   const std::string& policy_name(PolicyKind kind) const;
+  // "the metric plugin 'gate' (/path/gate.so)"
+  std::string plugin_label(PolicyKind kind) const;
   std::string plan_name() const;
 
   std::shared_ptr<const PolicySet> policies_;

@@ -44,31 +44,75 @@ torch::Tensor checked_routing(const torch::Tensor& instance, const torch::Tensor
   return routed;
 }
 
-void check_scores(const torch::Tensor& scores, int64_t pairs, const std::string& policy) {
+void check_scores(const torch::Tensor& scores, int64_t pairs, bool values,
+                  const std::string& policy, const std::vector<torch::Tensor>& inputs) {
   if (!scores.defined() || scores.numel() != pairs) {
     throw PlanError(fmt::format("metric '{}' must return one score per pair ({})", policy, pairs));
   }
+  if (!values || pairs == 0) return;
+  const std::vector<bool> ok = verdicts({scores.isfinite().all(), scores.ge(0).all()});
+  if (!ok[0]) {
+    // Only on this failure path: are the inputs themselves already non-finite?
+    std::vector<torch::Tensor> finite;
+    for (const torch::Tensor& input : inputs) {
+      if (input.defined() && input.numel() > 0) finite.push_back(input.isfinite().all().cpu());
+    }
+    for (const torch::Tensor& verdict : finite) {
+      if (!verdict.item<bool>()) {
+        throw PlanError(
+            "the pairs' gates or gradient norms are NaN or infinite: training diverged; lower "
+            "train.lr, raise train.warmup_steps or set train.grad_clip");
+      }
+    }
+    throw PlanError(fmt::format("metric '{}' returned a NaN or infinite score", policy));
+  }
+  if (!ok[1]) throw PlanError(fmt::format("metric '{}' returned a negative score", policy));
 }
 
-void check_selection(const Selection& selection, int64_t pairs, const std::string& policy) {
+void check_selection(const Selection& selection, const torch::Tensor& experts,
+                     const std::vector<int64_t>& quota, bool values, const std::string& policy) {
   const torch::Tensor& kept = selection.kept;
+  const int64_t pairs = experts.numel();
   auto fail = [&](const std::string& why) {
     return PlanError(fmt::format("selection '{}' {}", policy, why));
   };
   if (!kept.defined() || kept.dim() != 1 || kept.scalar_type() != torch::kInt64) {
     throw fail("must return `kept` as a 1-D int64 tensor");
   }
-  if (kept.numel() > 0) {
-    const torch::Tensor in_range = kept.ge(0).logical_and(kept.lt(pairs)).all();
-    const torch::Tensor increasing = (kept.slice(0, 1) > kept.slice(0, 0, -1)).all();
-    const std::vector<bool> ok = verdicts({in_range, increasing});
-    if (!ok[0]) throw fail("kept a pair index out of range");
-    if (!ok[1]) throw fail("must return `kept` strictly increasing");
+  const torch::Tensor& weights = selection.weights;
+  if (weights.defined() && weights.numel() != kept.numel()) {
+    throw fail(fmt::format("returned {} weights for {} kept pairs", weights.numel(), kept.numel()));
   }
-  if (selection.weights.defined() && selection.weights.numel() != kept.numel()) {
-    throw fail(fmt::format("returned {} weights for {} kept pairs", selection.weights.numel(),
-                           kept.numel()));
+  if (kept.numel() == 0) return;
+  if (pairs == 0) throw fail("kept a pair index out of range");  // there are none to keep
+  const torch::Tensor on_device = kept.to(experts.device());
+  std::vector<torch::Tensor> checks{on_device.ge(0).logical_and(on_device.lt(pairs)).all(),
+                                    (on_device.slice(0, 1) > on_device.slice(0, 0, -1)).all()};
+  torch::Tensor kept_per_expert, quota_tensor;
+  if (values) {
+    // Clamped, so that an index out of range is reported before it is used.
+    kept_per_expert = torch::bincount(experts.index_select(0, on_device.clamp(0, pairs - 1)), {},
+                                      static_cast<int64_t>(quota.size()));
+    quota_tensor = torch::tensor(quota, torch::kInt64).to(experts.device());
+    checks.push_back(kept_per_expert.le(quota_tensor).all());
+    if (weights.defined()) {
+      checks.push_back(weights.isfinite().all().to(experts.device()));
+      checks.push_back(weights.ge(0).all().to(experts.device()));
+    }
   }
+  const std::vector<bool> ok = verdicts(checks);
+  if (!ok[0]) throw fail("kept a pair index out of range");
+  if (!ok[1]) throw fail("must return `kept` strictly increasing");
+  if (!values) return;
+  if (!ok[2]) {
+    const torch::Tensor over = kept_per_expert.gt(quota_tensor).nonzero().flatten().to(torch::kCPU);
+    const int64_t expert = over[0].item<int64_t>();
+    throw fail(fmt::format("kept {} pairs of expert {}, above its quota of {}",
+                           kept_per_expert[expert].item<int64_t>(), expert,
+                           quota[static_cast<std::size_t>(expert)]));
+  }
+  if (weights.defined() && !ok[3]) throw fail("returned a NaN or infinite weight");
+  if (weights.defined() && !ok[4]) throw fail("returned a negative weight");
 }
 
 }  // namespace lrmoe

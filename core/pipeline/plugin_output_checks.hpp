@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/pipeline/instance_table.hpp"
 #include "lrmoe/selection.hpp"
@@ -21,11 +22,22 @@ namespace lrmoe {
 torch::Tensor checked_routing(const torch::Tensor& instance, const torch::Tensor& experts,
                               const InstanceTable& table, const std::string& policy);
 
-// The metric's answer: one score per computed pair.
-void check_scores(const torch::Tensor& scores, int64_t pairs, const std::string& policy);
+// The checks of shape and index range are always made: an index out of range would fault. With
+// `values` (policies.check_plugin_outputs, on by default) the values are checked too, so that a
+// plugin cannot train silently on garbage: NaN or negative scores, NaN weights, quotas exceeded.
+// They cost one more small reduction per pass (Note [Plugin boundary] in docs/notes.md).
 
-// The selection's answer: `kept` a strictly increasing [k] int64 of indices into the `pairs`
-// computed pairs, and `weights` undefined or one per kept pair.
-void check_selection(const Selection& selection, int64_t pairs, const std::string& policy);
+// The metric's answer: one score per computed pair; with `values`, each finite and >= 0. A NaN or
+// infinite score computed from NaN or infinite `inputs` (the pairs' gates and norms it was given)
+// is training that diverged, and is reported as that rather than as the plugin's fault.
+void check_scores(const torch::Tensor& scores, int64_t pairs, bool values,
+                  const std::string& policy, const std::vector<torch::Tensor>& inputs);
+
+// The selection's answer for the computed pairs of `experts` ([n] int64 on the device): `kept` a
+// strictly increasing [k] int64 of indices into them, and `weights` undefined or one per kept
+// pair. With `values`: no expert keeps more pairs than its `quota` ([experts]), and every weight
+// is finite and >= 0.
+void check_selection(const Selection& selection, const torch::Tensor& experts,
+                     const std::vector<int64_t>& quota, bool values, const std::string& policy);
 
 }  // namespace lrmoe

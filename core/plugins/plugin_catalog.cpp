@@ -7,6 +7,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/plugins/library_file_check.hpp"
+#include "core/plugins/plugin_boundary.hpp"
+#include "core/plugins/policy_parameters.hpp"
 #include "core/system/sha256.hpp"
 
 namespace fs = std::filesystem;
@@ -35,6 +38,7 @@ std::string file_sha256(const fs::path& path) {
 }
 
 std::shared_ptr<boost::dll::shared_library> open_library(const fs::path& path) {
+  check_library_file(path);
   try {
     return std::make_shared<boost::dll::shared_library>(path);
   } catch (const std::exception& error) {
@@ -61,7 +65,9 @@ PluginInfo load_plugin(const fs::path& path) {
                                   abi_text(abi), abi_text(kCompiledAbi), kRebuildHint));
   }
   PluginInfo info;
-  info.descriptor = library->get_alias<DescriptorFunction>(kDescriptorEntryPoint)();
+  info.descriptor =
+      call_plugin(fmt::format("the plugin library {}", path.string()), kDescriptorEntryPoint,
+                  [&] { return library->get_alias<DescriptorFunction>(kDescriptorEntryPoint)(); });
   info.path = path;
   info.sha256 = file_sha256(path);
   info.library = std::move(library);
@@ -71,6 +77,7 @@ PluginInfo load_plugin(const fs::path& path) {
                     "lrmoe::describe_policy",
                     path.string()));
   }
+  check_parameter_declarations(info.descriptor, path);
   return info;
 }
 
@@ -146,7 +153,14 @@ std::vector<std::string> PluginCatalog::names(PolicyKind kind) const {
 }
 
 std::shared_ptr<Policy> create_policy(const PluginInfo& plugin, const Parameters& parameters) {
-  std::unique_ptr<Policy> policy = plugin.descriptor.create(parameters);
+  const std::string label =
+      plugin_label(kind_name(plugin.descriptor.kind), plugin.descriptor.name, plugin.path.string());
+  std::unique_ptr<Policy> policy =
+      call_plugin(label, "its factory", [&] { return plugin.descriptor.create(parameters); });
+  if (policy == nullptr) {
+    throw PluginError(fmt::format(
+        "{}: its factory returned no object; describe it with lrmoe::describe_policy", label));
+  }
   // The deleter holds the library, so its code outlives every object it made (Note [Plugin ABI]).
   return std::shared_ptr<Policy>(policy.release(),
                                  [library = plugin.library](Policy* p) { delete p; });

@@ -6,23 +6,26 @@
 #include <cmath>
 
 #include "core/config/did_you_mean.hpp"
+#include "core/config/exact_number.hpp"
 #include "core/plugins/parameter_text.hpp"
 
 namespace lrmoe {
 namespace {
 
-// The setting converted to the declared type; integers are accepted where a number is declared.
-ParameterValue checked_value(const ParameterSpec& spec, const PolicySetting& setting,
-                             const std::string& where) {
-  const ParameterValue& value = setting.value;
-  auto wrong = [&](const std::string& why) {
-    return PluginError(fmt::format("{}: {} {}", setting.place, where, why));
-  };
+// The value converted to the declared type; integers are accepted where a number is declared.
+// `what` names the value in the error: "exp.toml:3:1: parameter 'x' of the metric plugin 'y'".
+ParameterValue checked_value(const ParameterSpec& spec, const ParameterValue& value,
+                             const std::string& what) {
+  auto wrong = [&](const std::string& why) { return PluginError(what + " " + why); };
   switch (spec.type) {
     case ParameterType::Integer:
     case ParameterType::Real: {
       double number = 0;
       if (const auto* i = std::get_if<int64_t>(&value)) {
+        if (spec.type == ParameterType::Real) {
+          if (const std::string problem = whole_number_as_double_problem(*i); !problem.empty())
+            throw wrong(problem);
+        }
         number = static_cast<double>(*i);
       } else if (const auto* d = std::get_if<double>(&value);
                  d && spec.type == ParameterType::Real) {
@@ -31,7 +34,9 @@ ParameterValue checked_value(const ParameterSpec& spec, const PolicySetting& set
         throw wrong(spec.type == ParameterType::Integer ? "must be an integer"
                                                         : "must be a number");
       }
-      if (number < spec.minimum || number > spec.maximum) {
+      if (const std::string problem = non_finite_problem(number); !problem.empty())
+        throw wrong(problem);
+      if (!(number >= spec.minimum && number <= spec.maximum)) {
         const bool bounded = std::isfinite(spec.minimum) && std::isfinite(spec.maximum);
         throw wrong(fmt::format("must be {}{}, got {}", bounded ? "in " : "",
                                 parameter_allowed_text(spec), number));
@@ -80,11 +85,38 @@ Parameters resolve_parameters(const PluginInfo& plugin,
     values[spec.name] =
         it == settings.end()
             ? spec.default_value
-            : checked_value(spec, it->second,
-                            fmt::format("parameter '{}' of the {} plugin '{}'", spec.name,
-                                        kind_name(descriptor.kind), descriptor.name));
+            : checked_value(
+                  spec, it->second.value,
+                  fmt::format("{}: parameter '{}' of the {} plugin '{}'", it->second.place,
+                              spec.name, kind_name(descriptor.kind), descriptor.name));
   }
   return Parameters(std::move(values));
+}
+
+void check_parameter_declarations(const PluginDescriptor& descriptor,
+                                  const std::filesystem::path& library) {
+  std::vector<std::string> seen;
+  for (const ParameterSpec& spec : descriptor.parameters) {
+    const std::string what =
+        fmt::format("{}: the {} plugin '{}' declares parameter '{}'", library.string(),
+                    kind_name(descriptor.kind), descriptor.name, spec.name);
+    auto wrong = [&](const std::string& why) {
+      return PluginError(
+          fmt::format("{} {}; fix its describe_policy call and rebuild it", what, why));
+    };
+    if (spec.name.empty()) throw wrong("with no name");
+    if (std::find(seen.begin(), seen.end(), spec.name) != seen.end()) throw wrong("twice");
+    seen.push_back(spec.name);
+    const bool numeric = spec.type == ParameterType::Integer || spec.type == ParameterType::Real;
+    if (numeric && !(spec.minimum <= spec.maximum)) {
+      throw wrong(fmt::format("with minimum {} above maximum {}", spec.minimum, spec.maximum));
+    }
+    try {
+      checked_value(spec, spec.default_value, "its default");
+    } catch (const PluginError& error) {
+      throw wrong(fmt::format("whose default is not allowed: {}", error.what()));
+    }
+  }
 }
 
 }  // namespace lrmoe

@@ -6,6 +6,7 @@
 
 #include "core/config/did_you_mean.hpp"
 #include "core/config/policy_sections.hpp"
+#include "core/plugins/plugin_boundary.hpp"
 #include "core/plugins/policy_parameters.hpp"
 #include "core/system/search_folders.hpp"
 
@@ -46,12 +47,23 @@ std::shared_ptr<T> create(const PluginCatalog& catalog, PolicyKind kind, const P
   records.push_back({kind_name(kind), plugin.descriptor.name, plugin.descriptor.version,
                      parameters_toml(parameters), plugin.path.string(), plugin.sha256,
                      plugin.descriptor.inputs});
-  // The descriptor's kind says which interface the object implements (describe_policy); it is
-  // trusted (Note [Plugin ABI] in docs/notes.md).
-  return std::static_pointer_cast<T>(create_policy(plugin, parameters));
+  // A hand-written descriptor can name a kind its object does not implement (Note [Plugin
+  // boundary] in docs/notes.md).
+  std::shared_ptr<T> policy = std::dynamic_pointer_cast<T>(create_policy(plugin, parameters));
+  if (policy == nullptr) {
+    throw PluginError(fmt::format(
+        "{}: its descriptor says {} but its factory made an object of another kind; describe it "
+        "with lrmoe::describe_policy",
+        records.back().label(), kind_name(kind)));
+  }
+  return policy;
 }
 
 }  // namespace
+
+std::string PluginRecord::label() const {
+  return plugin_label(kind, name, path);
+}
 
 fs::path runner_plugin_folder() {
   return folder_beside_executable({"plugins", fs::path("..") / "lib" / "lrmoe" / "plugins"});

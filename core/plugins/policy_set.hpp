@@ -22,6 +22,9 @@ struct PluginRecord {
   // Where the policy reads its tensors (its descriptor's `inputs`); the pipeline copies them to
   // the host for a Host policy. Not stored: it is a property of the plugin version.
   TensorPlace inputs = TensorPlace::Device;
+
+  // "the metric plugin 'gate' (/path/gate.so)", for errors about it.
+  std::string label() const;
 };
 
 struct PolicySet {

@@ -8,6 +8,7 @@
 #include <limits>
 #include <mutex>
 
+#include "core/plugins/plugin_boundary.hpp"
 #include "core/train/trainer.hpp"
 
 namespace lrmoe {
@@ -94,7 +95,9 @@ void Trainer::save_checkpoint(int64_t step, const TrainingOutcome& outcome,
   if (policies_) {
     const std::vector<Policy*> policies = policies_of(*policies_);
     for (std::size_t kind = 0; kind < policies.size(); ++kind) {
-      const std::vector<uint8_t> state = policies[kind]->save_state();
+      const std::vector<uint8_t> state =
+          call_plugin(policies_->records.at(kind).label(), "save_state",
+                      [&] { return policies[kind]->save_state(); });
       archive.write(fmt::format("policy_state_{}", kind),
                     torch::tensor(std::vector<int64_t>(state.begin(), state.end()), torch::kInt64)
                         .to(torch::kUInt8));
@@ -146,7 +149,9 @@ int64_t Trainer::resume_from(const std::filesystem::path& file,
         const torch::Tensor bytes =
             read_tensor(archive, fmt::format("policy_state_{}", kind)).contiguous();
         const uint8_t* data = bytes.data_ptr<uint8_t>();
-        policies[kind]->restore_state(std::vector<uint8_t>(data, data + bytes.numel()));
+        call_plugin(policies_->records.at(kind).label(), "restore_state", [&] {
+          policies[kind]->restore_state(std::vector<uint8_t>(data, data + bytes.numel()));
+        });
       }
     }
     const torch::Tensor totals = read_tensor(archive, "totals").contiguous();

@@ -67,6 +67,12 @@ inline std::shared_ptr<lrmoe::PolicySet> scripted_policies(
   return set;
 }
 
+inline ScriptedPlacement& placement_of(lrmoe::PolicySet& set) {
+  return static_cast<ScriptedPlacement&>(*set.placement);
+}
+inline ScriptedMetric& metric_of(lrmoe::PolicySet& set) {
+  return static_cast<ScriptedMetric&>(*set.metric);
+}
 inline ScriptedSelection& selection_of(lrmoe::PolicySet& set) {
   return static_cast<ScriptedSelection&>(*set.selection);
 }
