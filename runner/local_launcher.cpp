@@ -84,6 +84,7 @@ struct Child {
   OutputPipe err;
   bool running = false;
   bool terminated = false;  // sent SIGTERM by the launcher after another rank failed
+  std::string ended;        // how it ended, once it has: "exited with code 1"
 };
 
 // Starts the children and supervises them until all have ended. Each child leads its own
@@ -127,8 +128,11 @@ class Supervisor {
     const bool piped = pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0;
     const int pipe_error = errno;
     // the destructor closes the launcher's ends from here on
-    child.out = {out[0], options_.stdout_sink, {}};
-    child.err = {err[0], options_.stderr_sink, {}};
+    child.out.fd = out[0];
+    child.out.sink = options_.stdout_sink;
+    child.err.fd = err[0];
+    child.err.sink = options_.stderr_sink;
+    child.err.hold_errors = true;  // a rank's "lrmoe: " error line is reported once for all
     if (!piped) {
       if (out[1] >= 0) close(out[1]);
       throw os_error("cannot create a pipe for a child's output", pipe_error);
@@ -194,6 +198,7 @@ class Supervisor {
       reap_ended(seconds());
       enforce_deadlines(seconds());
     }
+    report_errors();
     return worst_status_;
   }
 
@@ -245,16 +250,43 @@ class Supervisor {
       // held open by something that escaped its group
       if (child.out.fd >= 0) close_pipe(child.out, child.prefix);
       if (child.err.fd >= 0) close_pipe(child.err, child.prefix);
+      child.ended = how_it_ended(status);
       if (exit_code(status) == 0) continue;
-      fmt::print(options_.stderr_sink, "lrmoe launch: rank {} {}\n", child.rank,
-                 how_it_ended(status));
-      std::fflush(options_.stderr_sink);
+      // A rank that said why it failed is reported with the others at the end (report_errors).
+      if (child.err.held.empty()) {
+        fmt::print(options_.stderr_sink, "lrmoe launch: rank {} {}\n", child.rank, child.ended);
+        std::fflush(options_.stderr_sink);
+      }
       if (!child.terminated) worst_status_ = std::max(worst_status_, exit_code(status));
       if (!failed_rank_) {
         failed_rank_ = child.rank;
         stop_deadline_ = now + options_.stop_timeout_seconds;
       }
     }
+  }
+
+  // Every rank of a run usually fails with the same error (a bad experiment, a lost peer): it is
+  // printed once, as the one "lrmoe: " line of the command, the first failing rank's, followed by
+  // one line saying how each rank that gave an error ended and whether its error was the same.
+  void report_errors() const {
+    const Child* first = nullptr;
+    for (const Child& child : children_) {
+      if (child.err.held.empty()) continue;
+      if (!first || (failed_rank_ && child.rank == *failed_rank_)) first = &child;
+    }
+    if (!first) return;
+    const std::string& error = first->err.held.front();
+    std::string summary;
+    for (const Child& child : children_) {
+      if (child.err.held.empty()) continue;
+      const std::string& own = child.err.held.front();
+      summary += fmt::format("{}rank {} {}{}", summary.empty() ? "" : "; ", child.rank, child.ended,
+                             &child == first ? " (the error above)"
+                             : own == error  ? " (the same error)"
+                                             : ": " + own.substr(own.find(' ') + 1));
+    }
+    fmt::print(options_.stderr_sink, "{}\nlrmoe launch: {}\n", error, summary);
+    std::fflush(options_.stderr_sink);
   }
 
   void enforce_deadlines(double now) {

@@ -28,7 +28,10 @@ struct LocalLaunchOptions {
 // print with "[rank k] " (stdout lines to stdout_sink, stderr lines to stderr_sink), forwards
 // SIGINT and SIGTERM to them, and returns the worst exit status (a child killed by signal S counts
 // as 128+S). When a child fails (non-zero exit or killed), it prints one line naming the rank and
-// how it ended, gives the others stop_timeout_seconds to end on their own, then sends SIGTERM, and
+// how it ended (for children that printed an error line "lrmoe: ...", at the end: the first
+// failing child's error line once, then one line for all of them, so that P ranks failing alike
+// give one error, not P), gives the others stop_timeout_seconds to end on their own, then sends
+// SIGTERM, and
 // SIGKILL 5 s later; the status of a child ended that way is not counted, as it only reflects the
 // launcher's signal. Every child is always reaped, and so is anything it started that is left in
 // its process group when it ends. Throws std::runtime_error when the children cannot be started.

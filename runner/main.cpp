@@ -1,16 +1,20 @@
 // lrmoe: the command-line program. Subcommands train experiments, inspect them and the results
-// database. Every user error ends in one line "lrmoe: <place>: <what to do>" and exit code 1.
+// database. Every user error ends in one line "lrmoe: <place>: <what to do>" and exit code 1; a
+// command line that does not parse ends in "lrmoe: usage: ..." and exit code 2.
 
 #include <c10/util/Exception.h>
+#include <c10/util/Logging.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
 #include <iostream>
 
 #include "bench_command.hpp"
 #include "compare_command.hpp"
 #include "core/config/experiment_loader.hpp"
+#include "core/system/one_line.hpp"
 #include "inspect_commands.hpp"
 #include "launch_command.hpp"
 #include "parallel_bench_command.hpp"
@@ -23,17 +27,45 @@
 
 namespace {
 
+constexpr int kUsageExit = 2;
+
+// A repeatable option takes one value per occurrence, so that `--set a=b FILE` leaves FILE to
+// the positional argument.
+CLI::Option* repeatable(CLI::Option* option) {
+  return option->allow_extra_args(false);
+}
+
+// "lrmoe run": the deepest subcommand the command line reached, for the usage hint.
+std::string command_path(const CLI::App& app) {
+  std::string path = "lrmoe";
+  for (const CLI::App* command = &app; !command->get_subcommands().empty();) {
+    command = command->get_subcommands().front();
+    path += " " + command->get_name();
+  }
+  return path;
+}
+
 void add_experiment_options(CLI::App* command, lrmoe::ExperimentSource& source,
                             bool file_required) {
   auto* file = command->add_option("experiment", source.file, "experiment TOML file");
   if (file_required) file->required();
-  command->add_option("--set", source.overrides,
-                      "override a field: section.key=value (repeatable)");
+  repeatable(command->add_option("--set", source.overrides,
+                                 "override a field: section.key=value (repeatable)"));
+}
+
+// LibTorch's own log lines (c10d's connection retries and timeouts, its process groups'
+// start-up) would come before lrmoe's one error line and say less: every failure they log also
+// reaches lrmoe as an exception, which names it with what to do. Only fatal ones are kept;
+// TORCH_CPP_LOG_LEVEL=INFO (or WARNING, ERROR) set by the user wins, for debugging c10d.
+void quiet_libtorch_logging() {
+  setenv("TORCH_CPP_LOG_LEVEL", "FATAL", /*overwrite=*/0);
+  c10::initLogging();
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  quiet_libtorch_logging();
   CLI::App app{"lrmoe: memory-aware Mixture-of-Experts training harness"};
   app.require_subcommand(1);
   spdlog::set_pattern("[%H:%M:%S %^%l%$] %v");
@@ -99,8 +131,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   bench_pipeline->add_option("--rounds", pipeline_bench.rounds, "timed rounds per variant")
       ->check(CLI::PositiveNumber);
-  bench_pipeline->add_option("--set", pipeline_bench.overrides,
-                             "override section.key=value for every variant (repeatable)");
+  repeatable(
+      bench_pipeline->add_option("--set", pipeline_bench.overrides,
+                                 "override section.key=value for every variant (repeatable)"));
   bench_pipeline
       ->add_option("--vary", pipeline_bench.vary, "section.key=v1,v2,...: one variant per value")
       ->capture_default_str();
@@ -165,9 +198,10 @@ int main(int argc, char** argv) {
                      "synthetic routing: zipf:S, expert shares proportional to 1/rank^S");
   replay->add_option("--loads-from", replay_options.loads_from,
                      "routing from a run's recorded per-expert loads (its last --steps steps)");
-  replay->add_option("--variant", replay_options.variants,
-                     "a bundle (fixed, symi, lrmoe) or LABEL:section.key=value,... (repeatable; "
-                     "default: the three bundles)");
+  repeatable(replay->add_option(
+      "--variant", replay_options.variants,
+      "a bundle (fixed, symi, lrmoe) or LABEL:section.key=value,... (repeatable; default: the "
+      "three bundles)"));
   replay->add_option("--steps", replay_options.steps, "optimizer steps to replay")
       ->check(CLI::PositiveNumber);
   replay->add_option("--record", replay_options.record_as,
@@ -197,12 +231,21 @@ int main(int argc, char** argv) {
   auto* plugins = app.add_subcommand(
       "plugins", "list the policy plugins found, with their parameters and defaults");
   std::vector<std::string> plugin_folders;
-  plugins->add_option("--path", plugin_folders, "another plugin folder to search (repeatable)");
+  repeatable(plugins->add_option("--path", plugin_folders,
+                                 "another plugin folder to search (repeatable)"));
 
   app.add_subcommand("schema",
                      "print the experiment schema: every section, key, default and range");
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& help) {
+    return app.exit(help);  // --help: printed, exit 0
+  } catch (const CLI::ParseError& error) {
+    fmt::print(stderr, "lrmoe: usage: {}; `{} --help` lists the arguments\n",
+               lrmoe::one_line(error.what()), command_path(app));
+    return kUsageExit;
+  }
 
   try {
     if (!sweep_cell.empty()) source.sweep_cell = lrmoe::parse_sweep_cell(sweep_cell);
@@ -231,11 +274,11 @@ int main(int argc, char** argv) {
   } catch (const c10::Error& error) {
     // LibTorch's own errors carry a C++ backtrace that says nothing to a user.
     std::cout.flush();
-    fmt::print(stderr, "lrmoe: {}\n", error.what_without_backtrace());
+    fmt::print(stderr, "lrmoe: {}\n", lrmoe::one_line(error.what_without_backtrace()));
     return 1;
   } catch (const std::exception& error) {
     std::cout.flush();
-    fmt::print(stderr, "lrmoe: {}\n", error.what());
+    fmt::print(stderr, "lrmoe: {}\n", lrmoe::one_line(error.what()));
     return 1;
   }
 }

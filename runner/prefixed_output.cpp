@@ -12,16 +12,27 @@ namespace {
 // a longer line without newline is printed in pieces
 constexpr std::size_t kMaxLineBytes = 1 << 16;
 
+// How lrmoe's one error line of a command starts (runner/main.cpp).
+constexpr std::string_view kErrorLinePrefix = "lrmoe: ";
+
 void print_line(std::FILE* sink, std::string_view prefix, std::string_view line) {
   fmt::print(sink, "{}{}\n", prefix, line);
   std::fflush(sink);  // each line shows as soon as it is complete, even when the sink is a pipe
+}
+
+void print_or_hold(OutputPipe& pipe, std::string_view prefix, std::string_view line) {
+  if (pipe.hold_errors && line.rfind(kErrorLinePrefix, 0) == 0) {
+    pipe.held.emplace_back(line);
+  } else {
+    print_line(pipe.sink, prefix, line);
+  }
 }
 
 void print_complete_lines(OutputPipe& pipe, std::string_view prefix) {
   std::size_t start = 0;
   for (std::size_t end; (end = pipe.pending.find('\n', start)) != std::string::npos;
        start = end + 1) {
-    print_line(pipe.sink, prefix, std::string_view(pipe.pending).substr(start, end - start));
+    print_or_hold(pipe, prefix, std::string_view(pipe.pending).substr(start, end - start));
   }
   pipe.pending.erase(0, start);
   if (pipe.pending.size() >= kMaxLineBytes) {
@@ -33,7 +44,7 @@ void print_complete_lines(OutputPipe& pipe, std::string_view prefix) {
 }  // namespace
 
 void close_pipe(OutputPipe& pipe, std::string_view prefix) {
-  if (!pipe.pending.empty()) print_line(pipe.sink, prefix, pipe.pending);
+  if (!pipe.pending.empty()) print_or_hold(pipe, prefix, pipe.pending);
   pipe.pending.clear();
   close(pipe.fd);
   pipe.fd = -1;

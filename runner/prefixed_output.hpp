@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace lrmoe {
 
@@ -15,6 +16,10 @@ struct OutputPipe {
   int fd = -1;
   std::FILE* sink = nullptr;
   std::string pending;  // the start of a line whose newline has not come yet
+  // Lines starting "lrmoe: " (a rank's error line) are kept in `held` instead of printed, so that
+  // the launcher can report one error for all ranks.
+  bool hold_errors = false;
+  std::vector<std::string> held;
 };
 
 // Prints what is left of an unfinished line, then closes the pipe (fd becomes -1).

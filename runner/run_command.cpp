@@ -111,6 +111,12 @@ int follow_run(const Experiment& experiment, const TokenSource& data,
   return trainer.run(observer).reason == StopReason::Stopped ? 130 : 0;
 }
 
+// `message` with the experiment `where` in front, unless it already starts there (a value's
+// own "FILE:LINE:COLUMN").
+std::string located(const std::string& where, const std::string& message) {
+  return message.rfind(where, 0) == 0 ? message : where + ": " + message;
+}
+
 }  // namespace
 
 std::vector<std::string> experiment_arguments(const ExperimentSource& source) {
@@ -165,36 +171,41 @@ int validate_command(const ExperimentSource& source) {
 
 int run_command(const ExperimentSource& source) {
   Experiment experiment = load_experiment_source(source);
+  // Errors found below name the experiment they come from.
+  const std::string where = source.file.value_or("<built-in default experiment>");
   // Everything a user can get wrong is checked before the database is touched.
   auto data =
       make_token_source(experiment.data, experiment.experiment.seed, experiment.train.seq_len);
   try {
     experiment.model = resolve_model_vocabulary(experiment.model, data->vocab_size());
   } catch (const std::invalid_argument& error) {
-    throw std::runtime_error(
-        fmt::format("{}: {}", source.file.value_or("<built-in default experiment>"), error.what()));
+    throw std::runtime_error(fmt::format("{}: {}", where, error.what()));
   }
   const LaunchEnvironment launch = read_launch_environment(experiment.cluster, std::getenv);
   check_processes_fit(experiment, launch);
   if (launch.rank != 0) spdlog::set_level(spdlog::level::warn);  // one process tells the story
   experiment.train.threads = threads_per_process(experiment.train.threads, launch);
-  auto policies = std::make_shared<const PolicySet>(load_policy_set(experiment.policies));
-  // A memory_per_rank that cannot hold the dense state is a configuration error: refused before
-  // the database sees a run.
-  const RankBudget budget =
-      rank_budget(experiment.model, experiment.train, experiment.cluster,
-                  pair_costs(experiment.model, experiment.policies.recompute));
+  // A plugin that cannot be found or created, and a memory_per_rank that cannot hold the dense
+  // state, are configuration errors: refused before the database sees a run.
+  std::shared_ptr<const PolicySet> policies;
+  RankBudget budget;
+  try {
+    policies = std::make_shared<const PolicySet>(load_policy_set(experiment.policies));
+    budget = rank_budget(experiment.model, experiment.train, experiment.cluster,
+                         pair_costs(experiment.model, experiment.policies.recompute));
+  } catch (const PluginError& error) {
+    throw PluginError(located(where, error.what()));
+  } catch (const PlanError& error) {
+    throw PlanError(located(where, error.what()));
+  }
   // So is a hardware profile that cannot be read; this-machine is probed here, once.
   HardwareProfile profile;
   try {
     profile = resolve_hardware_profile(experiment.cluster.profile, experiment.cluster.ranks);
   } catch (const std::invalid_argument& error) {
-    throw std::runtime_error(fmt::format("{}: cluster.profile: {}",
-                                         source.file.value_or("<built-in default experiment>"),
-                                         error.what()));
+    throw std::runtime_error(fmt::format("{}: cluster.profile: {}", where, error.what()));
   }
   // So are a device or grouped GEMM kernel this build or machine does not have.
-  const std::string where = source.file.value_or("<built-in default experiment>");
   std::string device_line;
   try {
     const torch::Device device = resolve_device(experiment.train.device, launch.local_rank);
@@ -220,9 +231,14 @@ int run_command(const ExperimentSource& source) {
     resumed = std::make_unique<Trainer>(experiment, *data, policies, collectives, profile);
     resumed_step = resumed->resume_from(source.resume->checkpoint, checkpoint_identity(experiment));
   }
+  ThreadSetting threads;
+  try {
+    threads = configure_threads(experiment.train.threads);
+  } catch (const std::invalid_argument& error) {
+    throw std::runtime_error(fmt::format("{}: {}", where, error.what()));
+  }
   auto store = ResultsStore::open(experiment.store.path);
 
-  const ThreadSetting threads = configure_threads(experiment.train.threads);
   spdlog::info("experiment '{}' (seed {}), model {}", experiment.experiment.name,
                experiment.experiment.seed, experiment.model.preset);
   spdlog::info("data: {}", data->describe());

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "core/system/one_line.hpp"
+
 namespace lrmoe {
 namespace {
 
@@ -24,21 +26,6 @@ std::string_view leading_characters(std::string_view utf8, size_t characters) {
     if (!is_utf8_continuation(utf8[end]) && seen++ == characters) break;
   }
   return utf8.substr(0, end);
-}
-
-std::string on_one_line(std::string_view text) {
-  std::string line;
-  line.reserve(text.size());
-  for (const char c : text) {
-    if (c == '\n') {
-      line += "↵";
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      line += ' ';
-    } else {
-      line += c;
-    }
-  }
-  return line;
 }
 
 std::string fit_width(std::string text, size_t max_width) {
@@ -70,7 +57,7 @@ struct Column {
 Column layout_column(const QueryResult& table, size_t index, size_t max_width,
                      std::string_view null_text) {
   Column column;
-  column.header = fit_width(on_one_line(table.columns[index]), max_width);
+  column.header = fit_width(one_line(table.columns[index]), max_width);
   bool all_numbers = true, any_value = false;
   for (const auto& row : table.rows) {
     const std::optional<std::string>& cell = index < row.size() ? row[index] : std::nullopt;
@@ -78,7 +65,7 @@ Column layout_column(const QueryResult& table, size_t index, size_t max_width,
       any_value = true;
       all_numbers = all_numbers && is_number(*cell);
     }
-    column.cells.push_back(fit_width(on_one_line(cell ? *cell : null_text), max_width));
+    column.cells.push_back(fit_width(one_line(cell ? *cell : null_text), max_width));
   }
   column.right_aligned = any_value && all_numbers;
   column.width = display_width(column.header);

@@ -1,5 +1,7 @@
 // Experiments from TOML: presets and overrides, defaults, `extends`, --set, the resolved TOML
 // round trip, and the place and wording of every kind of configuration error.
+#include <sys/stat.h>
+
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -477,6 +479,90 @@ TEST_CASE("extends errors name the file that extends and the line", "[config]") 
     CHECK_THAT(config_error([&] { load_experiment(missing); }),
                StartsWith(missing.string() + ": cannot read"));
   }
+}
+
+TEST_CASE("numbers a key cannot hold exactly are refused where they are written, never rounded",
+          "[config]") {
+  // 2^53 + 1 is the first whole number a double cannot hold; TOML reads it as an integer.
+  CHECK_THAT(config_error([] { tiny_with({"train.lr=9007199254740993"}); }),
+             StartsWith("--set train.lr: train.lr must be a number a double holds exactly, got "
+                        "9007199254740993") &&
+                 Contains("write it as a float"));
+  CHECK(tiny_with({"train.lr=9007199254740992"}).train.lr == 9007199254740992.0);
+  CHECK(config_error([] { tiny_with({"train.lr=inf"}); }) ==
+        "--set train.lr: train.lr must be a finite number, got inf");
+  const FileError nan = file_error(kTinyModel + "[train]\nlr = nan\n");
+  CHECK(nan.message == nan.file + ":4:6: train.lr must be a finite number, got nan");
+  SECTION("plugin parameters, which have no schema row") {
+    CHECK(config_error([] {
+            tiny_with({"policies.bundle=lrmoe", "policies.placement.keep_fraction=nan"});
+          }) ==
+          "--set policies.placement.keep_fraction: a plugin parameter must be a finite "
+          "number, got nan");
+    const FileError minus_inf =
+        file_error(kTinyModel + "[policies.placement]\nkeep_fraction = -inf\n");
+    CHECK(minus_inf.message ==
+          minus_inf.file + ":4:17: a plugin parameter must be a finite number, got -inf");
+  }
+  SECTION("bytes that are not UTF-8 on the command line (found by tests/fuzz)") {
+    CHECK(config_error([] {
+            tiny_with({"policies.bundle=lrmoe", "policies.placement.keep_frat=ec\xb6n1.5"});
+          }) ==
+          "--set policies.placement.keep_frat: not valid UTF-8; an experiment's names and "
+          "values are UTF-8 text");
+    CHECK(tiny_with({"experiment.notes=caf\xc3\xa9 \xe2\x82\xac"}).experiment.notes ==
+          "caf\xc3\xa9 \xe2\x82\xac");
+  }
+  SECTION("a NUL in a string, which would cut a path short") {
+    const FileError nul = file_error(kTinyModel + "[store]\npath = \"a\\u0000b.db\"\n");
+    CHECK(nul.message == nul.file + ":4:8: store.path must not contain a NUL character");
+  }
+}
+
+TEST_CASE("input the TOML library could choke on is refused before it parses", "[config]") {
+  SECTION("a table header nested deeper than the limit") {
+    std::string header = "[a";
+    for (int i = 0; i < 50000; ++i) header += ".a";
+    const FileError deep = file_error(header + "]\n");
+    CHECK_THAT(deep.message,
+               StartsWith(deep.file + ":1:") && Contains("nested deeper than 64 levels"));
+  }
+  SECTION("arrays in arrays") {
+    const FileError deep =
+        file_error(kTinyModel + "notes = " + std::string(100, '[') + std::string(100, ']'));
+    CHECK_THAT(deep.message,
+               StartsWith(deep.file + ":3:") && Contains("nested deeper than 64 levels"));
+  }
+  SECTION("a dotted key in an --set value") {
+    std::string value = "{a";
+    for (int i = 0; i < 100; ++i) value += ".a";
+    CHECK_THAT(config_error([&] { tiny_with({"experiment.notes=" + value + " = 1}"}); }),
+               StartsWith("--set experiment.notes:1:") && Contains("nested deeper"));
+  }
+  SECTION("dots in strings, comments and floats do not count") {
+    std::string many = "\"" + std::string(200, '.') + "\"";
+    CHECK(tiny_with({"experiment.notes=" + many}).experiment.notes == std::string(200, '.'));
+    TempFolder folder;
+    std::string text = kTinyModel + "# " + std::string(100, '.') + "\n[train]\nlr = 0.001\n";
+    CHECK(load_experiment(folder.write("ok.toml", text)).train.lr == 0.001);
+  }
+  SECTION("a file larger than the limit") {
+    const FileError big = file_error(kTinyModel + "# " + std::string(5 << 20, 'x') + "\n");
+    CHECK_THAT(big.message, StartsWith(big.file + ": ") && Contains("larger than the 4 MiB"));
+  }
+}
+
+TEST_CASE("a path that is not a regular file is refused without opening it", "[config]") {
+  TempFolder folder;
+  const fs::path fifo = folder.path() / "pipe.toml";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  // Opening a FIFO for reading would wait for a writer: the test would hang, not fail.
+  CHECK_THAT(config_error([&] { load_experiment(fifo); }),
+             Contains("cannot read " + fifo.string() + " (a FIFO (named pipe))"));
+  const fs::path leaf = folder.write("leaf.toml", "extends = \"pipe.toml\"\n");
+  CHECK_THAT(config_error([&] { load_experiment(leaf); }),
+             StartsWith(leaf.string() + ":1:11: cannot read") && Contains("a FIFO"));
+  CHECK_THAT(config_error([&] { load_experiment(folder.path()); }), Contains("(a folder)"));
 }
 
 TEST_CASE("command-line override (--set) errors name the override", "[config]") {

@@ -11,6 +11,8 @@
 #include "core/config/field_value.hpp"
 #include "core/config/policy_sections.hpp"
 #include "core/config/toml_document.hpp"
+#include "core/config/toml_limits.hpp"
+#include "core/config/toml_text.hpp"
 
 namespace fs = std::filesystem;
 
@@ -21,9 +23,12 @@ constexpr std::string_view kExtendsKey = "extends";
 constexpr std::string_view kSetForm = "use --set section.key=value, e.g. --set train.lr=1e-3";
 
 // The value of a --set as TOML, or nothing when it is not valid TOML.
-std::optional<toml::table> parse_override_value(const std::string& value_text) {
+std::optional<toml::table> parse_override_value(const std::string& value_text,
+                                                const std::string& place) {
+  const std::string text = "v = " + value_text;
+  check_toml_limits(text, place);
   try {
-    return toml::parse("v = " + value_text);
+    return toml::parse(text);
   } catch (const toml::parse_error&) {
     return std::nullopt;
   }
@@ -164,6 +169,10 @@ void ExperimentSources::add_override(const std::string& text) {
   const std::string name = trim(std::string_view(text).substr(0, equals));
   const std::string value_text = trim(std::string_view(text).substr(equals + 1));
   const std::string place = "--set " + name;
+  // A TOML file is UTF-8 by its grammar; a command line can hold any bytes.
+  if (!is_valid_utf8(text)) {
+    throw ConfigError(place + ": not valid UTF-8; an experiment's names and values are UTF-8 text");
+  }
   // The key is after the last dot: policies.placement.capacity_factor is in [policies.placement].
   const auto dot = name.rfind('.');
   if (dot == std::string::npos) {
@@ -177,7 +186,7 @@ void ExperimentSources::add_override(const std::string& text) {
   // The value is TOML when it parses as TOML, otherwise plain text, so that paths and choice
   // names need no quotes on a command line. For a string field anything is text: a run named
   // 2024 is named "2024". Plugin parameters (no schema field) follow the same rule.
-  std::optional<toml::table> parsed = parse_override_value(value_text);
+  std::optional<toml::table> parsed = parse_override_value(value_text, place);
   const bool as_text =
       !parsed || !parsed->get("v") ||
       (field != nullptr && field->kind == FieldKind::String && !parsed->get("v")->is_string());

@@ -8,6 +8,7 @@
 
 #include "core/config/byte_size.hpp"
 #include "core/config/did_you_mean.hpp"
+#include "core/config/exact_number.hpp"
 #include "core/config/experiment_loader.hpp"
 #include "core/config/toml_text.hpp"
 
@@ -52,9 +53,15 @@ class FieldReader {
   }
 
   double read_float() const {
-    if (!node_.is_number()) wrong_type("a number");
-    const double value = *node_.value<double>();
-    if (!std::isfinite(value)) fail("must be a finite number, got " + fmt::format("{}", value));
+    if (const auto* whole = node_.as_integer()) {
+      if (const std::string problem = whole_number_as_double_problem(whole->get());
+          !problem.empty())
+        fail(problem);
+      return static_cast<double>(whole->get());
+    }
+    if (!node_.is_floating_point()) wrong_type("a number");
+    const double value = node_.as_floating_point()->get();
+    if (const std::string problem = non_finite_problem(value); !problem.empty()) fail(problem);
     return value;
   }
 
@@ -65,7 +72,10 @@ class FieldReader {
 
   std::string read_string(const std::string& expected) const {
     if (!node_.is_string()) wrong_type(expected);
-    return node_.as_string()->get();
+    const std::string& text = node_.as_string()->get();
+    // A NUL would cut the text short wherever it becomes a C string (a path, SQL).
+    if (text.find('\0') != std::string::npos) fail("must not contain a NUL character");
+    return text;
   }
 
   std::string read_choice() const {

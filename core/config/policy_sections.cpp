@@ -4,6 +4,7 @@
 
 #include <array>
 
+#include "core/config/exact_number.hpp"
 #include "core/config/experiment_loader.hpp"
 #include "core/config/field_value.hpp"
 
@@ -46,9 +47,17 @@ const PolicySection* find_policy_section(std::string_view section) {
 
 ParameterValue setting_value(const toml::node& node, const std::string& place) {
   if (const auto* v = node.as_integer()) return v->get();
-  if (const auto* v = node.as_floating_point()) return v->get();
+  if (const auto* v = node.as_floating_point()) {
+    if (const std::string problem = non_finite_problem(v->get()); !problem.empty())
+      throw ConfigError(fmt::format("{}: a plugin parameter {}", place, problem));
+    return v->get();
+  }
   if (const auto* v = node.as_boolean()) return v->get();
-  if (const auto* v = node.as_string()) return v->get();
+  if (const auto* v = node.as_string()) {
+    if (v->get().find('\0') != std::string::npos)
+      throw ConfigError(place + ": a plugin parameter must not contain a NUL character");
+    return v->get();
+  }
   throw ConfigError(fmt::format(
       "{}: a plugin parameter must be an integer, a number, true/false or a string, got {}", place,
       toml_type_name(node)));

@@ -4,6 +4,7 @@
 #include <toml++/toml.h>
 
 #include <cmath>
+#include <cstdint>
 #include <sstream>
 
 namespace lrmoe {
@@ -21,6 +22,30 @@ std::string toml_string(const std::string& value) {
   out << toml::toml_formatter{toml::value<std::string>{value},
                               toml::format_flags::allow_unicode_strings};
   return out.str();
+}
+
+bool is_valid_utf8(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    const int length = lead < 0x80           ? 1
+                       : (lead >> 5) == 0x6  ? 2
+                       : (lead >> 4) == 0xE  ? 3
+                       : (lead >> 3) == 0x1E ? 4
+                                             : 0;
+    if (length == 0 || i + static_cast<std::size_t>(length) > text.size()) return false;
+    uint32_t code = length == 1 ? lead : lead & (0x7F >> length);
+    for (int k = 1; k < length; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + static_cast<std::size_t>(k)]);
+      if ((next & 0xC0) != 0x80) return false;
+      code = (code << 6) | (next & 0x3F);
+    }
+    constexpr uint32_t kSmallest[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (code < kSmallest[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF))
+      return false;
+    i += static_cast<std::size_t>(length);
+  }
+  return true;
 }
 
 }  // namespace lrmoe

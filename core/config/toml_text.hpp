@@ -3,6 +3,7 @@
 // plugin parameters and hardware profiles are stored as TOML.
 
 #include <string>
+#include <string_view>
 
 namespace lrmoe {
 
@@ -10,6 +11,12 @@ namespace lrmoe {
 // nan / inf) so that TOML reads it as a float again: `0.003`, `1000000.0`, `1e+20`.
 std::string toml_float(double value);
 // A basic "..." string with escapes only: one deterministic spelling, whatever the text holds.
+// `value` must be UTF-8 (as every TOML string is): other bytes would be escaped one by one and
+// read back as different text.
 std::string toml_string(const std::string& value);
+
+// Whether `text` is valid UTF-8 (no stray continuation bytes, no overlong or surrogate forms,
+// nothing above U+10FFFF): what a TOML string may hold.
+bool is_valid_utf8(std::string_view text);
 
 }  // namespace lrmoe

@@ -9,6 +9,7 @@
 #include "core/config/did_you_mean.hpp"
 #include "core/config/toml_text.hpp"
 #include "core/cost/hardware_profile_file.hpp"
+#include "core/system/one_line.hpp"
 #include "core/system/search_folders.hpp"
 
 namespace fs = std::filesystem;
@@ -17,7 +18,6 @@ namespace lrmoe {
 
 using profile_file::fail;
 using profile_file::format_rows;
-using profile_file::one_line;
 using profile_file::read_profile;
 using profile_file::suggestion;
 

@@ -11,8 +11,11 @@
 #include <string_view>
 
 #include "core/config/did_you_mean.hpp"
+#include "core/config/experiment_loader.hpp"
 #include "core/config/field_value.hpp"
+#include "core/config/toml_limits.hpp"
 #include "core/config/toml_text.hpp"
+#include "core/system/one_line.hpp"
 
 namespace fs = std::filesystem;
 
@@ -24,12 +27,6 @@ std::string format_rows(double rows) {
     return fmt::format("{}", static_cast<int64_t>(rows));
   }
   return toml_float(rows);
-}
-
-std::string one_line(std::string text) {
-  std::replace(text.begin(), text.end(), '\n', ' ');
-  std::replace(text.begin(), text.end(), '\r', ' ');
-  return text;
 }
 
 // " (did you mean 'x'?)" when one of `candidates` is a likely typo of `word`, otherwise "".
@@ -245,10 +242,13 @@ HardwareProfile read_profile(const fs::path& path) {
   }
   toml::table table;
   try {
+    check_toml_limits(bytes.str(), file);
     table = toml::parse(bytes.str(), file);
   } catch (const toml::parse_error& e) {
     fail(fmt::format("{}:{}:{}: {}; fix the TOML syntax ({})", file, e.source().begin.line,
                      e.source().begin.column, e.description(), kFormatHint));
+  } catch (const ConfigError& e) {
+    fail(e.what());  // a limit of toml_limits.hpp
   }
 
   ProfileReader reader(file, table);

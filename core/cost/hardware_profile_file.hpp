@@ -18,9 +18,6 @@ HardwareProfile read_profile(const std::filesystem::path& path);
 // Throws std::invalid_argument with `message` on one line.
 [[noreturn]] void fail(const std::string& message);
 
-// `text` with its line breaks replaced by spaces.
-std::string one_line(std::string text);
-
 // The rows of a GEMM efficiency point as TOML text.
 std::string format_rows(double rows);
 

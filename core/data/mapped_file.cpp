@@ -23,13 +23,20 @@ namespace {
 }  // namespace
 
 MappedFile::MappedFile(const std::filesystem::path& path) {
-  const int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer; it is refused below.
+  const int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (descriptor < 0) fail(path, "open", errno);
   struct stat status {};
   if (::fstat(descriptor, &status) != 0) {
     const int error = errno;
     ::close(descriptor);
     fail(path, "inspect", error);
+  }
+  if (!S_ISREG(status.st_mode)) {
+    ::close(descriptor);
+    throw DataError("cannot read data file '" + path.string() +
+                    "': not a regular file (a FIFO, device or folder); point data.path at the "
+                    "token file itself");
   }
   size_ = static_cast<size_t>(status.st_size);
   if (size_ > 0) {

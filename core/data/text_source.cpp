@@ -9,6 +9,7 @@
 
 #include "core/data/token_array.hpp"
 #include "core/data/windowed_source.hpp"
+#include "core/system/file_kind.hpp"
 
 namespace lrmoe {
 namespace {
@@ -26,6 +27,11 @@ class ByteArray final : public TokenArray {
 };
 
 void append_file(const std::filesystem::path& file, std::vector<uint8_t>& bytes) {
+  // Checked before opening: opening a FIFO waits for a writer.
+  if (const std::string why = not_a_regular_file(file); !why.empty()) {
+    throw DataError("cannot read text file '" + file.string() + "' (" + why +
+                    "): point data.path at a regular file or a folder of them");
+  }
   std::error_code error;
   const std::uintmax_t size = std::filesystem::file_size(file, error);
   std::ifstream stream(file, std::ios::binary);

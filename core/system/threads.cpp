@@ -1,8 +1,10 @@
 #include "core/system/threads.hpp"
 
 #include <dlfcn.h>
+#include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <thread>
 
 #include <torch/torch.h>
@@ -11,9 +13,16 @@ namespace lrmoe {
 
 ThreadSetting configure_threads(int64_t requested) {
   ThreadSetting setting;
-  const int threads = requested > 0
-                          ? static_cast<int>(requested)
-                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  // Threads beyond the cores wait on each other at every parallel operator; at hundreds of them
+  // a step takes minutes and the run looks hung.
+  if (requested > cores) {
+    throw std::invalid_argument(fmt::format(
+        "train.threads = {} is more than this machine's {} cores; set it to at most {}, or to 0 "
+        "for one per core",
+        requested, cores, cores));
+  }
+  const int threads = static_cast<int>(requested > 0 ? requested : cores);
   torch::set_num_threads(threads);
   setting.intra_op = torch::get_num_threads();
   setting.blas_single = set_blas_threads(1);

@@ -16,7 +16,8 @@ struct ThreadSetting {
   bool blas_single = false;  // OpenBLAS was told to use one thread per call
 };
 
-// `requested` intra-op threads, or one per core when 0.
+// `requested` intra-op threads, or one per core when 0. More than the machine's cores is an
+// std::invalid_argument naming train.threads.
 ThreadSetting configure_threads(int64_t requested);
 
 // Threads OpenBLAS may use inside one GEMM; false when the BLAS is not OpenBLAS.

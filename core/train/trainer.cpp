@@ -1,5 +1,8 @@
 #include "core/train/trainer.hpp"
 
+#include <fmt/format.h>
+
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -348,6 +351,26 @@ void Trainer::add_to_outcome(StepReport& report, TrainingOutcome& outcome) const
   }
 }
 
+// A NaN or infinite loss would otherwise train on to max_steps and finish as if it meant
+// something. The step is recorded first, so the database shows where it happened; every process
+// reads the same process means and gradient norm, so all of them stop here.
+void Trainer::require_finite(const StepReport& report) const {
+  std::string bad;
+  auto check = [&](const char* name, double value) {
+    if (!std::isfinite(value))
+      bad += fmt::format("{}{} is {}", bad.empty() ? "" : ", ", name, value);
+  };
+  check("the training loss", report.train_loss);
+  check("the auxiliary loss", report.aux_loss);
+  check("the gradient norm", report.grad_norm);
+  if (report.eval_loss) check("the evaluation loss", *report.eval_loss);
+  if (bad.empty()) return;
+  throw std::runtime_error(
+      fmt::format("step {}: {}: training diverged; lower train.lr, raise train.warmup_steps or set "
+                  "train.grad_clip, or check the policies' weights",
+                  report.step, bad));
+}
+
 // Step s's figures are read after step s + 1 is queued (Note [Device timing]): what decides
 // whether to evaluate after a step is the last read training loss, the step before's. At a
 // checkpoint step and at a stop the step is read at once, on every process alike (their
@@ -361,6 +384,7 @@ TrainingOutcome Trainer::run(TrainingObserver& observer) {
     StepReport read = read_step(std::move(queued));
     add_to_outcome(read, outcome);
     observer.on_step(read);
+    require_finite(read);
   };
   for (int64_t step = first_step_; step <= t.max_steps; ++step) {
     QueuedStep queued = train_step(step);

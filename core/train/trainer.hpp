@@ -126,6 +126,8 @@ class Trainer {
   StepReport read_step(QueuedStep queued);
   // Adds a read step to the run's totals and sets its cumulative figures.
   void add_to_outcome(StepReport& report, TrainingOutcome& outcome) const;
+  // Throws when a loss or the gradient norm of `report` is NaN or infinite.
+  void require_finite(const StepReport& report) const;
   // An ExpertPipeline for every MoE layer, sharing the policies.
   void install_pipelines(std::shared_ptr<const PolicySet> policies,
                          std::optional<HardwareProfile> profile);
