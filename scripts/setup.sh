@@ -21,6 +21,7 @@ packages=(
 
 # Options:
 #   --notebooks  adds what the notebooks in notebooks/ need.
+#   --fuzz       adds clang and its libFuzzer runtime, for scripts/fuzz.sh.
 #   --cuda       also installs PyPI's PyTorch (a CUDA build whose LibTorch runs on the CPU where no
 #                GPU is visible) into the virtual environment build-cuda/venv and configures
 #                build-cuda/ against its LibTorch (the `cuda` preset; Note [LibTorch versions] in
@@ -30,11 +31,13 @@ for option in "$@"; do
   case "$option" in
     --notebooks)
       packages+=(jupyter-nbconvert python3-nbconvert python3-ipykernel python3-pandas) ;;
+    --fuzz)
+      packages+=(clang libclang-rt-14-dev) ;;
     --cuda)
       cuda=true
       packages+=(python3-venv python3-pip) ;;
     *)
-      echo "setup: unknown option '$option'; the options are --notebooks and --cuda" >&2
+      echo "setup: unknown option '$option'; the options are --notebooks, --fuzz and --cuda" >&2
       exit 1 ;;
   esac
 done

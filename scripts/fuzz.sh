@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of tests/fuzz/ with clang (AddressSanitizer and
+# UndefinedBehaviorSanitizer) in build-fuzz/, seeds their corpora from experiments/ and a few
+# hand-made inputs, and runs each target for SECONDS (default 30). A finding (a crash, a
+# sanitizer report, an uncaught exception, a hang over 10 s) is kept in build-fuzz/findings/ and
+# fails the script. Corpora grow in build-fuzz/corpus/ and are reused by the next run; a long
+# run is `bash scripts/fuzz.sh 3600`. Needs `bash scripts/setup.sh --fuzz`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-30}
+root=$PWD
+build=build-fuzz
+
+CC=clang CXX=clang++ cmake -S tests/fuzz -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j"$(nproc)"
+
+seed() {  # seed TARGET: the target's corpus folder, created with its seeds on the first run
+  local corpus="$build/corpus/$1"
+  if [ ! -d "$corpus" ]; then
+    mkdir -p "$corpus"
+    case "$1" in
+      experiment)
+        cp experiments/*.toml experiments/paper/*.toml "$corpus/"
+        printf 'extends = "base.toml"\n[train]\nlr = 1e-3\n' >"$corpus/extends.toml" ;;
+      set_override)
+        printf 'train.lr=1e-3\nmodel.num_layers=2\n' >"$corpus/plain"
+        printf 'policies.bundle=lrmoe\npolicies.placement.keep_fraction=0.5\n' >"$corpus/plugin"
+        printf 'cluster.memory_per_rank=0.8x fixed\nstore.path=a.db\n' >"$corpus/text" ;;
+      token_file)
+        printf '\x20\x01\x00\x02\x00\x03\x00\x04\x00\x05\x00\x06\x00\x07\x00\x08\x00' >"$corpus/uint16"
+        printf '\x21\x01\x00\x00\x00\x02\x00\x00\x00\x03\x00\x00\x00\x04\x00\x00\x00' >"$corpus/uint32" ;;
+      plugin_outputs)
+        seq -s ' ' 1 120 >"$corpus/counting"
+        printf '\x03\x01\x03\x06\x00\x00\x00\x00\x01\x01\x00\x01\x02\x00\x02\x01' >"$corpus/plan" ;;
+    esac
+  fi
+  echo "$corpus"
+}
+
+status=0
+mkdir -p "$build/findings"
+for target in experiment set_override token_file plugin_outputs; do
+  corpus=$(seed "$target")
+  findings="$build/findings/$target"
+  mkdir -p "$findings"
+  echo "== fuzz: $target for ${seconds} s (corpus $(ls "$corpus" | wc -l) inputs)"
+  # LibTorch's own allocations at exit are not leaks of the code under test.
+  if ! ASAN_OPTIONS=detect_leaks=0 "$build/fuzz_$target" -max_total_time="$seconds" \
+      -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$findings/" \
+      "$corpus" 2>"$build/fuzz_$target.log"; then
+    echo "fuzz: $target found a problem; see $build/fuzz_$target.log and $findings/" >&2
+    tail -n 30 "$build/fuzz_$target.log" >&2
+    status=1
+  fi
+  grep -E '^stat::(number_of_executed_units|average_exec_per_sec|new_units_added)' "$build/fuzz_$target.log" |
+    sed "s/^/  $target /" || true
+done
+cd "$root"
+exit $status
