@@ -9,19 +9,39 @@
 #include "core/config/parameter_count.hpp"
 
 namespace lrmoe {
+namespace {
+
+// Sizes no machine holds (train.seq_len = 1e9: attention probabilities of 1e18 entries per
+// sequence) would overflow int64 byte counts and slip past the budget check as garbage. The
+// estimates are made in double and refused above 1 EiB, before anything is allocated.
+constexpr double kLargestBytes = 0x1p60;
+
+int64_t checked_bytes(double bytes, const char* what) {
+  if (!(bytes <= kLargestBytes)) {
+    throw PlanError(
+        fmt::format("{} would take {:.3g} bytes per rank, more than any machine holds; lower "
+                    "train.batch_size, train.seq_len or the model's dimensions",
+                    what, bytes));
+  }
+  return static_cast<int64_t>(std::ceil(bytes));
+}
+
+}  // namespace
 
 int64_t dense_activation_bytes(const ModelConfig& model, int64_t tokens, int64_t seq_len) {
-  const int64_t h = model.hidden_size, q = model.num_heads * model.head_dim,
-                kv = model.num_kv_heads * model.head_dim;
-  const int64_t attention = 4 * h + 2 * (q + 2 * kv) + model.num_heads * seq_len + q;
-  const int64_t dense_layers = model.first_k_dense,
-                moe_layers = model.num_layers - model.first_k_dense;
-  const int64_t dense_ffn = 3 * model.dense_ffn_size;
-  const int64_t moe_block =
-      2 * model.num_experts + 3 * model.shared_experts * model.expert_ffn_size;
-  const int64_t per_token = model.num_layers * attention + dense_layers * dense_ffn +
-                            moe_layers * moe_block + 2 * h + 2 * model.vocab_size;
-  return per_token * tokens * static_cast<int64_t>(sizeof(float));
+  const auto d = [](int64_t value) { return static_cast<double>(value); };
+  const double h = d(model.hidden_size), q = d(model.num_heads) * d(model.head_dim),
+               kv = d(model.num_kv_heads) * d(model.head_dim);
+  const double attention = 4 * h + 2 * (q + 2 * kv) + d(model.num_heads) * d(seq_len) + q;
+  const double dense_layers = d(model.first_k_dense),
+               moe_layers = d(model.num_layers - model.first_k_dense);
+  const double dense_ffn = 3 * d(model.dense_ffn_size);
+  const double moe_block =
+      2 * d(model.num_experts) + 3 * d(model.shared_experts) * d(model.expert_ffn_size);
+  const double per_token = d(model.num_layers) * attention + dense_layers * dense_ffn +
+                           moe_layers * moe_block + 2 * h + 2 * d(model.vocab_size);
+  return checked_bytes(per_token * d(tokens) * sizeof(float),
+                       "the activations outside the experts");
 }
 
 RankBudget rank_budget(const ModelConfig& model, const TrainConfig& train,
@@ -31,8 +51,10 @@ RankBudget rank_budget(const ModelConfig& model, const TrainConfig& train,
       moe_layers * model.num_experts * costs.expert_bytes / costs.element_bytes;
   const int64_t dense_parameters = count_parameters(model).total - routed_parameters;
   // Tokens are sharded over the ranks; activations live for one micro-batch at a time.
-  const int64_t rank_tokens =
-      (train.batch_size * train.seq_len + cluster.ranks - 1) / cluster.ranks;
+  const double batch_tokens =
+      static_cast<double>(train.batch_size) * static_cast<double>(train.seq_len);
+  const auto rank_tokens =
+      checked_bytes(batch_tokens / static_cast<double>(cluster.ranks), "a micro-batch's tokens");
   RankBudget budget;
   budget.dense_bytes =
       4 * dense_parameters * costs.element_bytes +  // parameter, gradient, two moments
@@ -42,11 +64,11 @@ RankBudget rank_budget(const ModelConfig& model, const TrainConfig& train,
   // Fixed ownership at balanced load: every rank owns E/R experts and computes and keeps its
   // share of each micro-batch's pairs.
   const double balanced_pairs =
-      static_cast<double>(train.batch_size * train.seq_len * model.top_k) /
-      static_cast<double>(cluster.ranks);
+      batch_tokens * static_cast<double>(model.top_k) / static_cast<double>(cluster.ranks);
   const LayerHolding fixed{owned_per_rank, 0, balanced_pairs, balanced_pairs};
   const int64_t fixed_moe =
-      moe_layers * static_cast<int64_t>(std::ceil(layer_peak_bytes(costs.memory, fixed)));
+      checked_bytes(static_cast<double>(moe_layers) * layer_peak_bytes(costs.memory, fixed),
+                    "the MoE layers' experts and token buffers");
   budget.fixed_need_bytes = budget.dense_bytes + budget.optimizer_bytes + fixed_moe;
   const MemorySpec spec = parse_memory_spec(cluster.memory_per_rank);
   budget.memory_per_rank =

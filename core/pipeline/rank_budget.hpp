@@ -29,7 +29,8 @@ struct RankBudget {
   int64_t memory_per_rank = 0;  // cluster.memory_per_rank resolved to bytes
 };
 
-// Throws PlanError, with the numbers, when nothing is left for the MoE layers.
+// Throws PlanError, with the numbers, when nothing is left for the MoE layers, and when the
+// sizes give byte counts above 1 EiB per rank (which int64 arithmetic would overflow).
 RankBudget rank_budget(const ModelConfig& model, const TrainConfig& train,
                        const ClusterConfig& cluster, const PairCosts& costs);
 
