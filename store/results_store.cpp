@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -39,12 +41,13 @@ constexpr std::chrono::seconds kWriterPatience{120};
 class SqliteResultsStore final : public ResultsStore {
  public:
   SqliteResultsStore(const std::string& path, sqlite::OpenMode mode) : db_(path, mode) {
-    if (mode == sqlite::OpenMode::kReadOnly) {
+    const bool reader = mode != sqlite::OpenMode::kReadWriteCreate;
+    if (reader) {
       sqlite3_busy_timeout(db_.handle(), kReaderBusyTimeoutMilliseconds);
     } else {
       patient_lock_.emplace(db_, kWriterPatience);
     }
-    if (mode == sqlite::OpenMode::kReadOnly) {
+    if (reader) {
       open_for_reading();
     } else {
       open_for_writing();
@@ -384,7 +387,18 @@ std::unique_ptr<ResultsStore> ResultsStore::open(const std::string& path) {
 
 std::unique_ptr<ResultsStore> ResultsStore::open_read_only(const std::string& path) {
   refuse_unusable_path(path, true);
-  return std::make_unique<SqliteResultsStore>(path, sqlite::OpenMode::kReadOnly);
+  try {
+    return std::make_unique<SqliteResultsStore>(path, sqlite::OpenMode::kReadOnly);
+  } catch (const StoreError&) {
+    // A WAL database cannot be read where its -shm file cannot be made (a read-only mount).
+    // Nothing can write there either, so it is read as immutable, unless a write-ahead log
+    // holds commits that immutable reading would not see.
+    const fs::path folder = fs::absolute(path).parent_path();
+    std::error_code missing;
+    const auto log_bytes = fs::file_size(path + "-wal", missing);
+    if (access(folder.c_str(), W_OK) == 0 || (!missing && log_bytes > 0)) throw;
+    return std::make_unique<SqliteResultsStore>(path, sqlite::OpenMode::kImmutable);
+  }
 }
 
 }  // namespace lrmoe

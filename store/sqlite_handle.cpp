@@ -43,12 +43,27 @@ std::string describe(std::string_view path, std::string_view context, std::strin
   return text;
 }
 
+// "file:PATH?immutable=1", with the characters a URI path may not hold as themselves escaped.
+std::string immutable_uri(const std::string& path) {
+  std::string uri = "file:";
+  for (const char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    } else {
+      uri += c;
+    }
+  }
+  return uri + "?immutable=1";
+}
+
 }  // namespace
 
 Database::Database(const std::string& path, OpenMode mode) : path_(path) {
-  const int flags = mode == OpenMode::kReadOnly ? SQLITE_OPEN_READONLY
-                                                : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-  const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+  const int flags = mode == OpenMode::kReadWriteCreate ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+                    : mode == OpenMode::kReadOnly      ? SQLITE_OPEN_READONLY
+                                                       : SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
+  const std::string name = mode == OpenMode::kImmutable ? immutable_uri(path) : path;
+  const int rc = sqlite3_open_v2(name.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     // SQLite hands back a connection even when opening fails; it only carries the message.
     const StoreError failure =

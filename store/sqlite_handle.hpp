@@ -19,6 +19,9 @@ namespace lrmoe::sqlite {
 enum class OpenMode {
   kReadWriteCreate,  // creates the file if it is missing
   kReadOnly,         // the file must exist; nothing is ever written to it
+  // Read-only, and the file cannot change while open (SQLite's immutable=1): no locks, no -shm
+  // file, which a WAL database otherwise needs even to be read. For files on read-only mounts.
+  kImmutable,
 };
 
 class Statement;

@@ -1,12 +1,15 @@
 // The real `lrmoe` program end to end: a tiny experiment trains to its target and lands in the
 // database; bad inputs fail with one line naming the place and leave the database as it was;
-// Ctrl-C records a stopped run; a killed run is marked interrupted with its committed steps.
+// Ctrl-C records a stopped run; a killed run is marked interrupted with its committed steps; a
+// database on a read-only mount can be read.
 
 #include <catch2/catch.hpp>
 
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <thread>
 
 #include "store/results_store.hpp"
@@ -280,4 +283,33 @@ TEST_CASE("Ctrl-C stops a run cleanly, and a killed run is marked interrupted wi
   CHECK(killed.status == "interrupted");
   CHECK(killed.steps >= 10);
   CHECK(static_cast<int64_t>(reopened->steps(killed.id).size()) == killed.steps);
+}
+
+TEST_CASE("a results database on a read-only mount can be read", "[e2e]") {
+  TempFolder dir;
+  const std::string folder = dir.file("archive");
+  const std::string db = folder + "/results.db";
+  std::filesystem::create_directories(folder);
+  auto [code, output] = run_lrmoe({"run", kTinyExperiment, "--db", db, "--set", "train.max_steps=2",
+                                   "--set", "train.warmup_steps=1"},
+                                  dir.file("run.log"));
+  INFO(output);
+  REQUIRE(code == 0);
+  // A private mount namespace with the folder bound read-only over itself: reading a WAL
+  // database there needs its -shm file, which cannot be made.
+  const std::string script = "mount --bind '" + folder + "' '" + folder + "' && mount -o " +
+                             "remount,ro,bind '" + folder + "' '" + folder +
+                             "' || { echo LRMOE-SETUP-FAILED; exit 3; }; exec '" + LRMOE_BINARY +
+                             "' runs --db '" + db + "'";
+  ChildProcess reader({"/usr/bin/unshare", "-m", "/bin/sh", "-c", script}, dir.file("runs.log"));
+  const int reader_code = reader.wait(std::chrono::seconds(60));
+  const std::string listing = reader.output();
+  if (listing.find("LRMOE-SETUP-FAILED") != std::string::npos ||
+      listing.rfind("unshare:", 0) == 0) {
+    std::cout << "LRMOE-TEST-SKIPPED: cannot make a read-only mount here: " << listing << "\n";
+    return;
+  }
+  INFO(listing);
+  CHECK(reader_code == 0);
+  CHECK(listing.find("finished") != std::string::npos);
 }
