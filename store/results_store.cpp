@@ -41,16 +41,12 @@ constexpr std::chrono::seconds kWriterPatience{120};
 class SqliteResultsStore final : public ResultsStore {
  public:
   SqliteResultsStore(const std::string& path, sqlite::OpenMode mode) : db_(path, mode) {
-    const bool reader = mode != sqlite::OpenMode::kReadWriteCreate;
-    if (reader) {
-      sqlite3_busy_timeout(db_.handle(), kReaderBusyTimeoutMilliseconds);
-    } else {
+    if (mode == sqlite::OpenMode::kReadWriteCreate) {
       patient_lock_.emplace(db_, kWriterPatience);
-    }
-    if (reader) {
-      open_for_reading();
-    } else {
       open_for_writing();
+    } else {
+      sqlite3_busy_timeout(db_.handle(), kReaderBusyTimeoutMilliseconds);
+      open_for_reading();
     }
   }
 

@@ -63,8 +63,8 @@ const std::string& ExpertPipeline::policy_name(PolicyKind kind) const {
   return policies_->records.at(static_cast<std::size_t>(kind)).name;
 }
 
-std::string ExpertPipeline::plugin_label(PolicyKind kind) const {
-  return policies_->records.at(static_cast<std::size_t>(kind)).label();
+std::function<std::string()> ExpertPipeline::labeller(PolicyKind kind) const {
+  return [this, kind] { return policies_->records.at(static_cast<std::size_t>(kind)).label(); };
 }
 
 torch::Tensor ExpertPipeline::route(Phase phase, const torch::Tensor& experts,
@@ -80,7 +80,7 @@ torch::Tensor ExpertPipeline::route(Phase phase, const torch::Tensor& experts,
   request.instances = table.instances;
   request.expert_instances = table.expert_instances;
   request.capacity = std::move(capacity);
-  torch::Tensor instance = call_plugin(plugin_label(PolicyKind::Routing), "route",
+  torch::Tensor instance = call_plugin(labeller(PolicyKind::Routing), "route",
                                        [&] { return policies_->routing->route(request); });
   return checked_routing(instance, experts, table, policy_name(PolicyKind::Routing));
 }
@@ -140,7 +140,7 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Ten
   request.budget_bytes = settings_.budget_bytes;
   request.memory = settings_.costs.memory;
   overhead.compaction += clock.lap();
-  PlacementPlan plan = call_plugin(plugin_label(PolicyKind::Placement), "plan",
+  PlacementPlan plan = call_plugin(labeller(PolicyKind::Placement), "plan",
                                    [&] { return policies_->placement->plan(request); });
   overhead.placement += clock.lap();
   history_.push_back(counts);
@@ -219,14 +219,14 @@ BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch
 
   const torch::Device device = forward.experts.device();
   const torch::Tensor scores =
-      call_plugin(plugin_label(PolicyKind::Metric), "score", [&] {
+      call_plugin(labeller(PolicyKind::Metric), "score", [&] {
         return policies_->metric->score(for_policy(PolicyKind::Metric, signals));
       }).to(device);
   overhead.metric += clock.lap();
   check_scores(scores, forward.experts.numel(), settings_.check_plugin_outputs,
                policy_name(PolicyKind::Metric),
                {signals.gates, signals.upstream_norm, signals.input_norm, signals.hidden_norm});
-  Selection selection = call_plugin(plugin_label(PolicyKind::Selection), "select", [&] {
+  Selection selection = call_plugin(labeller(PolicyKind::Selection), "select", [&] {
     return policies_->selection->select(for_policy(PolicyKind::Selection, signals),
                                         for_policy(PolicyKind::Selection, scores));
   });

@@ -22,6 +22,7 @@
 #include <torch/torch.h>
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -159,8 +160,9 @@ class ExpertPipeline {
   void account(const ForwardPass& forward, const BackwardPass& backward);
   // The plugin name of one policy, and whose plan this pass is, for messages.
   const std::string& policy_name(PolicyKind kind) const;
-  // "the metric plugin 'gate' (/path/gate.so)"
-  std::string plugin_label(PolicyKind kind) const;
+  // Names the plugin of `kind` in an error, "the metric plugin 'gate' (/path/gate.so)", when
+  // called (call_plugin calls it only when the plugin throws).
+  std::function<std::string()> labeller(PolicyKind kind) const;
   std::string plan_name() const;
 
   std::shared_ptr<const PolicySet> policies_;

@@ -20,13 +20,14 @@ std::string plugin_label(std::string_view kind, std::string_view name, std::stri
 [[noreturn]] void throw_plugin_failure(const std::string& label, std::string_view call,
                                        std::exception_ptr thrown);
 
-// Runs `body`, a call into the plugin `label` names, `call` being its name ("score").
-template <typename Body>
-decltype(auto) call_plugin(const std::string& label, std::string_view call, Body&& body) {
+// Runs `body`, a call into plugin code, `call` being its name ("score"). `label()` names the
+// plugin; it runs only when `body` throws, so the calls of every pass format no text.
+template <typename Label, typename Body>
+decltype(auto) call_plugin(Label&& label, std::string_view call, Body&& body) {
   try {
     return std::forward<Body>(body)();
   } catch (...) {
-    throw_plugin_failure(label, call, std::current_exception());
+    throw_plugin_failure(label(), call, std::current_exception());
   }
 }
 
