@@ -8,6 +8,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
+# libFuzzer reads -max_total_time=0 as "no limit".
+if ! [[ $seconds =~ ^[1-9][0-9]*$ ]]; then
+  echo "fuzz.sh: SECONDS must be a whole number of seconds above 0, got '$seconds'" >&2
+  exit 2
+fi
 root=$PWD
 build=build-fuzz
 
@@ -25,7 +30,9 @@ seed() {  # seed TARGET: the target's corpus folder, created with its seeds on t
       set_override)
         printf 'train.lr=1e-3\nmodel.num_layers=2\n' >"$corpus/plain"
         printf 'policies.bundle=lrmoe\npolicies.placement.keep_fraction=0.5\n' >"$corpus/plugin"
-        printf 'cluster.memory_per_rank=0.8x fixed\nstore.path=a.db\n' >"$corpus/text" ;;
+        printf 'cluster.memory_per_rank=0.8x fixed\nstore.path=a.db\n' >"$corpus/text"
+        # A finding: a parameter name that must be written quoted.
+        printf 'policies.placement.#( x=1\n' >"$corpus/quoted_key" ;;
       token_file)
         printf '\x20\x01\x00\x02\x00\x03\x00\x04\x00\x05\x00\x06\x00\x07\x00\x08\x00' >"$corpus/uint16"
         printf '\x21\x01\x00\x00\x00\x02\x00\x00\x00\x03\x00\x00\x00\x04\x00\x00\x00' >"$corpus/uint32" ;;

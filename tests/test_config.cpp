@@ -381,6 +381,16 @@ TEST_CASE(
         Contains("[policies.placement]\nname = \"symi\"\ncapacity_factor = 1.5\nnote = \"x\"\n"));
     CHECK(to_toml(load_experiment_text(toml, "again.toml")) == toml);
   }
+  SECTION("a parameter name that is not a bare TOML key is written quoted and reads back") {
+    // Found by the set_override fuzzer: `#(` written bare read back as a comment.
+    const Experiment e = tiny_with({"policies.placement.#( x=1", "policies.metric.a\"b=2"});
+    const std::string toml = to_toml(e);
+    CHECK_THAT(toml, Contains("\"#( x\" = 1\n") && Contains("\"a\\\"b\" = 2\n"));
+    const Experiment again = load_experiment_text(toml, "again.toml");
+    CHECK(again.policies.placement.settings.count("#( x") == 1);
+    CHECK(again.policies.metric.settings.count("a\"b") == 1);
+    CHECK(to_toml(again) == toml);
+  }
 }
 
 TEST_CASE("values of the wrong type, range or choice are reported at the value", "[config]") {

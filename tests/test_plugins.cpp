@@ -167,6 +167,10 @@ TEST_CASE("a plugin that misbehaves while loading or creating is refused naming 
         discovery_error({kFixtures + "/nan_default"}),
         Contains("whose default is not allowed") && Contains("must be a finite number, got nan"));
   }
+  SECTION("a parameter name that an experiment could not write as a bare key") {
+    CHECK_THAT(discovery_error({kFixtures + "/name_not_a_key"}),
+               Contains("declares parameter 'two words' whose name is not only letters, digits"));
+  }
   SECTION("a descriptor function that throws") {
     CHECK_THAT(discovery_error({kFixtures + "/descriptor_throws"}),
                Contains("the plugin library " + kFixtures +

@@ -5,6 +5,7 @@
 #include "core/config/experiment_schema.hpp"
 #include "core/config/field_value.hpp"
 #include "core/config/policy_sections.hpp"
+#include "core/config/toml_text.hpp"
 
 namespace lrmoe {
 
@@ -16,7 +17,7 @@ std::string policy_settings_toml(const Experiment& experiment, const std::string
   if (policy == nullptr) return "";
   std::string toml;
   for (const auto& [key, setting] : (experiment.policies.*(policy->choice)).settings) {
-    toml += key + " = " + setting_toml(setting.value) + "\n";
+    toml += toml_key(key) + " = " + setting_toml(setting.value) + "\n";
   }
   return toml;
 }

@@ -24,6 +24,20 @@ std::string toml_string(const std::string& value) {
   return out.str();
 }
 
+bool is_bare_toml_key(std::string_view key) {
+  if (key.empty()) return false;
+  for (const char c : key) {
+    const bool bare = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                      c == '_' || c == '-';
+    if (!bare) return false;
+  }
+  return true;
+}
+
+std::string toml_key(const std::string& key) {
+  return is_bare_toml_key(key) ? key : toml_string(key);
+}
+
 bool is_valid_utf8(std::string_view text) {
   std::size_t i = 0;
   while (i < text.size()) {

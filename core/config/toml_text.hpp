@@ -15,6 +15,12 @@ std::string toml_float(double value);
 // read back as different text.
 std::string toml_string(const std::string& value);
 
+// A key as TOML writes it: bare when it is only ASCII letters, digits, '_' and '-', otherwise a
+// quoted string, so that a key such as `#(` is not read back as a comment.
+std::string toml_key(const std::string& key);
+// Whether `key` may be written bare in TOML: non-empty, only [A-Za-z0-9_-].
+bool is_bare_toml_key(std::string_view key);
+
 // Whether `text` is valid UTF-8 (no stray continuation bytes, no overlong or surrogate forms,
 // nothing above U+10FFFF): what a TOML string may hold.
 bool is_valid_utf8(std::string_view text);

@@ -7,6 +7,7 @@
 
 #include "core/config/did_you_mean.hpp"
 #include "core/config/exact_number.hpp"
+#include "core/config/toml_text.hpp"
 #include "core/plugins/parameter_text.hpp"
 
 namespace lrmoe {
@@ -105,6 +106,10 @@ void check_parameter_declarations(const PluginDescriptor& descriptor,
           fmt::format("{} {}; fix its describe_policy call and rebuild it", what, why));
     };
     if (spec.name.empty()) throw wrong("with no name");
+    // An experiment names the parameter as a bare TOML key and in `--set kind.name=value`.
+    if (!is_bare_toml_key(spec.name)) {
+      throw wrong("whose name is not only letters, digits, '_' and '-'");
+    }
     if (std::find(seen.begin(), seen.end(), spec.name) != seen.end()) throw wrong("twice");
     seen.push_back(spec.name);
     const bool numeric = spec.type == ParameterType::Integer || spec.type == ParameterType::Real;

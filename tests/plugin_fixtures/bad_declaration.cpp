@@ -1,5 +1,6 @@
 // A metric whose parameter declaration contradicts itself; LRMOE_FIXTURE_CASE says how:
-// 1: a default outside its range, 2: a minimum above its maximum, 3: a NaN default.
+// 1: a default outside its range, 2: a minimum above its maximum, 3: a NaN default, 4: a name
+// that is not a bare TOML key.
 // Loading it must fail naming the library and the parameter.
 #include <lrmoe/plugin.hpp>
 
@@ -18,6 +19,8 @@ lrmoe::ParameterSpec power() {
   return lrmoe::real_parameter("power", 5.0, "exponent", 0, 2);
 #elif LRMOE_FIXTURE_CASE == 2
   return lrmoe::real_parameter("power", 1.0, "exponent", 2, 0);
+#elif LRMOE_FIXTURE_CASE == 4
+  return lrmoe::real_parameter("two words", 1.0, "exponent");
 #else
   return lrmoe::real_parameter("power", std::numeric_limits<double>::quiet_NaN(), "exponent");
 #endif

@@ -19,6 +19,7 @@ enum class ParameterType { Integer, Real, Boolean, Text };
 using ParameterValue = std::variant<int64_t, double, bool, std::string>;
 
 struct ParameterSpec {
+  // Written as a bare TOML key and in `--set kind.name=value`: letters, digits, '_' and '-' only.
   std::string name;
   ParameterType type = ParameterType::Real;
   ParameterValue default_value = 0.0;
