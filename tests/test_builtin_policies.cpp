@@ -26,10 +26,11 @@ TEST_CASE("Every built-in policy plugin loads with its name, kind and version", 
       const lrmoe::PluginInfo* info = builtin_catalog().find(kind, name);
       REQUIRE(info != nullptr);
       // lrmoe 2: budget-derived quotas; importance_sampling 2: a fixed count (systematic
-      // sampling); symi 1.1: fit_budget; capacity_aware 1.1: room first.
-      const std::string version = name == "lrmoe" || name == "importance_sampling" ? "2.0.0"
-                                  : name == "symi" || name == "capacity_aware"     ? "1.1.0"
-                                                                                   : "1.0.0";
+      // sampling); symi 1.1: fit_budget; capacity_aware 2: exact transport within capacity.
+      const std::string version =
+          name == "lrmoe" || name == "importance_sampling" || name == "capacity_aware" ? "2.0.0"
+          : name == "symi"                                                             ? "1.1.0"
+                                                                                       : "1.0.0";
       CHECK(info->descriptor.version == version);
       CHECK(info->path.stem() == name);
       CHECK(lrmoe::create_policy(*info, lrmoe::resolve_parameters(*info, {})) != nullptr);

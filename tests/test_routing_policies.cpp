@@ -163,15 +163,77 @@ TEST_CASE("capacity_aware serves experts with fewer instances first", "[policies
   CHECK(routed == std::vector<int64_t>{0, 4, 1});
 }
 
-TEST_CASE("capacity_aware overflows to the least-loaded instance when capacity is short",
-          "[policies]") {
-  // Five pairs of e0 (ranks 0, 1, 2), capacity 1 each: one per rank, then the overflow goes to
-  // the least-loaded rank again, preferring home (rank 2) on equal load.
+TEST_CASE("capacity_aware overflows as little as possible when capacity is short", "[policies]") {
+  // Five pairs of e0 (ranks 0, 1, 2), capacity 1 each: no rank need take more than 2. The two
+  // the home rank (2) can take stay there; the rest go in instance order (ranks 0, 1).
   const RoutingRequest request =
       routing_request(3, three_rank_instances(), {0, 0, 0, 0, 0}, {2, 2, 2, 2, 2}, {1, 1, 1});
   const std::vector<int64_t> routed =
       to_vector(load<lrmoe::RoutingPolicy>("capacity_aware")->route(request));
   check_eligible(request, routed);
-  CHECK(routed == std::vector<int64_t>{4, 0, 3, 4, 0});
+  CHECK(routed == std::vector<int64_t>{4, 4, 0, 0, 3});
   CHECK(rank_loads(request, routed) == std::vector<int64_t>{2, 1, 2});
+}
+
+TEST_CASE("capacity_aware fits where filling the rank with the most room first does not",
+          "[policies]") {
+  // e0 on ranks 0 and 1, e1 on ranks 1 and 2, one pair of room per rank. A greedy fill sends
+  // e0's pair home to rank 1, and then e1's two pairs have one place left; the only routing
+  // that fits sends e0 to rank 0.
+  const std::vector<ExpertInstance> instances = {
+      {0, 0, 0, true}, {1, 1, 0, true}, {0, 1, 1, false}, {1, 2, 0, false}};
+  const RoutingRequest request = routing_request(3, instances, {0, 1, 1}, {1, 0, 0}, {1, 1, 1});
+  CHECK(to_vector(load<lrmoe::RoutingPolicy>("capacity_aware")->route(request)) ==
+        std::vector<int64_t>{0, 1, 3});
+}
+
+TEST_CASE("capacity_aware stays within capacity whenever some routing does", "[policies]") {
+  // Random placements and pairs; the capacities are the loads of a random eligible routing, so
+  // one routing fits exactly. capacity_aware must find one too.
+  const auto policy = load<lrmoe::RoutingPolicy>("capacity_aware");
+  std::mt19937 random(11);
+  auto below = [&](int64_t n) { return std::uniform_int_distribution<int64_t>(0, n - 1)(random); };
+  for (int trial = 0; trial < 200; ++trial) {
+    const int64_t ranks = 2 + below(5);
+    const int64_t experts = 1 + below(8);
+    std::vector<ExpertInstance> instances;
+    std::vector<std::vector<int64_t>> hosts(static_cast<size_t>(experts));
+    std::vector<int64_t> slots(static_cast<size_t>(ranks), 0);
+    for (int64_t e = 0; e < experts; ++e) {
+      const int64_t owner = below(ranks);
+      instances.push_back({e, owner, slots[static_cast<size_t>(owner)]++, true});
+      hosts[static_cast<size_t>(e)].push_back(owner);
+      for (int64_t r = 0; r < ranks; ++r) {
+        if (r != owner && below(4) == 0) {
+          instances.push_back({e, r, slots[static_cast<size_t>(r)]++, false});
+          hosts[static_cast<size_t>(e)].push_back(r);
+        }
+      }
+    }
+    std::vector<int64_t> pair_experts(static_cast<size_t>(below(60)));
+    for (int64_t& e : pair_experts) e = below(experts);
+    std::sort(pair_experts.begin(), pair_experts.end());
+    std::vector<int64_t> homes(pair_experts.size());
+    std::vector<int64_t> capacity(static_cast<size_t>(ranks), 0);
+    for (size_t i = 0; i < pair_experts.size(); ++i) {
+      homes[i] = below(ranks);
+      const std::vector<int64_t>& on = hosts[static_cast<size_t>(pair_experts[i])];
+      ++capacity[static_cast<size_t>(
+          on[static_cast<size_t>(below(static_cast<int64_t>(on.size())))])];
+    }
+    const RoutingRequest request = routing_request(ranks, instances, pair_experts, homes, capacity);
+    const std::vector<int64_t> routed = to_vector(policy->route(request));
+    check_eligible(request, routed);
+    const std::vector<int64_t> loads = rank_loads(request, routed);
+    for (size_t r = 0; r < capacity.size(); ++r) CHECK(loads[r] <= capacity[r]);
+
+    // One pair of room less on a busy rank: the random routing now overflows by one there, so
+    // the least overflow is at most one.
+    RoutingRequest tighter = request;
+    const auto busiest = std::max_element(tighter.capacity.begin(), tighter.capacity.end());
+    if (*busiest == 0) continue;
+    --*busiest;
+    const std::vector<int64_t> tight_loads = rank_loads(tighter, to_vector(policy->route(tighter)));
+    for (size_t r = 0; r < capacity.size(); ++r) CHECK(tight_loads[r] <= tighter.capacity[r] + 1);
+  }
 }

@@ -1,27 +1,138 @@
 // Routing "capacity_aware": LRMoE's routing of pairs over the eligible instances (owner and
-// replicas) of their expert, filling the rank with the most room left first within each rank's
-// capacity.
+// replicas) of their expert, within each rank's capacity whenever any routing is.
 //
-// Rank loads start at 0. Experts are served in increasing order of their number of instances
-// (equal: lower expert index), because an expert with fewer instances has fewer places to go and
-// must claim them before the flexible experts fill them; each expert's pairs are served in pair
-// order. A pair goes to the instance of its expert whose rank has the most room left (capacity
-// minus the pairs routed there so far) among the ranks still under capacity; with equal
-// capacities that is the least-loaded rank. On equal room it prefers the pair's home rank (its
-// token needs no transfer), then the lower instance index. Room, not load: under a memory budget
-// the ranks' capacities differ (replicas and forward buffers take their share), and a rank that
-// fills up early forces its unreplicated experts' pairs over its capacity. When every instance's
-// rank is full, the pair still goes to the one with the least overflow (same preferences), and
-// the runner reports the overflow.
+// The runner gives each rank a capacity: the pairs it can still take within its memory budget.
+// Ranks differ (replicas and forward buffers take their share), so a greedy fill can strand an
+// expert whose instances all sit on ranks that filled early, while another routing would fit.
+// This policy instead solves the routing as a transport problem over (expert -> rank) flows,
+// which is exact:
+//  1. Room. The smallest shift s (an integer, negative while capacity is plentiful) such that
+//     every rank r can hold at most capacity[r] + s pairs (at least 0) and all pairs still find
+//     an instance: found by bisection, each step a maximum flow source -> expert (its pairs) ->
+//     rank hosting an instance of it -> sink (capacity[r] + s). So the rank with the least room
+//     left has as much as any routing can leave it; with equal capacities that is the smallest
+//     busiest rank. s > 0 only when no routing fits: the overflow is then the least possible, on
+//     every rank at most s, and the runner reports it.
+//  2. Flow. The flow for that s starts from each pair at its home rank where that rank hosts the
+//     expert and has room (experts with fewer instances first, equal: the lower index), and
+//     augmenting paths (breadth first, lower expert and rank first) place the rest.
+//  3. Pairs. Each expert's flow to a rank becomes pairs: first the pairs whose token lives on
+//     that rank (no transfer), then the others in pair order, to ranks in the order of the
+//     expert's instances (owner first). Two instances of one expert on one rank: the first gets
+//     the rank's pairs.
 
 #include <lrmoe/plugin.hpp>
 
+#include <algorithm>
+#include <deque>
 #include <numeric>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 
 namespace {
+
+// Flows of pairs from experts to the ranks that host them, within per-rank limits.
+class ExpertRankFlow {
+ public:
+  ExpertRankFlow(std::vector<int64_t> supply, std::vector<std::vector<int64_t>> ranks_of,
+                 std::vector<int64_t> limit)
+      : supply_(std::move(supply)),
+        ranks_of_(std::move(ranks_of)),
+        limit_(std::move(limit)),
+        flow_(supply_.size(), std::vector<int64_t>(limit_.size(), 0)),
+        load_(limit_.size(), 0),
+        unplaced_(supply_) {}
+
+  // Adds `pairs` of `expert` to `rank` as far as the rank's limit allows.
+  void place(size_t expert, size_t rank, int64_t pairs) {
+    const int64_t moved = std::min({pairs, unplaced_[expert], limit_[rank] - load_[rank]});
+    if (moved <= 0) return;
+    flow_[expert][rank] += moved;
+    load_[rank] += moved;
+    unplaced_[expert] -= moved;
+  }
+
+  // Augments along shortest residual paths until every pair is placed or none can be; returns
+  // whether every pair is placed. A path starts at an expert with unplaced pairs, alternates
+  // expert -> hosting rank (always open) and rank -> expert (undoing flow that expert sends
+  // there), and ends at a rank below its limit.
+  bool complete() {
+    const size_t E = supply_.size();
+    const size_t R = limit_.size();
+    for (;;) {
+      // Nodes 0..E-1 are experts, E..E+R-1 ranks; parent[v] is where the path came from.
+      std::vector<int64_t> parent(E + R, -1);
+      std::deque<size_t> queue;
+      for (size_t e = 0; e < E; ++e) {
+        if (unplaced_[e] > 0) {
+          parent[e] = static_cast<int64_t>(e);
+          queue.push_back(e);
+        }
+      }
+      if (queue.empty()) return true;
+      int64_t end = -1;
+      while (!queue.empty() && end < 0) {
+        const size_t node = queue.front();
+        queue.pop_front();
+        if (node < E) {
+          for (const int64_t r : ranks_of_[node]) {
+            const size_t rank = E + static_cast<size_t>(r);
+            if (parent[rank] >= 0) continue;
+            parent[rank] = static_cast<int64_t>(node);
+            if (load_[static_cast<size_t>(r)] < limit_[static_cast<size_t>(r)]) {
+              end = static_cast<int64_t>(rank);
+              break;
+            }
+            queue.push_back(rank);
+          }
+        } else {
+          for (size_t e = 0; e < E; ++e) {
+            if (parent[e] < 0 && flow_[e][node - E] > 0) {
+              parent[e] = static_cast<int64_t>(node);
+              queue.push_back(e);
+            }
+          }
+        }
+      }
+      if (end < 0) return false;
+      // The bottleneck: the end rank's room, the flows undone, the start expert's unplaced pairs.
+      const auto end_rank = static_cast<size_t>(end) - E;
+      int64_t amount = limit_[end_rank] - load_[end_rank];
+      size_t node = static_cast<size_t>(end);
+      while (true) {
+        const auto expert = static_cast<size_t>(parent[node]);
+        if (parent[expert] == static_cast<int64_t>(expert)) {
+          amount = std::min(amount, unplaced_[expert]);
+          break;
+        }
+        node = static_cast<size_t>(parent[expert]);
+        amount = std::min(amount, flow_[expert][node - E]);
+      }
+      node = static_cast<size_t>(end);
+      load_[end_rank] += amount;
+      while (true) {
+        const auto expert = static_cast<size_t>(parent[node]);
+        flow_[expert][node - E] += amount;
+        if (parent[expert] == static_cast<int64_t>(expert)) {
+          unplaced_[expert] -= amount;
+          break;
+        }
+        node = static_cast<size_t>(parent[expert]);
+        flow_[expert][node - E] -= amount;
+      }
+    }
+  }
+
+  const std::vector<std::vector<int64_t>>& flow() const { return flow_; }
+
+ private:
+  std::vector<int64_t> supply_;                 // [experts] pairs to place
+  std::vector<std::vector<int64_t>> ranks_of_;  // [experts] ranks hosting an instance
+  std::vector<int64_t> limit_;                  // [ranks] pairs each may hold
+  std::vector<std::vector<int64_t>> flow_;      // [experts][ranks] pairs placed
+  std::vector<int64_t> load_;                   // [ranks] pairs placed
+  std::vector<int64_t> unplaced_;               // [experts]
+};
 
 class CapacityAware : public lrmoe::RoutingPolicy {
  public:
@@ -37,39 +148,85 @@ class CapacityAware : public lrmoe::RoutingPolicy {
     const at::Tensor home_ranks = request.home_ranks.contiguous();
     const int64_t* expert = experts.data_ptr<int64_t>();
     const int64_t* home = home_ranks.data_ptr<int64_t>();
-    const size_t num_experts = request.expert_instances.size();
+    const size_t E = request.expert_instances.size();
+    const auto R = static_cast<size_t>(request.ranks);
 
-    std::vector<std::vector<int64_t>> pairs_of(num_experts);
+    // Per expert: its pairs, its pairs per home rank, and the ranks hosting it (instance order,
+    // each rank once) with the instance that takes that rank's pairs.
+    std::vector<std::vector<int64_t>> pairs_of(E);
+    std::vector<std::vector<int64_t>> at_home(E, std::vector<int64_t>(R, 0));
     for (int64_t i = 0; i < experts.numel(); ++i) {
-      pairs_of[static_cast<size_t>(expert[i])].push_back(i);
+      const auto e = static_cast<size_t>(expert[i]);
+      pairs_of[e].push_back(i);
+      ++at_home[e][static_cast<size_t>(home[i])];
     }
-    std::vector<size_t> order(num_experts);
+    std::vector<std::vector<int64_t>> ranks_of(E);
+    std::vector<std::vector<int64_t>> instance_on(E, std::vector<int64_t>(R, -1));
+    for (size_t e = 0; e < E; ++e) {
+      for (const int64_t instance : request.expert_instances[e]) {
+        const int64_t rank = request.instances[static_cast<size_t>(instance)].rank;
+        if (instance_on[e][static_cast<size_t>(rank)] >= 0) continue;
+        instance_on[e][static_cast<size_t>(rank)] = instance;
+        ranks_of[e].push_back(rank);
+      }
+    }
+    std::vector<int64_t> supply(E);
+    for (size_t e = 0; e < E; ++e) supply[e] = static_cast<int64_t>(pairs_of[e].size());
+    std::vector<size_t> order(E);
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return request.expert_instances[a].size() < request.expert_instances[b].size();
-    });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return ranks_of[a].size() < ranks_of[b].size(); });
 
-    at::Tensor routed = at::empty({experts.numel()}, at::kLong);
-    int64_t* chosen = routed.data_ptr<int64_t>();
-    std::vector<int64_t> load(static_cast<size_t>(request.ranks), 0);
-    for (const size_t e : order) {
-      for (const int64_t pair : pairs_of[e]) {
-        // The smallest key wins: a rank under capacity, then more room, the home rank, the
-        // lower instance index.
-        auto key = [&](int64_t instance) {
-          const int64_t rank = request.instances[static_cast<size_t>(instance)].rank;
-          const auto r = static_cast<size_t>(rank);
-          return std::make_tuple(load[r] >= request.capacity[r], load[r] - request.capacity[r],
-                                 rank != home[pair], instance);
-        };
-        int64_t best = request.expert_instances[e].front();
-        for (const int64_t instance : request.expert_instances[e]) {
-          if (key(instance) < key(best)) {
-            best = instance;
-          }
+    // Step 2 for one shift s.
+    auto flow_at = [&](int64_t shift) {
+      std::vector<int64_t> limit(R);
+      for (size_t r = 0; r < R; ++r) limit[r] = std::max<int64_t>(0, request.capacity[r] + shift);
+      ExpertRankFlow flow(supply, ranks_of, std::move(limit));
+      for (const size_t e : order) {
+        for (const int64_t rank : ranks_of[e]) {
+          flow.place(e, static_cast<size_t>(rank), at_home[e][static_cast<size_t>(rank)]);
         }
-        chosen[pair] = best;
-        ++load[static_cast<size_t>(request.instances[static_cast<size_t>(best)].rank)];
+      }
+      const bool complete = flow.complete();
+      return std::make_pair(complete, flow.flow());
+    };
+
+    // Step 1: at s = all pairs - min capacity every rank can hold them all; below -max capacity
+    // none can hold any. The bisection keeps `high` feasible and `low` infeasible.
+    const int64_t total = experts.numel();
+    at::Tensor routed = at::empty({total}, at::kLong);
+    if (total == 0) return routed;
+    const auto [least, most] =
+        std::minmax_element(request.capacity.begin(), request.capacity.end());
+    int64_t high = total - *least;
+    int64_t low = -*most - 1;
+    while (high - low > 1) {
+      const int64_t middle = low + (high - low) / 2;
+      (flow_at(middle).first ? high : low) = middle;
+    }
+    auto [complete, flow] = flow_at(high);
+    if (!complete) throw std::logic_error("capacity_aware: no routing at the feasible shift");
+
+    // Step 3.
+    int64_t* chosen = routed.data_ptr<int64_t>();
+    for (size_t e = 0; e < E; ++e) {
+      std::vector<int64_t>& left = flow[e];
+      std::vector<int64_t> later;
+      for (const int64_t pair : pairs_of[e]) {
+        const auto h = static_cast<size_t>(home[pair]);
+        if (left[h] > 0) {
+          --left[h];
+          chosen[pair] = instance_on[e][h];
+        } else {
+          later.push_back(pair);
+        }
+      }
+      size_t next = 0;
+      for (const int64_t pair : later) {
+        while (left[static_cast<size_t>(ranks_of[e][next])] == 0) ++next;
+        const auto rank = static_cast<size_t>(ranks_of[e][next]);
+        --left[rank];
+        chosen[pair] = instance_on[e][rank];
       }
     }
     return routed;
@@ -78,9 +235,10 @@ class CapacityAware : public lrmoe::RoutingPolicy {
 
 lrmoe::PluginDescriptor describe() {
   return lrmoe::describe_policy<CapacityAware>(
-      "capacity_aware", "1.1.0",
-      "each pair to the rank with the most room among its expert's instances, within capacity", {},
-      lrmoe::TensorPlace::Host);
+      "capacity_aware", "2.0.0",
+      "each pair to an instance of its expert so that the rank with the least room keeps the "
+      "most; within capacity whenever any routing is",
+      {}, lrmoe::TensorPlace::Host);
 }
 
 }  // namespace
