@@ -4,6 +4,7 @@
 // test_selection_policies.cpp and test_routing_policies.cpp.
 
 #include <catch2/catch.hpp>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,12 +26,13 @@ TEST_CASE("Every built-in policy plugin loads with its name, kind and version", 
       INFO(name);
       const lrmoe::PluginInfo* info = builtin_catalog().find(kind, name);
       REQUIRE(info != nullptr);
-      // lrmoe 2: budget-derived quotas; importance_sampling 2: a fixed count (systematic
-      // sampling); symi 1.1: fit_budget; capacity_aware 2: exact transport within capacity.
-      const std::string version =
-          name == "lrmoe" || name == "importance_sampling" || name == "capacity_aware" ? "2.0.0"
-          : name == "symi"                                                             ? "1.1.0"
-                                                                                       : "1.0.0";
+      // lrmoe 3: the replicas the forward needs to fit; importance_sampling 2: a fixed count
+      // (systematic sampling); symi 1.1: fit_budget; capacity_aware 2: exact transport.
+      const std::map<std::string, std::string> changed = {{"lrmoe", "3.0.0"},
+                                                          {"importance_sampling", "2.0.0"},
+                                                          {"capacity_aware", "2.0.0"},
+                                                          {"symi", "1.1.0"}};
+      const std::string version = changed.count(name) ? changed.at(name) : "1.0.0";
       CHECK(info->descriptor.version == version);
       CHECK(info->path.stem() == name);
       CHECK(lrmoe::create_policy(*info, lrmoe::resolve_parameters(*info, {})) != nullptr);

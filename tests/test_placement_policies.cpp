@@ -276,6 +276,30 @@ TEST_CASE("lrmoe replicates the hot expert and water-fills quotas within the bud
   }
 }
 
+TEST_CASE("lrmoe adds the replicas the forward needs to fit the budget beyond max_replicas",
+          "[policies]") {
+  // E = 4, R = 2, S = 3, n = [60, 20, 10, 10]; expert parameters 10, forward pairs 1 byte,
+  // backward pairs 10. Owners only: rank 0 holds 2 * 2 * 10 + 80 = 120 > 100 in forward, even
+  // with no backward pairs. A replica of e0 on rank 1 leaves rank 0 with 40 + 50 = 90 and gives
+  // rank 1 40 + 10 + max(20 + 30, 10) = 100: both fit.
+  PlacementRequest request = placement_request(2, 3, {60, 20, 10, 10});
+  request.memory = {10, 1, 0, 10};
+  request.budget_bytes = 100;
+  const PlacementPlan plan =
+      load<lrmoe::PlacementPolicy>("lrmoe", {{"max_replicas", int64_t{0}}, {"headroom", 0.0}})
+          ->plan(request);
+  CHECK(check_valid_plan(request, plan) == std::vector<int64_t>{2, 1, 1, 1});
+  for (const double memory : rank_memory(request, plan)) CHECK(memory <= 100);
+
+  SECTION("and none when no rank can take one") {
+    request.budget_bytes = 99;  // rank 1 would need 100 with the replica
+    const PlacementPlan owners =
+        load<lrmoe::PlacementPolicy>("lrmoe", {{"max_replicas", int64_t{0}}, {"headroom", 0.0}})
+            ->plan(request);
+    CHECK(check_valid_plan(request, owners) == std::vector<int64_t>{1, 1, 1, 1});
+  }
+}
+
 TEST_CASE("lrmoe's replicas lower the peak forward load under skew", "[policies]") {
   const PlacementRequest request = placement_request(4, 4, {400, 10, 10, 10, 10, 10, 10, 10});
   const PlacementPlan owners_only =
@@ -332,7 +356,6 @@ TEST_CASE("lrmoe plans are valid and fit the budget over random requests", "[pol
             "lrmoe", {{"keep_fraction", keep_fraction}, {"max_replicas", max_replicas}})
             ->plan(request);
     const std::vector<int64_t> copies = check_valid_plan(request, plan);
-    REQUIRE(sum(copies) - experts <= max_replicas);
     plans_with_replicas += sum(copies) > experts ? 1 : 0;
     std::set<std::pair<int64_t, int64_t>> expert_on_rank;
     for (const ExpertInstance& instance : plan.instances) {
@@ -361,6 +384,8 @@ TEST_CASE("lrmoe plans are valid and fit the budget over random requests", "[pol
     const bool feasible = std::all_of(bare.begin(), bare.end(), [&](double m) {
       return m <= static_cast<double>(request.budget_bytes);
     });
+    // Replicas beyond max_replicas only when the owners' forward alone does not fit.
+    if (feasible) REQUIRE(sum(copies) - experts <= max_replicas);
     const bool keeps = sum(plan.quota) > 0;
     const std::vector<double> memory = rank_memory(request, plan);
     const bool fits = std::all_of(memory.begin(), memory.end(), [&](double m) {

@@ -11,6 +11,13 @@
 //     memory (step 4, with no backward pairs) fits one more replica and n_e / (cnt_e + 1) more
 //     forward pairs; add a replica of e on t's lowest free slot if both t's and r_max's new loads
 //     stay below F(r_max), else stop.
+//  2b. Replicas that make the forward fit. LRMoE computes every routed pair in forward, so a
+//     rank whose forward share alone (no backward pairs) does not fit (step 4) would fail the
+//     run whatever the quotas. While one does not (the one furthest over, equal: the lowest),
+//     its instance with the largest n_e / cnt_e gets a replica on the least-loaded rank that
+//     has a free slot, does not host e, and fits one more replica and n_e / (cnt_e + 1) more
+//     forward pairs. These replicas are added whatever max_replicas says; it stops when every
+//     rank fits or no rank can take the replica (the runner then reports the numbers).
 //  3. Quotas by water-filling per instance: q_e = min(n_e, floor(cnt_e * tau)), tau the largest
 //     level with sum q_e <= K = ceil(keep_fraction * sum n) and every rank within its budget
 //     (step 4). With keep_fraction 1 (the default) the budget alone sets the quotas: the largest
@@ -76,6 +83,7 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
   lrmoe::PlacementPlan plan(const lrmoe::PlacementRequest& request) override {
     Layout layout = owners(request);
     add_replicas(request, layout);
+    replicate_until_forward_fits(request, layout);
     lrmoe::PlacementPlan plan;
     plan.quota = quotas(request, layout);
     plan.instances = std::move(layout.instances);
@@ -140,6 +148,59 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
           std::max(load[static_cast<size_t>(target)] + after, peak - now + after) >= peak) {
         return;
       }
+      layout.instances.push_back(
+          {hot, target, layout.hosted[static_cast<size_t>(target)]++, false});
+      ++layout.copies[static_cast<size_t>(hot)];
+    }
+  }
+
+  // Step 2b.
+  void replicate_until_forward_fits(const lrmoe::PlacementRequest& request, Layout& layout) const {
+    const std::vector<int64_t>& pairs = request.counts;
+    const int64_t budget = planning_budget(request);
+    auto share = [&](int64_t e, int64_t copies) {
+      return static_cast<double>(pairs[static_cast<size_t>(e)]) / static_cast<double>(copies);
+    };
+    // Every pass adds an instance, so there are at most ranks * slots passes.
+    for (;;) {
+      const std::vector<double> load = layout.per_rank_share(pairs);
+      int64_t over = -1;
+      double furthest = 0;
+      for (size_t r = 0; r < load.size(); ++r) {
+        const double excess =
+            lrmoe::layer_peak_bytes(request.memory, layout.holding(r, load[r], 0)) -
+            static_cast<double>(budget);
+        if (excess > 0 && (over < 0 || excess > furthest)) {
+          over = static_cast<int64_t>(r);
+          furthest = excess;
+        }
+      }
+      if (over < 0) return;
+      // Its instance with the largest share (equal: the lower expert), among those with pairs.
+      int64_t hot = -1;
+      double now = 0;
+      for (const lrmoe::ExpertInstance& instance : layout.instances) {
+        const double s =
+            share(instance.expert, layout.copies[static_cast<size_t>(instance.expert)]);
+        if (instance.rank == over && s > 0 && (hot < 0 || s > now)) {
+          hot = instance.expert;
+          now = s;
+        }
+      }
+      if (hot < 0) return;  // only owned parameters: no replica helps
+      const double after = share(hot, layout.copies[static_cast<size_t>(hot)] + 1);
+      int64_t target = -1;
+      for (int64_t r = 0; r < request.ranks; ++r) {
+        const auto i = static_cast<size_t>(r);
+        lrmoe::LayerHolding with_replica = layout.holding(i, load[i] + after, 0);
+        ++with_replica.replicas;
+        if (layout.hosted[i] < request.slots_per_rank && !layout.hosts(r, hot) &&
+            lrmoe::layer_fits(request.memory, with_replica, budget) &&
+            (target < 0 || load[i] < load[static_cast<size_t>(target)])) {
+          target = r;
+        }
+      }
+      if (target < 0) return;
       layout.instances.push_back(
           {hot, target, layout.hosted[static_cast<size_t>(target)]++, false});
       ++layout.copies[static_cast<size_t>(hot)];
@@ -213,7 +274,7 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
 
 lrmoe::PluginDescriptor describe() {
   return lrmoe::describe_policy<LrmoePlanner>(
-      "lrmoe", "2.0.0",
+      "lrmoe", "3.0.0",
       "static owners, load-balancing replicas and water-filled backward quotas within the memory "
       "budget",
       {lrmoe::real_parameter(
@@ -221,7 +282,10 @@ lrmoe::PluginDescriptor describe() {
            "at most this share of this pass's routed pairs keeps its backward work; within it the "
            "quotas are the largest the memory budget holds (0 keeps none)",
            0, 1),
-       lrmoe::integer_parameter("max_replicas", 4, "replicas added per layer at most", 0),
+       lrmoe::integer_parameter("max_replicas", 4,
+                                "replicas added per layer to balance the forward load, at most "
+                                "(those the forward needs to fit the budget come on top)",
+                                0),
        lrmoe::real_parameter(
            "headroom", 0.03,
            "share of the budget the plan leaves free, because routed loads differ from the even "
