@@ -20,6 +20,7 @@
 #include "core/system/blas_probe.hpp"
 #include "core/system/host_info.hpp"
 #include "core/system/threads.hpp"
+#include "core/train/process_footprint.hpp"
 #include "core/train/trainer.hpp"
 #include "default_experiment.hpp"
 #include "interrupt.hpp"
@@ -212,6 +213,12 @@ int run_command(const ExperimentSource& source) {
     const GroupedGemmSelection kernel =
         choose_grouped_gemm_kernel(experiment.train.grouped_gemm, device,
                                    compute_dtype(experiment.train.precision), experiment.model);
+    try {
+      check_footprint_fits(process_footprint(experiment.model, experiment.train, launch.world_size),
+                           device, launch.local_world_size);
+    } catch (const PlanError& error) {
+      throw PlanError(located(where, error.what()));
+    }
     device_line =
         fmt::format("device {}, precision {}, grouped GEMM {} ({}), LibTorch {}",
                     device_description(device), precision_name(experiment.train.precision),

@@ -1,5 +1,7 @@
 #include "core/config/byte_size.hpp"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <cctype>
 #include <limits>
@@ -90,6 +92,16 @@ std::string format_byte_size(uint64_t bytes) {
     if (bytes >= unit.bytes && bytes % unit.bytes == 0 && unit.bytes > best->bytes) best = &unit;
   }
   return std::to_string(bytes / best->bytes) + std::string(best->name);
+}
+
+std::string readable_byte_size(double bytes) {
+  constexpr double kKiB = 1024.0;
+  if (bytes >= kKiB * kKiB * kKiB * kKiB)
+    return fmt::format("{:.2f} TiB", bytes / (kKiB * kKiB * kKiB * kKiB));
+  if (bytes >= kKiB * kKiB * kKiB) return fmt::format("{:.2f} GiB", bytes / (kKiB * kKiB * kKiB));
+  if (bytes >= kKiB * kKiB) return fmt::format("{:.2f} MiB", bytes / (kKiB * kKiB));
+  if (bytes >= kKiB) return fmt::format("{:.1f} KiB", bytes / kKiB);
+  return fmt::format("{:.0f} B", bytes);
 }
 
 }  // namespace lrmoe

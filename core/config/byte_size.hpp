@@ -12,6 +12,9 @@ namespace lrmoe {
 // bytes). Throws std::invalid_argument with a reason that lists the accepted units.
 uint64_t parse_byte_size(std::string_view text);
 
+// A size for a message, rounded: "96.0 KiB", "12.34 MiB", "2.40 TiB".
+std::string readable_byte_size(double bytes);
+
 // The shortest exact spelling that parse_byte_size reads back: "80GiB", "2GB", "1000B".
 std::string format_byte_size(uint64_t bytes);
 

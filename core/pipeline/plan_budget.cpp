@@ -2,18 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "core/config/byte_size.hpp"
+
 namespace lrmoe {
-namespace {
-
-std::string readable_bytes(double bytes) {
-  if (bytes >= 1024.0 * 1024.0 * 1024.0)
-    return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024.0 * 1024.0));
-  if (bytes >= 1024.0 * 1024.0) return fmt::format("{:.2f} MiB", bytes / (1024.0 * 1024.0));
-  if (bytes >= 1024.0) return fmt::format("{:.1f} KiB", bytes / 1024.0);
-  return fmt::format("{:.0f} B", bytes);
-}
-
-}  // namespace
 
 std::vector<LayerHolding> rank_holdings(const InstanceTable& table,
                                         const std::vector<double>& forward_pairs,
@@ -56,9 +47,10 @@ void check_plan_fits(const std::vector<LayerHolding>& holdings, const MemoryCost
         "raise "
         "cluster.memory_per_rank, lower the quotas, or use a placement that fits",
         plan, r, stage, h.owned + h.replicas, h.replicas,
-        readable_bytes(static_cast<double>(c.expert_bytes)), h.forward_pairs, c.saved_pair_bytes,
-        c.forward_pair_bytes, h.backward_pairs, c.backward_pair_bytes,
-        readable_bytes(layer_peak_bytes(c, h)), readable_bytes(static_cast<double>(budget_bytes))));
+        readable_byte_size(static_cast<double>(c.expert_bytes)), h.forward_pairs,
+        c.saved_pair_bytes, c.forward_pair_bytes, h.backward_pairs, c.backward_pair_bytes,
+        readable_byte_size(layer_peak_bytes(c, h)),
+        readable_byte_size(static_cast<double>(budget_bytes))));
   }
 }
 

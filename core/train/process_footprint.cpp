@@ -1,0 +1,58 @@
+#include "core/train/process_footprint.hpp"
+
+#include <fmt/format.h>
+
+#include <string>
+
+#include "core/config/byte_size.hpp"
+#include "core/config/parameter_count.hpp"
+#include "core/device/cuda_runtime.hpp"
+#include "core/pipeline/instance_table.hpp"
+#include "core/pipeline/rank_budget.hpp"
+#include "core/system/machine_memory.hpp"
+
+namespace lrmoe {
+
+ProcessFootprint process_footprint(const ModelConfig& model, const TrainConfig& train,
+                                   int64_t processes) {
+  ProcessFootprint footprint;
+  footprint.model_state_bytes =
+      16.0 * static_cast<double>(count_parameters(model).total);  // 4 fp32 copies
+  const int64_t rows = train.batch_size / processes;
+  footprint.activation_bytes =
+      static_cast<double>(dense_activation_bytes(model, rows * train.seq_len, train.seq_len));
+  return footprint;
+}
+
+void check_footprint_fits(const ProcessFootprint& footprint, const torch::Device& device,
+                          int64_t processes_on_host) {
+  double need = footprint.total();
+  double have = 0;
+  std::string where;
+  std::string processes;
+  if (device.is_cuda()) {
+    const auto gpu = gpu_properties(device.index());
+    if (!gpu) return;  // resolve_device has already refused a GPU that is not there
+    have = static_cast<double>(gpu->memory_bytes);
+    where = fmt::format("GPU {} ({})", device.index(), gpu->name);
+  } else {
+    const MemoryLimit limit = host_memory_limit();
+    have = static_cast<double>(limit.bytes);
+    need *= static_cast<double>(processes_on_host);
+    where = "this host's " + limit.what;
+    if (processes_on_host > 1)
+      processes = fmt::format(", {} for the {} processes on this host", readable_byte_size(need),
+                              processes_on_host);
+  }
+  if (need <= have) return;
+  throw PlanError(fmt::format(
+      "training would hold at least {} per process ({} of parameters, gradients and Adam state "
+      "for {:.3g} parameters, {} of activations outside the experts){}, more than {} ({}); lower "
+      "train.batch_size, train.seq_len or the model's dimensions, or plan a full-size model "
+      "without allocating it with `lrmoe replay`",
+      readable_byte_size(footprint.total()), readable_byte_size(footprint.model_state_bytes),
+      footprint.model_state_bytes / 16, readable_byte_size(footprint.activation_bytes), processes,
+      where, readable_byte_size(have)));
+}
+
+}  // namespace lrmoe
