@@ -63,4 +63,24 @@ int64_t mark_interrupted_runs(sqlite::Database& db) {
   return marked;
 }
 
+void show_abandoned_runs_as_interrupted(sqlite::Database& db) {
+  const std::vector<int64_t> abandoned = abandoned_runs(db);
+  if (abandoned.empty()) return;
+  std::string ids;
+  for (const int64_t id : abandoned) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+  std::string columns;
+  sqlite::Statement table = db.prepare("SELECT name FROM pragma_table_info('runs', 'main')");
+  while (table.step()) {
+    const std::string name = table.column_text(0);
+    const std::string quoted = "\"" + name + "\"";
+    columns += columns.empty() ? "" : ", ";
+    columns +=
+        name == "status"
+            ? fmt::format("CASE WHEN id IN ({}) THEN 'interrupted?' ELSE status END AS status", ids)
+            : quoted;
+  }
+  db.execute(fmt::format("CREATE TEMP VIEW runs AS SELECT {} FROM main.runs", columns),
+             "showing abandoned runs as 'interrupted?'");
+}
+
 }  // namespace lrmoe::store

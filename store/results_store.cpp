@@ -258,12 +258,12 @@ class SqliteResultsStore final : public ResultsStore {
 
   std::vector<RunSummary> list_runs() const override {
     require_current_schema();
-    return with_abandoned_runs_shown(store::read_run_summaries(db_));
+    return store::read_run_summaries(db_);
   }
 
   std::optional<RunSummary> find_run(int64_t id) const override {
     require_current_schema();
-    std::vector<RunSummary> runs = with_abandoned_runs_shown(store::read_run_summaries(db_, id));
+    std::vector<RunSummary> runs = store::read_run_summaries(db_, id);
     if (runs.empty()) return std::nullopt;
     return std::move(runs.front());
   }
@@ -305,18 +305,9 @@ class SqliteResultsStore final : public ResultsStore {
       throw db_.error_with_message(
           "holds no lrmoe results (it is empty); pass the --db path of a results database");
     }
-  }
-
-  // A writer settled the abandoned runs when it opened the file; a reader may not write, so it
-  // shows them as 'interrupted?' (their processes are gone, the file still says 'running').
-  std::vector<RunSummary> with_abandoned_runs_shown(std::vector<RunSummary> runs) const {
-    if (writer_) return runs;
-    const std::vector<int64_t> abandoned = store::abandoned_runs(db_);
-    for (RunSummary& run : runs) {
-      if (std::find(abandoned.begin(), abandoned.end(), run.id) != abandoned.end())
-        run.status = "interrupted?";
-    }
-    return runs;
+    // A writer settles the abandoned runs when it opens the file; a reader may not write, so
+    // every read of `runs` on this connection shows them as 'interrupted?'.
+    if (schema_version_ == current_schema_version()) store::show_abandoned_runs_as_interrupted(db_);
   }
 
   void require_current_schema() const {

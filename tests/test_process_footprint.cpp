@@ -34,8 +34,8 @@ TEST_CASE("a footprint larger than the host's memory limit is refused with the n
   const torch::Device cpu(torch::kCPU);
   CHECK_NOTHROW(check_footprint_fits({half * 0.9, 0}, cpu, 1));
   // Two processes on the host each need that much.
-  CHECK_THROWS_WITH(check_footprint_fits({half * 0.9, half * 0.2}, cpu, 2),
-                    Contains("for the 2 processes on this host, more than this host's " +
-                             host.what) &&
-                        Contains("lower train.batch_size, train.seq_len"));
+  CHECK_THROWS_WITH(
+      check_footprint_fits({half * 0.9, half * 0.2}, cpu, 2),
+      Contains("for the 2 processes on this host, more than this host's " + host.what) &&
+          Contains("lower train.batch_size, train.seq_len"));
 }

@@ -331,8 +331,9 @@ TEST_CASE("a run whose process id now names a later process is settled as interr
   CHECK(ResultsStore::open(db_path)->find_run(run)->status == "interrupted");
 }
 
-TEST_CASE("a reader shows a run whose process is gone as 'interrupted?' without writing",
-          "[store]") {
+TEST_CASE(
+    "a reader shows a run whose process is gone as 'interrupted?', in queries too, without writing",
+    "[store]") {
   TempFolder dir;
   const std::string db_path = dir.file("results.db");
   int64_t gone = 0, alive = 0;
@@ -347,6 +348,10 @@ TEST_CASE("a reader shows a run whose process is gone as 'interrupted?' without 
   CHECK(reader->find_run(gone)->status == "interrupted?");
   CHECK(reader->list_runs().front().status == "interrupted?");
   CHECK(reader->find_run(alive)->status == "running");
-  // The file still says 'running': only a writer settles it.
-  CHECK(scalar(*reader, "SELECT status FROM runs WHERE id = " + std::to_string(gone)) == "running");
+  // So does `lrmoe query`; the file still says 'running': only a writer settles it.
+  CHECK(scalar(*reader, "SELECT status FROM runs WHERE id = " + std::to_string(gone)) ==
+        "interrupted?");
+  CHECK(scalar(*reader, "SELECT count(*) FROM runs r JOIN steps s ON s.run = r.id") == "0");
+  CHECK(scalar(*reader, "SELECT status FROM main.runs WHERE id = " + std::to_string(gone)) ==
+        "running");
 }
