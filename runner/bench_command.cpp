@@ -105,7 +105,7 @@ int bench_command(const ExperimentSource& source, int64_t steps) {
   auto data = make_token_source(e.data, e.experiment.seed, e.train.seq_len);
   configure_threads(e.train.threads);  // as training will run, before measuring the BLAS
   const BlasReport blas = probe_blas();
-  Trainer trainer(e, *data, std::make_shared<const PolicySet>(load_policy_set(e.policies)));
+  Trainer trainer(e, *data, load_located_policy_set(e.policies, experiment_place(source)));
   CollectingObserver observer;
   trainer.run(observer);
 

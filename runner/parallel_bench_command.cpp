@@ -107,7 +107,7 @@ int parallel_bench_worker(const ExperimentSource& source, int64_t steps,
   e.train.threads = threads_per_process(e.train.threads, launch);
   auto data = make_token_source(e.data, e.experiment.seed, e.train.seq_len);
   auto collectives = Collectives::connect(launch, e.cluster, e.train);
-  Trainer trainer(e, *data, std::make_shared<const PolicySet>(load_policy_set(e.policies)),
+  Trainer trainer(e, *data, load_located_policy_set(e.policies, experiment_place(source)),
                   collectives);
   CollectingObserver observer;
   trainer.run(observer);
@@ -145,6 +145,8 @@ int parallel_bench_command(const ExperimentSource& source, int64_t steps, int64_
   launch.launcher = "bench-parallel";
   launch.world_size = processes;
   check_processes_fit(e, launch);
+  // The plugins are checked here, once, rather than in every child process.
+  load_located_policy_set(e.policies, experiment_place(source));
 
   const std::filesystem::path folder =
       std::filesystem::temp_directory_path() / fmt::format("lrmoe-bench-parallel-{}", getpid());

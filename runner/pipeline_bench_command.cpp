@@ -13,6 +13,7 @@
 #include "core/model/moe_layer.hpp"
 #include "core/pipeline/rank_budget.hpp"
 #include "core/system/threads.hpp"
+#include "run_command.hpp"
 
 namespace lrmoe {
 namespace {
@@ -99,7 +100,7 @@ int pipeline_bench_command(const PipelineBenchOptions& o) {
       p.normal_(0, 0.05);
     }
     skew_router(v.layer, direction);
-    auto policies = std::make_shared<const PolicySet>(load_policy_set(e.policies));
+    auto policies = load_located_policy_set(e.policies, "bench-pipeline (variant " + v.label + ")");
     const RankBudget budget = rank_budget(e.model, e.train, e.cluster, pair_costs(e.model, false));
     const CostModel cost_model(load_hardware_profile(e.cluster.profile, hardware_profile_dirs()));
     v.pipeline = std::make_shared<ExpertPipeline>(

@@ -20,6 +20,7 @@
 #include "core/system/blas_probe.hpp"
 #include "core/train/trainer.hpp"
 #include "runner/replay_outcome.hpp"
+#include "runner/run_command.hpp"
 #include "runner/run_info.hpp"
 #include "runner/run_recorder.hpp"
 #include "store/results_store.hpp"
@@ -102,8 +103,7 @@ struct PreparedVariant {
 PreparedVariant prepare(const ExperimentSource& base, const Variant& variant) {
   ExperimentSource source = base;
   source.overrides.insert(source.overrides.end(), variant.settings.begin(), variant.settings.end());
-  const std::string where = fmt::format(
-      "{} (variant {})", base.file.value_or("<built-in default experiment>"), variant.label);
+  const std::string where = fmt::format("{} (variant {})", experiment_place(base), variant.label);
   PreparedVariant p{variant, load_experiment_source(source), nullptr, {}};
   try {
     if (p.experiment.model.vocab_size == 0) {
@@ -115,7 +115,7 @@ PreparedVariant prepare(const ExperimentSource& base, const Variant& variant) {
   } catch (const std::invalid_argument& error) {
     throw std::runtime_error(fmt::format("{}: {}", where, error.what()));
   }
-  p.policies = std::make_shared<const PolicySet>(load_policy_set(p.experiment.policies));
+  p.policies = load_located_policy_set(p.experiment.policies, where);
   return p;
 }
 
@@ -241,9 +241,7 @@ int replay_command(const ReplayOptions& options, std::ostream& out) {
   std::vector<SweepCellTag> cells;
   if (options.record_as) {
     store = ResultsStore::open(database);
-    cells =
-        record_as_sweep(*store, *options.record_as,
-                        options.source.file.value_or("<built-in default experiment>"), prepared);
+    cells = record_as_sweep(*store, *options.record_as, experiment_place(options.source), prepared);
   }
   const BlasReport blas = probe_blas();
   const std::string blas_text =
@@ -254,10 +252,10 @@ int replay_command(const ReplayOptions& options, std::ostream& out) {
   out << fmt::format(
       "replay of {}: model {} ({} MoE layers of {} experts, top {}), {} ranks, "
       "memory_per_rank {}, {} tokens per micro-batch x {}, {} steps, hardware profile {}\n",
-      options.source.file.value_or("<built-in default experiment>"), model.preset,
-      model.num_layers - model.first_k_dense, model.num_experts, model.top_k, first.cluster.ranks,
-      first.cluster.memory_per_rank, first.train.batch_size * first.train.seq_len,
-      first.train.micro_batches, options.steps, prepared.front().profile.name);
+      experiment_place(options.source), model.preset, model.num_layers - model.first_k_dense,
+      model.num_experts, model.top_k, first.cluster.ranks, first.cluster.memory_per_rank,
+      first.train.batch_size * first.train.seq_len, first.train.micro_batches, options.steps,
+      prepared.front().profile.name);
 
   std::vector<ReplayOutcome> outcomes;
   const auto started = std::chrono::steady_clock::now();

@@ -112,12 +112,6 @@ int follow_run(const Experiment& experiment, const TokenSource& data,
   return trainer.run(observer).reason == StopReason::Stopped ? 130 : 0;
 }
 
-// `message` with the experiment `where` in front, unless it already starts there (a value's
-// own "FILE:LINE:COLUMN").
-std::string located(const std::string& where, const std::string& message) {
-  return message.rfind(where, 0) == 0 ? message : where + ": " + message;
-}
-
 }  // namespace
 
 std::vector<std::string> experiment_arguments(const ExperimentSource& source) {
@@ -158,11 +152,28 @@ Experiment load_experiment_source(const ExperimentSource& source) {
   return e;
 }
 
+std::string experiment_place(const ExperimentSource& source) {
+  return source.file.value_or("<built-in default experiment>");
+}
+
+std::string located(const std::string& place, const std::string& message) {
+  return message.rfind(place, 0) == 0 ? message : place + ": " + message;
+}
+
+std::shared_ptr<const PolicySet> load_located_policy_set(const PoliciesConfig& policies,
+                                                         const std::string& place) {
+  try {
+    return std::make_shared<const PolicySet>(load_policy_set(policies));
+  } catch (const PluginError& error) {
+    throw PluginError(located(place, error.what()));
+  }
+}
+
 int validate_command(const ExperimentSource& source) {
   const Experiment experiment = load_experiment_source(source);
-  const PolicySet policies = load_policy_set(experiment.policies);
+  const auto policies = load_located_policy_set(experiment.policies, experiment_place(source));
   fmt::print("{}\n# the plugins, with every parameter:\n", to_toml(experiment));
-  for (const PluginRecord& plugin : policies.records) {
+  for (const PluginRecord& plugin : policies->records) {
     fmt::print("# {} {} {} ({})\n", plugin.kind, plugin.name, plugin.version, plugin.path);
     std::istringstream lines(plugin.parameters);
     for (std::string line; std::getline(lines, line);) fmt::print("#   {}\n", line);
@@ -173,7 +184,7 @@ int validate_command(const ExperimentSource& source) {
 int run_command(const ExperimentSource& source) {
   Experiment experiment = load_experiment_source(source);
   // Errors found below name the experiment they come from.
-  const std::string where = source.file.value_or("<built-in default experiment>");
+  const std::string where = experiment_place(source);
   // Everything a user can get wrong is checked before the database is touched.
   auto data =
       make_token_source(experiment.data, experiment.experiment.seed, experiment.train.seq_len);
@@ -188,14 +199,12 @@ int run_command(const ExperimentSource& source) {
   experiment.train.threads = threads_per_process(experiment.train.threads, launch);
   // A plugin that cannot be found or created, and a memory_per_rank that cannot hold the dense
   // state, are configuration errors: refused before the database sees a run.
-  std::shared_ptr<const PolicySet> policies;
+  const std::shared_ptr<const PolicySet> policies =
+      load_located_policy_set(experiment.policies, where);
   RankBudget budget;
   try {
-    policies = std::make_shared<const PolicySet>(load_policy_set(experiment.policies));
     budget = rank_budget(experiment.model, experiment.train, experiment.cluster,
                          pair_costs(experiment.model, experiment.policies.recompute));
-  } catch (const PluginError& error) {
-    throw PluginError(located(where, error.what()));
   } catch (const PlanError& error) {
     throw PlanError(located(where, error.what()));
   }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/config/experiment.hpp"
+#include "core/plugins/policy_set.hpp"
 #include "store/results_store.hpp"
 
 namespace lrmoe {
@@ -35,6 +36,18 @@ std::vector<std::string> experiment_arguments(const ExperimentSource& source);
 
 // Loads and resolves the experiment from its file or the embedded default. Throws ConfigError.
 Experiment load_experiment_source(const ExperimentSource& source);
+
+// Where errors about `source` are placed: its file, or "<built-in default experiment>".
+std::string experiment_place(const ExperimentSource& source);
+
+// `message` with `place` in front, unless it already starts there (a value's own
+// "FILE:LINE:COLUMN").
+std::string located(const std::string& place, const std::string& message);
+
+// load_policy_set for the experiment at `place`; a PluginError it throws names the place first,
+// as every other error about the experiment does.
+std::shared_ptr<const PolicySet> load_located_policy_set(const PoliciesConfig& policies,
+                                                         const std::string& place);
 
 // `lrmoe validate`: prints the resolved experiment, then each policy plugin with every
 // parameter, as TOML comments. Loading the plugins checks their names and parameters.
