@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <stdexcept>
 
 #include "core/data/token_source.hpp"
@@ -48,18 +49,39 @@ ExchangeMeasurement pipeline_exchange(const std::vector<StepReport>& reports, in
   return total;
 }
 
-// `calls` all-to-all-v calls, each sending `bytes` to every other process: the wall time.
-double bare_exchange_seconds(Collectives& collectives, int64_t calls, int64_t bytes) {
-  const auto p = static_cast<std::size_t>(collectives.size());
-  std::vector<int64_t> splits(p, bytes);
-  splits[static_cast<std::size_t>(collectives.rank())] = 0;
-  const torch::Tensor send = torch::ones({bytes * static_cast<int64_t>(p - 1), 1}, torch::kUInt8);
-  collectives.exchange_rows(send, splits, splits);  // warm-up: connections, buffers
+// This process's own all-to-all-v calls over the timed steps, in call order.
+std::vector<ExchangeCallSizes> exchange_calls(const std::vector<StepReport>& reports) {
+  std::vector<ExchangeCallSizes> calls;
+  for (const StepReport& report : reports) {
+    for (const LayerStepStatistics& layer : report.layers) {
+      calls.insert(calls.end(), layer.exchange.call_sizes.begin(), layer.exchange.call_sizes.end());
+    }
+  }
+  return calls;
+}
+
+int64_t total(const std::vector<int64_t>& values) {
+  return std::accumulate(values.begin(), values.end(), int64_t{0});
+}
+
+// The same calls bare: each of `calls` again, with the same bytes to and from every process
+// (this one included), from one buffer allocated beforehand; the wall time. Every process
+// replays its own calls, which match its peers' as they did in training.
+double bare_exchange_seconds(Collectives& collectives,
+                             const std::vector<ExchangeCallSizes>& calls) {
+  int64_t largest = 0;
+  for (const ExchangeCallSizes& call : calls) largest = std::max(largest, total(call.sent_bytes));
+  const torch::Tensor buffer = torch::ones({largest, 1}, torch::kUInt8);
+  auto make = [&](const ExchangeCallSizes& call) {
+    collectives.exchange_rows(buffer.narrow(0, 0, total(call.sent_bytes)), call.sent_bytes,
+                              call.received_bytes);
+  };
+  for (const ExchangeCallSizes& call : calls) make(call);  // warm-up: connections, buffers
   collectives.barrier();
   double seconds = 0;
-  for (int64_t call = 0; call < calls; ++call) {
+  for (const ExchangeCallSizes& call : calls) {
     const auto started = std::chrono::steady_clock::now();
-    collectives.exchange_rows(send, splits, splits);
+    make(call);
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   }
   return seconds;
@@ -117,16 +139,12 @@ int parallel_bench_worker(const ExperimentSource& source, int64_t steps,
   for (const StepReport& report : timed) step_seconds += report.step_seconds;
   Figures figures{{"steps", static_cast<double>(timed.size())}, {"step_seconds", step_seconds}};
   if (!collectives->single()) {
-    // Process 0's side of both, the same bytes in as many calls.
+    // Process 0's side of both: the pipeline's calls, then the same calls bare.
     const ExchangeMeasurement pipeline = pipeline_exchange(timed, 0);
-    const int64_t calls = std::max<int64_t>(1, pipeline.calls);
-    const int64_t bytes_per_peer = pipeline.bytes_sent / calls / (collectives->size() - 1);
     figures["pipeline_bytes"] = static_cast<double>(pipeline.bytes_sent);
     figures["pipeline_seconds"] = pipeline.seconds;
     figures["calls"] = static_cast<double>(pipeline.calls);
-    const double bare_seconds = bare_exchange_seconds(*collectives, calls, bytes_per_peer);
-    figures["bare_bytes"] = static_cast<double>(bytes_per_peer * calls * (collectives->size() - 1));
-    figures["bare_seconds"] = bare_seconds;
+    figures["bare_seconds"] = bare_exchange_seconds(*collectives, exchange_calls(timed));
   }
   if (collectives->rank() == 0) {
     std::ofstream out(result_path);
@@ -168,7 +186,7 @@ int parallel_bench_command(const ExperimentSource& source, int64_t steps, int64_
   // The bytes and calls are the same in every round: the plan is deterministic.
   const double calls = many.at("calls");
   const double pipeline_rate = many.at("pipeline_bytes") / median(pipeline_seconds);
-  const double bare_rate = many.at("bare_bytes") / median(bare_seconds);
+  const double bare_rate = many.at("pipeline_bytes") / median(bare_seconds);
   fmt::print(
       "\nexperiment          {} (model {}), {} ranks, {} timed steps after {} warm-up steps, "
       "median of {} rounds\n",
@@ -180,7 +198,7 @@ int parallel_bench_command(const ExperimentSource& source, int64_t steps, int64_
       processes, calls, many.at("pipeline_bytes") / calls / 1024.0);
   fmt::print("  pipeline (in training)        bus bandwidth {}  ({:.0f} us per call)\n",
              rate(pipeline_rate), 1e6 * median(pipeline_seconds) / calls);
-  fmt::print("  bare c10d, same bytes         bus bandwidth {}  ({:.0f} us per call)\n",
+  fmt::print("  bare c10d, the same calls     bus bandwidth {}  ({:.0f} us per call)\n",
              rate(bare_rate), 1e6 * median(bare_seconds) / calls);
   fmt::print("  ratio pipeline / bare         {:8.3f}\n", pipeline_rate / bare_rate);
   fmt::print(

@@ -9,6 +9,7 @@ ExchangeMeasurement& ExchangeMeasurement::operator+=(const ExchangeMeasurement& 
   bytes_received += other.bytes_received;
   seconds += other.seconds;
   calls += other.calls;
+  call_sizes.insert(call_sizes.end(), other.call_sizes.begin(), other.call_sizes.end());
   return *this;
 }
 
@@ -21,7 +22,10 @@ torch::Tensor PairExchange::exchange(const torch::Tensor& rows, const std::vecto
   const int64_t row_bytes =
       rows.size(0) > 0 ? rows.nbytes() / rows.size(0) : rows.numel() * rows.element_size();
   const auto me = static_cast<std::size_t>(collectives_->rank());
+  ExchangeCallSizes& sizes = measurement_.call_sizes.emplace_back();
   for (std::size_t q = 0; q < send.size(); ++q) {
+    sizes.sent_bytes.push_back(send[q] * row_bytes);
+    sizes.received_bytes.push_back(recv[q] * row_bytes);
     if (q == me) continue;
     measurement_.bytes_sent += send[q] * row_bytes;
     measurement_.bytes_received += recv[q] * row_bytes;

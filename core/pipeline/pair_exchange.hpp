@@ -8,12 +8,20 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <vector>
 
 #include "core/device/span_timer.hpp"
 #include "core/distributed/collectives.hpp"
 #include "core/pipeline/pair_layout.hpp"
 
 namespace lrmoe {
+
+// The sizes of one all-to-all-v call as this process made it, so that a benchmark can make the
+// same calls bare (lrmoe bench-parallel).
+struct ExchangeCallSizes {
+  std::vector<int64_t> sent_bytes;      // [processes], this one included
+  std::vector<int64_t> received_bytes;  // [processes], this one included
+};
 
 // What one process's exchanges moved to and from other processes, and the wall time of their
 // all-to-all-v calls (waiting for the slowest peer included).
@@ -22,6 +30,7 @@ struct ExchangeMeasurement {
   int64_t bytes_received = 0;
   double seconds = 0;
   int64_t calls = 0;
+  std::vector<ExchangeCallSizes> call_sizes;  // one per call, in call order (this process only)
 
   ExchangeMeasurement& operator+=(const ExchangeMeasurement& other);
 };
