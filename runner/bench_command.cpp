@@ -18,6 +18,7 @@
 #include "core/system/host_info.hpp"
 #include "core/system/threads.hpp"
 #include "core/train/trainer.hpp"
+#include "dense_gemm_reference.hpp"
 #include "timed_training.hpp"
 
 namespace lrmoe {
@@ -61,17 +62,9 @@ void bench_grouped_gemm(const ModelConfig& c, const std::vector<int64_t>& pairs_
   auto hidden_act = torch::randn({pairs, ffn}, options);
   auto w_gate_up = torch::randn({c.num_experts, 2 * ffn, hidden}, options);
   auto w_down = torch::randn({c.num_experts, hidden, ffn}, options);
-  // One dense matmul with the same FLOPs: [pairs, hidden] x [hidden, 3 * ffn].
-  auto w_dense = torch::randn({3 * ffn, hidden}, options);
-  auto dense_out = torch::empty({pairs, 3 * ffn}, options);
-  // On the CPU the dense reference gets the whole machine: BLAS threads on every core for it.
-  auto dense = [&] {
-    if (!device.is_cuda()) set_blas_threads(torch::get_num_threads());
-    torch::mm_out(dense_out, x, w_dense.t());
-    if (!device.is_cuda()) set_blas_threads(1);
-  };
-  const double flops = 6.0 * static_cast<double>(pairs * hidden * ffn);
-  const double dense_gflops = flops / round_median_seconds(dense, device) / 1e9;
+  DenseGemmReference dense(pairs, hidden, ffn, device, dtype);
+  const double flops = dense.flops();
+  const double dense_gflops = flops / round_median_seconds([&] { dense.run(); }, device) / 1e9;
   const auto busy = std::count_if(pairs_per_expert.begin(), pairs_per_expert.end(),
                                   [](int64_t n) { return n > 0; });
   fmt::print(
@@ -79,9 +72,7 @@ void bench_grouped_gemm(const ModelConfig& c, const std::vector<int64_t>& pairs_
       "{} on {}\n",
       pairs, c.num_experts, busy, hidden, ffn, c10::toString(dtype), device.str());
   fmt::print("  dense matmul, same FLOPs      {:8.1f} GFLOP/s{}\n", dense_gflops,
-             device.is_cuda()
-                 ? ""
-                 : fmt::format(" (one BLAS call on {} threads)", torch::get_num_threads()));
+             dense.description());
   const GroupedGemmKernel chosen = grouped_gemm_kernel();
   for (GroupedGemmKernel kernel : available_grouped_gemm_kernels()) {
     set_grouped_gemm_kernel(kernel);

@@ -13,6 +13,7 @@
 #include "core/model/moe_layer.hpp"
 #include "core/pipeline/rank_budget.hpp"
 #include "core/system/threads.hpp"
+#include "dense_gemm_reference.hpp"
 #include "run_command.hpp"
 
 namespace lrmoe {
@@ -26,8 +27,14 @@ struct Variant {
   std::vector<double> seconds;
   PipelineOverhead overhead;
   double layer_seconds = 0;
-  int64_t kept = 0, routed = 0;
+  int64_t kept = 0, routed = 0, dropped = 0;
 };
+
+// Median of `values` (sorted in place).
+double median_of(std::vector<double>& values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
 
 // The layer's dimensions as an experiment on the tiny-moe preset with the lrmoe bundle, then the
 // user's overrides and the variant's value: the loader checks every key and plugin parameter.
@@ -122,8 +129,19 @@ int pipeline_bench_command(const PipelineBenchOptions& o) {
     v.layer->zero_grad();
     return std::make_pair(seconds, stats);
   };
+  // The GEMM limit, timed in the same rounds: one dense matmul at the layer's shapes.
+  DenseGemmReference dense(o.tokens * model.top_k, model.hidden_size, model.expert_ffn_size,
+                           x.device(), x.scalar_type());
+  std::vector<double> dense_seconds;
+  auto time_dense = [&] {
+    const auto started = std::chrono::steady_clock::now();
+    dense.run();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  };
+  time_dense();
   for (Variant& v : variants) pass(v, 1);  // warm-up
   for (int64_t round = 0; round < o.rounds; ++round) {
+    dense_seconds.push_back(time_dense());
     for (Variant& v : variants) {
       auto [seconds, stats] = pass(v, round + 2);
       v.seconds.push_back(seconds);
@@ -131,8 +149,10 @@ int pipeline_bench_command(const PipelineBenchOptions& o) {
       v.layer_seconds += stats.forward_seconds + stats.backward_seconds;
       v.kept += stats.pairs_kept;
       v.routed += stats.pairs_routed;
+      v.dropped += stats.pairs_dropped;
     }
   }
+  const double dense_gflops = dense.flops() / median_of(dense_seconds) / 1e9;
 
   fmt::print(
       "MoE layer           {} tokens, hidden {}, {} experts of ffn {}, top-{}, {} logical ranks, "
@@ -140,27 +160,35 @@ int pipeline_bench_command(const PipelineBenchOptions& o) {
       o.tokens, model.hidden_size, model.num_experts, model.expert_ffn_size, model.top_k,
       variants.front().experiment.cluster.ranks, o.rounds);
   const PoliciesConfig& policies = variants.front().experiment.policies;
+  fmt::print("policies            placement {}, metric {}, selection {}, routing {}; varied: {}\n",
+             policies.placement.name, policies.metric.name, policies.selection.name,
+             policies.routing.name, o.vary);
+  fmt::print("dense GEMM          {:.1f} GFLOP/s at the layer's shapes{}\n\n", dense_gflops,
+             dense.description());
   fmt::print(
-      "policies            placement {}, metric {}, selection {}, routing {}; varied: {}\n\n",
-      policies.placement.name, policies.metric.name, policies.selection.name, policies.routing.name,
-      o.vary);
-  fmt::print(
-      "{:<20} {:>8} {:>12} {:>9} | overhead % of layer time: {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n",
-      "variant", "kept", "fwd+bwd ms", "ratio", "place", "metric", "select", "route", "compact",
-      "total");
-  std::sort(variants.front().seconds.begin(), variants.front().seconds.end());
-  const double baseline = variants.front().seconds[variants.front().seconds.size() / 2];
+      "{:<20} {:>8} {:>12} {:>9} {:>9} {:>9} | overhead % of layer time: {:>7} {:>7} {:>7} {:>7} "
+      "{:>7} {:>7}\n",
+      "variant", "kept", "fwd+bwd ms", "ratio", "GFLOP/s", "of dense", "place", "metric", "select",
+      "route", "compact", "total");
+  const double baseline = median_of(variants.front().seconds);
+  // Expert GEMM FLOPs per pair and h*f: 6 in forward (gate, up, down); 12 in backward for a kept
+  // pair (weight and input gradients of all three, pre-activations saved).
+  const double hf = static_cast<double>(model.hidden_size * model.expert_ffn_size);
   for (Variant& v : variants) {
-    std::sort(v.seconds.begin(), v.seconds.end());
-    const double median = v.seconds[v.seconds.size() / 2];
+    const double median = median_of(v.seconds);
+    const auto passes = static_cast<double>(o.rounds);
+    const double flops =
+        hf *
+        (6.0 * static_cast<double>(v.routed - v.dropped) + 12.0 * static_cast<double>(v.kept)) /
+        passes;
     auto share = [&](double s) { return 100.0 * s / v.layer_seconds; };
     fmt::print(
-        "{:<20} {:>7.1f}% {:>12.1f} {:>9.3f} | {:>33.2f} {:>7.2f} {:>7.2f} {:>7.2f} {:>7.2f} "
-        "{:>7.2f}\n",
+        "{:<20} {:>7.1f}% {:>12.1f} {:>9.3f} {:>9.1f} {:>9.3f} | {:>33.2f} {:>7.2f} {:>7.2f} "
+        "{:>7.2f} {:>7.2f} {:>7.2f}\n",
         v.label, 100.0 * static_cast<double>(v.kept) / static_cast<double>(v.routed), 1e3 * median,
-        median / baseline, share(v.overhead.placement), share(v.overhead.metric),
-        share(v.overhead.selection), share(v.overhead.routing), share(v.overhead.compaction),
-        share(v.overhead.total()));
+        median / baseline, flops / median / 1e9, flops / median / 1e9 / dense_gflops,
+        share(v.overhead.placement), share(v.overhead.metric), share(v.overhead.selection),
+        share(v.overhead.routing), share(v.overhead.compaction), share(v.overhead.total()));
   }
   return 0;
 }
