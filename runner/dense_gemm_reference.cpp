@@ -30,8 +30,9 @@ void DenseGemmReference::run() {
 }
 
 std::string DenseGemmReference::description() const {
-  return device_.is_cuda() ? std::string()
-                           : fmt::format(" (one BLAS call on {} threads)", torch::get_num_threads());
+  return device_.is_cuda()
+             ? std::string()
+             : fmt::format(" (one BLAS call on {} threads)", torch::get_num_threads());
 }
 
 }  // namespace lrmoe

@@ -71,6 +71,51 @@ struct Layout {
     }
     return share;
   }
+
+  // pairs_e / (cnt_e + extra): an instance's share of its expert's pairs with `extra` more copies.
+  double share(const std::vector<int64_t>& pairs, int64_t expert, int64_t extra = 0) const {
+    const auto e = static_cast<size_t>(expert);
+    return static_cast<double>(pairs[e]) / static_cast<double>(copies[e] + extra);
+  }
+
+  // The expert of `rank`'s instance with the largest share (equal: the lower expert), among
+  // those with pairs; -1 if it has none.
+  int64_t hottest_on(int64_t rank, const std::vector<int64_t>& pairs) const {
+    int64_t hot = -1;
+    double most = 0;
+    for (const lrmoe::ExpertInstance& instance : instances) {
+      const double s = share(pairs, instance.expert);
+      if (instance.rank == rank && s > 0 &&
+          (hot < 0 || s > most || (s == most && instance.expert < hot))) {
+        hot = instance.expert;
+        most = s;
+      }
+    }
+    return hot;
+  }
+
+  // The least-loaded rank (equal: the lowest) that has a free slot, does not host `expert`, and
+  // fits one more replica and `after` more forward pairs within `budget`; -1 if none does.
+  int64_t replica_target(const lrmoe::PlacementRequest& request, int64_t expert, double after,
+                         const std::vector<double>& load, int64_t budget) const {
+    int64_t target = -1;
+    for (int64_t r = 0; r < request.ranks; ++r) {
+      const auto i = static_cast<size_t>(r);
+      lrmoe::LayerHolding with_replica = holding(i, load[i] + after, 0);
+      ++with_replica.replicas;
+      if (hosted[i] < request.slots_per_rank && !hosts(r, expert) &&
+          lrmoe::layer_fits(request.memory, with_replica, budget) &&
+          (target < 0 || load[i] < load[static_cast<size_t>(target)])) {
+        target = r;
+      }
+    }
+    return target;
+  }
+
+  void add_replica(int64_t expert, int64_t rank) {
+    instances.push_back({expert, rank, hosted[static_cast<size_t>(rank)]++, false});
+    ++copies[static_cast<size_t>(expert)];
+  }
 };
 
 class LrmoePlanner : public lrmoe::PlacementPolicy {
@@ -106,51 +151,24 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
   // Step 2.
   void add_replicas(const lrmoe::PlacementRequest& request, Layout& layout) const {
     const std::vector<int64_t>& pairs = request.counts;
-    auto share = [&](int64_t e, int64_t copies) {
-      return static_cast<double>(pairs[static_cast<size_t>(e)]) / static_cast<double>(copies);
-    };
     for (int64_t added = 0; added < max_replicas_; ++added) {
-      // The busiest rank (equal: the lowest).
+      // The busiest rank (equal: the lowest) and its hottest instance.
       const std::vector<double> load = layout.per_rank_share(pairs);
       const auto busiest =
           static_cast<int64_t>(std::max_element(load.begin(), load.end()) - load.begin());
-      // Its instance with the largest share (equal: the lower expert).
-      int64_t hot = -1;
-      double now = 0;
-      for (const lrmoe::ExpertInstance& instance : layout.instances) {
-        const double s =
-            share(instance.expert, layout.copies[static_cast<size_t>(instance.expert)]);
-        if (instance.rank == busiest &&
-            (hot < 0 || s > now || (s == now && instance.expert < hot))) {
-          hot = instance.expert;
-          now = s;
-        }
-      }
-      if (hot < 0) {
-        return;  // no experts at all
-      }
-      const double after = share(hot, layout.copies[static_cast<size_t>(hot)] + 1);
-      // The least-loaded rank that can take a replica of it (equal: the lowest).
-      int64_t target = -1;
-      for (int64_t r = 0; r < request.ranks; ++r) {
-        const auto i = static_cast<size_t>(r);
-        lrmoe::LayerHolding with_replica = layout.holding(i, load[i] + after, 0);
-        ++with_replica.replicas;
-        if (layout.hosted[i] < request.slots_per_rank && !layout.hosts(r, hot) &&
-            lrmoe::layer_fits(request.memory, with_replica, planning_budget(request)) &&
-            (target < 0 || load[i] < load[static_cast<size_t>(target)])) {
-          target = r;
-        }
-      }
+      const int64_t hot = layout.hottest_on(busiest, pairs);
+      if (hot < 0) return;  // no pairs at all
+      const double now = layout.share(pairs, hot);
+      const double after = layout.share(pairs, hot, 1);
+      const int64_t target =
+          layout.replica_target(request, hot, after, load, planning_budget(request));
       // Only a replica that lowers the peak.
       const double peak = load[static_cast<size_t>(busiest)];
       if (target < 0 ||
           std::max(load[static_cast<size_t>(target)] + after, peak - now + after) >= peak) {
         return;
       }
-      layout.instances.push_back(
-          {hot, target, layout.hosted[static_cast<size_t>(target)]++, false});
-      ++layout.copies[static_cast<size_t>(hot)];
+      layout.add_replica(hot, target);
     }
   }
 
@@ -158,9 +176,6 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
   void replicate_until_forward_fits(const lrmoe::PlacementRequest& request, Layout& layout) const {
     const std::vector<int64_t>& pairs = request.counts;
     const int64_t budget = planning_budget(request);
-    auto share = [&](int64_t e, int64_t copies) {
-      return static_cast<double>(pairs[static_cast<size_t>(e)]) / static_cast<double>(copies);
-    };
     // Every pass adds an instance, so there are at most ranks * slots passes.
     for (;;) {
       const std::vector<double> load = layout.per_rank_share(pairs);
@@ -176,34 +191,12 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
         }
       }
       if (over < 0) return;
-      // Its instance with the largest share (equal: the lower expert), among those with pairs.
-      int64_t hot = -1;
-      double now = 0;
-      for (const lrmoe::ExpertInstance& instance : layout.instances) {
-        const double s =
-            share(instance.expert, layout.copies[static_cast<size_t>(instance.expert)]);
-        if (instance.rank == over && s > 0 && (hot < 0 || s > now)) {
-          hot = instance.expert;
-          now = s;
-        }
-      }
+      const int64_t hot = layout.hottest_on(over, pairs);
       if (hot < 0) return;  // only owned parameters: no replica helps
-      const double after = share(hot, layout.copies[static_cast<size_t>(hot)] + 1);
-      int64_t target = -1;
-      for (int64_t r = 0; r < request.ranks; ++r) {
-        const auto i = static_cast<size_t>(r);
-        lrmoe::LayerHolding with_replica = layout.holding(i, load[i] + after, 0);
-        ++with_replica.replicas;
-        if (layout.hosted[i] < request.slots_per_rank && !layout.hosts(r, hot) &&
-            lrmoe::layer_fits(request.memory, with_replica, budget) &&
-            (target < 0 || load[i] < load[static_cast<size_t>(target)])) {
-          target = r;
-        }
-      }
+      const int64_t target =
+          layout.replica_target(request, hot, layout.share(pairs, hot, 1), load, budget);
       if (target < 0) return;
-      layout.instances.push_back(
-          {hot, target, layout.hosted[static_cast<size_t>(target)]++, false});
-      ++layout.copies[static_cast<size_t>(hot)];
+      layout.add_replica(hot, target);
     }
   }
 
