@@ -215,25 +215,24 @@ int run_command(const ExperimentSource& source) {
   } catch (const std::invalid_argument& error) {
     throw std::runtime_error(fmt::format("{}: cluster.profile: {}", where, error.what()));
   }
-  // So are a device or grouped GEMM kernel this build or machine does not have.
+  // So are a device or grouped GEMM kernel this build or machine does not have, and a run too
+  // large for its memory.
   std::string device_line;
   try {
     const torch::Device device = resolve_device(experiment.train.device, launch.local_rank);
     const GroupedGemmSelection kernel =
         choose_grouped_gemm_kernel(experiment.train.grouped_gemm, device,
                                    compute_dtype(experiment.train.precision), experiment.model);
-    try {
-      check_footprint_fits(process_footprint(experiment.model, experiment.train, launch.world_size),
-                           device, launch.local_world_size);
-    } catch (const PlanError& error) {
-      throw PlanError(located(where, error.what()));
-    }
+    check_footprint_fits(process_footprint(experiment.model, experiment.train, launch.world_size),
+                         device, launch.local_world_size);
     device_line =
         fmt::format("device {}, precision {}, grouped GEMM {} ({}), LibTorch {}",
                     device_description(device), precision_name(experiment.train.precision),
                     kernel_name(kernel.kernel), kernel.reason, torch_version());
   } catch (const std::invalid_argument& error) {
     throw std::runtime_error(fmt::format("{}: {}", where, error.what()));
+  } catch (const PlanError& error) {  // a run this machine's memory cannot hold
+    throw PlanError(located(where, error.what()));
   }
   // The rendezvous comes before the database: a run that cannot start records nothing.
   auto collectives = Collectives::connect(launch, experiment.cluster, experiment.train);

@@ -72,12 +72,11 @@ void show_abandoned_runs_as_interrupted(sqlite::Database& db) {
   sqlite::Statement table = db.prepare("SELECT name FROM pragma_table_info('runs', 'main')");
   while (table.step()) {
     const std::string name = table.column_text(0);
-    const std::string quoted = "\"" + name + "\"";
     columns += columns.empty() ? "" : ", ";
     columns +=
         name == "status"
             ? fmt::format("CASE WHEN id IN ({}) THEN 'interrupted?' ELSE status END AS status", ids)
-            : quoted;
+            : "\"" + name + "\"";
   }
   db.execute(fmt::format("CREATE TEMP VIEW runs AS SELECT {} FROM main.runs", columns),
              "showing abandoned runs as 'interrupted?'");

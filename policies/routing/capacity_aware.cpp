@@ -36,12 +36,11 @@ class ExpertRankFlow {
  public:
   ExpertRankFlow(std::vector<int64_t> supply, std::vector<std::vector<int64_t>> ranks_of,
                  std::vector<int64_t> limit)
-      : supply_(std::move(supply)),
-        ranks_of_(std::move(ranks_of)),
+      : ranks_of_(std::move(ranks_of)),
         limit_(std::move(limit)),
-        flow_(supply_.size(), std::vector<int64_t>(limit_.size(), 0)),
+        flow_(supply.size(), std::vector<int64_t>(limit_.size(), 0)),
         load_(limit_.size(), 0),
-        unplaced_(supply_) {}
+        unplaced_(std::move(supply)) {}
 
   // Adds `pairs` of `expert` to `rank` as far as the rank's limit allows.
   void place(size_t expert, size_t rank, int64_t pairs) {
@@ -57,7 +56,7 @@ class ExpertRankFlow {
   // expert -> hosting rank (always open) and rank -> expert (undoing flow that expert sends
   // there), and ends at a rank below its limit.
   bool complete() {
-    const size_t E = supply_.size();
+    const size_t E = unplaced_.size();
     const size_t R = limit_.size();
     for (;;) {
       // Nodes 0..E-1 are experts, E..E+R-1 ranks; parent[v] is where the path came from.
@@ -126,7 +125,6 @@ class ExpertRankFlow {
   const std::vector<std::vector<int64_t>>& flow() const { return flow_; }
 
  private:
-  std::vector<int64_t> supply_;                 // [experts] pairs to place
   std::vector<std::vector<int64_t>> ranks_of_;  // [experts] ranks hosting an instance
   std::vector<int64_t> limit_;                  // [ranks] pairs each may hold
   std::vector<std::vector<int64_t>> flow_;      // [experts][ranks] pairs placed
@@ -177,7 +175,7 @@ class CapacityAware : public lrmoe::RoutingPolicy {
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return ranks_of[a].size() < ranks_of[b].size(); });
 
-    // Step 2 for one shift s.
+    // Step 2 for one shift s: the flow's start, which complete() then finishes.
     auto flow_at = [&](int64_t shift) {
       std::vector<int64_t> limit(R);
       for (size_t r = 0; r < R; ++r) limit[r] = std::max<int64_t>(0, request.capacity[r] + shift);
@@ -187,8 +185,7 @@ class CapacityAware : public lrmoe::RoutingPolicy {
           flow.place(e, static_cast<size_t>(rank), at_home[e][static_cast<size_t>(rank)]);
         }
       }
-      const bool complete = flow.complete();
-      return std::make_pair(complete, flow.flow());
+      return flow;
     };
 
     // Step 1: at s = all pairs - min capacity every rank can hold them all; below -max capacity
@@ -202,10 +199,13 @@ class CapacityAware : public lrmoe::RoutingPolicy {
     int64_t low = -*most - 1;
     while (high - low > 1) {
       const int64_t middle = low + (high - low) / 2;
-      (flow_at(middle).first ? high : low) = middle;
+      (flow_at(middle).complete() ? high : low) = middle;
     }
-    auto [complete, flow] = flow_at(high);
-    if (!complete) throw std::logic_error("capacity_aware: no routing at the feasible shift");
+    ExpertRankFlow feasible = flow_at(high);
+    if (!feasible.complete()) {
+      throw std::logic_error("capacity_aware: no routing at the feasible shift");
+    }
+    std::vector<std::vector<int64_t>> flow = feasible.flow();
 
     // Step 3.
     int64_t* chosen = routed.data_ptr<int64_t>();
