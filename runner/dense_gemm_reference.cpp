@@ -1,9 +1,9 @@
 #include "dense_gemm_reference.hpp"
 
+#include <ATen/Parallel.h>
 #include <fmt/format.h>
 
 #include "core/device/cuda_runtime.hpp"
-#include "core/system/threads.hpp"
 
 namespace lrmoe {
 
@@ -20,19 +20,24 @@ DenseGemmReference::DenseGemmReference(int64_t rows, int64_t hidden, int64_t ffn
 
 void DenseGemmReference::run() {
   torch::NoGradGuard no_grad;
-  // The expert GEMMs run single-threaded BLAS calls side by side; the reference gets the whole
-  // machine in one call instead.
-  const bool cpu = !device_.is_cuda();
-  if (cpu) set_blas_threads(torch::get_num_threads());
-  torch::mm_out(out_, x_, weight_.t());
-  if (cpu) set_blas_threads(1);
-  synchronize(device_);
+  if (device_.is_cuda()) {
+    torch::mm_out(out_, x_, weight_.t());
+    synchronize(device_);
+    return;
+  }
+  const int64_t rows = x_.size(0);
+  const int64_t threads = torch::get_num_threads();
+  at::parallel_for(0, threads, /*grain_size=*/1, [&](int64_t begin, int64_t end) {
+    torch::NoGradGuard worker_no_grad;  // worker threads do not inherit the caller's grad mode
+    const int64_t first = rows * begin / threads, last = rows * end / threads;
+    auto out_rows = out_.narrow(0, first, last - first);
+    torch::mm_out(out_rows, x_.narrow(0, first, last - first), weight_.t());
+  });
 }
 
 std::string DenseGemmReference::description() const {
-  return device_.is_cuda()
-             ? std::string()
-             : fmt::format(" (one BLAS call on {} threads)", torch::get_num_threads());
+  return device_.is_cuda() ? std::string()
+                           : fmt::format(" (rows split over {} threads)", torch::get_num_threads());
 }
 
 }  // namespace lrmoe
