@@ -8,6 +8,7 @@
 #include "core/model/grouped_gemm.hpp"
 #include "core/model/grouped_gemm_choice.hpp"
 #include "core/model/grouped_swiglu.hpp"
+#include "core/model/swiglu_activation.hpp"
 #include "core/system/libtorch_compat.hpp"
 #include "support/gpu.hpp"
 
@@ -75,7 +76,8 @@ void check_swiglu_experts(GroupedGemmKernel kernel, const torch::Device& device,
 
   const auto x_c = x.to(dtype), gate_up_c = w_gate_up.to(dtype), down_c = w_down.to(dtype);
   const torch::Tensor pre = grouped_pre_activations(x_c, kOffsets, gate_up_c);
-  const torch::Tensor out = grouped_output(swiglu_hidden(pre), kOffsets, down_c);
+  const torch::Tensor out =
+      grouped_output(swiglu_activation(pre, /*row_norm=*/false).hidden, kOffsets, down_c);
   REQUIRE(out.scalar_type() == dtype);
   require_close(out, reference, tolerance);
 

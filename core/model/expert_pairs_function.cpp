@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "core/model/grouped_swiglu.hpp"
+#include "core/model/swiglu_activation.hpp"
 #include "core/pipeline/expert_counts.hpp"
 #include "core/pipeline/rank_parts.hpp"
 
@@ -93,10 +94,10 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
       state->run(kForwardPhase, part, x.device(), [&] {
         auto pre = grouped_pre_activations(rows_of(x_rows, part), part.offsets,
                                            part_of(w_gate_up_i, part));
-        auto hidden = swiglu_hidden(pre);
-        auto y = grouped_output(hidden, part.offsets, part_of(w_down_i, part));
+        const SwiGLUActivation activation = swiglu_activation(pre, /*row_norm=*/true);
+        auto y = grouped_output(activation.hidden, part.offsets, part_of(w_down_i, part));
         // The output row and the hidden norm (a metric signal) go home together.
-        out_parts.push_back(torch::cat({y, hidden.norm(2, 1).unsqueeze(1)}, 1));
+        out_parts.push_back(torch::cat({y, activation.row_norm.unsqueeze(1)}, 1));
         pre_parts.push_back(pre);
       });
     }

@@ -1,7 +1,8 @@
 #pragma once
 // SwiGLU experts applied to rows grouped by instance: rows [off[i], off[i+1]) go through the
-// weights of instance i. The forward and the two halves of the backward (weight gradients,
-// input gradients) are separate, because the pipeline runs them over different sets of pairs.
+// weights of instance i. The activation between the GEMMs is core/model/swiglu_activation.hpp. The
+// forward and the two halves of the backward (weight gradients, input gradients) are separate,
+// because the pipeline runs them over different sets of pairs.
 
 #include <torch/torch.h>
 
@@ -13,8 +14,6 @@ namespace lrmoe {
 torch::Tensor grouped_pre_activations(const torch::Tensor& x_rows,
                                       const std::vector<int64_t>& offsets,
                                       const torch::Tensor& w_gate_up);
-// silu(a) * b of pre-activations [rows, 2*ffn] = [a | b].
-torch::Tensor swiglu_hidden(const torch::Tensor& pre_activations);
 // Output rows [rows, hidden] of hidden rows under w_down [instances, hidden, ffn].
 torch::Tensor grouped_output(const torch::Tensor& hidden, const std::vector<int64_t>& offsets,
                              const torch::Tensor& w_down);
