@@ -49,10 +49,22 @@ Tensor rows_of(const Tensor& rows, const RankPart& part) {
   return rows.narrow(0, part.first_row, part.rows);
 }
 
+// The parts' rows one after another; a single part as it is, without a copy.
+Tensor concat_parts(const std::vector<Tensor>& parts) {
+  return parts.size() == 1 ? parts.front() : torch::cat(parts);
+}
+
 // Per-instance weight gradients of the parts, in place in a [instances, ...] tensor that is zero
 // for instances no part here computes.
 Tensor instance_gradients(const std::vector<Tensor>& part_grads, const std::vector<RankPart>& parts,
                           const Tensor& like) {
+  // Parts that cover the instances in order (one process's ranks): no zeros, no copies.
+  int64_t covered = 0;
+  for (const RankPart& part : parts) {
+    if (part.first_instance != covered) break;
+    covered += part.instances;
+  }
+  if (covered == like.size(0)) return concat_parts(part_grads);
   auto grads = torch::zeros_like(like);
   for (std::size_t i = 0; i < parts.size(); ++i) {
     if (parts[i].instances > 0)
@@ -101,8 +113,8 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
         pre_parts.push_back(pre);
       });
     }
-    auto pre = torch::cat(pre_parts);
-    auto home = exchange.combine(torch::cat(out_parts), here);
+    auto pre = concat_parts(pre_parts);
+    auto home = exchange.combine(concat_parts(out_parts), here);
     const int64_t width = x.size(1);
     auto y_home = home.narrow(1, 0, width);
     auto hidden_norm = home.select(1, width);
@@ -197,7 +209,7 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     auto grad_x = torch::zeros_like(x);
     if (!all_input_grads) {
       grad_x.index_add_(0, tokens.index_select(0, plan.local_kept),
-                        exchange.combine(torch::cat(input_parts), kept_here));
+                        exchange.combine(concat_parts(input_parts), kept_here));
     } else {
       // Every computed pair's exact, unweighted input gradient, at its forward instance (Note
       // [Gradients of dropped pairs]).
@@ -218,7 +230,7 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
                                    .input);
         });
       }
-      grad_x.index_add_(0, tokens, exchange.combine(torch::cat(all_inputs), f));
+      grad_x.index_add_(0, tokens, exchange.combine(concat_parts(all_inputs), f));
     }
     return {
         grad_x,

@@ -96,7 +96,11 @@ torch::Tensor grouped_weight_grad(const torch::Tensor& grad_out, const torch::Te
                               group_ends(offsets, input.device()))
         .to(like_weights.scalar_type());
   }
-  auto grad = torch::zeros_like(like_weights);
+  // Every expert with rows is overwritten whole; only those without rows need zeros.
+  auto grad = torch::empty_like(like_weights);
+  for (std::size_t e = 0; e + 1 < offsets.size(); ++e) {
+    if (offsets[e + 1] == offsets[e]) grad[static_cast<int64_t>(e)].zero_();
+  }
   for_each_expert_slice(input, offsets, [&](int64_t e, int64_t first, int64_t count) {
     auto grad_e = grad[e];
     torch::mm_out(grad_e, grad_out.narrow(0, first, count).t(), input.narrow(0, first, count));
