@@ -98,7 +98,7 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     const ProcessSlice& here = pass.layout.local;
     PairExchange& exchange = state->exchange();
 
-    auto x_rows = exchange.dispatch(x.index_select(0, tokens), here);
+    auto x_rows = exchange.dispatch(x, tokens, here);
     const auto w_gate_up_i = instance_weights(w_gate_up, *pass.table);
     const auto w_down_i = instance_weights(w_down, *pass.table);
     std::vector<Tensor> pre_parts, out_parts;
@@ -165,7 +165,7 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
       // Saved pre-activations move from each kept pair's forward instance to its backward one,
       // which the backward routing may have chosen elsewhere (Note [Gradients of dropped pairs]).
       if (saved_pre.defined())
-        pre_rows = exchange.dispatch(saved_pre.index_select(0, plan.context_rows), plan.context);
+        pre_rows = exchange.dispatch(saved_pre, plan.context_rows, plan.context);
     } else {
       // Every pair is kept, on the instance that computed it in forward.
       plan.local_kept = torch::arange(tokens.numel(), tokens.options());
@@ -208,14 +208,14 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
 
     auto grad_x = torch::zeros_like(x);
     if (!all_input_grads) {
-      grad_x.index_add_(0, tokens.index_select(0, plan.local_kept),
-                        exchange.combine(concat_parts(input_parts), kept_here));
+      exchange.combine_add(grad_x, tokens.index_select(0, plan.local_kept),
+                           concat_parts(input_parts), kept_here);
     } else {
       // Every computed pair's exact, unweighted input gradient, at its forward instance (Note
       // [Gradients of dropped pairs]).
       const ProcessSlice& f = forward.layout.local;
       auto all_rows = exchange.dispatch(upstream * gates.to(x.scalar_type()).unsqueeze(1), f);
-      auto all_x = saved_pre.defined() ? Tensor() : exchange.dispatch(x_home, f);
+      auto all_x = saved_pre.defined() ? Tensor() : exchange.dispatch(x, tokens, f);
       std::vector<Tensor> all_inputs;
       for (const RankPart& part : state->parts(f)) {
         state->run(kBackwardPhase, part, x.device(), [&] {
@@ -230,7 +230,7 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
                                    .input);
         });
       }
-      grad_x.index_add_(0, tokens, exchange.combine(concat_parts(all_inputs), f));
+      exchange.combine_add(grad_x, tokens, concat_parts(all_inputs), f);
     }
     return {
         grad_x,

@@ -43,6 +43,47 @@ torch::Tensor PairExchange::dispatch(const torch::Tensor& home_rows, const Proce
   return s.arrival.defined() ? received.index_select(0, s.arrival) : received;
 }
 
+namespace {
+
+// The home row of each destination row, where both are in this process: send_rows in arrival
+// order.
+torch::Tensor home_row_of_destination(const ProcessSlice& s) {
+  return s.arrival.defined() ? s.send_rows.index_select(0, s.arrival) : s.send_rows;
+}
+
+// Whether gathering `rows` of `source` gives `source` itself.
+bool every_row_in_order(const torch::Tensor& rows, const torch::Tensor& source) {
+  return rows.numel() == source.size(0) && rows.equal(torch::arange(rows.numel(), rows.options()));
+}
+
+}  // namespace
+
+torch::Tensor PairExchange::dispatch(const torch::Tensor& source, const torch::Tensor& source_rows,
+                                     const ProcessSlice& s) {
+  if (!collectives_->single()) {
+    torch::Tensor received =
+        exchange(source.index_select(0, source_rows.index_select(0, s.send_rows)), s.send_counts,
+                 s.recv_counts);
+    return s.arrival.defined() ? received.index_select(0, s.arrival) : received;
+  }
+  const torch::Tensor rows = source_rows.index_select(0, home_row_of_destination(s));
+  return every_row_in_order(rows, source) ? source : source.index_select(0, rows);
+}
+
+void PairExchange::combine_add(torch::Tensor& out, const torch::Tensor& out_rows,
+                               const torch::Tensor& destination_rows, const ProcessSlice& s) {
+  if (collectives_->single()) {
+    out.index_add_(0, out_rows.index_select(0, home_row_of_destination(s)), destination_rows);
+    return;
+  }
+  const torch::Tensor buffer =
+      s.arrival.defined()
+          ? torch::empty_like(destination_rows).index_copy_(0, s.arrival, destination_rows)
+          : destination_rows;
+  out.index_add_(0, out_rows.index_select(0, s.send_rows),
+                 exchange(buffer, s.recv_counts, s.send_counts));
+}
+
 torch::Tensor PairExchange::combine(const torch::Tensor& destination_rows, const ProcessSlice& s) {
   const torch::Tensor buffer =
       s.arrival.defined()

@@ -41,8 +41,18 @@ class PairExchange {
 
   // [home rows, ...] of this process's `slice` of a layout -> its [destination rows, ...].
   torch::Tensor dispatch(const torch::Tensor& home_rows, const ProcessSlice& slice);
+  // dispatch(source.index_select(0, source_rows), slice) with one gather instead of two or three:
+  // source_rows [home rows] int64 picks each home row from source [n, ...]. With one process the
+  // move is a single gather, and none when it would be source itself in order: the result may be
+  // `source`, so it must not be modified.
+  torch::Tensor dispatch(const torch::Tensor& source, const torch::Tensor& source_rows,
+                         const ProcessSlice& slice);
   // [destination rows, ...] -> [home rows, ...]: the inverse of dispatch.
   torch::Tensor combine(const torch::Tensor& destination_rows, const ProcessSlice& slice);
+  // out.index_add_(0, out_rows, combine(destination_rows, slice)) without the combined copy:
+  // out_rows [home rows] int64 names the row of `out` each home row adds into.
+  void combine_add(torch::Tensor& out, const torch::Tensor& out_rows,
+                   const torch::Tensor& destination_rows, const ProcessSlice& slice);
 
   // The measurement since the last call, then starts afresh. Its seconds are left at zero: the
   // calls' timed spans are handed over unread (Note [Device timing]).
