@@ -14,6 +14,7 @@
 #include "bench_command.hpp"
 #include "compare_command.hpp"
 #include "core/config/experiment_loader.hpp"
+#include "core/device/caching_host_allocator.hpp"
 #include "core/system/one_line.hpp"
 #include "inspect_commands.hpp"
 #include "launch_command.hpp"
@@ -66,6 +67,9 @@ void quiet_libtorch_logging() {
 
 int main(int argc, char** argv) {
   quiet_libtorch_logging();
+  // Large host tensors reused instead of unmapped and faulted in again every step (Note [Host
+  // memory reuse] in docs/notes.md).
+  lrmoe::install_caching_host_allocator();
   CLI::App app{"lrmoe: memory-aware Mixture-of-Experts training harness"};
   app.require_subcommand(1);
   spdlog::set_pattern("[%H:%M:%S %^%l%$] %v");

@@ -12,6 +12,16 @@
   (TORCH_VERSION_MAJOR > (major) ||        \
    (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
 
+// c10::Allocator::allocate is const before LibTorch 2.3, which made it non-const and added the
+// pure virtual copy_data; an allocator declares allocate with this and copy_data where needed.
+#if LRMOE_TORCH_AT_LEAST(2, 3)
+#define LRMOE_ALLOCATE_CONST
+#define LRMOE_ALLOCATOR_HAS_COPY_DATA 1
+#else
+#define LRMOE_ALLOCATE_CONST const
+#define LRMOE_ALLOCATOR_HAS_COPY_DATA 0
+#endif
+
 namespace c10d {
 class Backend;
 class ProcessGroup;
