@@ -1,0 +1,115 @@
+#include "core/pipeline/quota_threshold_search.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <stdexcept>
+
+namespace lrmoe {
+
+uint32_t score_key(float score) {
+  if (score == 0.0F) score = 0.0F;  // -0 and +0 compare equal, so they share a key
+  uint32_t bits = 0;
+  std::memcpy(&bits, &score, sizeof bits);
+  // Positive floats order as their bits; negative ones in reverse. Setting the sign bit of
+  // positives and inverting negatives makes unsigned order the floats' order.
+  return (bits & 0x80000000U) ? ~bits : (bits | 0x80000000U);
+}
+
+QuotaThresholdSearch::QuotaThresholdSearch(const torch::Tensor& experts,
+                                           const torch::Tensor& scores, std::vector<int64_t> quota)
+    : quota_(std::move(quota)) {
+  const auto num_experts = static_cast<int64_t>(quota_.size());
+  const torch::Tensor e = experts.to(torch::kCPU, torch::kInt64).contiguous();
+  const torch::Tensor s = scores.to(torch::kCPU, torch::kFloat32).contiguous();
+  if (e.numel() != s.numel())
+    throw std::invalid_argument(
+        fmt::format("QuotaThresholdSearch: {} experts but {} scores", e.numel(), s.numel()));
+  expert_.assign(e.data_ptr<int64_t>(), e.data_ptr<int64_t>() + e.numel());
+  key_.reserve(expert_.size());
+  for (int64_t i = 0; i < s.numel(); ++i) key_.push_back(score_key(s.data_ptr<float>()[i]));
+  for (int64_t x : expert_) {
+    if (x < 0 || x >= num_experts)
+      throw std::invalid_argument(
+          fmt::format("QuotaThresholdSearch: expert {} outside [0, {})", x, num_experts));
+  }
+  prefix_.assign(quota_.size(), 0);
+  above_.assign(quota_.size(), 0);
+  need_ = quota_;
+}
+
+torch::Tensor QuotaThresholdSearch::local_histogram() const {
+  if (round_ >= kRounds) throw std::logic_error("QuotaThresholdSearch: every round is done");
+  const auto num_experts = static_cast<int64_t>(quota_.size());
+  auto histogram = torch::zeros({num_experts, kBins}, torch::kInt64);
+  int64_t* bins = histogram.data_ptr<int64_t>();
+  const int settled = 8 * round_;  // the key's high bits already settled
+  const int shift = 24 - settled;
+  for (std::size_t i = 0; i < key_.size(); ++i) {
+    const auto e = static_cast<std::size_t>(expert_[i]);
+    // The shift by 32 that round 0 would ask for is undefined: every pair matches then.
+    if (settled > 0 && (key_[i] >> (32 - settled)) != prefix_[e]) continue;
+    ++bins[expert_[i] * kBins + ((key_[i] >> shift) & 0xFFU)];
+  }
+  return histogram;
+}
+
+void QuotaThresholdSearch::narrow(const torch::Tensor& global_histogram) {
+  const torch::Tensor histogram = global_histogram.to(torch::kCPU, torch::kInt64).contiguous();
+  const int64_t* bins = histogram.data_ptr<int64_t>();
+  for (std::size_t e = 0; e < quota_.size(); ++e) {
+    const int64_t* row = bins + static_cast<int64_t>(e) * kBins;
+    int64_t matching = 0;
+    for (int64_t b = 0; b < kBins; ++b) matching += row[b];
+    if (round_ == 0 && need_[e] > matching) need_[e] = matching;  // a quota above the pairs
+    // From the highest bin down, the bin where the need runs out holds the threshold. With
+    // nothing needed it stays at bin 255: after four rounds the key 0xFFFFFFFF, a NaN's, above
+    // every finite score's, so that no pair is kept.
+    int64_t bin = kBins - 1;
+    int64_t before = 0;
+    if (need_[e] > 0) {
+      while (before + row[bin] < need_[e]) {
+        before += row[bin];
+        if (--bin < 0)
+          throw std::logic_error(fmt::format(
+              "QuotaThresholdSearch: expert {} has fewer pairs in round {} than it still needs; "
+              "the processes' histograms disagree",
+              e, round_));
+      }
+    }
+    above_[e] += before;
+    need_[e] -= before;
+    prefix_[e] = (prefix_[e] << 8) | static_cast<uint32_t>(bin);
+  }
+  ++round_;
+}
+
+torch::Tensor QuotaThresholdSearch::local_ties() const {
+  if (round_ < kRounds) throw std::logic_error("QuotaThresholdSearch: rounds remain");
+  auto ties = torch::zeros({static_cast<int64_t>(quota_.size())}, torch::kInt64);
+  int64_t* count = ties.data_ptr<int64_t>();
+  for (std::size_t i = 0; i < key_.size(); ++i) {
+    if (key_[i] == prefix_[static_cast<std::size_t>(expert_[i])]) ++count[expert_[i]];
+  }
+  return ties;
+}
+
+torch::Tensor QuotaThresholdSearch::kept(const torch::Tensor& ties_before) const {
+  if (round_ < kRounds) throw std::logic_error("QuotaThresholdSearch: rounds remain");
+  const torch::Tensor before = ties_before.to(torch::kCPU, torch::kInt64).contiguous();
+  std::vector<int64_t> tie_rank(before.data_ptr<int64_t>(),
+                                before.data_ptr<int64_t>() + before.numel());
+  auto kept = torch::zeros({static_cast<int64_t>(key_.size())}, torch::kBool);
+  bool* keep = kept.data_ptr<bool>();
+  for (std::size_t i = 0; i < key_.size(); ++i) {
+    const auto e = static_cast<std::size_t>(expert_[i]);
+    if (key_[i] > prefix_[e]) {
+      keep[i] = true;
+    } else if (key_[i] == prefix_[e]) {
+      keep[i] = tie_rank[e]++ < need_[e];
+    }
+  }
+  return kept;
+}
+
+}  // namespace lrmoe

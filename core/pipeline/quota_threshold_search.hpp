@@ -1,0 +1,65 @@
+#pragma once
+// Each expert's backward quota agreed over processes without gathering a single pair: the
+// quota-th highest score of each expert's pairs, wherever they are, found from all-reduced
+// histograms (Note [Scalable selection] in docs/notes.md). Scores are ordered by a 32-bit key;
+// each of four rounds settles one byte of every expert's threshold key from a histogram of 256
+// bins per expert, summed over processes. Then every process keeps its pairs above the threshold
+// and, of the pairs at it, as many as the quota still needs, allotted in process order and pair
+// order within a process: the pairs the exact plan (one process seeing every pair, ties to the
+// earlier pair) keeps.
+//
+// The search is a value driven by its caller, who sums the histograms over processes (one
+// all-reduce per round), so that tests can run many processes' searches in lockstep.
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace lrmoe {
+
+// Order-preserving key of a finite float: a > b exactly when score_key(a) > score_key(b), and
+// -0 and +0 share a key.
+uint32_t score_key(float score);
+
+class QuotaThresholdSearch {
+ public:
+  static constexpr int kRounds = 4;  // one byte of the key each
+  static constexpr int64_t kBins = 256;
+
+  // experts: [n] int64, the expert of each of this process's pairs, in pair order; scores: [n]
+  // float32, finite; quota: [experts] pairs each expert keeps over all processes.
+  QuotaThresholdSearch(const torch::Tensor& experts, const torch::Tensor& scores,
+                       std::vector<int64_t> quota);
+
+  // Rounds done so far; the threshold is known after kRounds.
+  int rounds_done() const { return round_; }
+  // [experts, kBins] int64 on the CPU: this process's pairs per bin of the current round's byte,
+  // among the pairs whose higher bytes equal their expert's threshold so far. The caller sums it
+  // over processes (an all-reduce) and hands the sum to narrow().
+  torch::Tensor local_histogram() const;
+  void narrow(const torch::Tensor& global_histogram);
+
+  // After the rounds. [experts] int64 on the CPU: this process's pairs whose key equals their
+  // expert's threshold. The caller turns it into ties_before, the same count summed over the
+  // processes before this one (an exclusive scan, e.g. from an all-gather).
+  torch::Tensor local_ties() const;
+  // [n] bool on the CPU: the pairs this process keeps.
+  torch::Tensor kept(const torch::Tensor& ties_before) const;
+
+  // Over all processes, per expert: the pairs strictly above the threshold, and how many of the
+  // pairs at it are kept. above + ties_kept is min(quota, pairs).
+  const std::vector<int64_t>& above() const { return above_; }
+  const std::vector<int64_t>& ties_kept() const { return need_; }
+
+ private:
+  std::vector<int64_t> expert_;
+  std::vector<uint32_t> key_;
+  std::vector<int64_t> quota_;
+  int round_ = 0;
+  std::vector<uint32_t> prefix_;  // [experts] the threshold's bytes settled so far
+  std::vector<int64_t> above_;    // [experts] pairs known to lie above the threshold
+  std::vector<int64_t> need_;     // [experts] pairs still to keep among those matching prefix_
+};
+
+}  // namespace lrmoe

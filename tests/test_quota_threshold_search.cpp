@@ -1,0 +1,169 @@
+// The histogram search for each expert's quota threshold (Note [Scalable selection]): processes'
+// searches run in lockstep, their histograms summed as an all-reduce would, and the pairs they
+// keep are exactly those the exact plan keeps: each expert's quota highest scores over all
+// processes, ties to the earlier pair in process order.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "core/pipeline/quota_threshold_search.hpp"
+
+using namespace lrmoe;
+
+namespace {
+
+struct ProcessPairs {
+  std::vector<int64_t> experts;
+  std::vector<float> scores;
+};
+
+torch::Tensor int_tensor(const std::vector<int64_t>& values) {
+  return torch::tensor(values, torch::kInt64);
+}
+
+// Every process's kept pairs, by the histogram search.
+std::vector<std::vector<bool>> searched(const std::vector<ProcessPairs>& processes,
+                                        const std::vector<int64_t>& quota) {
+  std::vector<QuotaThresholdSearch> searches;
+  for (const ProcessPairs& p : processes)
+    searches.emplace_back(int_tensor(p.experts), torch::tensor(p.scores), quota);
+  for (int round = 0; round < QuotaThresholdSearch::kRounds; ++round) {
+    torch::Tensor sum;
+    for (const QuotaThresholdSearch& s : searches) {
+      const torch::Tensor local = s.local_histogram();
+      sum = sum.defined() ? sum + local : local;
+    }
+    for (QuotaThresholdSearch& s : searches) s.narrow(sum);
+  }
+  std::vector<std::vector<bool>> kept;
+  auto ties_before = torch::zeros({static_cast<int64_t>(quota.size())}, torch::kInt64);
+  for (const QuotaThresholdSearch& s : searches) {
+    const torch::Tensor mask = s.kept(ties_before);
+    kept.emplace_back(mask.data_ptr<bool>(), mask.data_ptr<bool>() + mask.numel());
+    ties_before = ties_before + s.local_ties();
+  }
+  return kept;
+}
+
+// The exact plan's choice: all pairs in process order, each expert's quota highest, ties to the
+// earlier pair.
+std::vector<std::vector<bool>> exact(const std::vector<ProcessPairs>& processes,
+                                     const std::vector<int64_t>& quota) {
+  struct Pair {
+    std::size_t process, index;
+    int64_t expert;
+    float score;
+  };
+  std::vector<Pair> all;
+  for (std::size_t p = 0; p < processes.size(); ++p) {
+    for (std::size_t i = 0; i < processes[p].experts.size(); ++i)
+      all.push_back({p, i, processes[p].experts[i], processes[p].scores[i]});
+  }
+  std::stable_sort(all.begin(), all.end(),
+                   [](const Pair& a, const Pair& b) { return a.score > b.score; });
+  std::vector<std::vector<bool>> kept;
+  for (const ProcessPairs& p : processes) kept.emplace_back(p.experts.size(), false);
+  std::vector<int64_t> taken(quota.size(), 0);
+  for (const Pair& pair : all) {
+    const auto e = static_cast<std::size_t>(pair.expert);
+    if (taken[e] < quota[e]) {
+      kept[pair.process][pair.index] = true;
+      ++taken[e];
+    }
+  }
+  return kept;
+}
+
+}  // namespace
+
+TEST_CASE("score keys order floats as the floats order, with -0 and +0 one key", "[selection]") {
+  const std::vector<float> ascending{-std::numeric_limits<float>::infinity(),
+                                     -1e30F,
+                                     -2.5F,
+                                     -1e-40F,  // subnormal
+                                     0.0F,
+                                     1e-40F,
+                                     1.0F,
+                                     1.0000001F,
+                                     3e38F,
+                                     std::numeric_limits<float>::infinity()};
+  for (std::size_t i = 0; i + 1 < ascending.size(); ++i) {
+    INFO(ascending[i] << " < " << ascending[i + 1]);
+    CHECK(score_key(ascending[i]) < score_key(ascending[i + 1]));
+  }
+  CHECK(score_key(-0.0F) == score_key(0.0F));
+}
+
+TEST_CASE("the histogram search keeps exactly the exact plan's pairs over many processes",
+          "[selection]") {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int64_t experts = 1 + static_cast<int64_t>(rng() % 6);
+    const std::size_t process_count = 1 + rng() % 5;
+    // Scores from a small set in some trials, so that ties straddle processes.
+    const bool tied = trial % 2 == 0;
+    std::vector<ProcessPairs> processes(process_count);
+    std::vector<int64_t> pairs_of(static_cast<std::size_t>(experts), 0);
+    for (ProcessPairs& p : processes) {
+      const std::size_t n = rng() % 40;
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto e = static_cast<int64_t>(rng() % static_cast<unsigned>(experts));
+        p.experts.push_back(e);
+        ++pairs_of[static_cast<std::size_t>(e)];
+        const float normal = std::normal_distribution<float>(0.0F, 3.0F)(rng);
+        p.scores.push_back(tied ? std::round(normal) : normal);
+      }
+      // Pair order: by expert, in arrival order within one (stable).
+      std::vector<std::size_t> order(p.experts.size());
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](std::size_t a, std::size_t b) { return p.experts[a] < p.experts[b]; });
+      ProcessPairs sorted;
+      for (std::size_t i : order) {
+        sorted.experts.push_back(p.experts[i]);
+        sorted.scores.push_back(p.scores[i]);
+      }
+      p = sorted;
+    }
+    // Quotas from none to more than the expert's pairs.
+    std::vector<int64_t> quota;
+    for (int64_t count : pairs_of)
+      quota.push_back(static_cast<int64_t>(rng() % static_cast<unsigned>(count + 3)));
+    INFO("trial " << trial);
+    CHECK(searched(processes, quota) == exact(processes, quota));
+  }
+}
+
+TEST_CASE("the search's counts say how many pairs are kept above and at each threshold",
+          "[selection]") {
+  // Expert 0: scores 5, 3, 3, 3, 1 over two processes, quota 3: one above, two of three ties.
+  // Expert 1: quota 0. Expert 2: quota 9 of 1 pair.
+  const std::vector<ProcessPairs> processes{{{0, 0, 1, 2}, {5.0F, 3.0F, 2.0F, 7.0F}},
+                                            {{0, 0, 0}, {3.0F, 3.0F, 1.0F}}};
+  const std::vector<int64_t> quota{3, 0, 9};
+  const auto kept = searched(processes, quota);
+  CHECK(kept[0] == std::vector<bool>{true, true, false, true});
+  CHECK(kept[1] == std::vector<bool>{true, false, false});
+
+  QuotaThresholdSearch search(int_tensor({0, 0, 0, 0, 0}),
+                              torch::tensor({5.0F, 3.0F, 3.0F, 3.0F, 1.0F}), {3});
+  while (search.rounds_done() < QuotaThresholdSearch::kRounds)
+    search.narrow(search.local_histogram());
+  CHECK(search.above() == std::vector<int64_t>{1});
+  CHECK(search.ties_kept() == std::vector<int64_t>{2});
+  CHECK(search.local_ties().item<int64_t>() == 3);
+}
+
+TEST_CASE("histograms that disagree with the quota are refused, not read past", "[selection]") {
+  QuotaThresholdSearch search(int_tensor({0, 0}), torch::tensor({1.0F, 2.0F}), {2});
+  search.narrow(search.local_histogram());
+  // A later round's sum holding fewer pairs than the first promised: processes out of step.
+  CHECK_THROWS_WITH(search.narrow(torch::zeros({1, QuotaThresholdSearch::kBins}, torch::kInt64)),
+                    Catch::Contains("disagree"));
+}
