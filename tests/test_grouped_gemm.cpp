@@ -81,15 +81,18 @@ void check_swiglu_experts(GroupedGemmKernel kernel, const torch::Device& device,
   REQUIRE(out.scalar_type() == dtype);
   require_close(out, reference, tolerance);
 
-  const GroupedSwiGLUGrads grads =
-      grouped_swiglu_backward(grad_out.to(dtype), x_c, pre, kOffsets, gate_up_c, down_c,
-                              /*weight_grads=*/true, /*input_grads=*/true);
-  require_close(grads.input, xr.grad(), tolerance);
-  require_close(grads.w_gate_up, gr.grad(), tolerance);
-  require_close(grads.w_down, dr.grad(), tolerance);
+  SwiGLUWeightGrads weight_grads{WeightGradSum(gate_up_c), WeightGradSum(down_c)};
+  const torch::Tensor input_grad =
+      grouped_swiglu_backward(grad_out.to(dtype), x_c, pre, kOffsets, gate_up_c, down_c, {},
+                              &weight_grads, /*input_grads=*/true);
+  const torch::Tensor w_gate_up_grad = weight_grads.w_gate_up.finish();
+  const torch::Tensor w_down_grad = weight_grads.w_down.finish();
+  require_close(input_grad, xr.grad(), tolerance);
+  require_close(w_gate_up_grad, gr.grad(), tolerance);
+  require_close(w_down_grad, dr.grad(), tolerance);
   // An expert without rows gets a zero gradient, not stale memory.
-  REQUIRE(grads.w_down[0].abs().max().item<double>() == 0.0);
-  REQUIRE(grads.w_gate_up[3].abs().max().item<double>() == 0.0);
+  REQUIRE(w_down_grad[0].abs().max().item<double>() == 0.0);
+  REQUIRE(w_gate_up_grad[3].abs().max().item<double>() == 0.0);
 }
 
 }  // namespace
@@ -114,6 +117,41 @@ TEST_CASE("every grouped GEMM kernel computes the per-expert products on the CPU
       require_close(plain.narrow(0, first, count), rows.matmul(w_plain[e]), 1e-5);
       require_close(weight_grad[e], grad_out.narrow(0, first, count).t().matmul(rows), 1e-5);
     }
+  }
+}
+
+TEST_CASE("replica groups read their expert's matrix and sum their weight gradients into it",
+          "[gemm]") {
+  for (GroupedGemmKernel kernel : available_grouped_gemm_kernels()) {
+    INFO("kernel " << kernel_name(kernel));
+    KernelInUse in_use(kernel);
+    torch::manual_seed(4);
+    // Groups 0 and 2 are instances of matrix 2 within one call; matrix 0 gets a second call;
+    // matrix 3 no group at all.
+    const std::vector<int64_t> offsets{0, 3, 5, 9, 10};
+    const WeightIndex index{2, 0, 2, 1};
+    auto w = torch::randn({4, 12, 8});  // [matrices, n, k]
+    auto x = torch::randn({10, 8});
+    auto grad_out = torch::randn({10, 12});
+    const torch::Tensor out = grouped_mm(x, offsets, w, /*transpose_weights=*/true, index);
+    auto expected_grad = torch::zeros_like(w);
+    for (std::size_t g = 0; g < index.size(); ++g) {
+      const int64_t first = offsets[g], count = offsets[g + 1] - first;
+      require_close(out.narrow(0, first, count), x.narrow(0, first, count).matmul(w[index[g]].t()),
+                    1e-5);
+      expected_grad[index[g]] +=
+          grad_out.narrow(0, first, count).t().matmul(x.narrow(0, first, count));
+    }
+    auto extra_x = torch::randn({4, 8});
+    auto extra_grad = torch::randn({4, 12});
+    expected_grad[0] += extra_grad.t().matmul(extra_x);
+
+    WeightGradSum sum(w);
+    sum.add(grad_out, x, offsets, index);
+    sum.add(extra_grad, extra_x, {0, 4}, {0});
+    const torch::Tensor grad = sum.finish();
+    require_close(grad, expected_grad, 1e-4);
+    REQUIRE(grad[3].abs().max().item<double>() == 0.0);
   }
 }
 

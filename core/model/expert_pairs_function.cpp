@@ -41,9 +41,13 @@ struct PairsContext : torch::CustomClassHolder {
   }
 };
 
-// One rank's slice of instance weights [instances, ...].
-Tensor part_of(const Tensor& instance_weights, const RankPart& part) {
-  return instance_weights.narrow(0, part.first_instance, part.instances);
+// The expert matrix of each of one rank's instances: replicas read their owner's parameters
+// where they are (Note [Grouped GEMM kernels]).
+WeightIndex part_weights(const InstanceTable& table, const RankPart& part) {
+  WeightIndex experts;
+  for (int64_t i = part.first_instance; i < part.first_instance + part.instances; ++i)
+    experts.push_back(table.instances[static_cast<std::size_t>(i)].expert);
+  return experts;
 }
 Tensor rows_of(const Tensor& rows, const RankPart& part) {
   return rows.narrow(0, part.first_row, part.rows);
@@ -52,41 +56,6 @@ Tensor rows_of(const Tensor& rows, const RankPart& part) {
 // The parts' rows one after another; a single part as it is, without a copy.
 Tensor concat_parts(const std::vector<Tensor>& parts) {
   return parts.size() == 1 ? parts.front() : torch::cat(parts);
-}
-
-// Per-instance weight gradients of the parts, in place in a [instances, ...] tensor that is zero
-// for instances no part here computes.
-Tensor instance_gradients(const std::vector<Tensor>& part_grads, const std::vector<RankPart>& parts,
-                          const Tensor& like) {
-  // Parts that cover the instances in order (one process's ranks): no zeros, no copies.
-  int64_t covered = 0;
-  for (const RankPart& part : parts) {
-    if (part.first_instance != covered) break;
-    covered += part.instances;
-  }
-  if (covered == like.size(0)) return concat_parts(part_grads);
-  auto grads = torch::zeros_like(like);
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    if (parts[i].instances > 0)
-      grads.narrow(0, parts[i].first_instance, parts[i].instances).copy_(part_grads[i]);
-  }
-  return grads;
-}
-
-// Each instance's copy of its expert's weights: a replica is a copy of the owner's parameters.
-Tensor instance_weights(const Tensor& weights, const InstanceTable& table) {
-  if (table.one_per_expert) return weights;
-  return weights.index_select(0, table.instance_expert.to(weights.device()));
-}
-
-// Instance gradients summed into their expert: replica gradients reduce into the owner.
-Tensor expert_gradient(const Tensor& instance_grad, const InstanceTable& table,
-                       int64_t num_experts) {
-  if (table.one_per_expert) return instance_grad;
-  auto shape = instance_grad.sizes().vec();
-  shape[0] = num_experts;
-  return torch::zeros(shape, instance_grad.options())
-      .index_add_(0, table.instance_expert.to(instance_grad.device()), instance_grad);
 }
 
 class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction> {
@@ -99,15 +68,13 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     PairExchange& exchange = state->exchange();
 
     auto x_rows = exchange.dispatch(x, tokens, here);
-    const auto w_gate_up_i = instance_weights(w_gate_up, *pass.table);
-    const auto w_down_i = instance_weights(w_down, *pass.table);
     std::vector<Tensor> pre_parts, out_parts;
     for (const RankPart& part : state->parts(here)) {
       state->run(kForwardPhase, part, x.device(), [&] {
-        auto pre = grouped_pre_activations(rows_of(x_rows, part), part.offsets,
-                                           part_of(w_gate_up_i, part));
+        const WeightIndex weights = part_weights(*pass.table, part);
+        auto pre = grouped_pre_activations(rows_of(x_rows, part), part.offsets, w_gate_up, weights);
         const SwiGLUActivation activation = swiglu_activation(pre, /*row_norm=*/true);
-        auto y = grouped_output(activation.hidden, part.offsets, part_of(w_down_i, part));
+        auto y = grouped_output(activation.hidden, part.offsets, w_down, weights);
         // The output row and the hidden norm (a metric signal) go home together.
         out_parts.push_back(torch::cat({y, activation.row_norm.unsqueeze(1)}, 1));
         pre_parts.push_back(pre);
@@ -143,9 +110,6 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     const ForwardPass& forward = *state->forward;
     const InstanceTable& table = *forward.table;
     PairExchange& exchange = state->exchange();
-    const int64_t num_experts = w_down.size(0);
-    const auto w_gate_up_i = instance_weights(w_gate_up, table);
-    const auto w_down_i = instance_weights(w_down, table);
 
     auto upstream = grad_outputs[0].index_select(0, tokens);  // d at each pair's token
     auto x_home = x.index_select(0, tokens);
@@ -189,20 +153,21 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     const bool all_input_grads =
         state->pipeline && state->pipeline->dropped_pairs_keep_input_grad();
     const std::vector<RankPart> parts = state->parts(kept_here);
-    std::vector<Tensor> gate_up_parts, down_parts, input_parts;
+    // Every instance's weight gradient summed into its expert's: replica gradients reduce
+    // into the owner's parameters.
+    SwiGLUWeightGrads weight_grads{WeightGradSum(w_gate_up), WeightGradSum(w_down)};
+    std::vector<Tensor> input_parts;
     for (const RankPart& part : parts) {
       state->run(kBackwardPhase, part, x.device(), [&] {
+        const WeightIndex weights = part_weights(table, part);
         auto part_x = rows_of(x_rows, part);
-        auto part_gate_up = part_of(w_gate_up_i, part);
-        auto pre = pre_rows.defined() ? rows_of(pre_rows, part)
-                                      : grouped_pre_activations(part_x, part.offsets, part_gate_up);
-        auto grads =
-            grouped_swiglu_backward(rows_of(grad_rows, part), part_x, pre, part.offsets,
-                                    part_gate_up, part_of(w_down_i, part), /*weight_grads=*/true,
-                                    /*input_grads=*/!all_input_grads);
-        gate_up_parts.push_back(grads.w_gate_up);
-        down_parts.push_back(grads.w_down);
-        if (!all_input_grads) input_parts.push_back(grads.input);
+        auto pre = pre_rows.defined()
+                       ? rows_of(pre_rows, part)
+                       : grouped_pre_activations(part_x, part.offsets, w_gate_up, weights);
+        auto input = grouped_swiglu_backward(rows_of(grad_rows, part), part_x, pre, part.offsets,
+                                             w_gate_up, w_down, weights, &weight_grads,
+                                             /*input_grads=*/!all_input_grads);
+        if (!all_input_grads) input_parts.push_back(input);
       });
     }
 
@@ -219,26 +184,21 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
       std::vector<Tensor> all_inputs;
       for (const RankPart& part : state->parts(f)) {
         state->run(kBackwardPhase, part, x.device(), [&] {
-          auto part_gate_up = part_of(w_gate_up_i, part);
-          auto pre = saved_pre.defined() ? rows_of(saved_pre, part)
-                                         : grouped_pre_activations(rows_of(all_x, part),
-                                                                   part.offsets, part_gate_up);
+          const WeightIndex weights = part_weights(table, part);
+          auto pre =
+              saved_pre.defined()
+                  ? rows_of(saved_pre, part)
+                  : grouped_pre_activations(rows_of(all_x, part), part.offsets, w_gate_up, weights);
           all_inputs.push_back(grouped_swiglu_backward(rows_of(all_rows, part), Tensor(), pre,
-                                                       part.offsets, part_gate_up,
-                                                       part_of(w_down_i, part),
-                                                       /*weight_grads=*/false, /*input_grads=*/true)
-                                   .input);
+                                                       part.offsets, w_gate_up, w_down, weights,
+                                                       /*weight_grads=*/nullptr,
+                                                       /*input_grads=*/true));
         });
       }
       exchange.combine_add(grad_x, tokens, concat_parts(all_inputs), f);
     }
-    return {
-        grad_x,
-        grad_gates,
-        expert_gradient(instance_gradients(gate_up_parts, parts, w_gate_up_i), table, num_experts),
-        expert_gradient(instance_gradients(down_parts, parts, w_down_i), table, num_experts),
-        Tensor(),
-        Tensor()};
+    return {grad_x,   grad_gates, weight_grads.w_gate_up.finish(), weight_grads.w_down.finish(),
+            Tensor(), Tensor()};
   }
 };
 

@@ -51,6 +51,16 @@ torch::Tensor group_ends(const std::vector<int64_t>& offsets, const torch::Devic
   return torch::tensor(ends, torch::kInt32).to(device, /*non_blocking=*/true);
 }
 
+int64_t matrix_of(const WeightIndex& weight_index, int64_t group) {
+  return weight_index.empty() ? group : weight_index[static_cast<std::size_t>(group)];
+}
+
+// [groups, ...]: the matrix of each group, a copy only where an index is given.
+torch::Tensor indexed_weights(const torch::Tensor& weights, const WeightIndex& weight_index) {
+  if (weight_index.empty()) return weights;
+  return weights.index_select(0, torch::tensor(weight_index, torch::kInt64).to(weights.device()));
+}
+
 }  // namespace
 
 const char* kernel_name(GroupedGemmKernel kernel) {
@@ -71,17 +81,20 @@ std::vector<GroupedGemmKernel> available_grouped_gemm_kernels() {
 }
 
 torch::Tensor grouped_mm(const torch::Tensor& input, const std::vector<int64_t>& offsets,
-                         const torch::Tensor& weights, bool transpose_weights) {
+                         const torch::Tensor& weights, bool transpose_weights,
+                         const WeightIndex& weight_index) {
   if (grouped_gemm_kernel() == GroupedGemmKernel::GroupedMm) {
-    const torch::Tensor b = transpose_weights ? weights.transpose(1, 2) : weights;
+    // at::_grouped_mm takes one matrix per group: the indexed ones are gathered for it.
+    const torch::Tensor per_group = indexed_weights(weights, weight_index);
+    const torch::Tensor b = transpose_weights ? per_group.transpose(1, 2) : per_group;
     return compat::grouped_mm(input.contiguous(), b, group_ends(offsets, input.device()));
   }
   const int64_t width = weights.size(transpose_weights ? 1 : 2);
   auto out = torch::empty({input.size(0), width}, input.options());
-  for_each_expert_slice(input, offsets, [&](int64_t e, int64_t first, int64_t count) {
+  for_each_expert_slice(input, offsets, [&](int64_t g, int64_t first, int64_t count) {
     auto out_slice = out.narrow(0, first, count);
-    torch::mm_out(out_slice, input.narrow(0, first, count),
-                  transpose_weights ? weights[e].t() : weights[e]);
+    const torch::Tensor w = weights[matrix_of(weight_index, g)];
+    torch::mm_out(out_slice, input.narrow(0, first, count), transpose_weights ? w.t() : w);
   });
   return out;
 }
@@ -106,6 +119,76 @@ torch::Tensor grouped_weight_grad(const torch::Tensor& grad_out, const torch::Te
     torch::mm_out(grad_e, grad_out.narrow(0, first, count).t(), input.narrow(0, first, count));
   });
   return grad;
+}
+
+}  // namespace lrmoe
+
+namespace lrmoe {
+
+WeightGradSum::WeightGradSum(const torch::Tensor& like_weights)
+    : grad_(torch::empty_like(like_weights)),
+      written_(static_cast<std::size_t>(like_weights.size(0)), 0) {}
+
+void WeightGradSum::add(const torch::Tensor& grad_out, const torch::Tensor& input,
+                        const std::vector<int64_t>& offsets, const WeightIndex& weight_index) {
+  const auto groups = static_cast<int64_t>(offsets.size()) - 1;
+  // A matrix this call's groups name twice (two instances of one expert on one rank) would be
+  // written by two threads at once: its later groups are summed into it after the parallel loop.
+  std::vector<char> first_here(static_cast<std::size_t>(groups), 1);
+  std::vector<char> seen(written_.size(), 0);
+  for (int64_t g = 0; g < groups; ++g) {
+    if (offsets[g + 1] == offsets[g]) continue;
+    auto& matrix_seen = seen[static_cast<std::size_t>(matrix_of(weight_index, g))];
+    first_here[static_cast<std::size_t>(g)] = !matrix_seen;
+    matrix_seen = 1;
+  }
+  auto product = [&](int64_t first, int64_t count, torch::Tensor& out) {
+    torch::mm_out(out, grad_out.narrow(0, first, count).t(), input.narrow(0, first, count));
+  };
+  if (grouped_gemm_kernel() == GroupedGemmKernel::GroupedMm) {
+    const torch::Tensor per_group =
+        grouped_weight_grad(grad_out, input, offsets, indexed_weights(grad_, weight_index));
+    for (int64_t g = 0; g < groups; ++g) {
+      if (offsets[g + 1] == offsets[g]) continue;
+      const int64_t m = matrix_of(weight_index, g);
+      if (written_[static_cast<std::size_t>(m)]) {
+        grad_[m].add_(per_group[g]);
+      } else {
+        grad_[m].copy_(per_group[g]);
+        written_[static_cast<std::size_t>(m)] = 1;
+      }
+    }
+    return;
+  }
+  std::vector<torch::Tensor> later(static_cast<std::size_t>(groups));
+  for_each_expert_slice(input, offsets, [&](int64_t g, int64_t first, int64_t count) {
+    const int64_t m = matrix_of(weight_index, g);
+    if (!first_here[static_cast<std::size_t>(g)]) {
+      auto& out = later[static_cast<std::size_t>(g)];
+      out = torch::empty_like(grad_[m]);
+      product(first, count, out);
+    } else if (written_[static_cast<std::size_t>(m)]) {
+      auto target = grad_[m];
+      target.addmm_(grad_out.narrow(0, first, count).t(), input.narrow(0, first, count));
+    } else {
+      auto target = grad_[m];
+      product(first, count, target);
+    }
+  });
+  for (int64_t g = 0; g < groups; ++g) {
+    if (offsets[g + 1] == offsets[g]) continue;
+    const int64_t m = matrix_of(weight_index, g);
+    if (later[static_cast<std::size_t>(g)].defined())
+      grad_[m].add_(later[static_cast<std::size_t>(g)]);
+    written_[static_cast<std::size_t>(m)] = 1;
+  }
+}
+
+torch::Tensor WeightGradSum::finish() {
+  for (std::size_t m = 0; m < written_.size(); ++m) {
+    if (!written_[m]) grad_[static_cast<int64_t>(m)].zero_();
+  }
+  return grad_;
 }
 
 }  // namespace lrmoe

@@ -7,35 +7,34 @@ namespace lrmoe {
 
 torch::Tensor grouped_pre_activations(const torch::Tensor& x_rows,
                                       const std::vector<int64_t>& offsets,
-                                      const torch::Tensor& w_gate_up) {
-  return grouped_mm(x_rows, offsets, w_gate_up, /*transpose_weights=*/true);
+                                      const torch::Tensor& w_gate_up,
+                                      const WeightIndex& weight_index) {
+  return grouped_mm(x_rows, offsets, w_gate_up, /*transpose_weights=*/true, weight_index);
 }
 
 torch::Tensor grouped_output(const torch::Tensor& hidden, const std::vector<int64_t>& offsets,
-                             const torch::Tensor& w_down) {
-  return grouped_mm(hidden, offsets, w_down, /*transpose_weights=*/true);
+                             const torch::Tensor& w_down, const WeightIndex& weight_index) {
+  return grouped_mm(hidden, offsets, w_down, /*transpose_weights=*/true, weight_index);
 }
 
-GroupedSwiGLUGrads grouped_swiglu_backward(const torch::Tensor& grad_out,
-                                           const torch::Tensor& x_rows,
-                                           const torch::Tensor& pre_activations,
-                                           const std::vector<int64_t>& offsets,
-                                           const torch::Tensor& w_gate_up,
-                                           const torch::Tensor& w_down, bool weight_grads,
-                                           bool input_grads) {
-  GroupedSwiGLUGrads grads;
-  const auto grad_hidden = grouped_mm(grad_out, offsets, w_down, /*transpose_weights=*/false);
+torch::Tensor grouped_swiglu_backward(const torch::Tensor& grad_out, const torch::Tensor& x_rows,
+                                      const torch::Tensor& pre_activations,
+                                      const std::vector<int64_t>& offsets,
+                                      const torch::Tensor& w_gate_up, const torch::Tensor& w_down,
+                                      const WeightIndex& weight_index,
+                                      SwiGLUWeightGrads* weight_grads, bool input_grads) {
+  const auto grad_hidden =
+      grouped_mm(grad_out, offsets, w_down, /*transpose_weights=*/false, weight_index);
   // The hidden rows, recomputed in the same pass, are only needed for w_down's gradient.
   const SwiGLUActivationGrad activation =
-      swiglu_activation_backward(grad_hidden, pre_activations, /*hidden=*/weight_grads);
-  const torch::Tensor& grad_pre = activation.grad_pre;
+      swiglu_activation_backward(grad_hidden, pre_activations, /*hidden=*/weight_grads != nullptr);
   if (weight_grads) {
-    grads.w_down = grouped_weight_grad(grad_out, activation.hidden, offsets, w_down);
-    grads.w_gate_up = grouped_weight_grad(grad_pre, x_rows, offsets, w_gate_up);
+    weight_grads->w_down.add(grad_out, activation.hidden, offsets, weight_index);
+    weight_grads->w_gate_up.add(activation.grad_pre, x_rows, offsets, weight_index);
   }
-  if (input_grads)
-    grads.input = grouped_mm(grad_pre, offsets, w_gate_up, /*transpose_weights=*/false);
-  return grads;
+  if (!input_grads) return {};
+  return grouped_mm(activation.grad_pre, offsets, w_gate_up, /*transpose_weights=*/false,
+                    weight_index);
 }
 
 }  // namespace lrmoe

@@ -8,31 +8,36 @@
 
 #include <vector>
 
+#include "core/model/grouped_gemm.hpp"
+
 namespace lrmoe {
 
-// Pre-activations [rows, 2*ffn] of x_rows under w_gate_up [instances, 2*ffn, hidden].
+// Pre-activations [rows, 2*ffn] of x_rows under w_gate_up [experts, 2*ffn, hidden], group g
+// multiplying the matrix weight_index names (core/model/grouped_gemm.hpp).
 torch::Tensor grouped_pre_activations(const torch::Tensor& x_rows,
                                       const std::vector<int64_t>& offsets,
-                                      const torch::Tensor& w_gate_up);
-// Output rows [rows, hidden] of hidden rows under w_down [instances, hidden, ffn].
+                                      const torch::Tensor& w_gate_up,
+                                      const WeightIndex& weight_index = {});
+// Output rows [rows, hidden] of hidden rows under w_down [experts, hidden, ffn].
 torch::Tensor grouped_output(const torch::Tensor& hidden, const std::vector<int64_t>& offsets,
-                             const torch::Tensor& w_down);
+                             const torch::Tensor& w_down, const WeightIndex& weight_index = {});
 
-struct GroupedSwiGLUGrads {
-  torch::Tensor w_gate_up;  // [instances, 2*ffn, hidden], undefined unless asked for
-  torch::Tensor w_down;     // [instances, hidden, ffn], undefined unless asked for
-  torch::Tensor input;      // [rows, hidden], undefined unless asked for
+// The experts' weight gradients, summed over the groups (instances) of every call that adds to
+// them.
+struct SwiGLUWeightGrads {
+  WeightGradSum w_gate_up;  // [experts, 2*ffn, hidden]
+  WeightGradSum w_down;     // [experts, hidden, ffn]
 };
 
-// Backward of the expert output rows: grad_out [rows, hidden] (already gate- and
-// weight-scaled), with the rows' pre-activations and inputs (x_rows is only read for weight
-// gradients and may be undefined without them).
-GroupedSwiGLUGrads grouped_swiglu_backward(const torch::Tensor& grad_out,
-                                           const torch::Tensor& x_rows,
-                                           const torch::Tensor& pre_activations,
-                                           const std::vector<int64_t>& offsets,
-                                           const torch::Tensor& w_gate_up,
-                                           const torch::Tensor& w_down, bool weight_grads,
-                                           bool input_grads);
+// Backward of the expert output rows: grad_out [rows, hidden] (already gate- and weight-scaled),
+// with the rows' pre-activations and inputs. Adds the weight gradients into `weight_grads` when
+// given (x_rows is only read for them and may be undefined without them); returns the input
+// gradient [rows, hidden] when input_grads, else an undefined tensor.
+torch::Tensor grouped_swiglu_backward(const torch::Tensor& grad_out, const torch::Tensor& x_rows,
+                                      const torch::Tensor& pre_activations,
+                                      const std::vector<int64_t>& offsets,
+                                      const torch::Tensor& w_gate_up, const torch::Tensor& w_down,
+                                      const WeightIndex& weight_index,
+                                      SwiGLUWeightGrads* weight_grads, bool input_grads);
 
 }  // namespace lrmoe
