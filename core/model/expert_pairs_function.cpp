@@ -4,6 +4,7 @@
 
 #include <functional>
 
+#include "core/model/grouped_gemm.hpp"
 #include "core/model/grouped_swiglu.hpp"
 #include "core/model/swiglu_activation.hpp"
 #include "core/pipeline/expert_counts.hpp"
@@ -68,21 +69,26 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     PairExchange& exchange = state->exchange();
 
     auto x_rows = exchange.dispatch(x, tokens, here);
-    std::vector<Tensor> pre_parts, out_parts;
+    // Each rank's part writes its rows of both in place: the pre-activations, saved for the
+    // backward, and the output rows with each hidden row's norm beside them (a metric signal),
+    // which go home together.
+    const int64_t width = x.size(1);
+    auto pre = torch::empty({x_rows.size(0), w_gate_up.size(1)}, x_rows.options());
+    auto out_rows = torch::empty({x_rows.size(0), width + 1}, x_rows.options());
     for (const RankPart& part : state->parts(here)) {
       state->run(kForwardPhase, part, x.device(), [&] {
         const WeightIndex weights = part_weights(*pass.table, part);
-        auto pre = grouped_pre_activations(rows_of(x_rows, part), part.offsets, w_gate_up, weights);
-        const SwiGLUActivation activation = swiglu_activation(pre, /*row_norm=*/true);
-        auto y = grouped_output(activation.hidden, part.offsets, w_down, weights);
-        // The output row and the hidden norm (a metric signal) go home together.
-        out_parts.push_back(torch::cat({y, activation.row_norm.unsqueeze(1)}, 1));
-        pre_parts.push_back(pre);
+        auto part_pre = rows_of(pre, part);
+        grouped_mm_out(part_pre, rows_of(x_rows, part), part.offsets, w_gate_up,
+                       /*transpose_weights=*/true, weights);
+        const SwiGLUActivation activation = swiglu_activation(part_pre, /*row_norm=*/true);
+        auto part_out = rows_of(out_rows, part);
+        part_out.narrow(1, 0, width)
+            .copy_(grouped_output(activation.hidden, part.offsets, w_down, weights));
+        part_out.select(1, width).copy_(activation.row_norm);
       });
     }
-    auto pre = concat_parts(pre_parts);
-    auto home = exchange.combine(concat_parts(out_parts), here);
-    const int64_t width = x.size(1);
+    auto home = exchange.combine(out_rows, here);
     auto y_home = home.narrow(1, 0, width);
     auto hidden_norm = home.select(1, width);
     auto out =

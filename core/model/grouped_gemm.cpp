@@ -83,20 +83,27 @@ std::vector<GroupedGemmKernel> available_grouped_gemm_kernels() {
 torch::Tensor grouped_mm(const torch::Tensor& input, const std::vector<int64_t>& offsets,
                          const torch::Tensor& weights, bool transpose_weights,
                          const WeightIndex& weight_index) {
+  const int64_t width = weights.size(transpose_weights ? 1 : 2);
+  auto out = torch::empty({input.size(0), width}, input.options());
+  grouped_mm_out(out, input, offsets, weights, transpose_weights, weight_index);
+  return out;
+}
+
+void grouped_mm_out(const torch::Tensor& out, const torch::Tensor& input,
+                    const std::vector<int64_t>& offsets, const torch::Tensor& weights,
+                    bool transpose_weights, const WeightIndex& weight_index) {
   if (grouped_gemm_kernel() == GroupedGemmKernel::GroupedMm) {
     // at::_grouped_mm takes one matrix per group: the indexed ones are gathered for it.
     const torch::Tensor per_group = indexed_weights(weights, weight_index);
     const torch::Tensor b = transpose_weights ? per_group.transpose(1, 2) : per_group;
-    return compat::grouped_mm(input.contiguous(), b, group_ends(offsets, input.device()));
+    out.copy_(compat::grouped_mm(input.contiguous(), b, group_ends(offsets, input.device())));
+    return;
   }
-  const int64_t width = weights.size(transpose_weights ? 1 : 2);
-  auto out = torch::empty({input.size(0), width}, input.options());
   for_each_expert_slice(input, offsets, [&](int64_t g, int64_t first, int64_t count) {
     auto out_slice = out.narrow(0, first, count);
     const torch::Tensor w = weights[matrix_of(weight_index, g)];
     torch::mm_out(out_slice, input.narrow(0, first, count), transpose_weights ? w.t() : w);
   });
-  return out;
 }
 
 torch::Tensor grouped_weight_grad(const torch::Tensor& grad_out, const torch::Tensor& input,

@@ -34,6 +34,10 @@ using WeightIndex = std::vector<int64_t>;
 torch::Tensor grouped_mm(const torch::Tensor& input, const std::vector<int64_t>& offsets,
                          const torch::Tensor& weights, bool transpose_weights,
                          const WeightIndex& weight_index = {});
+// The same into `out` ([rows, n], rows contiguous, e.g. a row range of a larger tensor).
+void grouped_mm_out(const torch::Tensor& out, const torch::Tensor& input,
+                    const std::vector<int64_t>& offsets, const torch::Tensor& weights,
+                    bool transpose_weights, const WeightIndex& weight_index = {});
 
 // grad_weights[e] = grad_out[slice e]^T @ input[slice e]; experts without rows get zeros.
 // Returns a tensor shaped and typed like `like_weights` ([experts, n, k]).
