@@ -231,7 +231,6 @@ std::shared_ptr<const ForwardPass> single_rank_pass(const ExpertPairs& pairs, in
     table->instance_rank.push_back(0);
   }
   table->place_on(pairs.experts.device());
-  table->one_per_expert = true;
 
   auto pass = std::make_shared<ForwardPass>();
   const int64_t n = pairs.experts.numel();

@@ -95,11 +95,6 @@ InstanceTable build_instance_table(const PlacementPlan& plan, int64_t num_expert
     }
   }
   table.place_on(torch::kCPU);
-  table.one_per_expert = table.size() == num_experts &&
-                         std::all_of(table.instances.begin(), table.instances.end(),
-                                     [&, i = int64_t{0}](const ExpertInstance& instance) mutable {
-                                       return instance.expert == i++;
-                                     });
   return table;
 }
 

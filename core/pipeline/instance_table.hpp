@@ -28,7 +28,6 @@ struct InstanceTable {
   // as built, on the training device after place_on.
   torch::Tensor instance_expert;
   torch::Tensor instance_rank_tensor;
-  bool one_per_expert = false;  // instance i is the only instance of expert i: no replica copies
 
   int64_t size() const { return static_cast<int64_t>(instances.size()); }
   int64_t replicas() const { return size() - static_cast<int64_t>(expert_instances.size()); }
