@@ -29,6 +29,13 @@ struct CachingHostAllocator::State {
   std::map<std::size_t, std::vector<void*>> free_blocks;  // by size class
   HostCacheStatistics stats;
 
+  // The last owner is the allocator or the last block it handed out: the cache goes with it.
+  ~State() {
+    for (auto& size_class : free_blocks) {
+      for (void* block : size_class.second) std::free(block);
+    }
+  }
+
   // Frees cached blocks, largest classes first, until live + cached fits under the peak of live
   // bytes: the cache never makes the process larger than its live tensors once were.
   void trim_locked() {
