@@ -38,9 +38,24 @@ torch::Tensor PairExchange::exchange(const torch::Tensor& rows, const std::vecto
 }
 
 torch::Tensor PairExchange::dispatch(const torch::Tensor& home_rows, const ProcessSlice& s) {
+  return send_gathered(home_rows, s.send_rows, s);
+}
+
+torch::Tensor PairExchange::send_gathered(const torch::Tensor& source,
+                                          const torch::Tensor& send_order_rows,
+                                          const ProcessSlice& s) {
   torch::Tensor received =
-      exchange(home_rows.index_select(0, s.send_rows), s.send_counts, s.recv_counts);
+      exchange(source.index_select(0, send_order_rows), s.send_counts, s.recv_counts);
   return s.arrival.defined() ? received.index_select(0, s.arrival) : received;
+}
+
+torch::Tensor PairExchange::return_buffer(const torch::Tensor& destination_rows,
+                                          const ProcessSlice& s) {
+  const torch::Tensor buffer =
+      s.arrival.defined()
+          ? torch::empty_like(destination_rows).index_copy_(0, s.arrival, destination_rows)
+          : destination_rows;
+  return exchange(buffer, s.recv_counts, s.send_counts);
 }
 
 namespace {
@@ -60,12 +75,8 @@ bool every_row_in_order(const torch::Tensor& rows, const torch::Tensor& source) 
 
 torch::Tensor PairExchange::dispatch(const torch::Tensor& source, const torch::Tensor& source_rows,
                                      const ProcessSlice& s) {
-  if (!collectives_->single()) {
-    torch::Tensor received =
-        exchange(source.index_select(0, source_rows.index_select(0, s.send_rows)), s.send_counts,
-                 s.recv_counts);
-    return s.arrival.defined() ? received.index_select(0, s.arrival) : received;
-  }
+  if (!collectives_->single())
+    return send_gathered(source, source_rows.index_select(0, s.send_rows), s);
   const torch::Tensor rows = source_rows.index_select(0, home_row_of_destination(s));
   return every_row_in_order(rows, source) ? source : source.index_select(0, rows);
 }
@@ -76,20 +87,11 @@ void PairExchange::combine_add(torch::Tensor& out, const torch::Tensor& out_rows
     out.index_add_(0, out_rows.index_select(0, home_row_of_destination(s)), destination_rows);
     return;
   }
-  const torch::Tensor buffer =
-      s.arrival.defined()
-          ? torch::empty_like(destination_rows).index_copy_(0, s.arrival, destination_rows)
-          : destination_rows;
-  out.index_add_(0, out_rows.index_select(0, s.send_rows),
-                 exchange(buffer, s.recv_counts, s.send_counts));
+  out.index_add_(0, out_rows.index_select(0, s.send_rows), return_buffer(destination_rows, s));
 }
 
 torch::Tensor PairExchange::combine(const torch::Tensor& destination_rows, const ProcessSlice& s) {
-  const torch::Tensor buffer =
-      s.arrival.defined()
-          ? torch::empty_like(destination_rows).index_copy_(0, s.arrival, destination_rows)
-          : destination_rows;
-  const torch::Tensor returned = exchange(buffer, s.recv_counts, s.send_counts);
+  const torch::Tensor returned = return_buffer(destination_rows, s);
   return torch::empty_like(returned).index_copy_(0, s.send_rows, returned);
 }
 

@@ -61,6 +61,11 @@ class PairExchange {
  private:
   torch::Tensor exchange(const torch::Tensor& rows, const std::vector<int64_t>& send,
                          const std::vector<int64_t>& recv);
+  // source's rows `send_order_rows` [sent rows] int64, sent, in destination order here.
+  torch::Tensor send_gathered(const torch::Tensor& source, const torch::Tensor& send_order_rows,
+                              const ProcessSlice& slice);
+  // Destination rows back to their home processes, in send order there.
+  torch::Tensor return_buffer(const torch::Tensor& destination_rows, const ProcessSlice& slice);
 
   std::shared_ptr<Collectives> collectives_;
   ExchangeMeasurement measurement_;
