@@ -237,3 +237,57 @@ TEST_CASE("capacity_aware stays within capacity whenever some routing does", "[p
     for (size_t r = 0; r < capacity.size(); ++r) CHECK(tight_loads[r] <= tighter.capacity[r] + 1);
   }
 }
+
+TEST_CASE("Count routings give each (home rank, expert) the instance counts of their pair routing",
+          "[policies]") {
+  // Pairs in pair order, by expert and then home rank (Note [Pair order]); random placements and
+  // capacities, ample and short. The scalable plan relies on the two forms agreeing.
+  std::mt19937 random(23);
+  auto below = [&](int64_t n) { return std::uniform_int_distribution<int64_t>(0, n - 1)(random); };
+  for (const char* name : {"owner", "round_robin", "capacity_aware"}) {
+    INFO(name);
+    const auto policy = load<lrmoe::RoutingPolicy>(name);
+    const auto counting = std::dynamic_pointer_cast<lrmoe::CountRoutingPolicy>(policy);
+    REQUIRE(counting != nullptr);
+    for (int trial = 0; trial < 100; ++trial) {
+      const int64_t ranks = 1 + below(5);
+      const int64_t experts = 1 + below(6);
+      std::vector<ExpertInstance> instances;
+      std::vector<int64_t> slots(static_cast<size_t>(ranks), 0);
+      for (int64_t e = 0; e < experts; ++e) {
+        const int64_t owner = below(ranks);
+        instances.push_back({e, owner, slots[static_cast<size_t>(owner)]++, true});
+        for (int64_t r = 0; r < ranks; ++r) {
+          if (below(3) == 0) instances.push_back({e, r, slots[static_cast<size_t>(r)]++, false});
+        }
+      }
+      std::vector<std::pair<int64_t, int64_t>> pairs(static_cast<size_t>(below(80)));
+      for (auto& [expert, home] : pairs) expert = below(experts), home = below(ranks);
+      std::sort(pairs.begin(), pairs.end());
+      std::vector<int64_t> pair_experts, homes;
+      for (const auto& [expert, home] : pairs)
+        pair_experts.push_back(expert), homes.push_back(home);
+      std::vector<int64_t> capacity(static_cast<size_t>(ranks));
+      for (int64_t& room : capacity)
+        room = below(2 * static_cast<int64_t>(pairs.size()) / ranks + 2);
+      const RoutingRequest request =
+          routing_request(ranks, instances, pair_experts, homes, capacity);
+      const std::vector<int64_t> routed = to_vector(policy->route(request));
+
+      const auto I = static_cast<int64_t>(request.instances.size());
+      std::vector<int64_t> expected(static_cast<size_t>(ranks * I), 0);
+      lrmoe::CountRoutingRequest counts;
+      counts.ranks = ranks;
+      counts.num_experts = experts;
+      counts.pairs.assign(static_cast<size_t>(ranks * experts), 0);
+      for (size_t i = 0; i < pairs.size(); ++i) {
+        ++expected[static_cast<size_t>(homes[i] * I + routed[i])];
+        ++counts.pairs[static_cast<size_t>(homes[i] * experts + pair_experts[i])];
+      }
+      counts.instances = request.instances;
+      counts.expert_instances = request.expert_instances;
+      counts.capacity = capacity;
+      CHECK(counting->route_counts(counts) == expected);
+    }
+  }
+}

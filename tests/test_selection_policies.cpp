@@ -8,6 +8,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -92,6 +93,48 @@ TEST_CASE("quota_topk keeps exactly min(pairs, quota) per expert over random bat
             REQUIRE((values[a] > values[b] || (values[a] == values[b] && a < b)));
           }
         }
+      }
+    }
+  }
+}
+
+TEST_CASE("A ranked selection keeps per expert its kept_count, weighed its kept_weight",
+          "[policies]") {
+  // The scalable plan keeps kept_count pairs of each expert by a threshold and weighs them
+  // kept_weight (Note [Scalable planning]); select() must keep and weigh the same.
+  std::mt19937 random(19);
+  const std::vector<std::pair<std::string, bool>> selections = {
+      {"quota_topk", false}, {"quota_topk", true}, {"keep_all", false}};
+  for (const auto& [name, rescale] : selections) {
+    INFO(name << ", rescale " << rescale);
+    const auto policy = name == "quota_topk"
+                            ? load<lrmoe::SelectionPolicy>(name, {{"rescale", rescale}})
+                            : load<lrmoe::SelectionPolicy>(name);
+    const auto ranked = std::dynamic_pointer_cast<lrmoe::RankedSelectionPolicy>(policy);
+    REQUIRE(ranked != nullptr);
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<int64_t> sizes(5), quota(5);
+      for (size_t e = 0; e < sizes.size(); ++e) {
+        sizes[e] = std::uniform_int_distribution<int64_t>(0, 20)(random);
+        quota[e] = std::uniform_int_distribution<int64_t>(0, 25)(random);
+      }
+      if (name == "keep_all") quota = sizes;  // it keeps every pair, which a quota must allow
+      const PairBatch pairs = pair_batch(sizes, quota);
+      const lrmoe::Selection selection = policy->select(pairs, at::rand({sum(sizes)}, at::kFloat));
+      const std::vector<int64_t> kept = to_vector(selection.kept);
+      const std::vector<float> weights = selection.weights.defined()
+                                             ? to_floats(selection.weights)
+                                             : std::vector<float>(kept.size(), 1.0F);
+      const std::vector<int64_t> experts = to_vector(pairs.experts);
+      for (size_t e = 0; e < sizes.size(); ++e) {
+        const int64_t expected = ranked->kept_count(sizes[e], quota[e]);
+        int64_t count = 0;
+        for (size_t k = 0; k < kept.size(); ++k) {
+          if (experts[static_cast<size_t>(kept[k])] != static_cast<int64_t>(e)) continue;
+          ++count;
+          CHECK(weights[k] == ranked->kept_weight(sizes[e], expected));
+        }
+        CHECK(count == expected);
       }
     }
   }

@@ -19,7 +19,8 @@
 //  3. Pairs. Each expert's flow to a rank becomes pairs: first the pairs whose token lives on
 //     that rank (no transfer), then the others in pair order, to ranks in the order of the
 //     expert's instances (owner first). Two instances of one expert on one rank: the first gets
-//     the rank's pairs.
+//     the rank's pairs. Steps 1 and 2 see only counts per (expert, home rank), and step 3 has a
+//     count form, so this is a count routing: the scalable plan routes with the same counts.
 
 #include <lrmoe/plugin.hpp>
 
@@ -132,16 +133,91 @@ class ExpertRankFlow {
   std::vector<int64_t> unplaced_;               // [experts]
 };
 
-class CapacityAware : public lrmoe::RoutingPolicy {
+// Where each expert's instances are: the ranks hosting one (instance order, each rank once) and
+// the instance that takes a rank's pairs.
+struct ExpertHosts {
+  std::vector<std::vector<int64_t>> ranks_of;     // [experts]
+  std::vector<std::vector<int64_t>> instance_on;  // [experts][ranks], -1: none there
+};
+
+ExpertHosts expert_hosts(const std::vector<lrmoe::ExpertInstance>& instances,
+                         const std::vector<std::vector<int64_t>>& expert_instances, size_t ranks) {
+  const size_t E = expert_instances.size();
+  ExpertHosts hosts{std::vector<std::vector<int64_t>>(E),
+                    std::vector<std::vector<int64_t>>(E, std::vector<int64_t>(ranks, -1))};
+  for (size_t e = 0; e < E; ++e) {
+    for (const int64_t instance : expert_instances[e]) {
+      const int64_t rank = instances[static_cast<size_t>(instance)].rank;
+      if (hosts.instance_on[e][static_cast<size_t>(rank)] >= 0) continue;
+      hosts.instance_on[e][static_cast<size_t>(rank)] = instance;
+      hosts.ranks_of[e].push_back(rank);
+    }
+  }
+  return hosts;
+}
+
+// Steps 1 and 2: [experts][ranks] pairs of each expert each hosting rank takes, from the pairs
+// per expert and home rank, `at_home` [experts][ranks].
+std::vector<std::vector<int64_t>> transport(const std::vector<std::vector<int64_t>>& at_home,
+                                            const ExpertHosts& hosts,
+                                            const std::vector<int64_t>& capacity) {
+  const size_t E = at_home.size();
+  const size_t R = capacity.size();
+  std::vector<int64_t> supply(E, 0);
+  for (size_t e = 0; e < E; ++e) {
+    for (const int64_t pairs : at_home[e]) supply[e] += pairs;
+  }
+  const int64_t total = std::accumulate(supply.begin(), supply.end(), int64_t{0});
+  if (total == 0) return std::vector<std::vector<int64_t>>(E, std::vector<int64_t>(R, 0));
+  std::vector<size_t> order(E);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return hosts.ranks_of[a].size() < hosts.ranks_of[b].size();
+  });
+
+  // Step 2 for one shift s: the flow's start, which complete() then finishes.
+  auto flow_at = [&](int64_t shift) {
+    std::vector<int64_t> limit(R);
+    for (size_t r = 0; r < R; ++r) limit[r] = std::max<int64_t>(0, capacity[r] + shift);
+    ExpertRankFlow flow(supply, hosts.ranks_of, std::move(limit));
+    for (const size_t e : order) {
+      for (const int64_t rank : hosts.ranks_of[e]) {
+        flow.place(e, static_cast<size_t>(rank), at_home[e][static_cast<size_t>(rank)]);
+      }
+    }
+    return flow;
+  };
+
+  // Step 1: at s = all pairs - min capacity every rank can hold them all; below -max capacity
+  // none can hold any. The bisection keeps `high` feasible and `low` infeasible.
+  const auto [least, most] = std::minmax_element(capacity.begin(), capacity.end());
+  int64_t high = total - *least;
+  int64_t low = -*most - 1;
+  while (high - low > 1) {
+    const int64_t middle = low + (high - low) / 2;
+    (flow_at(middle).complete() ? high : low) = middle;
+  }
+  ExpertRankFlow feasible = flow_at(high);
+  if (!feasible.complete()) {
+    throw std::logic_error("capacity_aware: no routing at the feasible shift");
+  }
+  return feasible.flow();
+}
+
+void check_capacity(const std::vector<int64_t>& capacity, int64_t ranks) {
+  if (static_cast<int64_t>(capacity.size()) != ranks) {
+    throw std::invalid_argument("capacity_aware routing needs one capacity per rank, got " +
+                                std::to_string(capacity.size()) + " for " + std::to_string(ranks) +
+                                " ranks");
+  }
+}
+
+class CapacityAware : public lrmoe::CountRoutingPolicy {
  public:
   explicit CapacityAware(const lrmoe::Parameters&) {}
 
   at::Tensor route(const lrmoe::RoutingRequest& request) override {
-    if (static_cast<int64_t>(request.capacity.size()) != request.ranks) {
-      throw std::invalid_argument("capacity_aware routing needs one capacity per rank, got " +
-                                  std::to_string(request.capacity.size()) + " for " +
-                                  std::to_string(request.ranks) + " ranks");
-    }
+    check_capacity(request.capacity, request.ranks);
     const at::Tensor experts = request.experts.contiguous();
     const at::Tensor home_ranks = request.home_ranks.contiguous();
     const int64_t* expert = experts.data_ptr<int64_t>();
@@ -149,8 +225,7 @@ class CapacityAware : public lrmoe::RoutingPolicy {
     const size_t E = request.expert_instances.size();
     const auto R = static_cast<size_t>(request.ranks);
 
-    // Per expert: its pairs, its pairs per home rank, and the ranks hosting it (instance order,
-    // each rank once) with the instance that takes that rank's pairs.
+    // Per expert: its pairs, and its pairs per home rank.
     std::vector<std::vector<int64_t>> pairs_of(E);
     std::vector<std::vector<int64_t>> at_home(E, std::vector<int64_t>(R, 0));
     for (int64_t i = 0; i < experts.numel(); ++i) {
@@ -158,56 +233,11 @@ class CapacityAware : public lrmoe::RoutingPolicy {
       pairs_of[e].push_back(i);
       ++at_home[e][static_cast<size_t>(home[i])];
     }
-    std::vector<std::vector<int64_t>> ranks_of(E);
-    std::vector<std::vector<int64_t>> instance_on(E, std::vector<int64_t>(R, -1));
-    for (size_t e = 0; e < E; ++e) {
-      for (const int64_t instance : request.expert_instances[e]) {
-        const int64_t rank = request.instances[static_cast<size_t>(instance)].rank;
-        if (instance_on[e][static_cast<size_t>(rank)] >= 0) continue;
-        instance_on[e][static_cast<size_t>(rank)] = instance;
-        ranks_of[e].push_back(rank);
-      }
-    }
-    std::vector<int64_t> supply(E);
-    for (size_t e = 0; e < E; ++e) supply[e] = static_cast<int64_t>(pairs_of[e].size());
-    std::vector<size_t> order(E);
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return ranks_of[a].size() < ranks_of[b].size(); });
-
-    // Step 2 for one shift s: the flow's start, which complete() then finishes.
-    auto flow_at = [&](int64_t shift) {
-      std::vector<int64_t> limit(R);
-      for (size_t r = 0; r < R; ++r) limit[r] = std::max<int64_t>(0, request.capacity[r] + shift);
-      ExpertRankFlow flow(supply, ranks_of, std::move(limit));
-      for (const size_t e : order) {
-        for (const int64_t rank : ranks_of[e]) {
-          flow.place(e, static_cast<size_t>(rank), at_home[e][static_cast<size_t>(rank)]);
-        }
-      }
-      return flow;
-    };
-
-    // Step 1: at s = all pairs - min capacity every rank can hold them all; below -max capacity
-    // none can hold any. The bisection keeps `high` feasible and `low` infeasible.
-    const int64_t total = experts.numel();
-    at::Tensor routed = at::empty({total}, at::kLong);
-    if (total == 0) return routed;
-    const auto [least, most] =
-        std::minmax_element(request.capacity.begin(), request.capacity.end());
-    int64_t high = total - *least;
-    int64_t low = -*most - 1;
-    while (high - low > 1) {
-      const int64_t middle = low + (high - low) / 2;
-      (flow_at(middle).complete() ? high : low) = middle;
-    }
-    ExpertRankFlow feasible = flow_at(high);
-    if (!feasible.complete()) {
-      throw std::logic_error("capacity_aware: no routing at the feasible shift");
-    }
-    std::vector<std::vector<int64_t>> flow = feasible.flow();
+    const ExpertHosts hosts = expert_hosts(request.instances, request.expert_instances, R);
+    std::vector<std::vector<int64_t>> flow = transport(at_home, hosts, request.capacity);
 
     // Step 3.
+    at::Tensor routed = at::empty({experts.numel()}, at::kLong);
     int64_t* chosen = routed.data_ptr<int64_t>();
     for (size_t e = 0; e < E; ++e) {
       std::vector<int64_t>& left = flow[e];
@@ -216,17 +246,56 @@ class CapacityAware : public lrmoe::RoutingPolicy {
         const auto h = static_cast<size_t>(home[pair]);
         if (left[h] > 0) {
           --left[h];
-          chosen[pair] = instance_on[e][h];
+          chosen[pair] = hosts.instance_on[e][h];
         } else {
           later.push_back(pair);
         }
       }
       size_t next = 0;
       for (const int64_t pair : later) {
-        while (left[static_cast<size_t>(ranks_of[e][next])] == 0) ++next;
-        const auto rank = static_cast<size_t>(ranks_of[e][next]);
+        while (left[static_cast<size_t>(hosts.ranks_of[e][next])] == 0) ++next;
+        const auto rank = static_cast<size_t>(hosts.ranks_of[e][next]);
         --left[rank];
-        chosen[pair] = instance_on[e][rank];
+        chosen[pair] = hosts.instance_on[e][rank];
+      }
+    }
+    return routed;
+  }
+
+  // Step 3 in counts. An expert's pairs are in home-rank order (Note [Pair order]), so the pairs
+  // that do not stay home fill the ranks in instance order home by home.
+  std::vector<int64_t> route_counts(const lrmoe::CountRoutingRequest& request) override {
+    check_capacity(request.capacity, request.ranks);
+    const auto E = static_cast<size_t>(request.num_experts);
+    const auto R = static_cast<size_t>(request.ranks);
+    const size_t I = request.instances.size();
+    std::vector<std::vector<int64_t>> at_home(E, std::vector<int64_t>(R, 0));
+    for (size_t h = 0; h < R; ++h) {
+      for (size_t e = 0; e < E; ++e) at_home[e][h] = request.pairs[h * E + e];
+    }
+    const ExpertHosts hosts = expert_hosts(request.instances, request.expert_instances, R);
+    std::vector<std::vector<int64_t>> flow = transport(at_home, hosts, request.capacity);
+
+    std::vector<int64_t> routed(R * I, 0);
+    for (size_t e = 0; e < E; ++e) {
+      std::vector<int64_t>& left = flow[e];
+      std::vector<int64_t> later(R, 0);
+      for (size_t h = 0; h < R; ++h) {
+        const int64_t stay = std::min(at_home[e][h], left[h]);
+        if (stay > 0) routed[h * I + static_cast<size_t>(hosts.instance_on[e][h])] += stay;
+        left[h] -= stay;
+        later[h] = at_home[e][h] - stay;
+      }
+      size_t next = 0;
+      for (size_t h = 0; h < R; ++h) {
+        while (later[h] > 0) {
+          while (left[static_cast<size_t>(hosts.ranks_of[e][next])] == 0) ++next;
+          const auto rank = static_cast<size_t>(hosts.ranks_of[e][next]);
+          const int64_t moved = std::min(later[h], left[rank]);
+          routed[h * I + static_cast<size_t>(hosts.instance_on[e][rank])] += moved;
+          left[rank] -= moved;
+          later[h] -= moved;
+        }
       }
     }
     return routed;
@@ -235,7 +304,7 @@ class CapacityAware : public lrmoe::RoutingPolicy {
 
 lrmoe::PluginDescriptor describe() {
   return lrmoe::describe_policy<CapacityAware>(
-      "capacity_aware", "2.0.0",
+      "capacity_aware", "2.1.0",
       "each pair to an instance of its expert so that the rank with the least room keeps the "
       "most; within capacity whenever any routing is",
       {}, lrmoe::TensorPlace::Host);

@@ -4,6 +4,7 @@
 // pairs the metric ranks highest, at the price of a biased gradient.
 // With rescale, each kept pair of expert e weighs pairs_e / kept_e, so that the expert's
 // gradient keeps its scale (as if every pair contributed like the kept ones on average).
+// A ranked selection: the scalable plan keeps the same pairs from a threshold per expert.
 
 #include <lrmoe/plugin.hpp>
 
@@ -11,7 +12,7 @@
 
 namespace {
 
-class QuotaTopK : public lrmoe::SelectionPolicy {
+class QuotaTopK : public lrmoe::RankedSelectionPolicy {
  public:
   explicit QuotaTopK(const lrmoe::Parameters& parameters)
       : rescale_(parameters.boolean("rescale")) {}
@@ -24,15 +25,20 @@ class QuotaTopK : public lrmoe::SelectionPolicy {
     if (!rescale_) return selection;
     std::vector<float> weight(pairs.quota.size(), 1.0F);
     for (const lrmoe::ExpertSegment& segment : lrmoe::expert_segments(pairs.expert_offsets)) {
-      const int64_t kept = std::clamp<int64_t>(pairs.quota[segment.expert], 0, segment.size());
-      if (kept > 0) {
-        weight[segment.expert] = static_cast<float>(segment.size()) / static_cast<float>(kept);
-      }
+      const int64_t kept = kept_count(segment.size(), pairs.quota[segment.expert]);
+      if (kept > 0) weight[segment.expert] = kept_weight(segment.size(), kept);
     }
     selection.weights = at::tensor(weight, at::kFloat)
                             .to(scores.device())
                             .index_select(0, pairs.experts.index_select(0, selection.kept));
     return selection;
+  }
+
+  int64_t kept_count(int64_t pairs, int64_t quota) const override {
+    return std::clamp<int64_t>(quota, 0, pairs);
+  }
+  float kept_weight(int64_t pairs, int64_t kept) const override {
+    return rescale_ ? static_cast<float>(pairs) / static_cast<float>(kept) : 1.0F;
   }
 
  private:
@@ -41,7 +47,7 @@ class QuotaTopK : public lrmoe::SelectionPolicy {
 
 lrmoe::PluginDescriptor describe() {
   return lrmoe::describe_policy<QuotaTopK>(
-      "quota_topk", "1.0.0", "per expert, keep the quota's highest-scored pairs",
+      "quota_topk", "1.1.0", "per expert, keep the quota's highest-scored pairs",
       {lrmoe::boolean_parameter(
           "rescale", false,
           "weigh each kept pair by pairs / kept of its expert, keeping the gradient's scale")});

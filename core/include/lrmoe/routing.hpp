@@ -36,4 +36,34 @@ class RoutingPolicy : public Policy {
   virtual at::Tensor route(const RoutingRequest& request) = 0;
 };
 
+// The pairs of one pass counted per (home rank, expert): all a count routing sees.
+struct CountRoutingRequest {
+  Phase phase = Phase::Forward;
+  int64_t step = 0;
+  int64_t layer = 0;
+  int64_t ranks = 0;
+  int64_t num_experts = 0;
+  // [ranks * num_experts]: the pairs homed on rank h of expert e at [h * num_experts + e], over
+  // every process
+  std::vector<int64_t> pairs;
+  std::vector<ExpertInstance> instances;
+  std::vector<std::vector<int64_t>> expert_instances;  // as in RoutingRequest
+  std::vector<int64_t> capacity;                       // as in RoutingRequest
+};
+
+// Optional, for scalable planning (Note [Scalable planning] in docs/notes.md): a routing that
+// depends on the pairs only through their counts per (home rank, expert). Every process can then
+// agree on it from summed counts, without seeing another process's pairs. The runner gives each
+// (home rank, expert) group's pairs, in pair order, to the expert's instances in the order of
+// `expert_instances`, as many to each as route_counts says. Such a policy also implements
+// route(), which the exact plan calls and which must give every group the same counts.
+// Found by dynamic_cast: a routing without it runs only in the exact plan.
+class CountRoutingPolicy : public RoutingPolicy {
+ public:
+  // Returns [ranks * instances]: the pairs homed on rank h routed to instance i at
+  // [h * instances + i]. For every (h, e) the counts over e's instances sum to the request's
+  // pairs[h * num_experts + e]; every other instance gets 0.
+  virtual std::vector<int64_t> route_counts(const CountRoutingRequest& request) = 0;
+};
+
 }  // namespace lrmoe
