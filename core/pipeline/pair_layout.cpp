@@ -6,10 +6,6 @@
 #include "lrmoe/expert_segments.hpp"
 
 namespace lrmoe {
-namespace {
-
-// Pairs from the ranks of process `from` to the ranks of process `to`, summed from a rank
-// matrix [ranks * ranks].
 int64_t process_pairs(const std::vector<int64_t>& matrix, int64_t ranks, const ProcessView& process,
                       int64_t from, int64_t to) {
   int64_t pairs = 0;
@@ -21,8 +17,6 @@ int64_t process_pairs(const std::vector<int64_t>& matrix, int64_t ranks, const P
   return pairs;
 }
 
-}  // namespace
-
 std::vector<int64_t> PairLayout::sent_by_rank() const {
   std::vector<int64_t> sent(static_cast<std::size_t>(ranks), 0);
   for (int64_t s = 0; s < ranks; ++s) {
@@ -32,34 +26,57 @@ std::vector<int64_t> PairLayout::sent_by_rank() const {
   return sent;
 }
 
-ProcessSlice process_slice(const torch::Tensor& order, const torch::Tensor& instance,
-                           const torch::Tensor& home, const std::vector<int64_t>& instance_offsets,
-                           const std::vector<int64_t>& matrix, const InstanceTable& table,
-                           const ProcessView& process) {
+ProcessSlice slice_counts(const std::vector<int64_t>& instance_offsets,
+                          const std::vector<int64_t>& matrix, const InstanceTable& table,
+                          const ProcessView& process) {
   ProcessSlice slice;
-  const int64_t pairs = instance.numel();
-  if (process.processes == 1) {
-    // Everything is here: the move is the permutation into destination order.
-    slice.home_pairs = torch::arange(pairs, order.options());
-    slice.send_rows = order;
-    slice.send_counts = slice.recv_counts = {pairs};
-    slice.instance_offsets = instance_offsets;
-    return slice;
-  }
-  // The counts come from the rank matrix on the host; the device work below never waits.
   const int64_t ranks = process.processes * process.ranks_per_process;
   for (int64_t q = 0; q < process.processes; ++q) {
     slice.send_counts.push_back(process_pairs(matrix, ranks, process, process.index, q));
     slice.recv_counts.push_back(process_pairs(matrix, ranks, process, q, process.index));
+  }
+  // The destination rows here are one contiguous run, as instances go by rank and a process
+  // hosts consecutive ranks (Note [Pair order]).
+  const std::vector<int64_t>& instance_rank = table.instance_rank;  // non-decreasing
+  const auto first_instance = static_cast<std::size_t>(
+      std::lower_bound(instance_rank.begin(), instance_rank.end(), process.first_rank()) -
+      instance_rank.begin());
+  slice.first_row = instance_offsets[first_instance];
+  slice.instance_offsets.assign(instance_offsets.size(), 0);
+  for (std::size_t i = 0; i + 1 < instance_offsets.size(); ++i) {
+    const bool local = process.process_of(table.instance_rank[i]) == process.index;
+    const int64_t count = local ? instance_offsets[i + 1] - instance_offsets[i] : 0;
+    slice.instance_offsets[i + 1] = slice.instance_offsets[i] + count;
+  }
+  return slice;
+}
+
+std::vector<int64_t> load_of(const std::vector<int64_t>& matrix, int64_t ranks) {
+  std::vector<int64_t> load(static_cast<std::size_t>(ranks), 0);
+  for (int64_t s = 0; s < ranks; ++s) {
+    for (int64_t d = 0; d < ranks; ++d)
+      load[static_cast<std::size_t>(d)] += matrix[static_cast<std::size_t>(s * ranks + d)];
+  }
+  return load;
+}
+
+ProcessSlice process_slice(const torch::Tensor& order, const torch::Tensor& instance,
+                           const torch::Tensor& home, const std::vector<int64_t>& instance_offsets,
+                           const std::vector<int64_t>& matrix, const InstanceTable& table,
+                           const ProcessView& process) {
+  // The counts come from the rank matrix on the host; the device work below never waits.
+  ProcessSlice slice = slice_counts(instance_offsets, matrix, table, process);
+  if (process.processes == 1) {
+    // Everything is here: the move is the permutation into destination order.
+    slice.home_pairs = torch::arange(instance.numel(), order.options());
+    slice.send_rows = order;
+    return slice;
   }
   const int64_t home_rows =
       std::accumulate(slice.send_counts.begin(), slice.send_counts.end(), int64_t{0});
   const int64_t rows =
       std::accumulate(slice.recv_counts.begin(), slice.recv_counts.end(), int64_t{0});
   const torch::Tensor home_process = home.div(process.ranks_per_process, "floor");
-  const torch::Tensor destination_process =
-      table.instance_rank_tensor.div(process.ranks_per_process, "floor")
-          .index_select(0, instance.index_select(0, order));
 
   // Sending: this process's home pairs in destination order (hence grouped by destination).
   const torch::Tensor is_home = home_process.eq(process.index);
@@ -69,25 +86,12 @@ ProcessSlice process_slice(const torch::Tensor& order, const torch::Tensor& inst
       order.index_select(0, positions_of_true(is_home.index_select(0, order), home_rows));
   slice.send_rows = home_row.index_select(0, sent);
 
-  // Receiving: the destination rows here are one contiguous run, as instances go by rank and a
-  // process hosts consecutive ranks (Note [Pair order]).
-  const std::vector<int64_t>& instance_rank = table.instance_rank;  // non-decreasing
-  const auto first_instance = static_cast<std::size_t>(
-      std::lower_bound(instance_rank.begin(), instance_rank.end(), process.first_rank()) -
-      instance_rank.begin());
-  slice.first_row = instance_offsets[first_instance];
+  // Receiving: each source sends its rows in destination order, so the buffer is ordered by
+  // (source, row).
   const torch::Tensor source = home_process.index_select(0, order.narrow(0, slice.first_row, rows));
-  // Each source sends its rows in destination order: the buffer is ordered by (source, row).
   const torch::Tensor buffer_order = std::get<1>(torch::sort(source, /*stable=*/true, 0, false));
   slice.arrival = torch::empty_like(buffer_order)
                       .index_copy_(0, buffer_order, torch::arange(rows, buffer_order.options()));
-
-  slice.instance_offsets.assign(instance_offsets.size(), 0);
-  for (std::size_t i = 0; i + 1 < instance_offsets.size(); ++i) {
-    const bool local = process.process_of(table.instance_rank[i]) == process.index;
-    const int64_t count = local ? instance_offsets[i + 1] - instance_offsets[i] : 0;
-    slice.instance_offsets[i + 1] = slice.instance_offsets[i] + count;
-  }
   return slice;
 }
 
@@ -113,12 +117,7 @@ PairLayout build_pair_layout(const torch::Tensor& instance, const torch::Tensor&
   layout.instance_offsets.assign(1, 0);
   std::partial_sum(counts[0].begin(), counts[0].end(), std::back_inserter(layout.instance_offsets));
   layout.matrix = std::move(counts[1]);
-  layout.load.assign(static_cast<std::size_t>(ranks), 0);
-  for (int64_t s = 0; s < ranks; ++s) {
-    for (int64_t d = 0; d < ranks; ++d)
-      layout.load[static_cast<std::size_t>(d)] +=
-          layout.matrix[static_cast<std::size_t>(s * ranks + d)];
-  }
+  layout.load = load_of(layout.matrix, ranks);
   if (extra_counts) extra_counts->assign(counts.begin() + 2, counts.end());
   layout.local = process_slice(layout.order, instance, home, layout.instance_offsets, layout.matrix,
                                table, process);

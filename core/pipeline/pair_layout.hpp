@@ -62,6 +62,20 @@ ProcessSlice process_slice(const torch::Tensor& order, const torch::Tensor& inst
                            const std::vector<int64_t>& matrix, const InstanceTable& table,
                            const ProcessView& process);
 
+// Pairs from the ranks of process `from` to the ranks of process `to`, summed from a rank matrix
+// [ranks * ranks].
+int64_t process_pairs(const std::vector<int64_t>& matrix, int64_t ranks, const ProcessView& process,
+                      int64_t from, int64_t to);
+
+// The counts of this process's part of a layout, from its rows per instance (`instance_offsets`
+// [instances + 1]) and rank matrix: send_counts, recv_counts, first_row and instance_offsets.
+ProcessSlice slice_counts(const std::vector<int64_t>& instance_offsets,
+                          const std::vector<int64_t>& matrix, const InstanceTable& table,
+                          const ProcessView& process);
+
+// [ranks]: the pairs each rank receives, from a rank matrix [ranks * ranks].
+std::vector<int64_t> load_of(const std::vector<int64_t>& matrix, int64_t ranks);
+
 // `instance`: [pairs] int64 index into table.instances; `home`: [pairs] int64 home ranks; both on
 // the device of table's tensors. `extra`: bincounts the caller wants brought to the host in the
 // layout's one copy; their counts are returned in `extra_counts`.

@@ -1,0 +1,126 @@
+#include "core/pipeline/count_layout.hpp"
+
+#include <fmt/format.h>
+
+#include <numeric>
+
+namespace lrmoe {
+namespace {
+
+torch::Tensor on_device(const std::vector<int64_t>& values, const torch::Device& device) {
+  return torch::tensor(values, torch::kInt64).to(device);
+}
+
+// `values` [runs] repeated `lengths` [runs] times each, in order: `total` rows.
+torch::Tensor runs(const std::vector<int64_t>& values, const std::vector<int64_t>& lengths,
+                   int64_t total, const torch::Device& device) {
+  if (total == 0) return torch::empty({0}, torch::dtype(torch::kInt64).device(device));
+  return torch::repeat_interleave(on_device(values, device), on_device(lengths, device), 0, total);
+}
+
+}  // namespace
+
+PairLayout count_pair_layout(const std::vector<int64_t>& routed, const torch::Tensor& experts,
+                             const InstanceTable& table, int64_t ranks,
+                             const ProcessView& process) {
+  const int64_t I = table.size();
+  const torch::Device device = experts.device();
+  const int64_t m = experts.numel();
+  auto count = [&](int64_t h, int64_t i) { return routed[static_cast<std::size_t>(h * I + i)]; };
+  PairLayout layout;
+  layout.ranks = ranks;
+
+  // This process's pairs run by expert, then home rank, so their instances are the runs of the
+  // groups in that order, each group's in the order of its expert's instances.
+  std::vector<int64_t> run_instance, run_length;
+  for (const std::vector<int64_t>& instances : table.expert_instances) {
+    for (int64_t h = process.first_rank(); h < process.first_rank() + process.ranks_per_process;
+         ++h) {
+      for (const int64_t i : instances) {
+        if (count(h, i) == 0) continue;
+        run_instance.push_back(i);
+        run_length.push_back(count(h, i));
+      }
+    }
+  }
+  const int64_t assigned = std::accumulate(run_length.begin(), run_length.end(), int64_t{0});
+  if (assigned != m)
+    throw PlanError(fmt::format(
+        "the scalable plan routed {} pairs homed on process {}'s ranks, which has {}: the "
+        "routing's counts do not cover the pass's pairs",
+        assigned, process.index, m));
+  layout.instance = runs(run_instance, run_length, m, device);
+  // Stable: each instance's pairs in pair order (Note [Pair order]).
+  layout.order = std::get<1>(torch::sort(layout.instance, /*stable=*/true, 0, false));
+
+  std::vector<int64_t> per_instance(static_cast<std::size_t>(I), 0);
+  layout.matrix.assign(static_cast<std::size_t>(ranks * ranks), 0);
+  for (int64_t h = 0; h < ranks; ++h) {
+    for (int64_t i = 0; i < I; ++i) {
+      per_instance[static_cast<std::size_t>(i)] += count(h, i);
+      layout.matrix[static_cast<std::size_t>(h * ranks + table.instance_rank[i])] += count(h, i);
+    }
+  }
+  layout.instance_offsets = offsets_from_counts(per_instance);
+  layout.load = load_of(layout.matrix, ranks);
+
+  ProcessSlice& slice = layout.local;
+  slice = slice_counts(layout.instance_offsets, layout.matrix, table, process);
+  // Every pair here is homed here: home rows are the pairs, sent in destination order.
+  slice.home_pairs = torch::arange(m, torch::dtype(torch::kInt64).device(device));
+  slice.send_rows = layout.order;
+  if (process.processes == 1) return layout;
+
+  // The receive buffer holds each source process's rows in destination order, sources in
+  // order; destination order has, per instance, the sources in order (pair order is process
+  // order within an expert). Blocks of (instance, source) in destination order, each shifted
+  // from its destination rows to its buffer rows.
+  const auto P = static_cast<std::size_t>(process.processes);
+  std::vector<int64_t> buffer_start(P, 0);  // where each source's rows begin in the buffer
+  std::partial_sum(slice.recv_counts.begin(), slice.recv_counts.end() - 1,
+                   buffer_start.begin() + 1);
+  std::vector<int64_t> shift, length;
+  int64_t destination = 0;
+  for (int64_t i = 0; i < I; ++i) {
+    if (process.process_of(table.instance_rank[i]) != process.index) continue;
+    for (std::size_t q = 0; q < P; ++q) {
+      int64_t rows = 0;
+      const auto source = static_cast<int64_t>(q);
+      for (int64_t h = source * process.ranks_per_process;
+           h < (source + 1) * process.ranks_per_process; ++h)
+        rows += count(h, i);
+      if (rows == 0) continue;
+      shift.push_back(buffer_start[q] - destination);
+      length.push_back(rows);
+      buffer_start[q] += rows;
+      destination += rows;
+    }
+  }
+  slice.arrival = torch::arange(destination, torch::dtype(torch::kInt64).device(device)) +
+                  runs(shift, length, destination, device);
+  return layout;
+}
+
+torch::Tensor destination_rows(const std::vector<int64_t>& routed, const PairLayout& layout,
+                               const InstanceTable& table, const ProcessView& process) {
+  const int64_t I = table.size();
+  const int64_t first = process.first_rank(), last = first + process.ranks_per_process;
+  // Per instance: where this process's rows of it begin globally (after those of the processes
+  // before it) less where they begin among this process's own rows in destination order.
+  std::vector<int64_t> shift(static_cast<std::size_t>(I));
+  int64_t mine_before = 0;
+  for (int64_t i = 0; i < I; ++i) {
+    int64_t before = 0, mine = 0;
+    for (int64_t h = 0; h < last; ++h)
+      (h < first ? before : mine) += routed[static_cast<std::size_t>(h * I + i)];
+    shift[static_cast<std::size_t>(i)] =
+        layout.instance_offsets[static_cast<std::size_t>(i)] + before - mine_before;
+    mine_before += mine;
+  }
+  const torch::Tensor& order = layout.order;
+  const torch::Tensor position =
+      torch::empty_like(order).index_copy_(0, order, torch::arange(order.numel(), order.options()));
+  return position + on_device(shift, order.device()).index_select(0, layout.instance);
+}
+
+}  // namespace lrmoe

@@ -1,0 +1,31 @@
+#pragma once
+// The scalable plan's layout of one pass (Note [Scalable planning] in docs/notes.md), built from
+// the routed pairs per (home rank, instance), which every process agrees on, and this process's
+// own pairs: no process sees another's pairs. Its counts (`instance_offsets`, `load`, `matrix`)
+// and this process's slice are those build_pair_layout makes in the exact plan for the same
+// routing; its tensors `instance` and `order` cover this process's pairs only.
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "core/pipeline/pair_layout.hpp"
+
+namespace lrmoe {
+
+// `routed`: [ranks * instances] pairs homed on rank h routed to instance i at
+// [h * instances + i], the same on every process (a CountRoutingPolicy's answer, checked);
+// `experts`: [m] int64 on the training device, this process's pairs of the pass in pair order,
+// every one homed on one of its ranks, so that they run by expert and then home rank (Note [Pair
+// order]). Each (home rank, expert) group's pairs go to the expert's instances in
+// table.expert_instances order, as many to each as `routed` says. Throws PlanError when the
+// counts of `routed` for this process's ranks do not add up to its m pairs.
+PairLayout count_pair_layout(const std::vector<int64_t>& routed, const torch::Tensor& experts,
+                             const InstanceTable& table, int64_t ranks, const ProcessView& process);
+
+// [m] int64 on the device: the row of each of this process's pairs (as given to
+// count_pair_layout, which made `layout` from `routed`) in the pass's global destination order.
+torch::Tensor destination_rows(const std::vector<int64_t>& routed, const PairLayout& layout,
+                               const InstanceTable& table, const ProcessView& process);
+
+}  // namespace lrmoe
