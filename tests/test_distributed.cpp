@@ -15,57 +15,20 @@
 #include "core/distributed/collectives.hpp"
 #include "store/results_store.hpp"
 #include "support/child_process.hpp"
+#include "support/in_processes.hpp"
 #include "support/network.hpp"
 #include "support/run_database.hpp"
 #include "support/temp_folder.hpp"
 
 using lrmoe::Collectives;
 using lrmoe_test::ChildProcess;
+using lrmoe_test::in_processes;
 using lrmoe_test::kTinyExperiment;
 using lrmoe_test::run_lrmoe;
 using lrmoe_test::ScopedEnvironment;
 using lrmoe_test::TempFolder;
 
 namespace {
-
-// Runs `body(collectives)` in `processes` forked processes joined into one process group;
-// returns each process's exit code (0: every CHECK in it held). Bounded: a process that does
-// not end within 60 s is killed.
-template <typename Body>
-std::vector<int> in_processes(int64_t processes, Body body) {
-  const int port = lrmoe_test::free_port();
-  std::vector<pid_t> children;
-  for (int64_t rank = 0; rank < processes; ++rank) {
-    const pid_t pid = fork();
-    if (pid == 0) {
-      int code = 1;
-      try {
-        alarm(60);
-        torch::set_num_threads(1);
-        lrmoe::LaunchEnvironment launch;
-        launch.launcher = "test";
-        launch.rank = rank;
-        launch.world_size = processes;
-        launch.master_addr = "127.0.0.1";
-        launch.master_port = port;
-        auto collectives =
-            Collectives::connect(launch, std::chrono::seconds(20), lrmoe::CollectiveBackend::Gloo);
-        code = body(*collectives) ? 0 : 2;
-      } catch (const std::exception& error) {
-        std::fprintf(stderr, "process %ld: %s\n", static_cast<long>(rank), error.what());
-      }
-      _exit(code);
-    }
-    children.push_back(pid);
-  }
-  std::vector<int> codes;
-  for (pid_t pid : children) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-  }
-  return codes;
-}
 
 bool same(const torch::Tensor& a, const torch::Tensor& b) {
   return a.sizes() == b.sizes() && a.equal(b);
@@ -170,15 +133,21 @@ TEST_CASE("one run on P = 1, 2 and 4 processes: the same losses and one set of r
   struct Variant {
     std::string name;
     std::vector<std::string> settings;
+    bool scalable =
+        false;  // P = 2 and 4 plan from counts (Note [Scalable planning]), P = 1 exactly
   };
   // keep_all (fixed), deterministic quota top-k with replicas and capacity-aware routing
-  // (lrmoe), and lrmoe with recomputation and exact input gradients for dropped pairs.
+  // (lrmoe), and lrmoe with recomputation and exact input gradients for dropped pairs; lrmoe and
+  // SYMI (forward capacity, round-robin routing) with the scalable plan.
   const std::vector<Variant> variants{
       {"fixed", tiny_settings(4, 3, "fixed")},
       {"lrmoe", tiny_settings(4, 3, "lrmoe")},
       {"lrmoe, recompute, input_grad",
        with(tiny_settings(4, 3, "lrmoe"), {"--set", "policies.recompute=true", "--set",
                                            "policies.dropped_pair_keeps=input_grad"})},
+      {"lrmoe, scalable plan", tiny_settings(4, 3, "lrmoe"), true},
+      {"symi, recompute, scalable plan",
+       with(tiny_settings(4, 3, "symi"), {"--set", "policies.recompute=true"}), true},
   };
   const std::vector<std::string> steps{"--set", "train.max_steps=12", "--set", "train.eval_every=6",
                                        "--set", "train.target_loss=0"};
@@ -192,8 +161,11 @@ TEST_CASE("one run on P = 1, 2 and 4 processes: the same losses and one set of r
             processes == 1 ? std::vector<std::string>{"run", kTinyExperiment}
                            : std::vector<std::string>{"launch", "-n", std::to_string(processes),
                                                       kTinyExperiment};
+        std::vector<std::string> planning;
+        if (variant.scalable && processes > 1) planning = {"--set", "policies.planning=scalable"};
         auto [code, output] = run_lrmoe(
-            with(with(with(command, variant.settings), steps), {"--db", db[processes]}),
+            with(with(with(with(command, variant.settings), planning), steps),
+                 {"--db", db[processes]}),
             dir.file("p" + std::to_string(processes) + ".log"), std::chrono::seconds(240));
         INFO(output);
         REQUIRE(code == 0);

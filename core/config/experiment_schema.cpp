@@ -289,7 +289,13 @@ std::vector<FieldDescriptor> build_schema() {
       .boolean("check_plugin_outputs", &PoliciesConfig::check_plugin_outputs,
                "check the values plugins return (finite, non-negative scores and weights, no "
                "expert above its quota), not only their shapes; false saves one small reduction "
-               "per pass");
+               "per pass")
+      .choice("planning", &PoliciesConfig::planning, {"exact", "scalable"},
+              "how the processes agree on each pass's plan: exact gathers every pair's expert, "
+              "gate and signals on every process; scalable sums counts and finds each expert's "
+              "quota threshold from summed histograms, so no process sees another's pairs (needs "
+              "a count routing and a ranked selection: owner, round_robin, capacity_aware; "
+              "keep_all, quota_topk)");
   for (const PolicySection& policy : policy_sections()) rows.push_back(policy_name_row(policy));
 
   SectionRows<StoreConfig>(rows, "store", &Experiment::store, Defaults::FromMemberInitialisers)

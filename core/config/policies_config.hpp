@@ -26,6 +26,11 @@ struct PolicyChoice {
 // contribution is dropped). Note [Gradients of dropped pairs] in docs/notes.md.
 enum class DroppedPairKeeps { Nothing, InputGrad };
 
+// How the processes of a run agree on each pass's plan: every process gathers every pair and
+// plans over all of them, or each plans from summed counts and per-expert score thresholds
+// (Note [Exact multi-process plan], Note [Scalable planning] in docs/notes.md).
+enum class Planning { Exact, Scalable };
+
 // Named sets of the four policies (core/config/policy_sections.cpp lists what each picks).
 enum class PolicyBundle { Fixed, Symi, Lrmoe };
 
@@ -36,6 +41,7 @@ struct PoliciesConfig {
   DroppedPairKeeps dropped_pair_keeps = DroppedPairKeeps::Nothing;
   // Check the values plugins return (scores, weights, quotas), not only their shapes.
   bool check_plugin_outputs = true;
+  Planning planning = Planning::Exact;
   PolicyChoice placement;
   PolicyChoice metric;
   PolicyChoice selection;

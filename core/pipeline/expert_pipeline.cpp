@@ -5,12 +5,17 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 
+#include "core/pipeline/context_move.hpp"
+#include "core/pipeline/count_layout.hpp"
 #include "core/pipeline/expert_counts.hpp"
 #include "core/pipeline/global_pairs.hpp"
 #include "core/pipeline/pass_accounting.hpp"
 #include "core/pipeline/plan_budget.hpp"
 #include "core/pipeline/plugin_output_checks.hpp"
+#include "core/pipeline/quota_threshold_search.hpp"
+#include "core/pipeline/summed_counts.hpp"
 #include "core/plugins/plugin_boundary.hpp"
 #include "lrmoe/expert_segments.hpp"
 
@@ -85,6 +90,26 @@ torch::Tensor ExpertPipeline::route(Phase phase, const torch::Tensor& experts,
   return checked_routing(instance, experts, table, policy_name(PolicyKind::Routing));
 }
 
+std::vector<int64_t> ExpertPipeline::route_counts(Phase phase, const std::vector<int64_t>& groups,
+                                                  const InstanceTable& table,
+                                                  std::vector<int64_t> capacity) {
+  CountRoutingRequest request;
+  request.phase = phase;
+  request.step = step_;
+  request.layer = settings_.layer;
+  request.ranks = settings_.ranks;
+  request.num_experts = settings_.num_experts;
+  request.pairs = groups;
+  request.instances = table.instances;
+  request.expert_instances = table.expert_instances;
+  request.capacity = std::move(capacity);
+  std::vector<int64_t> routed = call_plugin(labeller(PolicyKind::Routing), "route_counts", [&] {
+    return policies_->count_routing->route_counts(request);
+  });
+  check_count_routing(routed, groups, settings_.ranks, table, policy_name(PolicyKind::Routing));
+  return routed;
+}
+
 torch::Tensor ExpertPipeline::for_policy(PolicyKind kind, const torch::Tensor& tensor) const {
   const bool host =
       policies_->records.at(static_cast<std::size_t>(kind)).inputs == TensorPlace::Host;
@@ -115,22 +140,12 @@ void ExpertPipeline::check_budget(const std::vector<LayerHolding>& holdings,
   check_plan_fits(holdings, settings_.costs.memory, settings_.budget_bytes, plan_name(), stage);
 }
 
-std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Tensor& experts,
-                                                                const torch::Tensor& gates,
-                                                                const torch::Tensor& home,
-                                                                int64_t tokens) {
-  Stopwatch clock;
-  PipelineOverhead overhead;
-  const int64_t E = settings_.num_experts;
-  const torch::Device device = experts.device();
-  const GlobalPairs all = gather_pairs(*collectives_, experts, gates, home);
-  overhead.compaction += clock.lap();
-  const std::vector<int64_t> counts = expert_counts(all.experts, E);
-
+std::pair<PlacementPlan, std::shared_ptr<InstanceTable>> ExpertPipeline::place(
+    const std::vector<int64_t>& counts, int64_t tokens, const torch::Device& device) {
   PlacementRequest request;
   request.step = step_;
   request.layer = settings_.layer;
-  request.num_experts = E;
+  request.num_experts = settings_.num_experts;
   request.ranks = settings_.ranks;
   request.slots_per_rank = settings_.slots_per_rank;
   request.top_k = settings_.top_k;
@@ -139,43 +154,73 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Ten
   request.history.assign(history_.begin(), history_.end());
   request.budget_bytes = settings_.budget_bytes;
   request.memory = settings_.costs.memory;
-  overhead.compaction += clock.lap();
   PlacementPlan plan = call_plugin(labeller(PolicyKind::Placement), "plan",
                                    [&] { return policies_->placement->plan(request); });
-  overhead.placement += clock.lap();
   history_.push_back(counts);
   if (history_.size() > kHistoryLength) history_.pop_front();
+  auto table = std::make_shared<InstanceTable>(
+      build_instance_table(plan, settings_.num_experts, settings_.ranks, settings_.slots_per_rank,
+                           policy_name(PolicyKind::Placement)));
+  table->place_on(device);
+  return {std::move(plan), std::move(table)};
+}
+
+std::vector<double> ExpertPipeline::check_as_planned(const InstanceTable& table,
+                                                     const std::vector<int64_t>& computed,
+                                                     const std::vector<int64_t>& quota) const {
+  // The plan as the memory model sees it before routing: loads split evenly over instances.
+  std::vector<int64_t> kept_pairs(computed.size());
+  for (std::size_t e = 0; e < kept_pairs.size(); ++e)
+    kept_pairs[e] = std::min(computed[e], quota[e]);
+  const std::vector<double> expected_forward = even_split(table, computed, settings_.ranks);
+  std::vector<double> expected_backward = even_split(table, kept_pairs, settings_.ranks);
+  check_budget(rank_holdings(table, expected_forward, expected_backward), "as planned");
+  return expected_backward;
+}
+
+std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Tensor& experts,
+                                                                const torch::Tensor& gates,
+                                                                const torch::Tensor& home,
+                                                                int64_t tokens) {
+  return settings_.planning == Planning::Scalable
+             ? plan_forward_from_counts(experts, gates, home, tokens)
+             : plan_forward_exact(experts, gates, home, tokens);
+}
+
+std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_exact(const torch::Tensor& experts,
+                                                                      const torch::Tensor& gates,
+                                                                      const torch::Tensor& home,
+                                                                      int64_t tokens) {
+  Stopwatch clock;
+  PipelineOverhead overhead;
+  const GlobalPairs all = gather_pairs(*collectives_, experts, gates, home);
+  overhead.compaction += clock.lap();
+  const std::vector<int64_t> counts = expert_counts(all.experts, settings_.num_experts);
+  overhead.compaction += clock.lap();
+  auto [plan, table] = place(counts, tokens, experts.device());
+  overhead.placement += clock.lap();
 
   auto pass = std::make_shared<ForwardPass>();
   pass->step = step_;
-  auto table = std::make_shared<InstanceTable>(build_instance_table(
-      plan, E, settings_.ranks, settings_.slots_per_rank, policy_name(PolicyKind::Placement)));
-  table->place_on(device);
   pass->table = table;
   pass->quota = plan.quota;
 
   // Forward capacity drops, then the computed pairs in expert order (Note [Pair order]): each
   // expert computes the pairs with its highest gates, ties to the earlier pair.
-  std::vector<int64_t> computed_counts = counts;
+  pass->computed_counts = counts;
   if (plan.forward_capacity.empty()) {
     pass->computed = torch::arange(all.experts.numel(), all.experts.options());
   } else {
     pass->computed = highest_scored_per_expert(all.gates, all.experts, offsets_from_counts(counts),
                                                plan.forward_capacity);
     for (std::size_t e = 0; e < counts.size(); ++e)
-      computed_counts[e] = std::min(counts[e], plan.forward_capacity[e]);
+      pass->computed_counts[e] = std::min(counts[e], plan.forward_capacity[e]);
   }
   pass->experts = all.experts.index_select(0, pass->computed);
-  pass->expert_offsets = offsets_from_counts(computed_counts);
+  pass->expert_offsets = offsets_from_counts(pass->computed_counts);
   pass->home = all.home.index_select(0, pass->computed);
-
-  // The plan as the memory model sees it before routing: loads split evenly over instances.
-  std::vector<int64_t> kept_pairs(computed_counts.size());
-  for (std::size_t e = 0; e < kept_pairs.size(); ++e)
-    kept_pairs[e] = std::min(computed_counts[e], plan.quota[e]);
-  const std::vector<double> expected_forward = even_split(*table, computed_counts, settings_.ranks);
-  const std::vector<double> expected_backward = even_split(*table, kept_pairs, settings_.ranks);
-  check_budget(rank_holdings(*table, expected_forward, expected_backward), "as planned");
+  const std::vector<double> expected_backward =
+      check_as_planned(*table, pass->computed_counts, plan.quota);
   overhead.compaction += clock.lap();
 
   const std::vector<double> no_load(static_cast<std::size_t>(settings_.ranks), 0.0);
@@ -190,8 +235,8 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Ten
   pass->routed_per_home_rank = std::move(routed.front());
   pass->local_pairs =
       all.source_row.index_select(0, pass->computed.index_select(0, pass->layout.local.home_pairs));
-  const std::vector<double> forward_load = as_doubles(pass->layout.load);
-  check_budget(rank_holdings(*table, forward_load, expected_backward), "after forward routing");
+  check_budget(rank_holdings(*table, as_doubles(pass->layout.load), expected_backward),
+               "after forward routing");
   overhead.compaction += clock.lap();
 
   statistics_.pairs_routed += all.experts.numel();
@@ -203,11 +248,87 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Ten
   return pass;
 }
 
-BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch signals) {
+std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
+    const torch::Tensor& experts, const torch::Tensor& gates, const torch::Tensor& home,
+    int64_t tokens) {
   Stopwatch clock;
   PipelineOverhead overhead;
-  signals = gather_signals(forward, std::move(signals));
+  const int64_t E = settings_.num_experts, R = settings_.ranks;
+  // Routed pairs per (home rank, expert) over every process: each home rank is one process's.
+  const std::vector<int64_t> routed_groups =
+      summed_counts(*collectives_, {{home * E + experts, R * E}}).front();
+  std::vector<int64_t> counts(static_cast<std::size_t>(E), 0);
+  auto pass = std::make_shared<ForwardPass>();
+  pass->routed_per_home_rank.assign(static_cast<std::size_t>(R), 0);
+  for (int64_t h = 0; h < R; ++h) {
+    for (int64_t e = 0; e < E; ++e) {
+      const int64_t pairs = routed_groups[static_cast<std::size_t>(h * E + e)];
+      counts[static_cast<std::size_t>(e)] += pairs;
+      pass->routed_per_home_rank[static_cast<std::size_t>(h)] += pairs;
+    }
+  }
   overhead.compaction += clock.lap();
+  auto [plan, table] = place(counts, tokens, experts.device());
+  overhead.placement += clock.lap();
+  pass->step = step_;
+  pass->table = table;
+  pass->quota = plan.quota;
+
+  // Forward capacity drops: each expert's highest gates over every process, found by a threshold
+  // search, the same pairs as the exact plan's (Note [Scalable selection]).
+  pass->computed_counts = counts;
+  std::vector<int64_t> computed_groups = routed_groups;
+  if (plan.forward_capacity.empty()) {
+    pass->computed = torch::arange(experts.numel(), experts.options());
+  } else {
+    for (std::size_t e = 0; e < counts.size(); ++e)
+      pass->computed_counts[e] = std::min(counts[e], plan.forward_capacity[e]);
+    pass->threshold_searched = pass->computed_counts != counts;
+    pass->computed =
+        pass->threshold_searched
+            ? kept_over_processes(*collectives_, experts, gates.detach(), pass->computed_counts)
+            : torch::arange(experts.numel(), experts.options());
+  }
+  pass->experts = experts.index_select(0, pass->computed);
+  pass->home = home.index_select(0, pass->computed);
+  if (pass->threshold_searched)
+    computed_groups =
+        summed_counts(*collectives_, {{pass->home * E + pass->experts, R * E}}).front();
+  // This process's computed pairs per expert: its home ranks' groups.
+  std::vector<int64_t> local_counts(static_cast<std::size_t>(E), 0);
+  const ProcessView& process = settings_.process;
+  for (int64_t h = process.first_rank(); h < process.first_rank() + process.ranks_per_process; ++h)
+    for (int64_t e = 0; e < E; ++e)
+      local_counts[static_cast<std::size_t>(e)] +=
+          computed_groups[static_cast<std::size_t>(h * E + e)];
+  pass->expert_offsets = offsets_from_counts(local_counts);
+  const std::vector<double> expected_backward =
+      check_as_planned(*table, pass->computed_counts, plan.quota);
+  overhead.compaction += clock.lap();
+
+  const std::vector<double> no_load(static_cast<std::size_t>(R), 0.0);
+  pass->routed_counts =
+      route_counts(Phase::Forward, computed_groups, *table,
+                   room(rank_holdings(*table, no_load, expected_backward), forward_pairs_that_fit));
+  overhead.routing += clock.lap();
+  pass->layout = count_pair_layout(pass->routed_counts, pass->experts, *table, R, process);
+  pass->local_pairs = pass->computed;  // every computed pair here is homed here
+  check_budget(rank_holdings(*table, as_doubles(pass->layout.load), expected_backward),
+               "after forward routing");
+  overhead.compaction += clock.lap();
+
+  const int64_t routed = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+  statistics_.pairs_routed += routed;
+  statistics_.pairs_dropped += routed - std::accumulate(pass->computed_counts.begin(),
+                                                        pass->computed_counts.end(), int64_t{0});
+  statistics_.replicas = table->replicas();
+  statistics_.placement = table->instances;
+  statistics_.overhead += overhead;
+  statistics_.planning_seconds[kForwardPhase] += overhead.total();
+  return pass;
+}
+
+torch::Tensor ExpertPipeline::score(const ForwardPass& forward, PairBatch& signals) {
   signals.step = forward.step;
   signals.layer = settings_.layer;
   // The pass index is a global count, so every process draws the same seed (Note [Exact
@@ -216,16 +337,29 @@ BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch
   signals.experts = forward.experts;
   signals.expert_offsets = forward.expert_offsets;
   signals.quota = forward.quota;
-
-  const torch::Device device = forward.experts.device();
   const torch::Tensor scores =
       call_plugin(labeller(PolicyKind::Metric), "score", [&] {
         return policies_->metric->score(for_policy(PolicyKind::Metric, signals));
-      }).to(device);
-  overhead.metric += clock.lap();
+      }).to(forward.experts.device());
   check_scores(scores, forward.experts.numel(), settings_.check_plugin_outputs,
                policy_name(PolicyKind::Metric),
                {signals.gates, signals.upstream_norm, signals.input_norm, signals.hidden_norm});
+  return scores;
+}
+
+BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch signals) {
+  return settings_.planning == Planning::Scalable
+             ? plan_backward_from_counts(forward, std::move(signals))
+             : plan_backward_exact(forward, std::move(signals));
+}
+
+BackwardPass ExpertPipeline::plan_backward_exact(const ForwardPass& forward, PairBatch signals) {
+  Stopwatch clock;
+  PipelineOverhead overhead;
+  signals = gather_signals(forward, std::move(signals));
+  overhead.compaction += clock.lap();
+  const torch::Tensor scores = score(forward, signals);
+  overhead.metric += clock.lap();
   Selection selection = call_plugin(labeller(PolicyKind::Selection), "select", [&] {
     return policies_->selection->select(for_policy(PolicyKind::Selection, signals),
                                         for_policy(PolicyKind::Selection, scores));
@@ -234,6 +368,7 @@ BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch
   check_selection(selection, forward.experts, forward.quota, settings_.check_plugin_outputs,
                   policy_name(PolicyKind::Selection));
 
+  const torch::Device device = forward.experts.device();
   BackwardPass pass;
   pass.kept = selection.kept.to(device);
   const torch::Tensor kept_experts = forward.experts.index_select(0, pass.kept);
@@ -263,6 +398,97 @@ BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch
                                   riders, &moved);
   if (!settings_.recompute) pass.by_forward_rank = std::move(moved.front());
   localize(forward, forward_rank, selection.weights, pass);
+  check_budget(rank_holdings(table, forward_load, as_doubles(pass.layout.load)),
+               "after backward routing");
+  overhead.compaction += clock.lap();
+
+  statistics_.overhead += overhead;
+  statistics_.planning_seconds[kBackwardPhase] += overhead.total();
+  account(forward, pass);
+  return pass;
+}
+
+BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forward,
+                                                       PairBatch signals) {
+  Stopwatch clock;
+  PipelineOverhead overhead;
+  const int64_t E = settings_.num_experts, R = settings_.ranks;
+  const ProcessView& process = settings_.process;
+  const InstanceTable& table = *forward.table;
+  const torch::Device device = forward.experts.device();
+  // The metric scores this process's computed pairs (Note [Scalable planning]).
+  const torch::Tensor scores = score(forward, signals);
+  overhead.metric += clock.lap();
+
+  // Each expert keeps the selection's count of its highest-scored pairs over every process.
+  const RankedSelectionPolicy& ranked = *policies_->ranked_selection;
+  const std::string& selection_name = policy_name(PolicyKind::Selection);
+  std::vector<int64_t> keep(static_cast<std::size_t>(E));
+  std::vector<float> weight(static_cast<std::size_t>(E), 1.0F);
+  bool weighted = false;
+  BackwardPass pass;
+  for (int64_t e = 0; e < E; ++e) {
+    const auto x = static_cast<std::size_t>(e);
+    const int64_t pairs = forward.computed_counts[x];
+    keep[x] = call_plugin(labeller(PolicyKind::Selection), "kept_count",
+                          [&] { return ranked.kept_count(pairs, forward.quota[x]); });
+    check_kept_count(keep[x], pairs, forward.quota[x], e, settings_.check_plugin_outputs,
+                     selection_name);
+    if (keep[x] > 0) {
+      weight[x] = call_plugin(labeller(PolicyKind::Selection), "kept_weight",
+                              [&] { return ranked.kept_weight(pairs, keep[x]); });
+      check_kept_weight(weight[x], e, selection_name);
+      weighted = weighted || weight[x] != 1.0F;
+    }
+    pass.threshold_searched = pass.threshold_searched || keep[x] != pairs;
+  }
+  pass.kept = pass.threshold_searched
+                  ? kept_over_processes(*collectives_, forward.experts, scores, keep)
+                  : torch::arange(forward.experts.numel(), forward.experts.options());
+  const torch::Tensor kept_experts = forward.experts.index_select(0, pass.kept);
+  const torch::Tensor kept_home = forward.home.index_select(0, pass.kept);
+  if (weighted)
+    pass.local_weights =
+        torch::tensor(weight, torch::kFloat32).to(device).index_select(0, kept_experts);
+  overhead.selection += clock.lap();
+
+  // Kept pairs per (home rank, expert), and without recomputation per (home rank, forward rank).
+  torch::Tensor forward_rank;
+  std::vector<CountRequest> requests = {{kept_home * E + kept_experts, R * E}};
+  if (!settings_.recompute) {
+    forward_rank = table.instance_rank_tensor.index_select(
+        0, forward.layout.instance.index_select(0, pass.kept));
+    requests.push_back({kept_home * R + forward_rank, R * R});
+  }
+  std::vector<std::vector<int64_t>> counts = summed_counts(*collectives_, requests);
+  const std::vector<double> forward_load = as_doubles(forward.layout.load);
+  const std::vector<double> no_load(static_cast<std::size_t>(R), 0.0);
+  overhead.compaction += clock.lap();
+
+  const std::vector<int64_t> routed =
+      route_counts(Phase::Backward, counts[0], table,
+                   room(rank_holdings(table, forward_load, no_load), backward_pairs_that_fit));
+  overhead.routing += clock.lap();
+  pass.layout = count_pair_layout(routed, kept_experts, table, R, process);
+  // The kept pairs are positions among the forward's home rows, which are this process's
+  // computed pairs in pair order.
+  pass.local_kept = pass.kept;
+  if (!settings_.recompute) {
+    pass.home_forward = std::move(counts[1]);
+    const torch::Tensor backward_rank =
+        table.instance_rank_tensor.index_select(0, pass.layout.instance);
+    pass.by_forward_rank =
+        summed_counts(*collectives_, {{forward_rank * R + backward_rank, R * R}}).front();
+    const torch::Tensor forward_row =
+        destination_rows(forward.routed_counts, forward.layout, table, process)
+            .index_select(0, pass.kept);
+    ContextMove move = context_move(
+        *collectives_, forward_row, destination_rows(routed, pass.layout, table, process),
+        forward_rank.div(process.ranks_per_process, "floor"), pass.layout, pass.by_forward_rank,
+        pass.home_forward, forward.layout.local.first_row, table, process);
+    pass.context = std::move(move.slice);
+    pass.context_rows = std::move(move.rows);
+  }
   check_budget(rank_holdings(table, forward_load, as_doubles(pass.layout.load)),
                "after backward routing");
   overhead.compaction += clock.lap();
@@ -336,9 +562,12 @@ void ExpertPipeline::account(const ForwardPass& forward, const BackwardPass& bac
     statistics_.bytes_sent[r] += pass.bytes_sent[r];
     statistics_.bytes_received[r] += pass.bytes_received[r];
   }
-  statistics_.pairs_kept += backward.layout.pairs();
+  // Over every process: the scalable plan's layout holds this process's kept pairs only.
+  statistics_.pairs_kept +=
+      std::accumulate(backward.layout.load.begin(), backward.layout.load.end(), int64_t{0});
   statistics_.traffic += pass.traffic;
   statistics_.modeled += pass.modeled;
+  statistics_.plan += pass.plan;
   statistics_.passes.push_back(std::move(pass.holdings));
 }
 

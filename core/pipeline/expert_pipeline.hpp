@@ -13,11 +13,14 @@
 // expert computation itself is in core/model/expert_pairs_function.cpp; pair rows move between
 // ranks only through the PairExchange seam.
 //
-// With several processes (core/pipeline/process_view.hpp), every process gathers the pairs and
-// the per-pair signals of all processes and computes the same plan over all of them
-// (global_pairs.hpp): the quotas are exact, not approximated per process (Note [Exact
-// multi-process plan] in docs/notes.md). Each pass then says which of its pairs are this
-// process's. Every index below is into the pair order of Note [Pair order].
+// With several processes (core/pipeline/process_view.hpp) the plan is agreed one of two ways
+// (policies.planning). Exact: every process gathers the pairs and the per-pair signals of all
+// processes and computes the same plan over all of them (global_pairs.hpp; Note [Exact
+// multi-process plan] in docs/notes.md); each pass then says which of its pairs are this
+// process's. Scalable: every process plans over its own pairs and counts summed over all, with
+// the same quotas, selection counts and loads (Note [Scalable planning]); a pass's pair tensors
+// then hold this process's pairs only. Every index below is into the pair order of Note [Pair
+// order].
 
 #include <torch/torch.h>
 
@@ -52,6 +55,7 @@ struct PipelineSettings {
   bool recompute = false;
   DroppedPairKeeps dropped_pair_keeps = DroppedPairKeeps::Nothing;
   bool check_plugin_outputs = true;  // the value checks of plugin_output_checks.hpp
+  Planning planning = Planning::Exact;
   uint64_t seed = 0;
   CostModel cost_model;
   ProcessView process;
@@ -60,14 +64,21 @@ struct PipelineSettings {
 // What the forward phase decided, for the backward phase of the same pass.
 struct ForwardPass {
   int64_t step = 0;
-  // Tensors on the layer's device, counts on the host (Note [Host synchronisation]).
-  // [n] int64: routed pairs (expert order, all processes) computed in forward
+  // Tensors on the layer's device, counts on the host (Note [Host synchronisation]). The pass's
+  // pairs are those of all processes in the exact plan, this process's in the scalable one.
+  // [n] int64: routed pairs (expert order) computed in forward
   torch::Tensor computed;
   torch::Tensor experts;                // [n] int64 expert of each computed pair
   std::vector<int64_t> expert_offsets;  // [experts + 1] over the computed pairs
   torch::Tensor home;                   // [n] int64 home rank of each computed pair
+  // [experts]: computed pairs of each expert over every process
+  std::vector<int64_t> computed_counts;
   // [ranks]: routed pairs (dropped ones included) homed on each rank
   std::vector<int64_t> routed_per_home_rank;
+  // Scalable plan: [ranks * instances] computed pairs homed on rank h routed to instance i, from
+  // which the layout was built; whether the forward capacity needed a threshold search.
+  std::vector<int64_t> routed_counts;
+  bool threshold_searched = false;
   std::shared_ptr<const InstanceTable> table;
   std::vector<int64_t> quota;
   PairLayout layout;
@@ -79,6 +90,11 @@ struct ForwardPass {
 struct BackwardPass {
   torch::Tensor kept;  // [k] int64 on the device: indices into the computed pairs, increasing
   PairLayout layout;   // over the kept pairs
+  // Scalable plan: whether the selection needed a threshold search (not every pair kept), and
+  // [ranks * ranks] kept pairs homed on rank h with their forward instance on rank s, at
+  // [h * ranks + s] (without recomputation; the context move's index messages)
+  bool threshold_searched = false;
+  std::vector<int64_t> home_forward;
   // [ranks * ranks] on the host: kept pairs whose forward instance is on rank s and backward
   // instance on rank d, at [s * ranks + d]; empty with recomputation, where nothing moves with them
   std::vector<int64_t> by_forward_rank;
@@ -147,6 +163,33 @@ class ExpertPipeline {
                                                       int64_t)) const;
   torch::Tensor route(Phase phase, const torch::Tensor& experts, const torch::Tensor& home,
                       const InstanceTable& table, std::vector<int64_t> capacity);
+  // The scalable plan's routing: [ranks * instances] pairs per (home rank, instance) for `groups`
+  // [ranks * experts] pairs per (home rank, expert), checked.
+  std::vector<int64_t> route_counts(Phase phase, const std::vector<int64_t>& groups,
+                                    const InstanceTable& table, std::vector<int64_t> capacity);
+  // The placement's plan for a pass with `counts` routed pairs per expert over every process of
+  // `tokens` tokens each, and its instance table on `device`; the counts join the history.
+  std::pair<PlacementPlan, std::shared_ptr<InstanceTable>> place(const std::vector<int64_t>& counts,
+                                                                 int64_t tokens,
+                                                                 const torch::Device& device);
+  // Checks the plan as planned (loads split evenly over instances), for `computed` pairs per
+  // expert; returns the expected backward loads per rank, the room the forward routing leaves.
+  std::vector<double> check_as_planned(const InstanceTable& table,
+                                       const std::vector<int64_t>& computed,
+                                       const std::vector<int64_t>& quota) const;
+  // The two plans' forward and backward phases past their own gathers or counts.
+  std::shared_ptr<const ForwardPass> plan_forward_exact(const torch::Tensor& experts,
+                                                        const torch::Tensor& gates,
+                                                        const torch::Tensor& home, int64_t tokens);
+  std::shared_ptr<const ForwardPass> plan_forward_from_counts(const torch::Tensor& experts,
+                                                              const torch::Tensor& gates,
+                                                              const torch::Tensor& home,
+                                                              int64_t tokens);
+  BackwardPass plan_backward_exact(const ForwardPass& forward, PairBatch signals);
+  BackwardPass plan_backward_from_counts(const ForwardPass& forward, PairBatch signals);
+  // The metric's scores for `signals` (the forward's computed pairs, with their gates and
+  // norms), checked, on the pairs' device.
+  torch::Tensor score(const ForwardPass& forward, PairBatch& signals);
   // Every process's signals of the forward's computed pairs, in pair order.
   PairBatch gather_signals(const ForwardPass& forward, PairBatch local) const;
   // The parts of `pass` this process computes: local kept pairs, weights, the context move from

@@ -1,5 +1,7 @@
 #include "core/pipeline/layer_statistics.hpp"
 
+#include <algorithm>
+
 namespace lrmoe {
 
 LayerTraffic& LayerTraffic::operator+=(const LayerTraffic& o) {
@@ -17,6 +19,13 @@ PipelineOverhead& PipelineOverhead::operator+=(const PipelineOverhead& o) {
   selection += o.selection;
   routing += o.routing;
   compaction += o.compaction;
+  return *this;
+}
+
+PlanCollectives& PlanCollectives::operator+=(const PlanCollectives& o) {
+  seconds += o.seconds;
+  bytes_received += o.bytes_received;
+  bytes_held = std::max(bytes_held, o.bytes_held);
   return *this;
 }
 

@@ -37,6 +37,17 @@ struct PipelineOverhead {
   PipelineOverhead& operator+=(const PipelineOverhead& other);
 };
 
+// What agreeing on the plans cost each rank (core/pipeline/plan_collectives.hpp), from the plans'
+// sizes: one rank per process, as the cost model assumes.
+struct PlanCollectives {
+  double seconds = 0;         // modeled: ModeledTime::gathers
+  double bytes_received = 0;  // by the rank that receives most
+  double bytes_held = 0;      // per rank: the plan's gathered arrays or count matrices
+
+  // Passes one after another: times and bytes add, what is held is the largest.
+  PlanCollectives& operator+=(const PlanCollectives& other);
+};
+
 // What one process measured of a layer in one step.
 struct ProcessStepMeasurement {
   int64_t process = 0;
@@ -82,6 +93,7 @@ struct LayerStepStatistics {
   std::vector<double> rank_expert_seconds[kPhases];
   CriticalPath critical_path;  // of the whole step, over all processes (set by the trainer)
   ModeledTime modeled;         // cost model: the step's passes under the run's hardware profile
+  PlanCollectives plan;        // the step's passes' plan collectives
   // What forward_seconds, backward_seconds, exchange.seconds and rank_expert_seconds are read
   // from; those stay zero until read_times().
   LayerSpans spans;

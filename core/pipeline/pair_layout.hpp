@@ -48,7 +48,6 @@ struct PairLayout {
   std::vector<int64_t> matrix;
   ProcessSlice local;
 
-  int64_t pairs() const { return instance.numel(); }
   // [ranks]: pairs each home rank sends (to itself included): the matrix's row sums.
   std::vector<int64_t> sent_by_rank() const;
 };

@@ -3,17 +3,10 @@
 #include <algorithm>
 
 #include "core/pipeline/plan_budget.hpp"
+#include "core/pipeline/plan_collectives.hpp"
 
 namespace lrmoe {
 namespace {
-
-// Bytes the pipeline's plan gathers send per pair: expert, home rank and gate as three float64
-// (core/pipeline/global_pairs.cpp); four float32 signals per computed pair; int64 expert counts.
-// The price of every process planning over all pairs (Note [Exact multi-process plan] in
-// docs/notes.md).
-constexpr double kPairGatherBytes = 24;
-constexpr double kSignalGatherBytes = 16;
-constexpr double kCountBytes = 8;
 
 // `pairs` (a layout's rank matrix) times `row_bytes`, transposed for a return trip; a rank's
 // pairs to itself move nothing.
@@ -123,17 +116,8 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
   account.modeled.replicas =
       model.exchange_seconds(replica_out) + model.exchange_seconds(replica_back);
 
-  // The global plan: expert counts summed, every rank's routed pairs and its computed pairs'
-  // signals gathered by all.
-  std::vector<double> pair_bytes, signal_bytes;
-  const std::vector<int64_t> computed_home = f.sent_by_rank();
-  for (std::size_t r = 0; r < r_size; ++r) {
-    pair_bytes.push_back(static_cast<double>(forward.routed_per_home_rank[r]) * kPairGatherBytes);
-    signal_bytes.push_back(static_cast<double>(computed_home[r]) * kSignalGatherBytes);
-  }
-  account.modeled.gathers =
-      model.all_reduce_seconds(static_cast<double>(settings.num_experts) * kCountBytes, R) +
-      model.all_gather_seconds(pair_bytes) + model.all_gather_seconds(signal_bytes);
+  account.plan = plan_collectives(settings, forward, backward);
+  account.modeled.gathers = account.plan.seconds;
 
   // Compute: each rank's instances, forward over their computed pairs, backward over their kept
   // pairs (and input gradients for every computed pair when dropped pairs keep them).

@@ -8,6 +8,7 @@
 
 #include "core/cost/cost_model.hpp"
 #include "core/pipeline/expert_pipeline.hpp"
+#include "core/pipeline/plan_collectives.hpp"
 
 namespace lrmoe {
 
@@ -17,6 +18,7 @@ struct PassAccount {
   std::vector<int64_t> bytes_sent;      // [ranks]: pair-row bytes to other ranks
   std::vector<int64_t> bytes_received;  // [ranks]
   ModeledTime modeled;
+  PlanCollectives plan;  // what agreeing on the plan cost each rank
 };
 
 PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& forward,

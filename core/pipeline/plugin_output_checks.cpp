@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "lrmoe/placement.hpp"
@@ -42,6 +44,56 @@ torch::Tensor checked_routing(const torch::Tensor& instance, const torch::Tensor
         fmt::format("routing '{}' sent a pair to an instance of another expert", policy));
   }
   return routed;
+}
+
+void check_count_routing(const std::vector<int64_t>& routed, const std::vector<int64_t>& pairs,
+                         int64_t ranks, const InstanceTable& table, const std::string& policy) {
+  const int64_t I = table.size();
+  const auto E = static_cast<int64_t>(table.expert_instances.size());
+  if (static_cast<int64_t>(routed.size()) != ranks * I) {
+    throw PlanError(fmt::format(
+        "routing '{}' must return one count per (home rank, instance) ({} x {}), returned {}",
+        policy, ranks, I, routed.size()));
+  }
+  for (int64_t h = 0; h < ranks; ++h) {
+    std::vector<int64_t> sent(static_cast<std::size_t>(E), 0);
+    for (int64_t i = 0; i < I; ++i) {
+      const int64_t count = routed[static_cast<std::size_t>(h * I + i)];
+      if (count < 0) {
+        throw PlanError(fmt::format("routing '{}' routed {} pairs of home rank {} to instance {}",
+                                    policy, count, h, i));
+      }
+      sent[static_cast<std::size_t>(table.instances[static_cast<std::size_t>(i)].expert)] += count;
+    }
+    for (int64_t e = 0; e < E; ++e) {
+      const int64_t group = pairs[static_cast<std::size_t>(h * E + e)];
+      if (sent[static_cast<std::size_t>(e)] != group) {
+        throw PlanError(fmt::format(
+            "routing '{}' routed {} pairs of home rank {} and expert {} to that expert's "
+            "instances, which has {}",
+            policy, sent[static_cast<std::size_t>(e)], h, e, group));
+      }
+    }
+  }
+}
+
+void check_kept_count(int64_t kept, int64_t pairs, int64_t quota, int64_t expert, bool values,
+                      const std::string& policy) {
+  if (kept < 0 || kept > pairs) {
+    throw PlanError(fmt::format("selection '{}' keeps {} of expert {}'s {} pairs", policy, kept,
+                                expert, pairs));
+  }
+  if (values && kept > std::max<int64_t>(quota, 0)) {
+    throw PlanError(fmt::format("selection '{}' keeps {} pairs of expert {}, above its quota {}",
+                                policy, kept, expert, quota));
+  }
+}
+
+void check_kept_weight(float weight, int64_t expert, const std::string& policy) {
+  if (!std::isfinite(weight) || weight <= 0) {
+    throw PlanError(
+        fmt::format("selection '{}' weighs expert {}'s kept pairs {}", policy, expert, weight));
+  }
 }
 
 void check_scores(const torch::Tensor& scores, int64_t pairs, bool values,

@@ -22,6 +22,18 @@ namespace lrmoe {
 torch::Tensor checked_routing(const torch::Tensor& instance, const torch::Tensor& experts,
                               const InstanceTable& table, const std::string& policy);
 
+// A count routing's answer (lrmoe::CountRoutingPolicy) for `pairs` [ranks * experts] per (home
+// rank, expert): [ranks * instances] counts >= 0, each (home rank, expert) group's over its own
+// expert's instances adding up to the group, none on another expert's instance.
+void check_count_routing(const std::vector<int64_t>& routed, const std::vector<int64_t>& pairs,
+                         int64_t ranks, const InstanceTable& table, const std::string& policy);
+
+// A ranked selection's answer (lrmoe::RankedSelectionPolicy) for an expert with `pairs` pairs:
+// kept in [0, pairs], and at most `quota` when `values`; a weight finite and > 0.
+void check_kept_count(int64_t kept, int64_t pairs, int64_t quota, int64_t expert, bool values,
+                      const std::string& policy);
+void check_kept_weight(float weight, int64_t expert, const std::string& policy);
+
 // The checks of shape and index range are always made: an index out of range would fault. With
 // `values` (policies.check_plugin_outputs, on by default) the values are checked too, so that a
 // plugin cannot train silently on garbage: NaN or negative scores, NaN weights, quotas exceeded.

@@ -112,4 +112,22 @@ torch::Tensor QuotaThresholdSearch::kept(const torch::Tensor& ties_before) const
   return kept;
 }
 
+torch::Tensor kept_over_processes(Collectives& collectives, const torch::Tensor& experts,
+                                  const torch::Tensor& scores, std::vector<int64_t> quota) {
+  const auto num_experts = static_cast<int64_t>(quota.size());
+  QuotaThresholdSearch search(experts, scores, std::move(quota));
+  while (search.rounds_done() < QuotaThresholdSearch::kRounds) {
+    torch::Tensor histogram = search.local_histogram();
+    collectives.sum(histogram);
+    search.narrow(histogram);
+  }
+  torch::Tensor ties_before = torch::zeros({num_experts}, torch::kInt64);
+  if (!collectives.single()) {
+    const std::vector<int64_t> one_row(static_cast<std::size_t>(collectives.size()), 1);
+    const torch::Tensor ties = collectives.gather_rows(search.local_ties().unsqueeze(0), one_row);
+    ties_before = ties.narrow(0, 0, collectives.rank()).sum(0);
+  }
+  return search.kept(ties_before).nonzero().flatten().to(experts.device());
+}
+
 }  // namespace lrmoe

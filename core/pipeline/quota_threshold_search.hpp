@@ -9,12 +9,15 @@
 // earlier pair) keeps.
 //
 // The search is a value driven by its caller, who sums the histograms over processes (one
-// all-reduce per round), so that tests can run many processes' searches in lockstep.
+// all-reduce per round), so that tests can run many processes' searches in lockstep;
+// kept_over_processes drives it over a run's processes.
 
 #include <torch/torch.h>
 
 #include <cstdint>
 #include <vector>
+
+#include "core/distributed/collectives.hpp"
 
 namespace lrmoe {
 
@@ -61,5 +64,12 @@ class QuotaThresholdSearch {
   std::vector<int64_t> above_;    // [experts] pairs known to lie above the threshold
   std::vector<int64_t> need_;     // [experts] pairs still to keep among those matching prefix_
 };
+
+// The search run over the processes of `collectives`: [k] int64 on the device of `experts`, the
+// increasing indices of this process's pairs that are kept when each expert e keeps its
+// quota[e] highest-scored pairs over every process (ties to the earlier pair in pair order). The
+// histograms are summed by all-reduces; ties_before comes from one all-gather.
+torch::Tensor kept_over_processes(Collectives& collectives, const torch::Tensor& experts,
+                                  const torch::Tensor& scores, std::vector<int64_t> quota);
 
 }  // namespace lrmoe

@@ -104,6 +104,7 @@ PipelineSettings pipeline_settings(const Experiment& experiment, const ModelConf
   settings.costs = pair_costs(model, settings.recompute);
   settings.dropped_pair_keeps = experiment.policies.dropped_pair_keeps;
   settings.check_plugin_outputs = experiment.policies.check_plugin_outputs;
+  settings.planning = experiment.policies.planning;
   settings.seed = experiment.experiment.seed;
   settings.cost_model = cost_model;
   return settings;

@@ -85,6 +85,23 @@ PolicySet create_policy_set(const PoliciesConfig& policies, const PluginCatalog&
   set.selection =
       create<SelectionPolicy>(catalog, PolicyKind::Selection, policies.selection, set.records);
   set.routing = create<RoutingPolicy>(catalog, PolicyKind::Routing, policies.routing, set.records);
+  set.count_routing = std::dynamic_pointer_cast<CountRoutingPolicy>(set.routing);
+  set.ranked_selection = std::dynamic_pointer_cast<RankedSelectionPolicy>(set.selection);
+  if (policies.planning == Planning::Scalable) {
+    // The scalable plan never sees another process's pairs (Note [Scalable planning]).
+    if (!set.count_routing)
+      throw PluginError(fmt::format(
+          "policies.planning = \"scalable\" routes from counts, which {} does not do (it does not "
+          "implement lrmoe::CountRoutingPolicy); use routing owner, round_robin or "
+          "capacity_aware, or planning = \"exact\"",
+          set.records[static_cast<std::size_t>(PolicyKind::Routing)].label()));
+    if (!set.ranked_selection)
+      throw PluginError(fmt::format(
+          "policies.planning = \"scalable\" selects by a threshold per expert, which {} does not "
+          "do (it does not implement lrmoe::RankedSelectionPolicy); use selection keep_all or "
+          "quota_topk, or planning = \"exact\"",
+          set.records[static_cast<std::size_t>(PolicyKind::Selection)].label()));
+  }
   return set;
 }
 

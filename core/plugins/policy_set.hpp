@@ -32,6 +32,10 @@ struct PolicySet {
   std::shared_ptr<MetricPolicy> metric;
   std::shared_ptr<SelectionPolicy> selection;
   std::shared_ptr<RoutingPolicy> routing;
+  // The same policies where they also implement the optional interfaces the scalable plan needs
+  // (lrmoe/routing.hpp, lrmoe/selection.hpp); null where they do not.
+  std::shared_ptr<CountRoutingPolicy> count_routing;
+  std::shared_ptr<RankedSelectionPolicy> ranked_selection;
   std::vector<PluginRecord> records;  // in PolicyKind order: placement, metric, selection, routing
 };
 
@@ -45,7 +49,8 @@ std::vector<std::filesystem::path> plugin_folders(const PoliciesConfig& policies
 std::filesystem::path runner_plugin_folder();
 
 // Creates the experiment's four policies with their checked parameters; a name no plugin has,
-// or a bad parameter, is a PluginError.
+// a bad parameter, or a routing or selection the experiment's planning cannot run is a
+// PluginError.
 PolicySet create_policy_set(const PoliciesConfig& policies, const PluginCatalog& catalog);
 
 // Discovers the plugins in plugin_folders(policies), then create_policy_set.

@@ -1,0 +1,76 @@
+#include "core/pipeline/context_move.hpp"
+
+#include <fmt/format.h>
+
+#include <numeric>
+
+namespace lrmoe {
+namespace {
+
+torch::Tensor stable_order(const torch::Tensor& keys) {
+  return std::get<1>(torch::sort(keys, /*stable=*/true, 0, false));
+}
+
+torch::Tensor inverse_permutation(const torch::Tensor& permutation) {
+  return torch::empty_like(permutation)
+      .index_copy_(0, permutation, torch::arange(permutation.numel(), permutation.options()));
+}
+
+}  // namespace
+
+ContextMove context_move(Collectives& collectives, const torch::Tensor& forward_row,
+                         const torch::Tensor& backward_row, const torch::Tensor& forward_process,
+                         const PairLayout& backward, const std::vector<int64_t>& by_forward_rank,
+                         const std::vector<int64_t>& home_forward, int64_t forward_first_row,
+                         const InstanceTable& table, const ProcessView& process) {
+  ContextMove move;
+  // The counts are those of the exact plan's move: from forward ranks to backward ranks, into
+  // the backward layout's rows here.
+  move.slice = slice_counts(backward.instance_offsets, by_forward_rank, table, process);
+  if (process.processes == 1) {
+    // Everything is here: the kept pairs' forward rows, taken in backward destination order.
+    move.slice.home_pairs = torch::arange(forward_row.numel(), forward_row.options());
+    move.slice.send_rows = backward.order;
+    move.rows = forward_row;
+    return move;
+  }
+  const int64_t ranks = process.processes * process.ranks_per_process;
+
+  // 1. Each kept pair's two rows to its forward process, which holds its pre-activations.
+  std::vector<int64_t> send_counts, recv_counts;
+  for (int64_t q = 0; q < process.processes; ++q) {
+    send_counts.push_back(process_pairs(home_forward, ranks, process, process.index, q));
+    recv_counts.push_back(process_pairs(home_forward, ranks, process, q, process.index));
+  }
+  const torch::Tensor rows = torch::stack({forward_row, backward_row}, 1);
+  const torch::Tensor told = collectives.exchange_rows(
+      rows.index_select(0, stable_order(forward_process)), send_counts, recv_counts);
+
+  // 2. Here, the rows to send in backward destination order, which groups them by destination
+  // process as the all-to-all-v sends them.
+  const int64_t sent = told.size(0);
+  const int64_t planned =
+      std::accumulate(move.slice.send_counts.begin(), move.slice.send_counts.end(), int64_t{0});
+  if (sent != planned)
+    throw PlanError(fmt::format(
+        "the scalable plan's context move: process {} was told of {} kept pairs to send, the "
+        "summed counts say {}",
+        process.index, sent, planned));
+  const torch::Tensor by_backward_row = stable_order(told.select(1, 1));
+  move.rows = told.select(1, 0).index_select(0, by_backward_row) - forward_first_row;
+  move.slice.home_pairs = move.slice.send_rows = torch::arange(sent, move.rows.options());
+
+  // 3. The rows arrive by forward process, then in backward destination order: each
+  // destination row's forward process, sent along the backward layout, orders the buffer.
+  const ProcessSlice& b = backward.local;
+  torch::Tensor source =
+      collectives
+          .exchange_rows(forward_process.index_select(0, b.send_rows).unsqueeze(1), b.send_counts,
+                         b.recv_counts)
+          .squeeze(1);
+  if (b.arrival.defined()) source = source.index_select(0, b.arrival);
+  move.slice.arrival = inverse_permutation(stable_order(source));
+  return move;
+}
+
+}  // namespace lrmoe

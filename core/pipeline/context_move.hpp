@@ -1,0 +1,37 @@
+#pragma once
+// The scalable plan's move of the kept pairs' saved pre-activations from their forward instances
+// to their backward ones (without recomputation; Note [Gradients of dropped pairs], Note
+// [Scalable planning] in docs/notes.md). The exact plan knows every pair's rows everywhere; here
+// only a pair's home process knows where its pre-activations are (the forward destination row)
+// and where they must go (the backward one), so it tells the forward process, and the backward
+// process learns from which forward process each of its rows comes.
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "core/distributed/collectives.hpp"
+#include "core/pipeline/pair_layout.hpp"
+
+namespace lrmoe {
+
+struct ContextMove {
+  ProcessSlice slice;  // the move, as PairExchange::dispatch takes it
+  torch::Tensor rows;  // [sent rows] int64: the forward destination rows here each sent row reads
+};
+
+// On every process, for its kept pairs (in kept order, all tensors [k] int64 on the device):
+// `forward_row` and `backward_row`, each pair's rows in the global destination orders of the
+// forward and backward layouts; `forward_process`, the process of its forward instance.
+// `backward`: the backward layout (count_pair_layout over the kept pairs); `by_forward_rank`:
+// [ranks * ranks] kept pairs from forward rank s to backward rank d, and `home_forward`: kept
+// pairs homed on rank h whose forward instance is on rank s, both summed over processes;
+// `forward_first_row`: the first forward destination row here. Collective: two all-to-all-v of
+// indices, 16 and 8 bytes per kept pair moved.
+ContextMove context_move(Collectives& collectives, const torch::Tensor& forward_row,
+                         const torch::Tensor& backward_row, const torch::Tensor& forward_process,
+                         const PairLayout& backward, const std::vector<int64_t>& by_forward_rank,
+                         const std::vector<int64_t>& home_forward, int64_t forward_first_row,
+                         const InstanceTable& table, const ProcessView& process);
+
+}  // namespace lrmoe

@@ -1,0 +1,141 @@
+#include "core/pipeline/plan_collectives.hpp"
+
+#include <algorithm>
+
+#include "core/pipeline/quota_threshold_search.hpp"
+
+namespace lrmoe {
+namespace {
+
+// Bytes the exact plan gathers per pair: expert, home rank and gate as three float64
+// (core/pipeline/global_pairs.cpp), and four float32 signals per computed pair. What it holds
+// per pair of the whole batch: that gathered triple, then expert, home, source row (int64) and
+// gate (float32), and per computed pair its signals gathered and split (2 x 16) and its layout's
+// order and instance (2 x 8). Sort buffers are not counted.
+constexpr double kPairGatherBytes = 24;
+constexpr double kSignalGatherBytes = 16;
+constexpr double kPairHeldBytes = kPairGatherBytes + 28;
+constexpr double kComputedHeldBytes = 2 * kSignalGatherBytes + 16;
+constexpr double kCountBytes = 8;  // every count is int64
+
+// The plan's collectives of one pass, as each rank takes part in them.
+class PlanTally {
+ public:
+  PlanTally(const CostModel& model, int64_t ranks)
+      : model_(model), ranks_(ranks), received_(static_cast<std::size_t>(ranks), 0.0) {}
+
+  // Every rank contributes and receives the sum of `bytes`: a ring moves 2 (R - 1) / R of it.
+  void all_reduce(double bytes) {
+    result_.seconds += model_.all_reduce_seconds(bytes, ranks_);
+    const double ring = 2.0 * static_cast<double>(ranks_ - 1) / static_cast<double>(ranks_);
+    for (double& received : received_) received += ring * bytes;
+  }
+  // Rank r contributes `contribution[r]` bytes and receives everyone else's.
+  void all_gather(const std::vector<double>& contribution) {
+    result_.seconds += model_.all_gather_seconds(contribution);
+    double total = 0;
+    for (const double bytes : contribution) total += bytes;
+    for (std::size_t r = 0; r < received_.size(); ++r) received_[r] += total - contribution[r];
+  }
+  // `pairs` [ranks * ranks] rows from rank s to rank d, `row_bytes` each; a rank's rows to
+  // itself stay.
+  void all_to_all(const std::vector<int64_t>& pairs, double row_bytes) {
+    TrafficMatrix traffic(ranks_);
+    for (int64_t s = 0; s < ranks_; ++s) {
+      for (int64_t d = 0; d < ranks_; ++d) {
+        if (s == d) continue;
+        const double bytes =
+            static_cast<double>(pairs[static_cast<std::size_t>(s * ranks_ + d)]) * row_bytes;
+        traffic.at(s, d) = bytes;
+        received_[static_cast<std::size_t>(d)] += bytes;
+      }
+    }
+    result_.seconds += model_.exchange_seconds(traffic);
+  }
+  void hold(double bytes) { result_.bytes_held += bytes; }
+
+  PlanCollectives result() const {
+    PlanCollectives out = result_;
+    out.bytes_received = *std::max_element(received_.begin(), received_.end());
+    return out;
+  }
+
+ private:
+  const CostModel& model_;
+  int64_t ranks_;
+  std::vector<double> received_;  // [ranks]
+  PlanCollectives result_;
+};
+
+double sum(const std::vector<int64_t>& values) {
+  double total = 0;
+  for (const int64_t value : values) total += static_cast<double>(value);
+  return total;
+}
+
+void exact_plan(const PipelineSettings& settings, const ForwardPass& forward, PlanTally& plan) {
+  std::vector<double> pair_bytes, signal_bytes;
+  const std::vector<int64_t> computed_home = forward.layout.sent_by_rank();
+  for (std::size_t r = 0; r < static_cast<std::size_t>(settings.ranks); ++r) {
+    pair_bytes.push_back(static_cast<double>(forward.routed_per_home_rank[r]) * kPairGatherBytes);
+    signal_bytes.push_back(static_cast<double>(computed_home[r]) * kSignalGatherBytes);
+  }
+  plan.all_reduce(static_cast<double>(settings.num_experts) * kCountBytes);  // expert counts
+  plan.all_gather(pair_bytes);
+  plan.all_gather(signal_bytes);
+  plan.hold(sum(forward.routed_per_home_rank) * kPairHeldBytes +
+            sum(computed_home) * kComputedHeldBytes);
+}
+
+void scalable_plan(const PipelineSettings& settings, const ForwardPass& forward,
+                   const BackwardPass& backward, PlanTally& plan) {
+  const auto R = static_cast<double>(settings.ranks);
+  const auto E = static_cast<double>(settings.num_experts);
+  const auto I = static_cast<double>(forward.table->size());
+  const double groups = R * E * kCountBytes;  // pairs per (home rank, expert)
+  const double rank_pairs = R * R * kCountBytes;
+  auto search = [&] {
+    const double histogram = E * QuotaThresholdSearch::kBins * kCountBytes;
+    for (int round = 0; round < QuotaThresholdSearch::kRounds; ++round) plan.all_reduce(histogram);
+    plan.all_gather(std::vector<double>(static_cast<std::size_t>(settings.ranks), E * kCountBytes));
+    return histogram;
+  };
+  double histogram = 0;
+  plan.all_reduce(groups);  // routed
+  if (forward.threshold_searched) {
+    histogram = search();
+    plan.all_reduce(groups);  // computed
+  }
+  if (backward.threshold_searched) histogram = search();
+  // Routed and computed groups, the forward and backward routed counts and rank matrices, the
+  // kept groups, and one histogram at a time.
+  plan.hold(groups * (forward.threshold_searched ? 3 : 2) + 2 * R * I * kCountBytes +
+            2 * rank_pairs + histogram);
+  if (settings.recompute) {
+    plan.all_reduce(groups);  // kept
+    return;
+  }
+  // Kept groups with kept pairs per (home rank, forward rank); then per (forward rank,
+  // backward rank); each kept pair's two destination rows to its forward rank, and its forward
+  // rank along to its backward rank (core/pipeline/context_move.cpp).
+  plan.all_reduce(groups + rank_pairs);
+  plan.all_reduce(rank_pairs);
+  plan.all_to_all(backward.home_forward, 2 * kCountBytes);
+  plan.all_to_all(backward.layout.matrix, kCountBytes);
+  plan.hold(2 * rank_pairs);
+}
+
+}  // namespace
+
+PlanCollectives plan_collectives(const PipelineSettings& settings, const ForwardPass& forward,
+                                 const BackwardPass& backward) {
+  PlanTally plan(settings.cost_model, settings.ranks);
+  if (settings.planning == Planning::Scalable) {
+    scalable_plan(settings, forward, backward, plan);
+  } else {
+    exact_plan(settings, forward, plan);
+  }
+  return plan.result();
+}
+
+}  // namespace lrmoe

@@ -1,0 +1,178 @@
+// The scalable plan (policies.planning = "scalable", Note [Scalable planning] in docs/notes.md)
+// against the exact one, on real processes: with the same policies every process keeps, routes
+// and loads exactly the pairs the exact plan does, and the expert computation gives the same
+// outputs and gradients (to float rounding: replicas of an expert may take other pairs of a
+// group, which only changes the order of sums). Double precision, so the comparison is tight.
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+
+#include "core/model/expert_pairs_function.hpp"
+#include "support/builtin_policies.hpp"
+#include "support/in_processes.hpp"
+#include "support/scripted_policies.hpp"
+
+using namespace lrmoe;
+using lrmoe_test::in_processes;
+
+namespace {
+
+constexpr int64_t kTokens = 10, kHidden = 6, kFfn = 3, kExperts = 6, kTopK = 2, kSlots = 4;
+constexpr int64_t kRanksPerProcess = 2;
+
+// The same global batch and weights on every process; each process holds its row shard.
+struct Shard {
+  int64_t process = 0, processes = 1;
+  torch::Tensor x, wgu, wd, gates, probe;  // x, gates (pair order), probe: this process's
+  ExpertPairs pairs;
+
+  Shard(int64_t p, int64_t P) : process(p), processes(P) {
+    torch::manual_seed(17);
+    const int64_t all = kTokens * P;
+    const torch::Tensor x_all = torch::randn({all, kHidden}, torch::kFloat64);
+    wgu = torch::randn({kExperts, 2 * kFfn, kHidden}, torch::kFloat64);
+    wd = torch::randn({kExperts, kHidden, kFfn}, torch::kFloat64);
+    const torch::Tensor probe_all = torch::randn({all, kHidden}, torch::kFloat64);
+    const torch::Tensor gates_all = torch::rand({all * kTopK}, torch::kFloat64);
+    x = x_all.narrow(0, p * kTokens, kTokens);
+    probe = probe_all.narrow(0, p * kTokens, kTokens);
+    // Two distinct experts per token, skewed towards the low ones.
+    std::vector<int64_t> experts;
+    for (int64_t t = p * kTokens; t < (p + 1) * kTokens; ++t) {
+      const int64_t first = (t * t + t / 3) % kExperts % 4;
+      experts.push_back(first);
+      experts.push_back((first + 1 + t % (kExperts - 1)) % kExperts);
+    }
+    torch::Tensor order;
+    pairs = compact_pairs_by_expert(torch::arange(kTokens).repeat_interleave(kTopK),
+                                    torch::tensor(experts, torch::kInt64), kExperts, &order);
+    gates = gates_all.narrow(0, p * kTokens * kTopK, kTokens * kTopK).index_select(0, order);
+  }
+
+  torch::Tensor home() const {
+    return pairs.tokens.mul(kRanksPerProcess).div(kTokens, "floor") + process * kRanksPerProcess;
+  }
+};
+
+// Owners spread over the ranks, replicas of the two busiest experts on the last ranks; quotas
+// of about half each expert's pairs, and optionally a forward capacity of about three quarters.
+PlacementPlan skewed_plan(const PlacementRequest& request, bool capacity) {
+  PlacementPlan plan;
+  std::vector<int64_t> slot(static_cast<std::size_t>(request.ranks), 0);
+  for (int64_t e = 0; e < request.num_experts; ++e) {
+    const int64_t rank = e % request.ranks;
+    plan.instances.push_back({e, rank, slot[static_cast<std::size_t>(rank)]++, true});
+  }
+  plan.instances.push_back({0, request.ranks - 1, kSlots - 1, false});
+  plan.instances.push_back({1, request.ranks - 2, kSlots - 1, false});
+  for (int64_t count : request.counts) {
+    plan.quota.push_back((count + 1) / 2);
+    if (capacity) plan.forward_capacity.push_back((3 * count + 3) / 4);
+  }
+  return plan;
+}
+
+struct Outcome {
+  torch::Tensor out, x, gates, wgu, wd;  // weight gradients summed over processes
+  LayerStepStatistics statistics;
+};
+
+Outcome run(const Shard& shard, Collectives& collectives, Planning planning, bool capacity,
+            bool recompute) {
+  auto policies = lrmoe_test::scripted_policies(
+      [capacity](const PlacementRequest& request) { return skewed_plan(request, capacity); });
+  auto selection = lrmoe_test::load<SelectionPolicy>("quota_topk", {{"rescale", true}});
+  auto routing = lrmoe_test::load<RoutingPolicy>("capacity_aware");
+  policies->selection = selection;
+  policies->ranked_selection = std::dynamic_pointer_cast<RankedSelectionPolicy>(selection);
+  policies->routing = routing;
+  policies->count_routing = std::dynamic_pointer_cast<CountRoutingPolicy>(routing);
+
+  ModelConfig model;
+  model.hidden_size = kHidden;
+  model.expert_ffn_size = kFfn;
+  PipelineSettings settings;
+  settings.num_experts = kExperts;
+  settings.top_k = kTopK;
+  settings.ranks = kRanksPerProcess * shard.processes;
+  settings.slots_per_rank = kSlots;
+  settings.budget_bytes = int64_t{1} << 30;
+  settings.recompute = recompute;
+  settings.costs = pair_costs(model, recompute, 8);
+  settings.planning = planning;
+  settings.process = ProcessView{shard.process, shard.processes, kRanksPerProcess};
+  auto pipeline = std::make_shared<ExpertPipeline>(
+      policies, settings, std::shared_ptr<Collectives>(&collectives, [](Collectives*) {}));
+
+  auto x = shard.x.clone().requires_grad_(true), wgu = shard.wgu.clone().requires_grad_(true);
+  auto wd = shard.wd.clone().requires_grad_(true), g = shard.gates.clone().requires_grad_(true);
+  pipeline->set_step(1);
+  auto pass = pipeline->plan_forward(shard.pairs.experts, g.detach(), shard.home(), kTokens);
+  auto out = routed_experts(x, g.index_select(0, pass->local_pairs),
+                            shard.pairs.tokens.index_select(0, pass->local_pairs), wgu, wd,
+                            pipeline, pass);
+  (out * shard.probe).sum().backward();
+  Outcome outcome{out.detach(),       x.grad(),          g.grad(),
+                  wgu.grad().clone(), wd.grad().clone(), pipeline->take_statistics()};
+  collectives.sum(outcome.wgu);
+  collectives.sum(outcome.wd);
+  return outcome;
+}
+
+bool close(const char* what, const torch::Tensor& a, const torch::Tensor& b) {
+  const double difference = a.sizes() == b.sizes() ? (a - b).abs().max().item<double>() : 1e9;
+  if (difference <= 1e-12) return true;
+  std::fprintf(stderr, "%s differs by %g\n", what, difference);
+  return false;
+}
+
+bool same(const char* what, const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  if (a == b) return true;
+  std::fprintf(stderr, "%s differ\n", what);
+  return false;
+}
+
+// Both plans on this process's shard; whether they agree (what differs goes to stderr).
+bool plans_agree(Collectives& c, bool capacity, bool recompute) {
+  const Shard shard(c.rank(), c.size());
+  const Outcome exact = run(shard, c, Planning::Exact, capacity, recompute);
+  const Outcome scalable = run(shard, c, Planning::Scalable, capacity, recompute);
+  const LayerStepStatistics& a = exact.statistics;
+  const LayerStepStatistics& b = scalable.statistics;
+  bool ok = a.pairs_kept < a.pairs_routed - a.pairs_dropped;  // the selection drops some
+  ok = ok && (a.pairs_dropped > 0) == capacity;
+  ok = ok && a.pairs_routed == b.pairs_routed && a.pairs_dropped == b.pairs_dropped &&
+       a.pairs_kept == b.pairs_kept;
+  ok = same("forward loads", a.forward_load, b.forward_load) && ok;
+  ok = same("backward loads", a.backward_load, b.backward_load) && ok;
+  ok = same("bytes sent", a.bytes_sent, b.bytes_sent) && ok;
+  ok = close("outputs", exact.out, scalable.out) && ok;
+  ok = close("input gradients", exact.x, scalable.x) && ok;
+  ok = close("gate gradients", exact.gates, scalable.gates) && ok;
+  ok = close("gate-up gradients", exact.wgu, scalable.wgu) && ok;
+  ok = close("down gradients", exact.wd, scalable.wd) && ok;
+  return ok;
+}
+
+}  // namespace
+
+TEST_CASE("The scalable plan keeps, routes and computes on every process what the exact plan does",
+          "[pipeline][distributed]") {
+  for (const int64_t processes : {1, 2, 3}) {
+    for (const bool capacity : {false, true}) {
+      for (const bool recompute : {false, true}) {
+        INFO(processes << " processes, forward capacity " << capacity << ", recompute "
+                       << recompute);
+        if (processes == 1) {
+          Collectives single;
+          CHECK(plans_agree(single, capacity, recompute));
+          continue;
+        }
+        const std::vector<int> codes = in_processes(
+            processes, [&](Collectives& c) { return plans_agree(c, capacity, recompute); });
+        CHECK(codes == std::vector<int>(static_cast<std::size_t>(processes), 0));
+      }
+    }
+  }
+}
