@@ -20,6 +20,7 @@
 #include "launch_command.hpp"
 #include "parallel_bench_command.hpp"
 #include "pipeline_bench_command.hpp"
+#include "planning_bench_command.hpp"
 #include "plugins_command.hpp"
 #include "replay_command.hpp"
 #include "resume_command.hpp"
@@ -214,6 +215,25 @@ int main(int argc, char** argv) {
                    "on a GPU: allocate the busiest rank's buffers of the plan and report the "
                    "allocator's peak beside the model's");
 
+  auto* bench_planning = app.add_subcommand(
+      "bench-planning",
+      "what agreeing on a plan costs per rank as ranks and batch grow, exact against scalable "
+      "planning, modeled at the experiment's model dimensions without training");
+  lrmoe::PlanningBenchOptions planning_bench;
+  add_experiment_options(bench_planning, planning_bench.source, true);
+  bench_planning->add_option("--ranks", planning_bench.ranks, "rank counts, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
+  bench_planning
+      ->add_option("--tokens-per-rank", planning_bench.tokens_per_rank,
+                   "tokens per rank and pass, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
+  bench_planning
+      ->add_option("--skew", planning_bench.skew,
+                   "synthetic routing: zipf:S, expert shares proportional to 1/rank^S")
+      ->capture_default_str();
+
   auto* resume = app.add_subcommand(
       "resume", "continue a stopped, interrupted or failed run from its newest checkpoint");
   int64_t resume_id = 0;
@@ -268,6 +288,7 @@ int main(int argc, char** argv) {
     if (sweep->parsed()) return lrmoe::sweep_command(sweep_options);
     if (compare->parsed()) return lrmoe::compare_command(compare_options, std::cout);
     if (replay->parsed()) return lrmoe::replay_command(replay_options, std::cout);
+    if (bench_planning->parsed()) return lrmoe::planning_bench_command(planning_bench, std::cout);
     if (resume->parsed()) return lrmoe::resume_command(resume_id, db);
     if (runs->parsed()) return lrmoe::run_runs_command(db);
     if (show->parsed()) return lrmoe::run_show_command(db, run_id);

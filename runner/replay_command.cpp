@@ -75,23 +75,6 @@ std::vector<Variant> parse_variants(const std::vector<std::string>& texts) {
   return variants;
 }
 
-// "zipf:1.2" as its exponent.
-double parse_skew(const std::string& text) {
-  const std::string prefix = "zipf:";
-  double exponent = std::numeric_limits<double>::quiet_NaN();
-  if (text.rfind(prefix, 0) == 0) {
-    std::istringstream in(text.substr(prefix.size()));
-    if (!(in >> exponent) || !in.eof()) exponent = std::numeric_limits<double>::quiet_NaN();
-  }
-  if (!std::isfinite(exponent) || exponent < 0) {
-    throw std::invalid_argument(fmt::format(
-        "--skew {}: expected zipf:S with S >= 0 (expert shares proportional to 1/rank^S; 0 is "
-        "balanced)",
-        text));
-  }
-  return exponent;
-}
-
 // One variant, resolved and loaded before anything replays.
 struct PreparedVariant {
   Variant variant;
@@ -101,22 +84,8 @@ struct PreparedVariant {
 };
 
 PreparedVariant prepare(const ExperimentSource& base, const Variant& variant) {
-  ExperimentSource source = base;
-  source.overrides.insert(source.overrides.end(), variant.settings.begin(), variant.settings.end());
-  const std::string where = fmt::format("{} (variant {})", experiment_place(base), variant.label);
-  PreparedVariant p{variant, load_experiment_source(source), nullptr, {}};
-  try {
-    if (p.experiment.model.vocab_size == 0) {
-      const auto data = make_token_source(p.experiment.data, p.experiment.experiment.seed,
-                                          p.experiment.train.seq_len);
-      p.experiment.model = resolve_model_vocabulary(p.experiment.model, data->vocab_size());
-    }
-    p.profile = resolve_hardware_profile(p.experiment.cluster.profile, p.experiment.cluster.ranks);
-  } catch (const std::invalid_argument& error) {
-    throw std::runtime_error(fmt::format("{}: {}", where, error.what()));
-  }
-  p.policies = load_located_policy_set(p.experiment.policies, where);
-  return p;
+  ReplayExperiment r = prepare_replay(base, variant.settings, "variant " + variant.label);
+  return {variant, std::move(r.experiment), std::move(r.policies), std::move(r.profile)};
 }
 
 std::shared_ptr<const ExpertLoads> loads_for(const ReplayOptions& options,
@@ -207,6 +176,43 @@ ReplayOutcome replay_variant(const PreparedVariant& p, const ReplayOptions& opti
 }
 
 }  // namespace
+
+double parse_skew(const std::string& text, const std::string& option) {
+  const std::string prefix = "zipf:";
+  double exponent = std::numeric_limits<double>::quiet_NaN();
+  if (text.rfind(prefix, 0) == 0) {
+    std::istringstream in(text.substr(prefix.size()));
+    if (!(in >> exponent) || !in.eof()) exponent = std::numeric_limits<double>::quiet_NaN();
+  }
+  if (!std::isfinite(exponent) || exponent < 0) {
+    throw std::invalid_argument(fmt::format(
+        "{} {}: expected zipf:S with S >= 0 (expert shares proportional to 1/rank^S; 0 is "
+        "balanced)",
+        option, text));
+  }
+  return exponent;
+}
+
+ReplayExperiment prepare_replay(const ExperimentSource& base,
+                                const std::vector<std::string>& settings,
+                                const std::string& label) {
+  ExperimentSource source = base;
+  source.overrides.insert(source.overrides.end(), settings.begin(), settings.end());
+  const std::string where = fmt::format("{} ({})", experiment_place(base), label);
+  ReplayExperiment r{load_experiment_source(source), nullptr, {}};
+  try {
+    if (r.experiment.model.vocab_size == 0) {
+      const auto data = make_token_source(r.experiment.data, r.experiment.experiment.seed,
+                                          r.experiment.train.seq_len);
+      r.experiment.model = resolve_model_vocabulary(r.experiment.model, data->vocab_size());
+    }
+    r.profile = resolve_hardware_profile(r.experiment.cluster.profile, r.experiment.cluster.ranks);
+  } catch (const std::invalid_argument& error) {
+    throw std::runtime_error(fmt::format("{}: {}", where, error.what()));
+  }
+  r.policies = load_located_policy_set(r.experiment.policies, where);
+  return r;
+}
 
 int replay_command(const ReplayOptions& options, std::ostream& out) {
   if (options.skew.has_value() == options.loads_from.has_value()) {

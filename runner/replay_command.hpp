@@ -9,11 +9,15 @@
 // the variants. With --allocate, on a GPU, each variant's busiest pass is allocated for real.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "core/config/experiment.hpp"
+#include "core/cost/cost_model.hpp"
+#include "core/plugins/policy_set.hpp"
 #include "runner/run_command.hpp"
 
 namespace lrmoe {
@@ -31,6 +35,20 @@ struct ReplayOptions {
   // the model's (core/replay/allocated_timeline.hpp). Refused without a GPU.
   bool allocate = false;
 };
+
+// One experiment resolved for replay: `settings` ("section.key=value") applied after the
+// source's overrides, its model's vocabulary resolved, its policies loaded and its hardware
+// profile resolved. Errors name the experiment and `label`.
+struct ReplayExperiment {
+  Experiment experiment;
+  std::shared_ptr<const PolicySet> policies;
+  HardwareProfile profile;
+};
+ReplayExperiment prepare_replay(const ExperimentSource& base,
+                                const std::vector<std::string>& settings, const std::string& label);
+
+// "zipf:S" as its exponent S >= 0; std::invalid_argument naming `option` otherwise.
+double parse_skew(const std::string& text, const std::string& option = "--skew");
 
 // Returns 0: a plan that does not fit is a finding, shown in the table (and recorded as a
 // failed replay run with the reason).

@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <numeric>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -227,4 +229,38 @@ TEST_CASE(
   CHECK(peak->allocated >= peak->modeled);
   // The caching allocator rounds each block up to 512 bytes.
   CHECK(peak->allocated - peak->modeled <= 512 * peak->buffers);
+}
+
+TEST_CASE(
+    "bench-planning: the exact plan's arrays grow with the batch, the scalable plan's with "
+    "the ranks",
+    "[replay]") {
+  TempFolder dir;
+  const auto [code, output] =
+      run_lrmoe({"bench-planning", kTinyExperiment, "--set", "policies.bundle=lrmoe", "--ranks",
+                 "2,4", "--tokens-per-rank", "8,64"},
+                dir.file("bench.log"));
+  INFO(output);
+  REQUIRE(code == 0);
+  // Table rows: tokens/rank, ranks, exact recv, scalable recv, exact held, scalable held, ...
+  std::map<std::pair<int, int>, std::vector<double>> rows;
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream cells(line);
+    int tokens = 0, ranks = 0;
+    if (!(cells >> tokens >> ranks)) continue;
+    std::vector<double> values;
+    for (double value = 0; cells >> value;) values.push_back(value);
+    rows[{tokens, ranks}] = values;
+  }
+  REQUIRE(rows.size() == 4);
+  for (const int ranks : {2, 4}) {
+    const std::vector<double>& small = rows[{8, ranks}];
+    const std::vector<double>& large = rows[{64, ranks}];
+    REQUIRE(small.size() >= 4);
+    CHECK(large[2] > 4 * small[2]);  // exact: every pair of the batch, on every rank
+    CHECK(large[3] == small[3]);     // scalable: count matrices, whatever the batch
+    CHECK(large[0] > 4 * small[0]);  // exact: the batch's pairs gathered
+  }
+  CHECK(rows[{8, 4}][3] > rows[{8, 2}][3]);  // scalable: matrices over ranks
 }

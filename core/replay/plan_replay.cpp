@@ -1,5 +1,6 @@
 #include "core/replay/plan_replay.hpp"
 
+#include <algorithm>
 #include <limits>
 
 #include "core/data/seeded_rng.hpp"
@@ -24,7 +25,8 @@ void mark_unmeasured(LayerStepStatistics& layer, int64_t ranks) {
 }  // namespace
 
 PlanReplay::PlanReplay(const Experiment& experiment, std::shared_ptr<const PolicySet> policies,
-                       HardwareProfile profile, std::shared_ptr<const ExpertLoads> loads)
+                       HardwareProfile profile, std::shared_ptr<const ExpertLoads> loads,
+                       int64_t moe_layers)
     : experiment_(experiment),
       loads_(std::move(loads)),
       budget_(rank_budget(experiment.model, experiment.train, experiment.cluster,
@@ -33,7 +35,9 @@ PlanReplay::PlanReplay(const Experiment& experiment, std::shared_ptr<const Polic
       memory_costs_(pair_costs(experiment.model, experiment.policies.recompute).memory) {
   const ModelConfig& model = experiment_.model;
   const auto collectives = std::make_shared<Collectives>();
-  for (int64_t l = 0; l < model.num_layers - model.first_k_dense; ++l) {
+  const int64_t all_layers = model.num_layers - model.first_k_dense;
+  const int64_t layers = moe_layers > 0 ? std::min(moe_layers, all_layers) : all_layers;
+  for (int64_t l = 0; l < layers; ++l) {
     PipelineSettings settings = pipeline_settings(experiment_, model, l, budget_, cost_model_);
     pipelines_.push_back(std::make_shared<ExpertPipeline>(policies, settings, collectives));
   }

@@ -27,9 +27,11 @@ namespace lrmoe {
 class PlanReplay {
  public:
   // `experiment.model` must be resolved (vocabulary known). Throws PlanError when
-  // cluster.memory_per_rank does not hold the dense and optimizer state.
+  // cluster.memory_per_rank does not hold the dense and optimizer state. `moe_layers` > 0
+  // replays only the model's first that many MoE layers (each within the whole model's budget).
   PlanReplay(const Experiment& experiment, std::shared_ptr<const PolicySet> policies,
-             HardwareProfile profile, std::shared_ptr<const ExpertLoads> loads);
+             HardwareProfile profile, std::shared_ptr<const ExpertLoads> loads,
+             int64_t moe_layers = 0);
 
   // Step `step` (from 1, in order: placements see earlier steps' counts): train.micro_batches
   // passes of every MoE layer. Throws PlanError, with the step, layer and numbers, when a plan
