@@ -8,6 +8,20 @@ namespace lrmoe {
 
 TrafficMatrix::TrafficMatrix(int64_t r) : ranks(r), bytes(static_cast<std::size_t>(r * r), 0.0) {}
 
+TrafficMatrix TrafficMatrix::of_rows(const std::vector<int64_t>& rows, int64_t ranks,
+                                     double row_bytes, bool transpose) {
+  TrafficMatrix t(ranks);
+  for (int64_t s = 0; s < ranks; ++s) {
+    for (int64_t d = 0; d < ranks; ++d) {
+      if (s == d) continue;
+      const double bytes =
+          static_cast<double>(rows[static_cast<std::size_t>(s * ranks + d)]) * row_bytes;
+      (transpose ? t.at(d, s) : t.at(s, d)) += bytes;
+    }
+  }
+  return t;
+}
+
 ModeledTime& ModeledTime::operator+=(const ModeledTime& o) {
   forward_compute += o.forward_compute;
   backward_compute += o.backward_compute;

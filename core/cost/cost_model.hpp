@@ -24,6 +24,11 @@ struct TrafficMatrix {
   double at(int64_t from, int64_t to) const {
     return bytes[static_cast<std::size_t>(from * ranks + to)];
   }
+  // The rows of a rank matrix `rows` [ranks * ranks] (rows from rank s to rank d at
+  // [s * ranks + d]) times `row_bytes`, transposed for a return trip; a rank's rows to itself
+  // move nothing.
+  static TrafficMatrix of_rows(const std::vector<int64_t>& rows, int64_t ranks, double row_bytes,
+                               bool transpose = false);
 };
 
 // Expert GEMM shapes of one MoE layer.

@@ -348,14 +348,24 @@ torch::Tensor ExpertPipeline::score(const ForwardPass& forward, PairBatch& signa
 }
 
 BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch signals) {
-  return settings_.planning == Planning::Scalable
-             ? plan_backward_from_counts(forward, std::move(signals))
-             : plan_backward_exact(forward, std::move(signals));
+  PipelineOverhead overhead;
+  BackwardPass pass = settings_.planning == Planning::Scalable
+                          ? plan_backward_from_counts(forward, std::move(signals), overhead)
+                          : plan_backward_exact(forward, std::move(signals), overhead);
+  Stopwatch clock;
+  check_budget(
+      rank_holdings(*forward.table, as_doubles(forward.layout.load), as_doubles(pass.layout.load)),
+      "after backward routing");
+  overhead.compaction += clock.lap();
+  statistics_.overhead += overhead;
+  statistics_.planning_seconds[kBackwardPhase] += overhead.total();
+  account(forward, pass);
+  return pass;
 }
 
-BackwardPass ExpertPipeline::plan_backward_exact(const ForwardPass& forward, PairBatch signals) {
+BackwardPass ExpertPipeline::plan_backward_exact(const ForwardPass& forward, PairBatch signals,
+                                                 PipelineOverhead& overhead) {
   Stopwatch clock;
-  PipelineOverhead overhead;
   signals = gather_signals(forward, std::move(signals));
   overhead.compaction += clock.lap();
   const torch::Tensor scores = score(forward, signals);
@@ -398,20 +408,14 @@ BackwardPass ExpertPipeline::plan_backward_exact(const ForwardPass& forward, Pai
                                   riders, &moved);
   if (!settings_.recompute) pass.by_forward_rank = std::move(moved.front());
   localize(forward, forward_rank, selection.weights, pass);
-  check_budget(rank_holdings(table, forward_load, as_doubles(pass.layout.load)),
-               "after backward routing");
   overhead.compaction += clock.lap();
-
-  statistics_.overhead += overhead;
-  statistics_.planning_seconds[kBackwardPhase] += overhead.total();
-  account(forward, pass);
   return pass;
 }
 
 BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forward,
-                                                       PairBatch signals) {
+                                                       PairBatch signals,
+                                                       PipelineOverhead& overhead) {
   Stopwatch clock;
-  PipelineOverhead overhead;
   const int64_t E = settings_.num_experts, R = settings_.ranks;
   const ProcessView& process = settings_.process;
   const InstanceTable& table = *forward.table;
@@ -489,13 +493,7 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
     pass.context = std::move(move.slice);
     pass.context_rows = std::move(move.rows);
   }
-  check_budget(rank_holdings(table, forward_load, as_doubles(pass.layout.load)),
-               "after backward routing");
   overhead.compaction += clock.lap();
-
-  statistics_.overhead += overhead;
-  statistics_.planning_seconds[kBackwardPhase] += overhead.total();
-  account(forward, pass);
   return pass;
 }
 

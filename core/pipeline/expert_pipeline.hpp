@@ -185,8 +185,12 @@ class ExpertPipeline {
                                                               const torch::Tensor& gates,
                                                               const torch::Tensor& home,
                                                               int64_t tokens);
-  BackwardPass plan_backward_exact(const ForwardPass& forward, PairBatch signals);
-  BackwardPass plan_backward_from_counts(const ForwardPass& forward, PairBatch signals);
+  // The backward planners add the time of each of their parts to `overhead`; plan_backward
+  // checks the budget on the routed loads and accounts the pass.
+  BackwardPass plan_backward_exact(const ForwardPass& forward, PairBatch signals,
+                                   PipelineOverhead& overhead);
+  BackwardPass plan_backward_from_counts(const ForwardPass& forward, PairBatch signals,
+                                         PipelineOverhead& overhead);
   // The metric's scores for `signals` (the forward's computed pairs, with their gates and
   // norms), checked, on the pairs' device.
   torch::Tensor score(const ForwardPass& forward, PairBatch& signals);

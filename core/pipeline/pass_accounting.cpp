@@ -8,22 +8,6 @@
 namespace lrmoe {
 namespace {
 
-// `pairs` (a layout's rank matrix) times `row_bytes`, transposed for a return trip; a rank's
-// pairs to itself move nothing.
-TrafficMatrix rows_matrix(const std::vector<int64_t>& pairs, int64_t ranks, double row_bytes,
-                          bool transpose) {
-  TrafficMatrix t(ranks);
-  for (int64_t s = 0; s < ranks; ++s) {
-    for (int64_t d = 0; d < ranks; ++d) {
-      if (s == d) continue;
-      const double bytes =
-          static_cast<double>(pairs[static_cast<std::size_t>(s * ranks + d)]) * row_bytes;
-      (transpose ? t.at(d, s) : t.at(s, d)) += bytes;
-    }
-  }
-  return t;
-}
-
 TrafficMatrix scaled(TrafficMatrix t, double factor) {
   for (double& bytes : t.bytes) bytes *= factor;
   return t;
@@ -86,7 +70,7 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
   account.bytes_received.assign(r_size, 0);
   for (const Exchange& x : exchanges) {
     const TrafficMatrix elements =
-        rows_matrix(*x.pairs, R, static_cast<double>(x.elements), x.back);
+        TrafficMatrix::of_rows(*x.pairs, R, static_cast<double>(x.elements), x.back);
     const TrafficMatrix run_bytes = scaled(elements, static_cast<double>(c.element_bytes));
     for (int64_t s = 0; s < R; ++s) {
       for (int64_t d = 0; d < R; ++d) {

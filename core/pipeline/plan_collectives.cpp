@@ -37,19 +37,12 @@ class PlanTally {
     for (const double bytes : contribution) total += bytes;
     for (std::size_t r = 0; r < received_.size(); ++r) received_[r] += total - contribution[r];
   }
-  // `pairs` [ranks * ranks] rows from rank s to rank d, `row_bytes` each; a rank's rows to
-  // itself stay.
+  // `pairs` [ranks * ranks] rows from rank s to rank d, `row_bytes` each.
   void all_to_all(const std::vector<int64_t>& pairs, double row_bytes) {
-    TrafficMatrix traffic(ranks_);
-    for (int64_t s = 0; s < ranks_; ++s) {
-      for (int64_t d = 0; d < ranks_; ++d) {
-        if (s == d) continue;
-        const double bytes =
-            static_cast<double>(pairs[static_cast<std::size_t>(s * ranks_ + d)]) * row_bytes;
-        traffic.at(s, d) = bytes;
-        received_[static_cast<std::size_t>(d)] += bytes;
-      }
-    }
+    const TrafficMatrix traffic = TrafficMatrix::of_rows(pairs, ranks_, row_bytes);
+    for (int64_t s = 0; s < ranks_; ++s)
+      for (int64_t d = 0; d < ranks_; ++d)
+        received_[static_cast<std::size_t>(d)] += traffic.at(s, d);
     result_.seconds += model_.exchange_seconds(traffic);
   }
   void hold(double bytes) { result_.bytes_held += bytes; }

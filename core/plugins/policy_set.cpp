@@ -59,6 +59,16 @@ std::shared_ptr<T> create(const PluginCatalog& catalog, PolicyKind kind, const P
   return policy;
 }
 
+// The scalable plan needs `interface` of the plugin `record` describes; `does` says what for.
+void require_for_scalable_plan(bool implemented, const PluginRecord& record, const char* does,
+                               const char* interface, const char* instead) {
+  if (implemented) return;
+  throw PluginError(fmt::format(
+      "policies.planning = \"scalable\" {}, which {} does not do (it does not implement "
+      "lrmoe::{}); use {}, or planning = \"exact\"",
+      does, record.label(), interface, instead));
+}
+
 }  // namespace
 
 std::string PluginRecord::label() const {
@@ -89,18 +99,13 @@ PolicySet create_policy_set(const PoliciesConfig& policies, const PluginCatalog&
   set.ranked_selection = std::dynamic_pointer_cast<RankedSelectionPolicy>(set.selection);
   if (policies.planning == Planning::Scalable) {
     // The scalable plan never sees another process's pairs (Note [Scalable planning]).
-    if (!set.count_routing)
-      throw PluginError(fmt::format(
-          "policies.planning = \"scalable\" routes from counts, which {} does not do (it does not "
-          "implement lrmoe::CountRoutingPolicy); use routing owner, round_robin or "
-          "capacity_aware, or planning = \"exact\"",
-          set.records[static_cast<std::size_t>(PolicyKind::Routing)].label()));
-    if (!set.ranked_selection)
-      throw PluginError(fmt::format(
-          "policies.planning = \"scalable\" selects by a threshold per expert, which {} does not "
-          "do (it does not implement lrmoe::RankedSelectionPolicy); use selection keep_all or "
-          "quota_topk, or planning = \"exact\"",
-          set.records[static_cast<std::size_t>(PolicyKind::Selection)].label()));
+    require_for_scalable_plan(
+        set.count_routing != nullptr, set.records[static_cast<std::size_t>(PolicyKind::Routing)],
+        "routes from counts", "CountRoutingPolicy", "routing owner, round_robin or capacity_aware");
+    require_for_scalable_plan(set.ranked_selection != nullptr,
+                              set.records[static_cast<std::size_t>(PolicyKind::Selection)],
+                              "selects by a threshold per expert", "RankedSelectionPolicy",
+                              "selection keep_all or quota_topk");
   }
   return set;
 }
