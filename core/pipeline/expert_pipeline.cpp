@@ -7,15 +7,12 @@
 #include <cmath>
 #include <numeric>
 
-#include "core/pipeline/context_move.hpp"
-#include "core/pipeline/count_layout.hpp"
 #include "core/pipeline/expert_counts.hpp"
 #include "core/pipeline/global_pairs.hpp"
 #include "core/pipeline/pass_accounting.hpp"
 #include "core/pipeline/plan_budget.hpp"
 #include "core/pipeline/plugin_output_checks.hpp"
-#include "core/pipeline/quota_threshold_search.hpp"
-#include "core/pipeline/summed_counts.hpp"
+#include "core/pipeline/stopwatch.hpp"
 #include "core/plugins/plugin_boundary.hpp"
 #include "lrmoe/expert_segments.hpp"
 
@@ -24,23 +21,6 @@ namespace {
 
 // Counts of earlier passes a placement can see; SYMI needs one, smoothing planners a few.
 constexpr std::size_t kHistoryLength = 16;
-
-class Stopwatch {
- public:
-  double lap() {
-    const auto now = std::chrono::steady_clock::now();
-    const double seconds = std::chrono::duration<double>(now - last_).count();
-    last_ = now;
-    return seconds;
-  }
-
- private:
-  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
-};
-
-std::vector<double> as_doubles(const std::vector<int64_t>& values) {
-  return {values.begin(), values.end()};
-}
 
 uint64_t mix_seed(uint64_t seed, int64_t step, int64_t layer, int64_t pass) {
   // splitmix64 over the fields: different streams per step, layer and micro-batch.
@@ -235,92 +215,12 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_exact(const torc
   pass->routed_per_home_rank = std::move(routed.front());
   pass->local_pairs =
       all.source_row.index_select(0, pass->computed.index_select(0, pass->layout.local.home_pairs));
-  check_budget(rank_holdings(*table, as_doubles(pass->layout.load), expected_backward),
+  check_budget(rank_holdings(*table, as_loads(pass->layout.load), expected_backward),
                "after forward routing");
   overhead.compaction += clock.lap();
 
   statistics_.pairs_routed += all.experts.numel();
   statistics_.pairs_dropped += all.experts.numel() - pass->computed.numel();
-  statistics_.replicas = table->replicas();
-  statistics_.placement = table->instances;
-  statistics_.overhead += overhead;
-  statistics_.planning_seconds[kForwardPhase] += overhead.total();
-  return pass;
-}
-
-std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
-    const torch::Tensor& experts, const torch::Tensor& gates, const torch::Tensor& home,
-    int64_t tokens) {
-  Stopwatch clock;
-  PipelineOverhead overhead;
-  const int64_t E = settings_.num_experts, R = settings_.ranks;
-  // Routed pairs per (home rank, expert) over every process: each home rank is one process's.
-  const std::vector<int64_t> routed_groups =
-      summed_counts(*collectives_, {{home * E + experts, R * E}}).front();
-  std::vector<int64_t> counts(static_cast<std::size_t>(E), 0);
-  auto pass = std::make_shared<ForwardPass>();
-  pass->routed_per_home_rank.assign(static_cast<std::size_t>(R), 0);
-  for (int64_t h = 0; h < R; ++h) {
-    for (int64_t e = 0; e < E; ++e) {
-      const int64_t pairs = routed_groups[static_cast<std::size_t>(h * E + e)];
-      counts[static_cast<std::size_t>(e)] += pairs;
-      pass->routed_per_home_rank[static_cast<std::size_t>(h)] += pairs;
-    }
-  }
-  overhead.compaction += clock.lap();
-  auto [plan, table] = place(counts, tokens, experts.device());
-  overhead.placement += clock.lap();
-  pass->step = step_;
-  pass->table = table;
-  pass->quota = plan.quota;
-
-  // Forward capacity drops: each expert's highest gates over every process, found by a threshold
-  // search, the same pairs as the exact plan's (Note [Scalable selection]).
-  pass->computed_counts = counts;
-  std::vector<int64_t> computed_groups = routed_groups;
-  if (plan.forward_capacity.empty()) {
-    pass->computed = torch::arange(experts.numel(), experts.options());
-  } else {
-    for (std::size_t e = 0; e < counts.size(); ++e)
-      pass->computed_counts[e] = std::min(counts[e], plan.forward_capacity[e]);
-    pass->threshold_searched = pass->computed_counts != counts;
-    pass->computed =
-        pass->threshold_searched
-            ? kept_over_processes(*collectives_, experts, gates.detach(), pass->computed_counts)
-            : torch::arange(experts.numel(), experts.options());
-  }
-  pass->experts = experts.index_select(0, pass->computed);
-  pass->home = home.index_select(0, pass->computed);
-  if (pass->threshold_searched)
-    computed_groups =
-        summed_counts(*collectives_, {{pass->home * E + pass->experts, R * E}}).front();
-  // This process's computed pairs per expert: its home ranks' groups.
-  std::vector<int64_t> local_counts(static_cast<std::size_t>(E), 0);
-  const ProcessView& process = settings_.process;
-  for (int64_t h = process.first_rank(); h < process.first_rank() + process.ranks_per_process; ++h)
-    for (int64_t e = 0; e < E; ++e)
-      local_counts[static_cast<std::size_t>(e)] +=
-          computed_groups[static_cast<std::size_t>(h * E + e)];
-  pass->expert_offsets = offsets_from_counts(local_counts);
-  const std::vector<double> expected_backward =
-      check_as_planned(*table, pass->computed_counts, plan.quota);
-  overhead.compaction += clock.lap();
-
-  const std::vector<double> no_load(static_cast<std::size_t>(R), 0.0);
-  pass->routed_counts =
-      route_counts(Phase::Forward, computed_groups, *table,
-                   room(rank_holdings(*table, no_load, expected_backward), forward_pairs_that_fit));
-  overhead.routing += clock.lap();
-  pass->layout = count_pair_layout(pass->routed_counts, pass->experts, *table, R, process);
-  pass->local_pairs = pass->computed;  // every computed pair here is homed here
-  check_budget(rank_holdings(*table, as_doubles(pass->layout.load), expected_backward),
-               "after forward routing");
-  overhead.compaction += clock.lap();
-
-  const int64_t routed = std::accumulate(counts.begin(), counts.end(), int64_t{0});
-  statistics_.pairs_routed += routed;
-  statistics_.pairs_dropped += routed - std::accumulate(pass->computed_counts.begin(),
-                                                        pass->computed_counts.end(), int64_t{0});
   statistics_.replicas = table->replicas();
   statistics_.placement = table->instances;
   statistics_.overhead += overhead;
@@ -354,7 +254,7 @@ BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch
                           : plan_backward_exact(forward, std::move(signals), overhead);
   Stopwatch clock;
   check_budget(
-      rank_holdings(*forward.table, as_doubles(forward.layout.load), as_doubles(pass.layout.load)),
+      rank_holdings(*forward.table, as_loads(forward.layout.load), as_loads(pass.layout.load)),
       "after backward routing");
   overhead.compaction += clock.lap();
   statistics_.overhead += overhead;
@@ -384,7 +284,7 @@ BackwardPass ExpertPipeline::plan_backward_exact(const ForwardPass& forward, Pai
   const torch::Tensor kept_experts = forward.experts.index_select(0, pass.kept);
   const torch::Tensor kept_home = forward.home.index_select(0, pass.kept);
   const InstanceTable& table = *forward.table;
-  const std::vector<double> forward_load = as_doubles(forward.layout.load);
+  const std::vector<double> forward_load = as_loads(forward.layout.load);
   const std::vector<double> no_load(static_cast<std::size_t>(settings_.ranks), 0.0);
   overhead.compaction += clock.lap();
 
@@ -408,91 +308,6 @@ BackwardPass ExpertPipeline::plan_backward_exact(const ForwardPass& forward, Pai
                                   riders, &moved);
   if (!settings_.recompute) pass.by_forward_rank = std::move(moved.front());
   localize(forward, forward_rank, selection.weights, pass);
-  overhead.compaction += clock.lap();
-  return pass;
-}
-
-BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forward,
-                                                       PairBatch signals,
-                                                       PipelineOverhead& overhead) {
-  Stopwatch clock;
-  const int64_t E = settings_.num_experts, R = settings_.ranks;
-  const ProcessView& process = settings_.process;
-  const InstanceTable& table = *forward.table;
-  const torch::Device device = forward.experts.device();
-  // The metric scores this process's computed pairs (Note [Scalable planning]).
-  const torch::Tensor scores = score(forward, signals);
-  overhead.metric += clock.lap();
-
-  // Each expert keeps the selection's count of its highest-scored pairs over every process.
-  const RankedSelectionPolicy& ranked = *policies_->ranked_selection;
-  const std::string& selection_name = policy_name(PolicyKind::Selection);
-  std::vector<int64_t> keep(static_cast<std::size_t>(E));
-  std::vector<float> weight(static_cast<std::size_t>(E), 1.0F);
-  bool weighted = false;
-  BackwardPass pass;
-  for (int64_t e = 0; e < E; ++e) {
-    const auto x = static_cast<std::size_t>(e);
-    const int64_t pairs = forward.computed_counts[x];
-    keep[x] = call_plugin(labeller(PolicyKind::Selection), "kept_count",
-                          [&] { return ranked.kept_count(pairs, forward.quota[x]); });
-    check_kept_count(keep[x], pairs, forward.quota[x], e, settings_.check_plugin_outputs,
-                     selection_name);
-    if (keep[x] > 0) {
-      weight[x] = call_plugin(labeller(PolicyKind::Selection), "kept_weight",
-                              [&] { return ranked.kept_weight(pairs, keep[x]); });
-      check_kept_weight(weight[x], e, selection_name);
-      weighted = weighted || weight[x] != 1.0F;
-    }
-    pass.threshold_searched = pass.threshold_searched || keep[x] != pairs;
-  }
-  pass.kept = pass.threshold_searched
-                  ? kept_over_processes(*collectives_, forward.experts, scores, keep)
-                  : torch::arange(forward.experts.numel(), forward.experts.options());
-  const torch::Tensor kept_experts = forward.experts.index_select(0, pass.kept);
-  const torch::Tensor kept_home = forward.home.index_select(0, pass.kept);
-  if (weighted)
-    pass.local_weights =
-        torch::tensor(weight, torch::kFloat32).to(device).index_select(0, kept_experts);
-  overhead.selection += clock.lap();
-
-  // Kept pairs per (home rank, expert), and without recomputation per (home rank, forward rank).
-  torch::Tensor forward_rank;
-  std::vector<CountRequest> requests = {{kept_home * E + kept_experts, R * E}};
-  if (!settings_.recompute) {
-    forward_rank = table.instance_rank_tensor.index_select(
-        0, forward.layout.instance.index_select(0, pass.kept));
-    requests.push_back({kept_home * R + forward_rank, R * R});
-  }
-  std::vector<std::vector<int64_t>> counts = summed_counts(*collectives_, requests);
-  const std::vector<double> forward_load = as_doubles(forward.layout.load);
-  const std::vector<double> no_load(static_cast<std::size_t>(R), 0.0);
-  overhead.compaction += clock.lap();
-
-  const std::vector<int64_t> routed =
-      route_counts(Phase::Backward, counts[0], table,
-                   room(rank_holdings(table, forward_load, no_load), backward_pairs_that_fit));
-  overhead.routing += clock.lap();
-  pass.layout = count_pair_layout(routed, kept_experts, table, R, process);
-  // The kept pairs are positions among the forward's home rows, which are this process's
-  // computed pairs in pair order.
-  pass.local_kept = pass.kept;
-  if (!settings_.recompute) {
-    pass.home_forward = std::move(counts[1]);
-    const torch::Tensor backward_rank =
-        table.instance_rank_tensor.index_select(0, pass.layout.instance);
-    pass.by_forward_rank =
-        summed_counts(*collectives_, {{forward_rank * R + backward_rank, R * R}}).front();
-    const torch::Tensor forward_row =
-        destination_rows(forward.routed_counts, forward.layout, table, process)
-            .index_select(0, pass.kept);
-    ContextMove move = context_move(
-        *collectives_, forward_row, destination_rows(routed, pass.layout, table, process),
-        forward_rank.div(process.ranks_per_process, "floor"), pass.layout, pass.by_forward_rank,
-        pass.home_forward, forward.layout.local.first_row, table, process);
-    pass.context = std::move(move.slice);
-    pass.context_rows = std::move(move.rows);
-  }
   overhead.compaction += clock.lap();
   return pass;
 }

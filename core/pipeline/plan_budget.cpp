@@ -22,6 +22,10 @@ std::vector<LayerHolding> rank_holdings(const InstanceTable& table,
   return holdings;
 }
 
+std::vector<double> as_loads(const std::vector<int64_t>& load) {
+  return {load.begin(), load.end()};
+}
+
 std::vector<double> even_split(const InstanceTable& table, const std::vector<int64_t>& pairs,
                                int64_t ranks) {
   std::vector<double> load(static_cast<std::size_t>(ranks), 0.0);

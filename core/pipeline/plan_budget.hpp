@@ -23,6 +23,9 @@ std::vector<LayerHolding> rank_holdings(const InstanceTable& table,
 std::vector<double> even_split(const InstanceTable& table, const std::vector<int64_t>& pairs,
                                int64_t ranks);
 
+// A layout's routed pairs per rank as the loads rank_holdings takes.
+std::vector<double> as_loads(const std::vector<int64_t>& load);
+
 // Throws PlanError with the numbers if any rank's holding exceeds `budget_bytes`. `plan` says
 // whose plan it is ("step 3, MoE layer 1: the plan of placement 'lrmoe'"), `stage` when it was
 // checked ("after forward routing").
