@@ -12,6 +12,7 @@
 #include <map>
 #include <numeric>
 #include <stdexcept>
+#include <thread>
 
 #include "core/data/token_source.hpp"
 #include "core/distributed/collectives.hpp"
@@ -36,25 +37,12 @@ Figures read_figures(const std::string& path) {
   return figures;
 }
 
-// This process's all-to-all-v over the timed steps, from the gathered per-process measurements.
-ExchangeMeasurement pipeline_exchange(const std::vector<StepReport>& reports, int64_t process) {
-  ExchangeMeasurement total;
-  for (const StepReport& report : reports) {
-    for (const LayerStepStatistics& layer : report.layers) {
-      for (const ProcessStepMeasurement& m : layer.processes) {
-        if (m.process == process) total += m.exchange;
-      }
-    }
-  }
-  return total;
-}
-
 // This process's own all-to-all-v calls over the timed steps, in call order.
-std::vector<ExchangeCallSizes> exchange_calls(const std::vector<StepReport>& reports) {
-  std::vector<ExchangeCallSizes> calls;
+std::vector<ExchangeCall> exchange_calls(const std::vector<StepReport>& reports) {
+  std::vector<ExchangeCall> calls;
   for (const StepReport& report : reports) {
     for (const LayerStepStatistics& layer : report.layers) {
-      calls.insert(calls.end(), layer.exchange.call_sizes.begin(), layer.exchange.call_sizes.end());
+      calls.insert(calls.end(), layer.exchange.call_log.begin(), layer.exchange.call_log.end());
     }
   }
   return calls;
@@ -64,27 +52,90 @@ int64_t total(const std::vector<int64_t>& values) {
   return std::accumulate(values.begin(), values.end(), int64_t{0});
 }
 
+// Bytes this process sent to the others over `calls`.
+int64_t bytes_to_others(const std::vector<ExchangeCall>& calls, int64_t me) {
+  int64_t bytes = 0;
+  for (const ExchangeCall& call : calls)
+    bytes += total(call.sent_bytes) - call.sent_bytes[static_cast<std::size_t>(me)];
+  return bytes;
+}
+
+// The wall time of `calls` in this process, waiting for the peers included.
+double call_seconds(const std::vector<ExchangeCall>& calls) {
+  int64_t nanoseconds = 0;
+  for (const ExchangeCall& call : calls) nanoseconds += call.left_ns - call.entered_ns;
+  return 1e-9 * static_cast<double>(nanoseconds);
+}
+
+// The time of each of `calls` in this process, counted from the moment the last process entered
+// it: the call's own time, without the waiting for a peer to reach it. Every process makes the
+// same calls in the same order, and their entry times compare because bench-parallel starts
+// every process on this host (host_clock_ns). Collective: every process calls it.
+std::vector<double> seconds_after_last_entry(Collectives& collectives,
+                                             const std::vector<ExchangeCall>& calls) {
+  const auto n = static_cast<int64_t>(calls.size());
+  torch::Tensor entered = torch::empty({n}, torch::kInt64);
+  for (int64_t i = 0; i < n; ++i) entered[i] = calls[static_cast<std::size_t>(i)].entered_ns;
+  const std::vector<int64_t> counts(static_cast<std::size_t>(collectives.size()), n);
+  const torch::Tensor last_entry =
+      std::get<0>(collectives.gather_rows(entered, counts).view({collectives.size(), n}).max(0));
+  const int64_t* last = last_entry.data_ptr<int64_t>();
+  std::vector<double> seconds;
+  for (int64_t i = 0; i < n; ++i)
+    seconds.push_back(1e-9 * static_cast<double>(std::max<int64_t>(
+                                 0, calls[static_cast<std::size_t>(i)].left_ns - last[i])));
+  return seconds;
+}
+
+double sum(const std::vector<double>& values) {
+  return std::accumulate(values.begin(), values.end(), 0.0);
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+// The median over calls of bare time / pipeline time: the typical call's ratio, which the rare
+// stalls of a shared machine (a whole scheduler time slice, milliseconds) do not move as they
+// move sums.
+double median_call_ratio(const std::vector<double>& pipeline, const std::vector<double>& bare) {
+  std::vector<double> ratios;
+  for (std::size_t i = 0; i < pipeline.size(); ++i)
+    if (pipeline[i] > 0) ratios.push_back(bare[i] / pipeline[i]);
+  return ratios.empty() ? 0 : median(ratios);
+}
+
+// How bare calls follow each other: back to back, or each after the idle time that preceded
+// the pipeline's call in training (its compute between calls, spent asleep here).
+enum class Pacing { BackToBack, AsInTraining };
+
 // The same calls bare: each of `calls` again, with the same bytes to and from every process
-// (this one included), from one buffer allocated beforehand; the wall time. Every process
-// replays its own calls, which match its peers' as they did in training.
-double bare_exchange_seconds(Collectives& collectives,
-                             const std::vector<ExchangeCallSizes>& calls) {
+// (this one included), from one buffer allocated beforehand, entry and exit timed as the
+// pipeline's are. Every process replays its own calls, which match its peers' as they did in
+// training.
+std::vector<ExchangeCall> bare_exchange_calls(Collectives& collectives,
+                                              const std::vector<ExchangeCall>& calls,
+                                              Pacing pacing) {
   int64_t largest = 0;
-  for (const ExchangeCallSizes& call : calls) largest = std::max(largest, total(call.sent_bytes));
+  for (const ExchangeCall& call : calls) largest = std::max(largest, total(call.sent_bytes));
   const torch::Tensor buffer = torch::ones({largest, 1}, torch::kUInt8);
-  auto make = [&](const ExchangeCallSizes& call) {
+  auto make = [&](const ExchangeCall& call) {
     collectives.exchange_rows(buffer.narrow(0, 0, total(call.sent_bytes)), call.sent_bytes,
                               call.received_bytes);
   };
-  for (const ExchangeCallSizes& call : calls) make(call);  // warm-up: connections, buffers
+  for (const ExchangeCall& call : calls) make(call);  // warm-up: connections, buffers
   collectives.barrier();
-  double seconds = 0;
-  for (const ExchangeCallSizes& call : calls) {
-    const auto started = std::chrono::steady_clock::now();
-    make(call);
-    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::vector<ExchangeCall> bare = calls;
+  for (std::size_t i = 0; i < bare.size(); ++i) {
+    if (pacing == Pacing::AsInTraining && i > 0)
+      std::this_thread::sleep_for(
+          std::chrono::nanoseconds(calls[i].entered_ns - calls[i - 1].left_ns));
+    bare[i].entered_ns = host_clock_ns();
+    make(bare[i]);
+    bare[i].left_ns = host_clock_ns();
   }
-  return seconds;
+  return bare;
 }
 
 std::vector<std::string> worker_arguments(const ExperimentSource& source, int64_t steps,
@@ -107,11 +158,6 @@ Figures measure(const ExperimentSource& source, int64_t steps, int64_t processes
     throw std::runtime_error(
         fmt::format("bench-parallel: the run on {} processes failed", processes));
   return read_figures(result);
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
 }
 
 std::string rate(double bytes_per_second) {
@@ -140,11 +186,24 @@ int parallel_bench_worker(const ExperimentSource& source, int64_t steps,
   Figures figures{{"steps", static_cast<double>(timed.size())}, {"step_seconds", step_seconds}};
   if (!collectives->single()) {
     // Process 0's side of both: the pipeline's calls, then the same calls bare.
-    const ExchangeMeasurement pipeline = pipeline_exchange(timed, 0);
-    figures["pipeline_bytes"] = static_cast<double>(pipeline.bytes_sent);
-    figures["pipeline_seconds"] = pipeline.seconds;
-    figures["calls"] = static_cast<double>(pipeline.calls);
-    figures["bare_seconds"] = bare_exchange_seconds(*collectives, exchange_calls(timed));
+    const std::vector<ExchangeCall> pipeline = exchange_calls(timed);
+    const std::vector<ExchangeCall> bare =
+        bare_exchange_calls(*collectives, pipeline, Pacing::BackToBack);
+    const std::vector<ExchangeCall> paced =
+        bare_exchange_calls(*collectives, pipeline, Pacing::AsInTraining);
+    figures["pipeline_bytes"] = static_cast<double>(bytes_to_others(pipeline, collectives->rank()));
+    figures["calls"] = static_cast<double>(pipeline.size());
+    figures["pipeline_seconds"] = call_seconds(pipeline);
+    const std::vector<double> pipeline_own = seconds_after_last_entry(*collectives, pipeline);
+    const std::vector<double> bare_own = seconds_after_last_entry(*collectives, bare);
+    const std::vector<double> paced_own = seconds_after_last_entry(*collectives, paced);
+    figures["pipeline_own_seconds"] = sum(pipeline_own);
+    figures["bare_seconds"] = call_seconds(bare);
+    figures["bare_own_seconds"] = sum(bare_own);
+    figures["bare_median_call_ratio"] = median_call_ratio(pipeline_own, bare_own);
+    figures["paced_seconds"] = call_seconds(paced);
+    figures["paced_own_seconds"] = sum(paced_own);
+    figures["paced_median_call_ratio"] = median_call_ratio(pipeline_own, paced_own);
   }
   if (collectives->rank() == 0) {
     std::ofstream out(result_path);
@@ -171,36 +230,55 @@ int parallel_bench_command(const ExperimentSource& source, int64_t steps, int64_
   std::filesystem::create_directories(folder);
   // One process, then P, `rounds` times: the same experiment and steps in fresh processes each
   // time, interleaved so that the machine's noise hits both alike; medians are reported.
-  std::vector<double> step_one, step_many, pipeline_seconds, bare_seconds;
+  std::vector<double> step_one, step_many;
+  // Per round, process 0's exchange seconds and median call ratios under these names.
+  const std::vector<std::string> exchange_figures{
+      "pipeline_seconds",  "pipeline_own_seconds",   "bare_seconds",
+      "bare_own_seconds",  "bare_median_call_ratio", "paced_seconds",
+      "paced_own_seconds", "paced_median_call_ratio"};
+  std::map<std::string, std::vector<double>> exchange_rounds;
   Figures many;
   for (int64_t round = 0; round < rounds; ++round) {
     const Figures one = measure(source, steps, 1, folder.string());
     many = measure(source, steps, processes, folder.string());
     step_one.push_back(one.at("step_seconds") / one.at("steps"));
     step_many.push_back(many.at("step_seconds") / many.at("steps"));
-    pipeline_seconds.push_back(many.at("pipeline_seconds"));
-    bare_seconds.push_back(many.at("bare_seconds"));
+    for (const std::string& name : exchange_figures) exchange_rounds[name].push_back(many.at(name));
   }
   std::filesystem::remove_all(folder);
 
   // The bytes and calls are the same in every round: the plan is deterministic.
   const double calls = many.at("calls");
-  const double pipeline_rate = many.at("pipeline_bytes") / median(pipeline_seconds);
-  const double bare_rate = many.at("pipeline_bytes") / median(bare_seconds);
+  const double bytes = many.at("pipeline_bytes");
+  auto rate_of = [&](const std::string& name) { return bytes / median(exchange_rounds[name]); };
+  auto column = [&](const std::string& name) {
+    return fmt::format("{} {:6.0f} us per call", rate(rate_of(name)),
+                       1e6 * median(exchange_rounds[name]) / calls);
+  };
   fmt::print(
       "\nexperiment          {} (model {}), {} ranks, {} timed steps after {} warm-up steps, "
       "median of {} rounds\n",
       e.experiment.name, e.model.preset, e.cluster.ranks, steps, kWarmupSteps, rounds);
   fmt::print(
       "all-to-all-v        process 0 of {} on 127.0.0.1 (c10d gloo): {:.0f} calls, {:.1f} KiB sent "
-      "to other "
-      "processes per call\n",
-      processes, calls, many.at("pipeline_bytes") / calls / 1024.0);
-  fmt::print("  pipeline (in training)        bus bandwidth {}  ({:.0f} us per call)\n",
-             rate(pipeline_rate), 1e6 * median(pipeline_seconds) / calls);
-  fmt::print("  bare c10d, the same calls     bus bandwidth {}  ({:.0f} us per call)\n",
-             rate(bare_rate), 1e6 * median(bare_seconds) / calls);
-  fmt::print("  ratio pipeline / bare         {:8.3f}\n", pipeline_rate / bare_rate);
+      "to other processes per call; bus bandwidth and time per call\n",
+      processes, calls, bytes / calls / 1024.0);
+  fmt::print("                                {:<36}{}\n", "whole call",
+             "from the last process's entry");
+  fmt::print("  pipeline (in training)        {:<36}{}\n", column("pipeline_seconds"),
+             column("pipeline_own_seconds"));
+  fmt::print("  bare c10d, back to back       {:<36}{}\n", column("bare_seconds"),
+             column("bare_own_seconds"));
+  fmt::print("  bare c10d, paced as training  {:<36}{}\n", column("paced_seconds"),
+             column("paced_own_seconds"));
+  auto ratio = [&](const std::string& bare) {
+    return fmt::format("{:<36.3f}{:.3f} (median call {:.3f})",
+                       rate_of("pipeline_seconds") / rate_of(bare + "_seconds"),
+                       rate_of("pipeline_own_seconds") / rate_of(bare + "_own_seconds"),
+                       median(exchange_rounds[bare + "_median_call_ratio"]));
+  };
+  fmt::print("  ratio pipeline / back to back {}\n", ratio("bare"));
+  fmt::print("  ratio pipeline / paced        {}\n", ratio("paced"));
   fmt::print(
       "step time           1 process {:.1f} ms, {} processes {:.1f} ms: ratio {} / 1 = {:.3f}\n",
       1e3 * median(step_one), processes, 1e3 * median(step_many), processes,

@@ -1,5 +1,6 @@
 #include "core/pipeline/pair_exchange.hpp"
 
+#include <chrono>
 #include <utility>
 
 namespace lrmoe {
@@ -9,8 +10,14 @@ ExchangeMeasurement& ExchangeMeasurement::operator+=(const ExchangeMeasurement& 
   bytes_received += other.bytes_received;
   seconds += other.seconds;
   calls += other.calls;
-  call_sizes.insert(call_sizes.end(), other.call_sizes.begin(), other.call_sizes.end());
+  call_log.insert(call_log.end(), other.call_log.begin(), other.call_log.end());
   return *this;
+}
+
+int64_t host_clock_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 PairExchange::PairExchange(std::shared_ptr<Collectives> collectives)
@@ -22,16 +29,18 @@ torch::Tensor PairExchange::exchange(const torch::Tensor& rows, const std::vecto
   const int64_t row_bytes =
       rows.size(0) > 0 ? rows.nbytes() / rows.size(0) : rows.numel() * rows.element_size();
   const auto me = static_cast<std::size_t>(collectives_->rank());
-  ExchangeCallSizes& sizes = measurement_.call_sizes.emplace_back();
+  ExchangeCall& call = measurement_.call_log.emplace_back();
   for (std::size_t q = 0; q < send.size(); ++q) {
-    sizes.sent_bytes.push_back(send[q] * row_bytes);
-    sizes.received_bytes.push_back(recv[q] * row_bytes);
+    call.sent_bytes.push_back(send[q] * row_bytes);
+    call.received_bytes.push_back(recv[q] * row_bytes);
     if (q == me) continue;
     measurement_.bytes_sent += send[q] * row_bytes;
     measurement_.bytes_received += recv[q] * row_bytes;
   }
   timer_.start(rows.device());
+  call.entered_ns = host_clock_ns();
   torch::Tensor received = collectives_->exchange_rows(rows, send, recv);
+  call.left_ns = host_clock_ns();
   timer_.stop();
   ++measurement_.calls;
   return received;

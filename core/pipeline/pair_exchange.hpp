@@ -16,12 +16,20 @@
 
 namespace lrmoe {
 
-// The sizes of one all-to-all-v call as this process made it, so that a benchmark can make the
-// same calls bare (lrmoe bench-parallel).
-struct ExchangeCallSizes {
+// One all-to-all-v call as this process made it: its sizes, so that a benchmark can make the
+// same calls bare, and when this process entered and left it, so that the benchmark can tell
+// the time spent waiting for a peer to reach the call from the call's own (lrmoe
+// bench-parallel, which compares the entry times of the processes of one host).
+struct ExchangeCall {
   std::vector<int64_t> sent_bytes;      // [processes], this one included
   std::vector<int64_t> received_bytes;  // [processes], this one included
+  int64_t entered_ns = 0;               // host_clock_ns() on entry
+  int64_t left_ns = 0;                  // host_clock_ns() on return
 };
+
+// Nanoseconds on this host's steady clock (CLOCK_MONOTONIC on Linux), which every process of
+// the host reads alike.
+int64_t host_clock_ns();
 
 // What one process's exchanges moved to and from other processes, and the wall time of their
 // all-to-all-v calls (waiting for the slowest peer included).
@@ -30,7 +38,7 @@ struct ExchangeMeasurement {
   int64_t bytes_received = 0;
   double seconds = 0;
   int64_t calls = 0;
-  std::vector<ExchangeCallSizes> call_sizes;  // one per call, in call order (this process only)
+  std::vector<ExchangeCall> call_log;  // one per call, in call order (this process only)
 
   ExchangeMeasurement& operator+=(const ExchangeMeasurement& other);
 };

@@ -1,0 +1,64 @@
+// The pair exchange's record of its own calls (core/pipeline/pair_exchange.hpp), which `lrmoe
+// bench-parallel` replays bare and uses to tell the time spent waiting for a peer from a call's
+// own: the sizes must be the bytes that moved, and the entry and exit times of processes on one
+// host must be comparable.
+
+#include <catch2/catch.hpp>
+
+#include <memory>
+
+#include "core/pipeline/pair_exchange.hpp"
+#include "support/in_processes.hpp"
+
+using namespace lrmoe;
+using lrmoe_test::in_processes;
+
+TEST_CASE("The exchange logs each call's bytes per process and times its peers can compare",
+          "[distributed]") {
+  constexpr int64_t kWidth = 4;  // float32 columns: 16 bytes a row
+  const std::vector<int> codes = in_processes(2, [](Collectives& collectives) {
+    const int64_t me = collectives.rank(), peer = 1 - me;
+    // Process p keeps 1 + p rows and sends 2 + 3 p to the other; each row holds its sender.
+    const std::vector<int64_t> send_rows =
+        me == 0 ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{5, 2};
+    const std::vector<int64_t> recv_rows =
+        me == 0 ? std::vector<int64_t>{1, 5} : std::vector<int64_t>{2, 2};
+    ProcessSlice slice;
+    slice.send_counts = send_rows;
+    slice.recv_counts = recv_rows;
+    const int64_t sent = send_rows[0] + send_rows[1];
+    slice.send_rows = torch::arange(sent, torch::kInt64);
+    const torch::Tensor rows = torch::full({sent, kWidth}, static_cast<float>(me));
+
+    PairExchange exchange(std::shared_ptr<Collectives>(&collectives, [](Collectives*) {}));
+    const torch::Tensor received = exchange.dispatch(rows, slice);
+    TimedSpans spans;
+    const ExchangeMeasurement measured = exchange.take_measurement(spans);
+
+    const int64_t row_bytes = kWidth * 4;
+    bool ok = received.size(0) == recv_rows[0] + recv_rows[1] &&
+              received.narrow(0, recv_rows[0], recv_rows[1])
+                  .eq(static_cast<float>(1))
+                  .all()
+                  .item<bool>() &&
+              received.narrow(0, 0, recv_rows[0]).eq(static_cast<float>(0)).all().item<bool>();
+    ok = ok && measured.calls == 1 && measured.call_log.size() == 1 &&
+         measured.bytes_sent == send_rows[static_cast<std::size_t>(peer)] * row_bytes &&
+         measured.bytes_received == recv_rows[static_cast<std::size_t>(peer)] * row_bytes;
+    if (!ok) return false;
+    const ExchangeCall& call = measured.call_log.front();
+    ok = call.sent_bytes ==
+             std::vector<int64_t>{send_rows[0] * row_bytes, send_rows[1] * row_bytes} &&
+         call.received_bytes ==
+             std::vector<int64_t>{recv_rows[0] * row_bytes, recv_rows[1] * row_bytes} &&
+         call.entered_ns <= call.left_ns;
+
+    // Each process receives rows from the other, so neither can leave the call before the
+    // other entered it: the host clock is one clock for every process of the host.
+    torch::Tensor times = torch::tensor({call.entered_ns, call.left_ns}, torch::kInt64);
+    const torch::Tensor both = collectives.gather_rows(times, std::vector<int64_t>{2, 2});
+    const int64_t peer_entered = both[2 * peer].item<int64_t>();
+    return ok && call.left_ns >= peer_entered;
+  });
+  CHECK(codes == std::vector<int>{0, 0});
+}
