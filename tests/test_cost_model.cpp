@@ -54,8 +54,7 @@ TEST_CASE(
   CHECK(model.gemm_seconds(0, 1000, 1000) == 0);
 }
 
-TEST_CASE("ring collectives pay a latency per step and their bytes over the bottleneck link",
-          "[cost]") {
+TEST_CASE("collectives pay a latency per step and their bytes over the bottleneck link", "[cost]") {
   const CostModel model(two_by_two());
   // Four ranks span two nodes: the inter-node link. All-gather of 1e6 bytes each: 3 latencies and
   // 3e6 received bytes.
@@ -63,6 +62,11 @@ TEST_CASE("ring collectives pay a latency per step and their bytes over the bott
   // All-reduce of 1e6 bytes on two ranks of one node: 2 latencies and 2 * 1/2 * 1e6 bytes.
   CHECK(model.all_reduce_seconds(1e6, 2) == Approx(2 * 1e-6 + 1e6 / 100e9));
   CHECK(model.all_reduce_seconds(1e6, 1) == 0);
+  // Four ranks over two nodes: a ring's 6 steps (6 * 10 us + 1.5 * 1e6 / 10e9 = 210 us) against
+  // a tree's 4 (40 us + 2 * 1e6 / 10e9 = 240 us): the ring is faster for 1e6 bytes, the tree for
+  // 1e3 (6 * 10 us + 0.15 us against 4 * 10 us + 0.2 us).
+  CHECK(model.all_reduce_seconds(1e6, 4) == Approx(6 * 10e-6 + 1.5e6 / 10e9));
+  CHECK(model.all_reduce_seconds(1e3, 4) == Approx(4 * 10e-6 + 2e3 / 10e9));
 }
 
 TEST_CASE("a skewed routing has a longer critical path than a balanced one of equal work",

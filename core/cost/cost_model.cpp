@@ -1,6 +1,7 @@
 #include "core/cost/cost_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/cost/machine_probe.hpp"
 
@@ -128,8 +129,12 @@ double CostModel::all_reduce_seconds(double bytes, int64_t ranks) const {
   const double bandwidth = inter ? profile_.inter_node_bandwidth : profile_.intra_node_bandwidth;
   const double latency = inter ? profile_.inter_node_latency : profile_.intra_node_latency;
   const double r = static_cast<double>(ranks);
-  // Reduce-scatter then all-gather: 2 (R - 1) steps of bytes / R each.
-  return 2.0 * (r - 1) * latency + 2.0 * (r - 1) / r * bytes / bandwidth;
+  // Ring: reduce-scatter then all-gather, 2 (R - 1) steps of bytes / R each. Tree: up to the
+  // root and back down, 2 ceil(log2 R) steps, every byte over a link twice (pipelined). NCCL
+  // times both for each call and takes the faster (Note [Cost model]).
+  const double ring = 2.0 * (r - 1) * latency + 2.0 * (r - 1) / r * bytes / bandwidth;
+  const double tree = 2.0 * std::ceil(std::log2(r)) * latency + 2.0 * bytes / bandwidth;
+  return std::min(ring, tree);
 }
 
 HardwareProfile resolve_hardware_profile(const std::string& profile, int64_t ranks) {

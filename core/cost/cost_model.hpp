@@ -77,7 +77,7 @@ class CostModel {
   double exchange_seconds(const TrafficMatrix& traffic) const;
   // A ring all-gather where rank r contributes contribution[r] bytes.
   double all_gather_seconds(const std::vector<double>& contribution) const;
-  // A ring all-reduce of `bytes` on each of `ranks` ranks.
+  // An all-reduce of `bytes` on each of `ranks` ranks: the faster of a ring and a tree.
   double all_reduce_seconds(double bytes, int64_t ranks) const;
 
  private:
