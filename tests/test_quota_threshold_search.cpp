@@ -27,9 +27,14 @@ torch::Tensor int_tensor(const std::vector<int64_t>& values) {
   return torch::tensor(values, torch::kInt64);
 }
 
-// Every process's kept pairs, by the histogram search.
-std::vector<std::vector<bool>> searched(const std::vector<ProcessPairs>& processes,
-                                        const std::vector<int64_t>& quota) {
+// What the histogram search agrees on, each process one home rank: every process's kept pairs,
+// and the kept pairs per (process, expert) as every process computes them.
+struct Searched {
+  std::vector<std::vector<bool>> kept;
+  std::vector<int64_t> groups;
+};
+
+Searched searched(const std::vector<ProcessPairs>& processes, const std::vector<int64_t>& quota) {
   std::vector<QuotaThresholdSearch> searches;
   for (const ProcessPairs& p : processes)
     searches.emplace_back(int_tensor(p.experts), torch::tensor(p.scores), quota);
@@ -41,14 +46,34 @@ std::vector<std::vector<bool>> searched(const std::vector<ProcessPairs>& process
     }
     for (QuotaThresholdSearch& s : searches) s.narrow(sum);
   }
-  std::vector<std::vector<bool>> kept;
-  auto ties_before = torch::zeros({static_cast<int64_t>(quota.size())}, torch::kInt64);
-  for (const QuotaThresholdSearch& s : searches) {
-    const torch::Tensor mask = s.kept(ties_before);
-    kept.emplace_back(mask.data_ptr<bool>(), mask.data_ptr<bool>() + mask.numel());
-    ties_before = ties_before + s.local_ties();
+  const auto ranks = static_cast<int64_t>(processes.size());
+  torch::Tensor groups;
+  for (int64_t p = 0; p < ranks; ++p) {
+    const auto n = static_cast<int64_t>(processes[static_cast<std::size_t>(p)].experts.size());
+    const torch::Tensor local = searches[static_cast<std::size_t>(p)].local_groups(
+        torch::full({n}, p, torch::kInt64), ranks);
+    groups = groups.defined() ? groups + local : local;
   }
-  return kept;
+  Searched result;
+  for (int64_t p = 0; p < ranks; ++p) {
+    const torch::Tensor mask = searches[static_cast<std::size_t>(p)].kept(groups, p);
+    result.kept.emplace_back(mask.data_ptr<bool>(), mask.data_ptr<bool>() + mask.numel());
+  }
+  result.groups = searches.front().kept_groups(groups);
+  return result;
+}
+
+// Kept pairs per (process, expert) of `kept`.
+std::vector<int64_t> kept_per_group(const std::vector<ProcessPairs>& processes,
+                                    const std::vector<std::vector<bool>>& kept,
+                                    int64_t num_experts) {
+  std::vector<int64_t> groups(processes.size() * static_cast<std::size_t>(num_experts), 0);
+  for (std::size_t p = 0; p < processes.size(); ++p)
+    for (std::size_t i = 0; i < kept[p].size(); ++i)
+      if (kept[p][i])
+        ++groups[p * static_cast<std::size_t>(num_experts) +
+                 static_cast<std::size_t>(processes[p].experts[i])];
+  return groups;
 }
 
 // The exact plan's choice: all pairs in process order, each expert's quota highest, ties to the
@@ -136,7 +161,10 @@ TEST_CASE("the histogram search keeps exactly the exact plan's pairs over many p
     for (int64_t count : pairs_of)
       quota.push_back(static_cast<int64_t>(rng() % static_cast<unsigned>(count + 3)));
     INFO("trial " << trial);
-    CHECK(searched(processes, quota) == exact(processes, quota));
+    const Searched search = searched(processes, quota);
+    const std::vector<std::vector<bool>> expected = exact(processes, quota);
+    CHECK(search.kept == expected);
+    CHECK(search.groups == kept_per_group(processes, expected, experts));
   }
 }
 
@@ -147,7 +175,7 @@ TEST_CASE("the search's counts say how many pairs are kept above and at each thr
   const std::vector<ProcessPairs> processes{{{0, 0, 1, 2}, {5.0F, 3.0F, 2.0F, 7.0F}},
                                             {{0, 0, 0}, {3.0F, 3.0F, 1.0F}}};
   const std::vector<int64_t> quota{3, 0, 9};
-  const auto kept = searched(processes, quota);
+  const auto kept = searched(processes, quota).kept;
   CHECK(kept[0] == std::vector<bool>{true, true, false, true});
   CHECK(kept[1] == std::vector<bool>{true, false, false});
 
@@ -157,7 +185,10 @@ TEST_CASE("the search's counts say how many pairs are kept above and at each thr
     search.narrow(search.local_histogram());
   CHECK(search.above() == std::vector<int64_t>{1});
   CHECK(search.ties_kept() == std::vector<int64_t>{2});
-  CHECK(search.local_ties().item<int64_t>() == 3);
+  const torch::Tensor groups = search.local_groups(int_tensor({0, 0, 0, 0, 0}), 1);
+  CHECK(groups[0].sum().item<int64_t>() == 1);  // above
+  CHECK(groups[1].sum().item<int64_t>() == 3);  // at
+  CHECK(search.kept_groups(groups) == std::vector<int64_t>{3});
 }
 
 TEST_CASE("histograms that disagree with the quota are refused, not read past", "[selection]") {

@@ -16,6 +16,24 @@
 #include "core/plugins/plugin_boundary.hpp"
 
 namespace lrmoe {
+namespace {
+
+// [ranks * experts] pairs per (home rank, expert) from `routed` [ranks * instances] pairs per
+// (home rank, instance).
+std::vector<int64_t> groups_by_expert(const std::vector<int64_t>& routed,
+                                      const InstanceTable& table, int64_t ranks,
+                                      int64_t num_experts) {
+  const auto instances = static_cast<int64_t>(table.size());
+  std::vector<int64_t> groups(static_cast<std::size_t>(ranks * num_experts), 0);
+  for (int64_t h = 0; h < ranks; ++h)
+    for (int64_t i = 0; i < instances; ++i)
+      groups[static_cast<std::size_t>(h * num_experts +
+                                      table.instances[static_cast<std::size_t>(i)].expert)] +=
+          routed[static_cast<std::size_t>(h * instances + i)];
+  return groups;
+}
+
+}  // namespace
 
 std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
     const torch::Tensor& experts, const torch::Tensor& gates, const torch::Tensor& home,
@@ -53,16 +71,17 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
     for (std::size_t e = 0; e < counts.size(); ++e)
       pass->computed_counts[e] = std::min(counts[e], plan.forward_capacity[e]);
     pass->threshold_searched = pass->computed_counts != counts;
-    pass->computed =
-        pass->threshold_searched
-            ? kept_over_processes(*collectives_, experts, gates.detach(), pass->computed_counts)
-            : torch::arange(experts.numel(), experts.options());
+    if (pass->threshold_searched) {
+      KeptOverProcesses computed = kept_over_processes(*collectives_, experts, home, gates.detach(),
+                                                       pass->computed_counts, R, settings_.process);
+      pass->computed = std::move(computed.kept);
+      computed_groups = std::move(computed.groups);
+    } else {
+      pass->computed = torch::arange(experts.numel(), experts.options());
+    }
   }
   pass->experts = experts.index_select(0, pass->computed);
   pass->home = home.index_select(0, pass->computed);
-  if (pass->threshold_searched)
-    computed_groups =
-        summed_counts(*collectives_, {{pass->home * E + pass->experts, R * E}}).front();
   // This process's computed pairs per expert: its home ranks' groups.
   std::vector<int64_t> local_counts(static_cast<std::size_t>(E), 0);
   const ProcessView& process = settings_.process;
@@ -131,31 +150,26 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
     }
     pass.threshold_searched = pass.threshold_searched || keep[x] != pairs;
   }
-  pass.kept = pass.threshold_searched
-                  ? kept_over_processes(*collectives_, forward.experts, scores, keep)
-                  : torch::arange(forward.experts.numel(), forward.experts.options());
+  std::vector<int64_t> kept_groups;  // kept pairs per (home rank, expert), over every process
+  if (pass.threshold_searched) {
+    KeptOverProcesses kept =
+        kept_over_processes(*collectives_, forward.experts, forward.home, scores, keep, R, process);
+    pass.kept = std::move(kept.kept);
+    kept_groups = std::move(kept.groups);
+  } else {
+    pass.kept = torch::arange(forward.experts.numel(), forward.experts.options());
+    kept_groups = groups_by_expert(forward.routed_counts, table, R, E);
+  }
   const torch::Tensor kept_experts = forward.experts.index_select(0, pass.kept);
-  const torch::Tensor kept_home = forward.home.index_select(0, pass.kept);
   if (weighted)
     pass.local_weights =
         torch::tensor(weight, torch::kFloat32).to(device).index_select(0, kept_experts);
   overhead.selection += clock.lap();
 
-  // Kept pairs per (home rank, expert), and without recomputation per (home rank, forward rank).
-  torch::Tensor forward_rank;
-  std::vector<CountRequest> requests = {{kept_home * E + kept_experts, R * E}};
-  if (!settings_.recompute) {
-    forward_rank = table.instance_rank_tensor.index_select(
-        0, forward.layout.instance.index_select(0, pass.kept));
-    requests.push_back({kept_home * R + forward_rank, R * R});
-  }
-  std::vector<std::vector<int64_t>> counts = summed_counts(*collectives_, requests);
   const std::vector<double> forward_load = as_loads(forward.layout.load);
   const std::vector<double> no_load(static_cast<std::size_t>(R), 0.0);
-  overhead.compaction += clock.lap();
-
   const std::vector<int64_t> routed =
-      route_counts(Phase::Backward, counts[0], table,
+      route_counts(Phase::Backward, kept_groups, table,
                    room(rank_holdings(table, forward_load, no_load), backward_pairs_that_fit));
   overhead.routing += clock.lap();
   pass.layout = count_pair_layout(routed, kept_experts, table, R, process);
@@ -163,11 +177,18 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
   // computed pairs in pair order.
   pass.local_kept = pass.kept;
   if (!settings_.recompute) {
-    pass.home_forward = std::move(counts[1]);
+    // Kept pairs per (home rank, forward rank) and per (forward rank, backward rank), summed in
+    // one all-reduce: the context move's counts (Note [Scalable planning]).
+    const torch::Tensor forward_rank = table.instance_rank_tensor.index_select(
+        0, forward.layout.instance.index_select(0, pass.kept));
     const torch::Tensor backward_rank =
         table.instance_rank_tensor.index_select(0, pass.layout.instance);
-    pass.by_forward_rank =
-        summed_counts(*collectives_, {{forward_rank * R + backward_rank, R * R}}).front();
+    const torch::Tensor kept_home = forward.home.index_select(0, pass.kept);
+    std::vector<std::vector<int64_t>> counts = summed_counts(
+        *collectives_,
+        {{kept_home * R + forward_rank, R * R}, {forward_rank * R + backward_rank, R * R}});
+    pass.home_forward = std::move(counts[0]);
+    pass.by_forward_rank = std::move(counts[1]);
     const torch::Tensor forward_row =
         destination_rows(forward.routed_counts, forward.layout, table, process)
             .index_select(0, pass.kept);

@@ -87,32 +87,27 @@ void scalable_plan(const PipelineSettings& settings, const ForwardPass& forward,
   const auto I = static_cast<double>(forward.table->size());
   const double groups = R * E * kCountBytes;  // pairs per (home rank, expert)
   const double rank_pairs = R * R * kCountBytes;
+  // A threshold search: four histogram rounds, then every home rank's pairs above and at the
+  // threshold per expert (which are the kept groups).
   auto search = [&] {
     const double histogram = E * QuotaThresholdSearch::kBins * kCountBytes;
     for (int round = 0; round < QuotaThresholdSearch::kRounds; ++round) plan.all_reduce(histogram);
-    plan.all_gather(std::vector<double>(static_cast<std::size_t>(settings.ranks), E * kCountBytes));
-    return histogram;
+    plan.all_reduce(2 * groups);
+    return std::max(histogram, 2 * groups);
   };
-  double histogram = 0;
+  double searched = 0;
   plan.all_reduce(groups);  // routed
-  if (forward.threshold_searched) {
-    histogram = search();
-    plan.all_reduce(groups);  // computed
-  }
-  if (backward.threshold_searched) histogram = search();
+  if (forward.threshold_searched) searched = search();
+  if (backward.threshold_searched) searched = search();
   // Routed and computed groups, the forward and backward routed counts and rank matrices, the
-  // kept groups, and one histogram at a time.
+  // kept groups, and what one search holds at a time.
   plan.hold(groups * (forward.threshold_searched ? 3 : 2) + 2 * R * I * kCountBytes +
-            2 * rank_pairs + histogram);
-  if (settings.recompute) {
-    plan.all_reduce(groups);  // kept
-    return;
-  }
-  // Kept groups with kept pairs per (home rank, forward rank); then per (forward rank,
-  // backward rank); each kept pair's two destination rows to its forward rank, and its forward
+            2 * rank_pairs + searched);
+  if (settings.recompute) return;
+  // Kept pairs per (home rank, forward rank) and per (forward rank, backward rank) in one
+  // all-reduce; then each kept pair's two destination rows to its forward rank, and its forward
   // rank along to its backward rank (core/pipeline/context_move.cpp).
-  plan.all_reduce(groups + rank_pairs);
-  plan.all_reduce(rank_pairs);
+  plan.all_reduce(2 * rank_pairs);
   plan.all_to_all(backward.home_forward, 2 * kCountBytes);
   plan.all_to_all(backward.layout.matrix, kCountBytes);
   plan.hold(2 * rank_pairs);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -84,19 +85,49 @@ void QuotaThresholdSearch::narrow(const torch::Tensor& global_histogram) {
   ++round_;
 }
 
-torch::Tensor QuotaThresholdSearch::local_ties() const {
+torch::Tensor QuotaThresholdSearch::local_groups(const torch::Tensor& home, int64_t ranks) const {
   if (round_ < kRounds) throw std::logic_error("QuotaThresholdSearch: rounds remain");
-  auto ties = torch::zeros({static_cast<int64_t>(quota_.size())}, torch::kInt64);
-  int64_t* count = ties.data_ptr<int64_t>();
+  const torch::Tensor h = home.to(torch::kCPU, torch::kInt64).contiguous();
+  if (h.numel() != static_cast<int64_t>(key_.size()))
+    throw std::invalid_argument(
+        fmt::format("QuotaThresholdSearch: {} home ranks for {} pairs", h.numel(), key_.size()));
+  const auto num_experts = static_cast<int64_t>(quota_.size());
+  auto groups = torch::zeros({2, ranks, num_experts}, torch::kInt64);
+  int64_t* count = groups.data_ptr<int64_t>();
+  const int64_t* rank = h.data_ptr<int64_t>();
   for (std::size_t i = 0; i < key_.size(); ++i) {
-    if (key_[i] == prefix_[static_cast<std::size_t>(expert_[i])]) ++count[expert_[i]];
+    const uint32_t threshold = prefix_[static_cast<std::size_t>(expert_[i])];
+    if (key_[i] < threshold) continue;
+    const int64_t at = key_[i] == threshold ? 1 : 0;
+    ++count[(at * ranks + rank[i]) * num_experts + expert_[i]];
   }
-  return ties;
+  return groups;
 }
 
-torch::Tensor QuotaThresholdSearch::kept(const torch::Tensor& ties_before) const {
+std::vector<int64_t> QuotaThresholdSearch::kept_groups(const torch::Tensor& summed_groups) const {
+  const torch::Tensor groups = summed_groups.to(torch::kCPU, torch::kInt64).contiguous();
+  const int64_t ranks = groups.size(1), num_experts = groups.size(2);
+  const int64_t* above = groups.data_ptr<int64_t>();
+  const int64_t* at = above + ranks * num_experts;
+  std::vector<int64_t> kept(static_cast<std::size_t>(ranks * num_experts));
+  std::vector<int64_t> need = need_;  // ties still to keep, per expert
+  for (int64_t r = 0; r < ranks; ++r) {
+    for (int64_t e = 0; e < num_experts; ++e) {
+      const int64_t g = r * num_experts + e;
+      const int64_t ties = std::min(at[g], need[static_cast<std::size_t>(e)]);
+      need[static_cast<std::size_t>(e)] -= ties;
+      kept[static_cast<std::size_t>(g)] = above[g] + ties;
+    }
+  }
+  return kept;
+}
+
+torch::Tensor QuotaThresholdSearch::kept(const torch::Tensor& summed_groups,
+                                         int64_t first_rank) const {
   if (round_ < kRounds) throw std::logic_error("QuotaThresholdSearch: rounds remain");
-  const torch::Tensor before = ties_before.to(torch::kCPU, torch::kInt64).contiguous();
+  // Each expert's ties at home ranks before this process's: kept first.
+  const torch::Tensor at = summed_groups.to(torch::kCPU, torch::kInt64)[1];
+  const torch::Tensor before = at.narrow(0, 0, first_rank).sum(0).contiguous();
   std::vector<int64_t> tie_rank(before.data_ptr<int64_t>(),
                                 before.data_ptr<int64_t>() + before.numel());
   auto kept = torch::zeros({static_cast<int64_t>(key_.size())}, torch::kBool);
@@ -112,22 +143,22 @@ torch::Tensor QuotaThresholdSearch::kept(const torch::Tensor& ties_before) const
   return kept;
 }
 
-torch::Tensor kept_over_processes(Collectives& collectives, const torch::Tensor& experts,
-                                  const torch::Tensor& scores, std::vector<int64_t> quota) {
-  const auto num_experts = static_cast<int64_t>(quota.size());
+KeptOverProcesses kept_over_processes(Collectives& collectives, const torch::Tensor& experts,
+                                      const torch::Tensor& home, const torch::Tensor& scores,
+                                      std::vector<int64_t> quota, int64_t ranks,
+                                      const ProcessView& process) {
   QuotaThresholdSearch search(experts, scores, std::move(quota));
   while (search.rounds_done() < QuotaThresholdSearch::kRounds) {
     torch::Tensor histogram = search.local_histogram();
     collectives.sum(histogram);
     search.narrow(histogram);
   }
-  torch::Tensor ties_before = torch::zeros({num_experts}, torch::kInt64);
-  if (!collectives.single()) {
-    const std::vector<int64_t> one_row(static_cast<std::size_t>(collectives.size()), 1);
-    const torch::Tensor ties = collectives.gather_rows(search.local_ties().unsqueeze(0), one_row);
-    ties_before = ties.narrow(0, 0, collectives.rank()).sum(0);
-  }
-  return search.kept(ties_before).nonzero().flatten().to(experts.device());
+  // Every home rank's pairs above and at the threshold: the kept groups, and the ties of the
+  // processes before this one, in one all-reduce.
+  torch::Tensor groups = search.local_groups(home, ranks);
+  collectives.sum(groups);
+  return {search.kept(groups, process.first_rank()).nonzero().flatten().to(experts.device()),
+          search.kept_groups(groups)};
 }
 
 }  // namespace lrmoe

@@ -9,8 +9,9 @@
 // earlier pair) keeps.
 //
 // The search is a value driven by its caller, who sums the histograms over processes (one
-// all-reduce per round), so that tests can run many processes' searches in lockstep;
-// kept_over_processes drives it over a run's processes.
+// all-reduce per round) and then every home rank's pairs above and at the threshold (one more),
+// so that tests can run many processes' searches in lockstep; kept_over_processes drives it over
+// a run's processes.
 
 #include <torch/torch.h>
 
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "core/distributed/collectives.hpp"
+#include "core/pipeline/process_view.hpp"
 
 namespace lrmoe {
 
@@ -43,12 +45,16 @@ class QuotaThresholdSearch {
   torch::Tensor local_histogram() const;
   void narrow(const torch::Tensor& global_histogram);
 
-  // After the rounds. [experts] int64 on the CPU: this process's pairs whose key equals their
-  // expert's threshold. The caller turns it into ties_before, the same count summed over the
-  // processes before this one (an exclusive scan, e.g. from an all-gather).
-  torch::Tensor local_ties() const;
-  // [n] bool on the CPU: the pairs this process keeps.
-  torch::Tensor kept(const torch::Tensor& ties_before) const;
+  // After the rounds. [2, ranks, experts] int64 on the CPU: this process's pairs above (0) and
+  // at (1) their expert's threshold, per (home rank, expert); home: [n] int64, each pair's home
+  // rank. The caller sums it over processes (an all-reduce) and hands the sum to the two below.
+  torch::Tensor local_groups(const torch::Tensor& home, int64_t ranks) const;
+  // [ranks * experts]: pairs kept per (home rank, expert) over every process: those above the
+  // threshold and, of those at it, as many as the quota still needs, in home rank order (an
+  // expert's pairs run by home rank in pair order: Note [Pair order]).
+  std::vector<int64_t> kept_groups(const torch::Tensor& summed_groups) const;
+  // [n] bool on the CPU: the pairs this process keeps, its home ranks starting at `first_rank`.
+  torch::Tensor kept(const torch::Tensor& summed_groups, int64_t first_rank) const;
 
   // Over all processes, per expert: the pairs strictly above the threshold, and how many of the
   // pairs at it are kept. above + ties_kept is min(quota, pairs).
@@ -65,11 +71,21 @@ class QuotaThresholdSearch {
   std::vector<int64_t> need_;     // [experts] pairs still to keep among those matching prefix_
 };
 
-// The search run over the processes of `collectives`: [k] int64 on the device of `experts`, the
-// increasing indices of this process's pairs that are kept when each expert e keeps its
-// quota[e] highest-scored pairs over every process (ties to the earlier pair in pair order). The
-// histograms are summed by all-reduces; ties_before comes from one all-gather.
-torch::Tensor kept_over_processes(Collectives& collectives, const torch::Tensor& experts,
-                                  const torch::Tensor& scores, std::vector<int64_t> quota);
+// What the processes agree on: this process's kept pairs, [k] int64 on the device of
+// `experts`, increasing indices; and `groups` [ranks * experts], pairs kept per (home rank,
+// expert) over every process.
+struct KeptOverProcesses {
+  torch::Tensor kept;
+  std::vector<int64_t> groups;
+};
+
+// The search run over the processes of `collectives`: each expert e keeps its quota[e]
+// highest-scored pairs over every process, ties to the earlier pair in pair order. experts, home:
+// [n] int64 of this process's pairs in pair order (home ranks among `process`'s); scores: [n]
+// float32. Five all-reduces: the four rounds' histograms, then the groups.
+KeptOverProcesses kept_over_processes(Collectives& collectives, const torch::Tensor& experts,
+                                      const torch::Tensor& home, const torch::Tensor& scores,
+                                      std::vector<int64_t> quota, int64_t ranks,
+                                      const ProcessView& process);
 
 }  // namespace lrmoe
