@@ -31,7 +31,7 @@ TEST_CASE("Every built-in policy plugin loads with its name, kind and version", 
       // capacity_aware 2.1, owner, round_robin, quota_topk and keep_all 1.1: count routing and
       // ranked selection, for the scalable plan.
       const std::map<std::string, std::string> changed = {
-          {"lrmoe", "3.0.0"},          {"importance_sampling", "2.0.0"},
+          {"lrmoe", "4.0.0"},          {"importance_sampling", "2.0.0"},
           {"capacity_aware", "2.1.0"}, {"symi", "1.1.0"},
           {"owner", "1.1.0"},          {"round_robin", "1.1.0"},
           {"quota_topk", "1.1.0"},     {"keep_all", "1.1.0"}};

@@ -291,13 +291,30 @@ TEST_CASE("lrmoe adds the replicas the forward needs to fit the budget beyond ma
   CHECK(check_valid_plan(request, plan) == std::vector<int64_t>{2, 1, 1, 1});
   for (const double memory : rank_memory(request, plan)) CHECK(memory <= 100);
 
-  SECTION("and none when no rank can take one") {
+  SECTION("and, where no rank fits one yet, one that lowers the peak, then none") {
     request.budget_bytes = 99;  // rank 1 would need 100 with the replica
-    const PlacementPlan owners =
+    const PlacementPlan closer =
         load<lrmoe::PlacementPolicy>("lrmoe", {{"max_replicas", int64_t{0}}, {"headroom", 0.0}})
             ->plan(request);
-    CHECK(check_valid_plan(request, owners) == std::vector<int64_t>{1, 1, 1, 1});
+    CHECK(check_valid_plan(request, closer) == std::vector<int64_t>{2, 1, 1, 1});
+    const std::vector<double> memory = rank_memory(request, closer);
+    CHECK(*std::max_element(memory.begin(), memory.end()) == 100);  // from 120: still over
   }
+}
+
+TEST_CASE("lrmoe spreads an expert over as many ranks as its forward needs, beyond the experts",
+          "[policies]") {
+  // E = 2 on R = 8 ranks (ranks 2-7 own nothing), S = 2, n = [300, 10], budget 100: expert 0
+  // fits only in four instances (owner 20 + 75 = 95, replicas 10 + 75 = 85); with two or three
+  // no rank can take the next replica and fit, so the first two only lower the peak.
+  PlacementRequest request = placement_request(8, 2, {300, 10});
+  request.memory = {10, 1, 0, 10};
+  request.budget_bytes = 100;
+  const PlacementPlan plan =
+      load<lrmoe::PlacementPolicy>("lrmoe", {{"max_replicas", int64_t{0}}, {"headroom", 0.0}})
+          ->plan(request);
+  CHECK(check_valid_plan(request, plan) == std::vector<int64_t>{4, 1});
+  for (const double memory : rank_memory(request, plan)) CHECK(memory <= 100);
 }
 
 TEST_CASE("lrmoe's replicas lower the peak forward load under skew", "[policies]") {

@@ -16,8 +16,12 @@
 //     run whatever the quotas. While one does not (the one furthest over, equal: the lowest),
 //     its instance with the largest n_e / cnt_e gets a replica on the least-loaded rank that
 //     has a free slot, does not host e, and fits one more replica and n_e / (cnt_e + 1) more
-//     forward pairs. These replicas are added whatever max_replicas says; it stops when every
-//     rank fits or no rank can take the replica (the runner then reports the numbers).
+//     forward pairs; when no rank fits that yet (an expert that needs several more instances,
+//     as with more ranks than experts), on the least-loaded such rank whose forward share stays
+//     below the over rank's, which brings the fit closer, unless the over rank's instances alone
+//     do not fit. These replicas are added whatever
+//     max_replicas says; it stops when every rank fits or no rank can take the replica (the
+//     runner then reports the numbers).
 //  3. Quotas by water-filling per instance: q_e = min(n_e, floor(cnt_e * tau)), tau the largest
 //     level with sum q_e <= K = ceil(keep_fraction * sum n) and every rank within its budget
 //     (step 4). With keep_fraction 1 (the default) the budget alone sets the quotas: the largest
@@ -112,6 +116,21 @@ struct Layout {
     return target;
   }
 
+  // The least-loaded rank (equal: the lowest) that has a free slot, does not host `expert`, and
+  // whose forward share with `after` more pairs stays below `ceiling`, memory aside; -1 if none.
+  int64_t relief_target(const lrmoe::PlacementRequest& request, int64_t expert, double after,
+                        const std::vector<double>& load, double ceiling) const {
+    int64_t target = -1;
+    for (int64_t r = 0; r < request.ranks; ++r) {
+      const auto i = static_cast<size_t>(r);
+      if (hosted[i] < request.slots_per_rank && load[i] + after < ceiling && !hosts(r, expert) &&
+          (target < 0 || load[i] < load[static_cast<size_t>(target)])) {
+        target = r;
+      }
+    }
+    return target;
+  }
+
   void add_replica(int64_t expert, int64_t rank) {
     instances.push_back({expert, rank, hosted[static_cast<size_t>(rank)]++, false});
     ++copies[static_cast<size_t>(expert)];
@@ -193,8 +212,12 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
       if (over < 0) return;
       const int64_t hot = layout.hottest_on(over, pairs);
       if (hot < 0) return;  // only owned parameters: no replica helps
-      const int64_t target =
-          layout.replica_target(request, hot, layout.share(pairs, hot, 1), load, budget);
+      const double after = layout.share(pairs, hot, 1);
+      int64_t target = layout.replica_target(request, hot, after, load, budget);
+      // A rank whose instances alone do not fit gains nothing from sharing pairs.
+      const auto o = static_cast<size_t>(over);
+      if (target < 0 && lrmoe::layer_fits(request.memory, layout.holding(o, 0, 0), budget))
+        target = layout.relief_target(request, hot, after, load, load[o]);
       if (target < 0) return;
       layout.add_replica(hot, target);
     }
@@ -267,7 +290,7 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
 
 lrmoe::PluginDescriptor describe() {
   return lrmoe::describe_policy<LrmoePlanner>(
-      "lrmoe", "3.0.0",
+      "lrmoe", "4.0.0",
       "static owners, load-balancing replicas and water-filled backward quotas within the memory "
       "budget",
       {lrmoe::real_parameter(
