@@ -8,6 +8,7 @@
 
 #include "core/pipeline/instance_table.hpp"
 #include "core/replay/plan_replay.hpp"
+#include "lrmoe/static_owners.hpp"
 #include "runner/replay_command.hpp"
 #include "runner/text_table.hpp"
 
@@ -36,7 +37,7 @@ PlanFigures replay_one_pass(const PlanningBenchOptions& options, int64_t ranks, 
   ReplayExperiment r = prepare_replay(options.source, settings,
                                       fmt::format("{} ranks, {} planning", ranks, planning));
   Experiment& e = r.experiment;
-  const int64_t owned = e.model.num_experts / ranks;
+  const int64_t owned = owned_experts_per_rank(e.model.num_experts, ranks);
   e.cluster.slots_per_rank = owned + std::max<int64_t>(1, owned / 2);
   PlanFigures figures;
   const auto started = std::chrono::steady_clock::now();

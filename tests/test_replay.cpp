@@ -264,3 +264,48 @@ TEST_CASE(
   }
   CHECK(rows[{8, 4}][3] > rows[{8, 2}][3]);  // scalable: matrices over ranks
 }
+
+TEST_CASE(
+    "with more ranks than experts, an x-fixed budget holds one owned expert's share and lrmoe "
+    "spreads the hot experts over the ranks that own none",
+    "[replay]") {
+  TempFolder dir;
+  const std::string db = dir.file("results.db");
+  const auto replay = [&](const std::string& skew, const std::string& sweep) {
+    return run_lrmoe({"replay", kTinyExperiment, "--skew", skew, "--set", "cluster.ranks=16",
+                      "--set", "cluster.memory_per_rank=1.0x fixed", "--variant", "fixed",
+                      "--variant", "lrmoe", "--steps", "1", "--db", db, "--record", sweep},
+                     dir.file(sweep + ".log"));
+  };
+  // 8 experts on 16 ranks: ranks 0-7 own one each, ranks 8-15 none.
+  const auto [uniform, uniform_output] = replay("zipf:0", "uniform");
+  INFO(uniform_output);
+  REQUIRE(uniform == 0);
+  const auto [skewed, skewed_output] = replay("zipf:1", "skewed");
+  INFO(skewed_output);
+  REQUIRE(skewed == 0);
+
+  const auto store = lrmoe::ResultsStore::open_read_only(db);
+  const auto run_of = [&](const std::string& sweep, const std::string& bundle) {
+    return scalar(*store, "SELECT run FROM sweep_results WHERE sweep = '" + sweep +
+                              "' AND label = '" + bundle + "'");
+  };
+  const std::string fixed = run_of("uniform", "fixed");
+  // At balanced load fixed ownership fits the budget made for it, on the owners alone.
+  REQUIRE(!fixed.empty());
+  CHECK(scalar(*store, "SELECT status FROM runs WHERE id = " + fixed) == "finished");
+  CHECK(scalar(*store, "SELECT count(*) FROM rank_memory WHERE run = " + fixed +
+                           " AND rank < 8 AND owned > 0 AND forward_tokens > 0") == "8");
+  CHECK(scalar(*store, "SELECT count(*) FROM rank_memory WHERE run = " + fixed +
+                           " AND rank >= 8 AND (owned + replicas + forward_tokens) > 0") == "0");
+  // Under skew the hot experts' forward alone outgrows one rank: fixed ownership fails, and
+  // lrmoe's replicas go to the ranks beyond the experts.
+  CHECK(scalar(*store,
+               "SELECT status FROM sweep_results WHERE sweep = 'skewed' AND label = "
+               "'fixed'") == "failed");
+  const std::string lrmoe = run_of("skewed", "lrmoe");
+  REQUIRE(!lrmoe.empty());
+  CHECK(scalar(*store, "SELECT status FROM runs WHERE id = " + lrmoe) == "finished");
+  CHECK(std::stoi(scalar(*store, "SELECT count(*) FROM rank_memory WHERE run = " + lrmoe +
+                                     " AND rank >= 8 AND replicas > 0")) > 0);
+}

@@ -7,6 +7,7 @@
 #include "core/config/experiment_loader.hpp"
 #include "core/config/experiment_schema.hpp"
 #include "core/config/memory_spec.hpp"
+#include "lrmoe/static_owners.hpp"
 
 namespace lrmoe {
 
@@ -119,16 +120,20 @@ void check_consistency(const Experiment& experiment, const FieldPlaces& places) 
           fmt::format("model.vocab_size ({}) must be 0 or >= the {} data's vocabulary ({})",
                       model.vocab_size, kind, data_vocab));
 
-  require(model.num_experts == 0 || model.num_experts % cluster.ranks == 0,
-          {"cluster.ranks", "model.num_experts"},
-          fmt::format("cluster.ranks ({}) must divide model.num_experts ({})", cluster.ranks,
-                      model.num_experts));
-  const int64_t owned_per_rank = model.num_experts / cluster.ranks;
+  // Every rank owns as many experts (E/R), or, with more ranks than experts, each of the first E
+  // ranks owns one and the others none (static_owners.hpp).
+  require(
+      model.num_experts == 0 || model.num_experts % cluster.ranks == 0 ||
+          cluster.ranks % model.num_experts == 0,
+      {"cluster.ranks", "model.num_experts"},
+      fmt::format("cluster.ranks ({}) must divide model.num_experts ({}) or be a multiple of it",
+                  cluster.ranks, model.num_experts));
+  const int64_t owned_per_rank = owned_experts_per_rank(model.num_experts, cluster.ranks);
   require(
       cluster.slots_per_rank == 0 || cluster.slots_per_rank >= owned_per_rank,
       {"cluster.slots_per_rank", "cluster.ranks", "model.num_experts"},
       fmt::format("cluster.slots_per_rank ({}) must be 0 or at least the experts each rank owns, "
-                  "model.num_experts / cluster.ranks = {}",
+                  "ceil(model.num_experts / cluster.ranks) = {}",
                   cluster.slots_per_rank, owned_per_rank));
 }
 

@@ -249,15 +249,19 @@ std::vector<FieldDescriptor> build_schema() {
 
   SectionRows<ClusterConfig>(rows, "cluster", &Experiment::cluster,
                              Defaults::FromMemberInitialisers)
-      .integer("ranks", &ClusterConfig::ranks, at_least(1), "expert-parallel ranks")
+      .integer(
+          "ranks", &ClusterConfig::ranks, at_least(1),
+          "expert-parallel ranks: a divisor of model.num_experts (each owns experts / ranks) or a "
+          "multiple of it (ranks from num_experts on own none and hold replicas only)")
       .text("memory_per_rank", &ClusterConfig::memory_per_rank,
             "memory of each rank: \"80GiB\", \"512MB\", bytes, or a multiple of what fixed "
             "ownership needs at "
             "balanced load for the MoE layers' experts and token buffers, on top of the dense and "
             "optimizer state "
             "(\"0.8x fixed\")")
-      .integer("slots_per_rank", &ClusterConfig::slots_per_rank, at_least(0),
-               "expert slots per MoE layer on each rank (owners and replicas); 0: experts / ranks")
+      .integer(
+          "slots_per_rank", &ClusterConfig::slots_per_rank, at_least(0),
+          "expert slots per MoE layer on each rank (owners and replicas); 0: ceil(experts / ranks)")
       .text("profile", &ClusterConfig::profile,
             "cost model's hardware profile: a name in experiments/hardware (h100-sxm-8gpu-ib400, "
             "h200-sxm-8gpu-ib400, ...), a path to a profile .toml, or this-machine (probed once "

@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/config/experiment.hpp"
 #include "core/config/memory_spec.hpp"
 #include "core/config/parameter_count.hpp"
+#include "lrmoe/static_owners.hpp"
 
 namespace lrmoe {
 namespace {
@@ -59,12 +61,14 @@ RankBudget rank_budget(const ModelConfig& model, const TrainConfig& train,
   budget.dense_bytes =
       4 * dense_parameters * costs.element_bytes +  // parameter, gradient, two moments
       dense_activation_bytes(model, rank_tokens, train.seq_len);
-  const int64_t owned_per_rank = model.num_experts / cluster.ranks;
+  // The busiest owner: E/R experts, or one when there are more ranks than experts.
+  const int64_t owned_per_rank = owned_experts_per_rank(model.num_experts, cluster.ranks);
   budget.optimizer_bytes = moe_layers * owned_per_rank * 2 * costs.expert_bytes;
-  // Fixed ownership at balanced load: every rank owns E/R experts and computes and keeps its
-  // share of each micro-batch's pairs.
-  const double balanced_pairs =
-      batch_tokens * static_cast<double>(model.top_k) / static_cast<double>(cluster.ranks);
+  // Fixed ownership at balanced load: every owner computes and keeps its experts' share of each
+  // micro-batch's pairs (top_k * tokens / R when R divides E).
+  const double balanced_pairs = batch_tokens * static_cast<double>(model.top_k) *
+                                static_cast<double>(owned_per_rank) /
+                                static_cast<double>(std::max<int64_t>(1, model.num_experts));
   const LayerHolding fixed{owned_per_rank, 0, balanced_pairs, balanced_pairs};
   const int64_t fixed_moe =
       checked_bytes(static_cast<double>(moe_layers) * layer_peak_bytes(costs.memory, fixed),
@@ -97,8 +101,9 @@ PipelineSettings pipeline_settings(const Experiment& experiment, const ModelConf
   settings.num_experts = model.num_experts;
   settings.top_k = model.top_k;
   settings.ranks = cluster.ranks;
-  settings.slots_per_rank =
-      cluster.slots_per_rank > 0 ? cluster.slots_per_rank : model.num_experts / cluster.ranks;
+  settings.slots_per_rank = cluster.slots_per_rank > 0
+                                ? cluster.slots_per_rank
+                                : owned_experts_per_rank(model.num_experts, cluster.ranks);
   settings.budget_bytes = budget.layer_bytes;
   settings.recompute = experiment.policies.recompute;
   settings.costs = pair_costs(model, settings.recompute);

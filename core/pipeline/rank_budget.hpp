@@ -22,9 +22,9 @@ struct RankBudget {
   int64_t dense_bytes = 0;
   int64_t optimizer_bytes = 0;  // Adam state of the experts a rank owns, all MoE layers
   int64_t layer_bytes = 0;      // per MoE layer: instances and token buffers
-  // What fixed ownership needs per rank at balanced load (every rank computing and keeping
-  // top_k * tokens / ranks pairs of each micro-batch), dense and optimizer state included: the
-  // unit of memory_per_rank = "<f>x fixed".
+  // What fixed ownership needs per rank at balanced load (every owner computing and keeping its
+  // ceil(E/R) experts' share of each micro-batch's pairs), dense and optimizer state included:
+  // the unit of memory_per_rank = "<f>x fixed" (Note [Memory model]).
   int64_t fixed_need_bytes = 0;
   int64_t memory_per_rank = 0;  // cluster.memory_per_rank resolved to bytes
 };
