@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/plugins/policy_set.hpp"
 #include "support/builtin_policies.hpp"
 
 using lrmoe_test::builtin_catalog;
@@ -39,6 +40,28 @@ TEST_CASE("Every built-in policy plugin loads with its name, kind and version", 
       CHECK(info->descriptor.version == version);
       CHECK(info->path.stem() == name);
       CHECK(lrmoe::create_policy(*info, lrmoe::resolve_parameters(*info, {})) != nullptr);
+    }
+  }
+}
+
+TEST_CASE("The built-in routings and selections that can plan scalably say so, the others do not",
+          "[policies]") {
+  const std::vector<std::pair<lrmoe::PolicyKind, std::map<std::string, bool>>> expected = {
+      {lrmoe::PolicyKind::Selection,
+       {{"keep_all", true},
+        {"quota_topk", true},
+        {"threshold", false},
+        {"importance_sampling", false}}},
+      {lrmoe::PolicyKind::Routing,
+       {{"owner", true}, {"round_robin", true}, {"capacity_aware", true}}},
+      {lrmoe::PolicyKind::Placement, {{"symi", true}}},
+      {lrmoe::PolicyKind::Metric, {{"random", true}}}};
+  for (const auto& [kind, names] : expected) {
+    for (const auto& [name, scalable] : names) {
+      INFO(name);
+      const lrmoe::PluginInfo* info = builtin_catalog().find(kind, name);
+      REQUIRE(info != nullptr);
+      CHECK(lrmoe::plans_scalably(*info) == scalable);
     }
   }
 }

@@ -110,6 +110,15 @@ PolicySet create_policy_set(const PoliciesConfig& policies, const PluginCatalog&
   return set;
 }
 
+bool plans_scalably(const PluginInfo& plugin) {
+  const PolicyKind kind = plugin.descriptor.kind;
+  if (kind != PolicyKind::Routing && kind != PolicyKind::Selection) return true;
+  const std::shared_ptr<Policy> policy = create_policy(plugin, resolve_parameters(plugin, {}));
+  return kind == PolicyKind::Routing
+             ? std::dynamic_pointer_cast<CountRoutingPolicy>(policy) != nullptr
+             : std::dynamic_pointer_cast<RankedSelectionPolicy>(policy) != nullptr;
+}
+
 PolicySet load_policy_set(const PoliciesConfig& policies) {
   return create_policy_set(policies, PluginCatalog::discover(plugin_folders(policies)));
 }

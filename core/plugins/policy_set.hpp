@@ -56,6 +56,12 @@ PolicySet create_policy_set(const PoliciesConfig& policies, const PluginCatalog&
 // Discovers the plugins in plugin_folders(policies), then create_policy_set.
 PolicySet load_policy_set(const PoliciesConfig& policies);
 
+// Whether `plugin` can serve policies.planning = "scalable": a routing must implement
+// lrmoe::CountRoutingPolicy and a selection lrmoe::RankedSelectionPolicy (Note [Scalable
+// planning]); placements and metrics always can. Found the way a run finds it, on an object
+// created with the plugin's default parameters; a PluginError if none can be created.
+bool plans_scalably(const PluginInfo& plugin);
+
 // "fixed_ownership/gate/keep_all/owner": the four names, as runs are listed.
 std::string policy_names(const PoliciesConfig& policies);
 
