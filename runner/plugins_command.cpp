@@ -15,11 +15,10 @@ namespace {
 
 // Which plans can use the plugin (policies.planning), or why that is not known.
 std::string planning_text(const PluginInfo& plugin) {
-  const char* needed = plugin.descriptor.kind == PolicyKind::Routing ? "CountRoutingPolicy"
-                                                                     : "RankedSelectionPolicy";
   try {
     if (plans_scalably(plugin)) return "planning: exact or scalable";
-    return fmt::format("planning: exact only (it does not implement lrmoe::{})", needed);
+    return fmt::format("planning: exact only (it does not implement lrmoe::{})",
+                       scalable_interface(plugin.descriptor.kind));
   } catch (const PluginError& error) {
     return fmt::format("planning: unknown, it cannot be created with its defaults: {}",
                        error.what());
@@ -46,8 +45,7 @@ int plugins_command(const std::vector<std::string>& extra_folders) {
       fmt::print("{} {} {}  ({})\n  {}\n", kind_name(kind), d.name, d.version, plugin.path.string(),
                  d.description);
       if (d.inputs == TensorPlace::Host) fmt::print("  reads its tensors on the host\n");
-      if (kind == PolicyKind::Routing || kind == PolicyKind::Selection)
-        fmt::print("  {}\n", planning_text(plugin));
+      if (scalable_interface(kind) != nullptr) fmt::print("  {}\n", planning_text(plugin));
       if (d.parameters.empty()) {
         fmt::print("  no parameters\n\n");
         continue;

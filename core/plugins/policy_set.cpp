@@ -99,20 +99,35 @@ PolicySet create_policy_set(const PoliciesConfig& policies, const PluginCatalog&
   set.ranked_selection = std::dynamic_pointer_cast<RankedSelectionPolicy>(set.selection);
   if (policies.planning == Planning::Scalable) {
     // The scalable plan never sees another process's pairs (Note [Scalable planning]).
-    require_for_scalable_plan(
-        set.count_routing != nullptr, set.records[static_cast<std::size_t>(PolicyKind::Routing)],
-        "routes from counts", "CountRoutingPolicy", "routing owner, round_robin or capacity_aware");
+    require_for_scalable_plan(set.count_routing != nullptr,
+                              set.records[static_cast<std::size_t>(PolicyKind::Routing)],
+                              "routes from counts", scalable_interface(PolicyKind::Routing),
+                              "routing owner, round_robin or capacity_aware");
     require_for_scalable_plan(set.ranked_selection != nullptr,
                               set.records[static_cast<std::size_t>(PolicyKind::Selection)],
-                              "selects by a threshold per expert", "RankedSelectionPolicy",
+                              "selects by a threshold per expert",
+                              scalable_interface(PolicyKind::Selection),
                               "selection keep_all or quota_topk");
   }
   return set;
 }
 
+const char* scalable_interface(PolicyKind kind) {
+  switch (kind) {
+    case PolicyKind::Routing:
+      return "CountRoutingPolicy";
+    case PolicyKind::Selection:
+      return "RankedSelectionPolicy";
+    case PolicyKind::Placement:
+    case PolicyKind::Metric:
+      break;
+  }
+  return nullptr;
+}
+
 bool plans_scalably(const PluginInfo& plugin) {
   const PolicyKind kind = plugin.descriptor.kind;
-  if (kind != PolicyKind::Routing && kind != PolicyKind::Selection) return true;
+  if (scalable_interface(kind) == nullptr) return true;
   const std::shared_ptr<Policy> policy = create_policy(plugin, resolve_parameters(plugin, {}));
   return kind == PolicyKind::Routing
              ? std::dynamic_pointer_cast<CountRoutingPolicy>(policy) != nullptr

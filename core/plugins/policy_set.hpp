@@ -62,6 +62,10 @@ PolicySet load_policy_set(const PoliciesConfig& policies);
 // created with the plugin's default parameters; a PluginError if none can be created.
 bool plans_scalably(const PluginInfo& plugin);
 
+// The optional interface a policy of `kind` implements to serve the scalable plan
+// ("CountRoutingPolicy", "RankedSelectionPolicy"); nullptr for kinds that need none.
+const char* scalable_interface(PolicyKind kind);
+
 // "fixed_ownership/gate/keep_all/owner": the four names, as runs are listed.
 std::string policy_names(const PoliciesConfig& policies);
 

@@ -19,9 +19,8 @@
 //     forward pairs; when no rank fits that yet (an expert that needs several more instances,
 //     as with more ranks than experts), on the least-loaded such rank whose forward share stays
 //     below the over rank's, which brings the fit closer, unless the over rank's instances alone
-//     do not fit. These replicas are added whatever
-//     max_replicas says; it stops when every rank fits or no rank can take the replica (the
-//     runner then reports the numbers).
+//     do not fit. These replicas are added whatever max_replicas says; it stops when every rank
+//     fits or no rank can take the replica (the runner then reports the numbers).
 //  3. Quotas by water-filling per instance: q_e = min(n_e, floor(cnt_e * tau)), tau the largest
 //     level with sum q_e <= K = ceil(keep_fraction * sum n) and every rank within its budget
 //     (step 4). With keep_fraction 1 (the default) the budget alone sets the quotas: the largest
@@ -99,16 +98,14 @@ struct Layout {
   }
 
   // The least-loaded rank (equal: the lowest) that has a free slot, does not host `expert`, and
-  // fits one more replica and `after` more forward pairs within `budget`; -1 if none does.
-  int64_t replica_target(const lrmoe::PlacementRequest& request, int64_t expert, double after,
-                         const std::vector<double>& load, int64_t budget) const {
+  // `accepts`; -1 if none does.
+  template <typename Accepts>
+  int64_t least_loaded_free(const lrmoe::PlacementRequest& request, int64_t expert,
+                            const std::vector<double>& load, Accepts accepts) const {
     int64_t target = -1;
     for (int64_t r = 0; r < request.ranks; ++r) {
       const auto i = static_cast<size_t>(r);
-      lrmoe::LayerHolding with_replica = holding(i, load[i] + after, 0);
-      ++with_replica.replicas;
-      if (hosted[i] < request.slots_per_rank && !hosts(r, expert) &&
-          lrmoe::layer_fits(request.memory, with_replica, budget) &&
+      if (hosted[i] < request.slots_per_rank && !hosts(r, expert) && accepts(i) &&
           (target < 0 || load[i] < load[static_cast<size_t>(target)])) {
         target = r;
       }
@@ -116,19 +113,21 @@ struct Layout {
     return target;
   }
 
-  // The least-loaded rank (equal: the lowest) that has a free slot, does not host `expert`, and
-  // whose forward share with `after` more pairs stays below `ceiling`, memory aside; -1 if none.
+  // A rank for a replica of `expert` that fits it and `after` more forward pairs within `budget`.
+  int64_t replica_target(const lrmoe::PlacementRequest& request, int64_t expert, double after,
+                         const std::vector<double>& load, int64_t budget) const {
+    return least_loaded_free(request, expert, load, [&](size_t i) {
+      lrmoe::LayerHolding with_replica = holding(i, load[i] + after, 0);
+      ++with_replica.replicas;
+      return lrmoe::layer_fits(request.memory, with_replica, budget);
+    });
+  }
+
+  // A rank whose forward share with `after` more pairs stays below `ceiling`, memory aside.
   int64_t relief_target(const lrmoe::PlacementRequest& request, int64_t expert, double after,
                         const std::vector<double>& load, double ceiling) const {
-    int64_t target = -1;
-    for (int64_t r = 0; r < request.ranks; ++r) {
-      const auto i = static_cast<size_t>(r);
-      if (hosted[i] < request.slots_per_rank && load[i] + after < ceiling && !hosts(r, expert) &&
-          (target < 0 || load[i] < load[static_cast<size_t>(target)])) {
-        target = r;
-      }
-    }
-    return target;
+    return least_loaded_free(request, expert, load,
+                             [&](size_t i) { return load[i] + after < ceiling; });
   }
 
   void add_replica(int64_t expert, int64_t rank) {
