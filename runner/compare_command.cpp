@@ -23,7 +23,7 @@ constexpr double kMiB = 1 << 20;
 const std::vector<std::string> kFormats = {"table", "csv", "json", "markdown"};
 
 // The runs of one variant of one model, figure by figure.
-struct Variant {
+struct VariantRuns {
   std::string model;
   std::string name;
   std::vector<int64_t> run_ids;
@@ -55,7 +55,7 @@ std::string variant_of(const RunFigures& run) {
   return name.empty() ? "all" : name;
 }
 
-void add_run(Variant& v, const RunFigures& run) {
+void add_run(VariantRuns& v, const RunFigures& run) {
   v.run_ids.push_back(run.run);
   ++v.runs;
   if (run.target_loss) {
@@ -78,19 +78,19 @@ void add_run(Variant& v, const RunFigures& run) {
 struct Figure {
   const char* name;   // in CSV and JSON
   const char* title;  // in the table and Markdown
-  std::vector<double> Variant::*values;
+  std::vector<double> VariantRuns::*values;
   int decimals;
   double scale;  // 100 for fractions shown as percentages
   bool reduced;  // compared against the baseline
 };
 const std::vector<Figure> kFigures = {
-    {"steps_to_target", "steps to target", &Variant::steps, 0, 1, true},
-    {"moe_critical_seconds_to_target", "MoE critical s", &Variant::critical, 3, 1, true},
-    {"moe_modeled_seconds_to_target", "modeled s", &Variant::modeled, 4, 1, true},
-    {"moe_modeled_seconds_per_step", "modeled s/step", &Variant::modeled_per_step, 4, 1, true},
-    {"peak_subtotal_mib", "peak subtotal MiB", &Variant::memory_mib, 1, 1, true},
-    {"dropped_forward_percent", "dropped fwd %", &Variant::dropped, 1, 100, false},
-    {"kept_backward_percent", "kept bwd %", &Variant::kept, 1, 100, false},
+    {"steps_to_target", "steps to target", &VariantRuns::steps, 0, 1, true},
+    {"moe_critical_seconds_to_target", "MoE critical s", &VariantRuns::critical, 3, 1, true},
+    {"moe_modeled_seconds_to_target", "modeled s", &VariantRuns::modeled, 4, 1, true},
+    {"moe_modeled_seconds_per_step", "modeled s/step", &VariantRuns::modeled_per_step, 4, 1, true},
+    {"peak_subtotal_mib", "peak subtotal MiB", &VariantRuns::memory_mib, 1, 1, true},
+    {"dropped_forward_percent", "dropped fwd %", &VariantRuns::dropped, 1, 100, false},
+    {"kept_backward_percent", "kept bwd %", &VariantRuns::kept, 1, 100, false},
 };
 
 std::string number(double value, int decimals) {
@@ -131,7 +131,7 @@ std::string json_number(double value, const Figure& f) {
 // Numbers only, one column each: median, min and max per figure (inf: a seed that did not reach
 // the target), then each reduction and its interval.
 template <typename ReductionOf>
-void write_csv(const std::vector<Variant>& variants, bool with_baseline,
+void write_csv(const std::vector<VariantRuns>& variants, bool with_baseline,
                const ReductionOf& reduction_of, std::ostream& out) {
   out << "model,variant,runs,reached";
   for (const Figure& f : kFigures) out << fmt::format(",{0}_median,{0}_min,{0}_max", f.name);
@@ -141,7 +141,7 @@ void write_csv(const std::vector<Variant>& variants, bool with_baseline,
         out << fmt::format(",reduction_{0},reduction_{0}_low,reduction_{0}_high", f.name);
   }
   out << "\n";
-  for (const Variant& v : variants) {
+  for (const VariantRuns& v : variants) {
     out << csv_field(v.model) << "," << csv_field(v.name) << "," << v.runs << "," << v.reached;
     for (const Figure& f : kFigures) {
       const std::vector<double>& values = v.*f.values;
@@ -183,13 +183,13 @@ int compare_command(const CompareOptions& options, std::ostream& out) {
     throw std::invalid_argument(
         "compare: nothing to compare; name a sweep (--sweep NAME) or runs (lrmoe compare 3 4 5)");
 
-  std::vector<Variant> variants;
+  std::vector<VariantRuns> variants;
   for (const RunFigures& run : store->run_figures(runs)) {
     const std::string model = model_of(run), name = variant_of(run);
     auto v = std::find_if(variants.begin(), variants.end(),
-                          [&](const Variant& x) { return x.model == model && x.name == name; });
+                          [&](const VariantRuns& x) { return x.model == model && x.name == name; });
     if (v == variants.end()) {
-      Variant fresh;
+      VariantRuns fresh;
       fresh.model = model;
       fresh.name = name;
       v = variants.insert(variants.end(), std::move(fresh));
@@ -197,12 +197,12 @@ int compare_command(const CompareOptions& options, std::ostream& out) {
     add_run(*v, run);
   }
   std::stable_sort(variants.begin(), variants.end(),
-                   [](const Variant& a, const Variant& b) { return a.model < b.model; });
+                   [](const VariantRuns& a, const VariantRuns& b) { return a.model < b.model; });
   // Each model's baseline.
-  std::map<std::string, const Variant*> baselines;
+  std::map<std::string, const VariantRuns*> baselines;
   if (options.baseline) {
     std::string names;
-    for (const Variant& v : variants) {
+    for (const VariantRuns& v : variants) {
       if (v.name == *options.baseline) baselines[v.model] = &v;
       names += (names.empty() ? "'" : ", '") + v.name + "'";
     }
@@ -210,7 +210,7 @@ int compare_command(const CompareOptions& options, std::ostream& out) {
       throw std::invalid_argument("--baseline " + *options.baseline +
                                   ": no variant of that name; the variants: " + names);
   }
-  auto reduction_of = [&](const Variant& v, const Figure& f) -> std::optional<Reduction> {
+  auto reduction_of = [&](const VariantRuns& v, const Figure& f) -> std::optional<Reduction> {
     const auto base = baselines.find(v.model);
     if (base == baselines.end() || base->second == &v) return std::nullopt;
     return bootstrap_reduction(v.*f.values, (*base->second).*f.values);
@@ -218,14 +218,14 @@ int compare_command(const CompareOptions& options, std::ostream& out) {
 
   if (options.plot_dir) {
     std::vector<PlotVariant> plotted;
-    for (const Variant& v : variants) plotted.push_back({v.model, v.name, v.run_ids});
+    for (const VariantRuns& v : variants) plotted.push_back({v.model, v.name, v.run_ids});
     write_comparison_plots(options.database, plotted, *options.plot_dir);
   }
 
   if (options.format == "json") {
     out << "[\n";
     for (std::size_t i = 0; i < variants.size(); ++i) {
-      const Variant& v = variants[i];
+      const VariantRuns& v = variants[i];
       out << fmt::format("  {{\"model\": {}, \"variant\": {}, \"runs\": {}, \"reached_target\": {}",
                          json_string(v.model), json_string(v.name), v.runs, v.reached);
       for (const Figure& f : kFigures) {
@@ -256,7 +256,7 @@ int compare_command(const CompareOptions& options, std::ostream& out) {
     for (const Figure& f : kFigures)
       if (f.reduced) table.columns.push_back(std::string("reduction: ") + f.title);
   }
-  for (const Variant& v : variants) {
+  for (const VariantRuns& v : variants) {
     std::vector<std::optional<std::string>> row{v.model, v.name, std::to_string(v.runs),
                                                 std::to_string(v.reached)};
     for (const Figure& f : kFigures) row.push_back(spread_text(v.*f.values, f));

@@ -19,7 +19,7 @@
 namespace lrmoe {
 namespace {
 
-struct Variant {
+struct PipelineVariant {
   std::string label;  // "keep_fraction=0.5"
   Experiment experiment;
   MoELayer layer{nullptr};
@@ -38,7 +38,7 @@ double median_of(std::vector<double>& values) {
 
 // The layer's dimensions as an experiment on the tiny-moe preset with the lrmoe bundle, then the
 // user's overrides and the variant's value: the loader checks every key and plugin parameter.
-std::vector<Variant> bench_variants(const PipelineBenchOptions& o) {
+std::vector<PipelineVariant> bench_variants(const PipelineBenchOptions& o) {
   const std::string base = fmt::format(
       "[model]\npreset = \"tiny-moe\"\nhidden_size = {}\nexpert_ffn_size = {}\nnum_experts = "
       "{}\ntop_k = {}\n"
@@ -51,14 +51,14 @@ std::vector<Variant> bench_variants(const PipelineBenchOptions& o) {
     throw ConfigError(fmt::format("--vary {}: expected section.key=value1,value2,...", o.vary));
   }
   const std::string key = o.vary.substr(0, equals);
-  std::vector<Variant> variants;
+  std::vector<PipelineVariant> variants;
   std::size_t begin = equals + 1;
   while (begin <= o.vary.size()) {
     const std::size_t comma = std::min(o.vary.find(',', begin), o.vary.size());
     const std::string value = o.vary.substr(begin, comma - begin);
     std::vector<std::string> overrides = o.overrides;
     overrides.push_back(key + "=" + value);
-    Variant v;
+    PipelineVariant v;
     v.label = key.substr(key.rfind('.') + 1) + "=" + value;
     v.experiment = load_experiment_text(base, "bench-pipeline", overrides);
     variants.push_back(std::move(v));
@@ -82,10 +82,10 @@ void skew_router(MoELayer& layer, const torch::Tensor& direction) {
 
 int pipeline_bench_command(const PipelineBenchOptions& o) {
   configure_threads(0);
-  std::vector<Variant> variants = bench_variants(o);
+  std::vector<PipelineVariant> variants = bench_variants(o);
   // The resolved experiment, not the options, says what runs: --set may change the dimensions.
   const ModelConfig& model = variants.front().experiment.model;
-  for (const Variant& v : variants) {
+  for (const PipelineVariant& v : variants) {
     if (v.experiment.model.hidden_size != model.hidden_size) {
       throw ConfigError(
           fmt::format("--vary {}: the variants share one input, so model.hidden_size "
@@ -98,7 +98,7 @@ int pipeline_bench_command(const PipelineBenchOptions& o) {
   direction /= direction.norm();
   auto x = torch::randn({o.tokens, model.hidden_size}) + 0.8 * direction;
   auto probe = torch::randn({o.tokens, model.hidden_size});
-  for (Variant& v : variants) {
+  for (PipelineVariant& v : variants) {
     const Experiment& e = v.experiment;
     torch::manual_seed(1);  // the same weights for every variant
     v.layer = MoELayer(e.model);
@@ -116,7 +116,7 @@ int pipeline_bench_command(const PipelineBenchOptions& o) {
     v.layer->set_pipeline(v.pipeline);
   }
 
-  auto pass = [&](Variant& v, int64_t step) {
+  auto pass = [&](PipelineVariant& v, int64_t step) {
     v.pipeline->set_step(step);
     const auto started = std::chrono::steady_clock::now();
     auto xv = x.clone().requires_grad_(true);
@@ -139,10 +139,10 @@ int pipeline_bench_command(const PipelineBenchOptions& o) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   };
   time_dense();
-  for (Variant& v : variants) pass(v, 1);  // warm-up
+  for (PipelineVariant& v : variants) pass(v, 1);  // warm-up
   for (int64_t round = 0; round < o.rounds; ++round) {
     dense_seconds.push_back(time_dense());
-    for (Variant& v : variants) {
+    for (PipelineVariant& v : variants) {
       auto [seconds, stats] = pass(v, round + 2);
       v.seconds.push_back(seconds);
       v.overhead += stats.overhead;
@@ -174,7 +174,7 @@ int pipeline_bench_command(const PipelineBenchOptions& o) {
   // Expert GEMM FLOPs per pair and h*f: 6 in forward (gate, up, down); 12 in backward for a kept
   // pair (weight and input gradients of all three, pre-activations saved).
   const double hf = static_cast<double>(model.hidden_size * model.expert_ffn_size);
-  for (Variant& v : variants) {
+  for (PipelineVariant& v : variants) {
     const double median = median_of(v.seconds);
     const auto passes = static_cast<double>(o.rounds);
     const double flops =

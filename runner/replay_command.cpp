@@ -28,7 +28,7 @@
 namespace lrmoe {
 namespace {
 
-struct Variant {
+struct ReplayVariant {
   std::string label;
   std::vector<std::string> settings;  // section.key=value
 };
@@ -40,15 +40,15 @@ std::pair<std::string, std::string> key_and_value(const std::string& setting) {
   return {setting.substr(0, equals), setting.substr(equals + 1)};
 }
 
-std::vector<Variant> parse_variants(const std::vector<std::string>& texts) {
+std::vector<ReplayVariant> parse_variants(const std::vector<std::string>& texts) {
   if (texts.empty()) {
-    std::vector<Variant> bundles;
+    std::vector<ReplayVariant> bundles;
     for (const std::string& bundle : bundle_names())
       bundles.push_back({bundle, {"policies.bundle=" + bundle}});
     return bundles;
   }
   const std::vector<std::string> bundles = bundle_names();
-  std::vector<Variant> variants;
+  std::vector<ReplayVariant> variants;
   for (const std::string& text : texts) {
     const std::size_t colon = text.find(':');
     if (colon == std::string::npos) {
@@ -61,7 +61,7 @@ std::vector<Variant> parse_variants(const std::vector<std::string>& texts) {
       variants.push_back({text, {"policies.bundle=" + text}});
       continue;
     }
-    Variant v{text.substr(0, colon), {}};
+    ReplayVariant v{text.substr(0, colon), {}};
     std::istringstream settings(text.substr(colon + 1));
     for (std::string setting; std::getline(settings, setting, ',');) v.settings.push_back(setting);
     if (v.label.empty() || v.settings.empty()) {
@@ -77,13 +77,13 @@ std::vector<Variant> parse_variants(const std::vector<std::string>& texts) {
 
 // One variant, resolved and loaded before anything replays.
 struct PreparedVariant {
-  Variant variant;
+  ReplayVariant variant;
   Experiment experiment;
   std::shared_ptr<const PolicySet> policies;
   HardwareProfile profile;
 };
 
-PreparedVariant prepare(const ExperimentSource& base, const Variant& variant) {
+PreparedVariant prepare(const ExperimentSource& base, const ReplayVariant& variant) {
   ReplayExperiment r = prepare_replay(base, variant.settings, "variant " + variant.label);
   return {variant, std::move(r.experiment), std::move(r.policies), std::move(r.profile)};
 }
@@ -232,7 +232,7 @@ int replay_command(const ReplayOptions& options, std::ostream& out) {
   }
   // Every variant resolves, and its plugins load, before anything replays or is written.
   std::vector<PreparedVariant> prepared;
-  for (const Variant& v : parse_variants(options.variants))
+  for (const ReplayVariant& v : parse_variants(options.variants))
     prepared.push_back(prepare(options.source, v));
   const std::string database = prepared.front().experiment.store.path;
 

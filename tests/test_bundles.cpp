@@ -21,7 +21,7 @@ struct Recording : TrainingObserver {
   std::vector<StepReport> reports;
 };
 
-Experiment tiny(const std::vector<std::string>& overrides) {
+Experiment tiny_experiment(const std::vector<std::string>& overrides) {
   std::vector<std::string> all{"train.max_steps=5", "train.batch_size=4",   "train.micro_batches=2",
                                "train.seq_len=16",  "train.warmup_steps=1", "train.eval_every=5"};
   all.insert(all.end(), overrides.begin(), overrides.end());
@@ -45,11 +45,11 @@ Recording train(const Experiment& e, bool with_pipeline) {
 
 TEST_CASE("keeping every pair, any placement and routing train like the single-rank layer",
           "[bundles]") {
-  const Recording reference = train(tiny({}), false);
+  const Recording reference = train(tiny_experiment({}), false);
   REQUIRE(reference.losses().size() == 5);
 
   SECTION("fixed ownership on one rank is the same computation, bit for bit") {
-    CHECK(train(tiny({"policies.bundle=fixed"}), true).losses() == reference.losses());
+    CHECK(train(tiny_experiment({"policies.bundle=fixed"}), true).losses() == reference.losses());
   }
   const std::vector<std::vector<std::string>> variants{
       {"policies.bundle=fixed", "cluster.ranks=4"},
@@ -62,7 +62,7 @@ TEST_CASE("keeping every pair, any placement and routing train like the single-r
   };
   for (const auto& overrides : variants) {
     DYNAMIC_SECTION(overrides[0] << " " << overrides[1]) {
-      const Recording piped = train(tiny(overrides), true);
+      const Recording piped = train(tiny_experiment(overrides), true);
       for (std::size_t i = 0; i < reference.losses().size(); ++i) {
         CHECK(piped.losses()[i] == Approx(reference.losses()[i]).epsilon(1e-5));
       }
@@ -76,8 +76,9 @@ TEST_CASE("keeping every pair, any placement and routing train like the single-r
 
 TEST_CASE("the lrmoe bundle keeps its quota of pairs and reports loads, bytes and memory per rank",
           "[bundles]") {
-  const Experiment e = tiny({"policies.bundle=lrmoe", "cluster.ranks=4", "cluster.slots_per_rank=3",
-                             "policies.placement.keep_fraction=0.5"});
+  const Experiment e =
+      tiny_experiment({"policies.bundle=lrmoe", "cluster.ranks=4", "cluster.slots_per_rank=3",
+                       "policies.placement.keep_fraction=0.5"});
   const Recording run = train(e, true);
   const StepReport& last = run.reports.back();
   REQUIRE(last.layers.size() == 2);
@@ -115,8 +116,9 @@ TEST_CASE("under a fixed hardware profile, two runs that route alike are modeled
           "[bundles]") {
   // The modeled time is a pure function of the routing and the profile (Note [Cost model]); the
   // measured times of the same two runs differ.
-  const Experiment e = tiny({"policies.bundle=lrmoe", "cluster.ranks=4", "cluster.slots_per_rank=3",
-                             "policies.placement.keep_fraction=0.5"});
+  const Experiment e =
+      tiny_experiment({"policies.bundle=lrmoe", "cluster.ranks=4", "cluster.slots_per_rank=3",
+                       "policies.placement.keep_fraction=0.5"});
   const Recording first = train(e, true);
   const Recording second = train(e, true);
   REQUIRE(first.reports.size() == second.reports.size());
@@ -138,7 +140,7 @@ TEST_CASE("near the target every step is evaluated, so the crossing is found at 
           "[bundles]") {
   // eval_every is past the run: only the margin (5% above the target) makes evaluations happen.
   const Experiment e =
-      tiny({"train.max_steps=40", "train.eval_every=1000", "train.target_loss=3.0"});
+      tiny_experiment({"train.max_steps=40", "train.eval_every=1000", "train.target_loss=3.0"});
   const Recording run = train(e, false);
   const double near = e.train.target_loss * (1 + e.train.near_target_margin);
   // Close: the last training loss read when the step was queued (the step before's, Note

@@ -20,7 +20,7 @@ using namespace lrmoe;
 
 namespace {
 
-Experiment tiny(const std::vector<std::string>& overrides) {
+Experiment tiny_lrmoe_on_two_ranks(const std::vector<std::string>& overrides) {
   std::vector<std::string> all{
       "train.max_steps=4",    "train.batch_size=4", "train.micro_batches=1", "train.seq_len=16",
       "train.warmup_steps=1", "train.eval_every=4", "policies.bundle=lrmoe", "cluster.ranks=2"};
@@ -67,13 +67,13 @@ void require_follows(const std::vector<double>& losses, const std::vector<double
 }  // namespace
 
 TEST_CASE("bf16 training over fp32 master weights follows the fp32 losses", "[device]") {
-  const Trained fp32 = train(tiny({}));
-  const Trained bf16 = train(tiny({"train.precision=bf16"}));
+  const Trained fp32 = train(tiny_lrmoe_on_two_ranks({}));
+  const Trained bf16 = train(tiny_lrmoe_on_two_ranks({"train.precision=bf16"}));
   // The first loss differs only by rounding; later ones by rounding fed through a few updates.
   require_follows(bf16.losses, fp32.losses, 0.02);
   CHECK(bf16.losses != fp32.losses);  // the precision was really applied
 
-  const Experiment e = tiny({"train.precision=bf16"});
+  const Experiment e = tiny_lrmoe_on_two_ranks({"train.precision=bf16"});
   auto data = make_token_source(e.data, e.experiment.seed, e.train.seq_len);
   Trainer trainer(e, *data);
   Losses losses;
@@ -82,11 +82,12 @@ TEST_CASE("bf16 training over fp32 master weights follows the fp32 losses", "[de
 }
 
 TEST_CASE("every grouped GEMM kernel this LibTorch has trains to the same losses", "[device]") {
-  const Trained loop = train(tiny({"train.grouped_gemm=slice-loop"}));
+  const Trained loop = train(tiny_lrmoe_on_two_ranks({"train.grouped_gemm=slice-loop"}));
   REQUIRE(loop.kernel == GroupedGemmKernel::SliceLoop);
   for (GroupedGemmKernel kernel : available_grouped_gemm_kernels()) {
     if (kernel == GroupedGemmKernel::SliceLoop) continue;
-    const Trained other = train(tiny({std::string("train.grouped_gemm=") + kernel_name(kernel)}));
+    const Trained other =
+        train(tiny_lrmoe_on_two_ranks({std::string("train.grouped_gemm=") + kernel_name(kernel)}));
     REQUIRE(other.kernel == kernel);
     require_follows(other.losses, loop.losses, 1e-4);
   }
@@ -109,7 +110,7 @@ TEST_CASE("a device the build or the machine lacks is refused by its key", "[dev
 
 TEST_CASE("on the CPU no allocator peak is measured, rather than a made-up one", "[device]") {
   Losses cpu;
-  train(tiny({"train.device=cpu"}), &cpu);
+  train(tiny_lrmoe_on_two_ranks({"train.device=cpu"}), &cpu);
   REQUIRE(cpu.measured_peaks.size() == 4);
   for (const auto& ranks : cpu.measured_peaks) {
     REQUIRE(ranks.size() == 2);
@@ -120,7 +121,7 @@ TEST_CASE("on the CPU no allocator peak is measured, rather than a made-up one",
 TEST_CASE("on a GPU the allocator's peaks are measured per step, forward and backward", "[gpu]") {
   if (!test::gpu_or_skip()) return;
   Losses gpu;
-  train(tiny({"train.device=cuda", "train.micro_batches=2"}), &gpu);
+  train(tiny_lrmoe_on_two_ranks({"train.device=cuda", "train.micro_batches=2"}), &gpu);
   for (const auto& ranks : gpu.measured_peaks) {
     for (const auto& peaks : ranks) {
       REQUIRE(peaks.has_value());
@@ -133,14 +134,15 @@ TEST_CASE("on a GPU the allocator's peaks are measured per step, forward and bac
 
 TEST_CASE("on a GPU, bf16 training follows the CPU's fp32 losses", "[gpu]") {
   if (!test::gpu_or_skip()) return;
-  const Trained cpu = train(tiny({"train.device=cpu"}));
-  const Trained gpu = train(tiny({"train.device=cuda", "train.precision=bf16"}));
+  const Trained cpu = train(tiny_lrmoe_on_two_ranks({"train.device=cpu"}));
+  const Trained gpu = train(tiny_lrmoe_on_two_ranks({"train.device=cuda", "train.precision=bf16"}));
   require_follows(gpu.losses, cpu.losses, 0.02);
 }
 
 TEST_CASE("on a GPU every step's figures and times are read a step late without waiting", "[gpu]") {
   if (!test::gpu_or_skip()) return;
-  const Trained gpu = train(tiny({"train.device=cuda", "train.micro_batches=2"}));
+  const Trained gpu =
+      train(tiny_lrmoe_on_two_ranks({"train.device=cuda", "train.micro_batches=2"}));
   CHECK(gpu.losses.size() == 4);
   CHECK(gpu.timing_waits == 0);
 }

@@ -11,8 +11,10 @@
 #include "core/model/swiglu_activation.hpp"
 #include "core/system/libtorch_compat.hpp"
 #include "support/gpu.hpp"
+#include "support/tensor_checks.hpp"
 
 using namespace lrmoe;
+using lrmoe_test::require_close;
 
 namespace {
 
@@ -32,14 +34,6 @@ class KernelInUse {
 
 // Rows per expert with an empty expert first, one in the middle, and uneven sizes elsewhere.
 const std::vector<int64_t> kOffsets{0, 0, 3, 10, 10, 11, 19};
-
-void require_close(const torch::Tensor& a, const torch::Tensor& b, double tolerance) {
-  REQUIRE(a.sizes() == b.sizes());
-  if (a.numel() == 0) return;
-  const double diff = (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
-  INFO("max abs difference " << diff);
-  REQUIRE(diff <= tolerance);
-}
 
 // The SwiGLU experts, one plain autograd expression per expert slice.
 torch::Tensor naive_experts(const torch::Tensor& x, const torch::Tensor& w_gate_up,

@@ -6,8 +6,10 @@
 #include "core/config/model_presets.hpp"
 #include "core/model/expert_pairs_function.hpp"
 #include "core/model/moe_layer.hpp"
+#include "support/tensor_checks.hpp"
 
 using namespace lrmoe;
+using lrmoe_test::require_close;
 
 namespace {
 
@@ -61,13 +63,6 @@ torch::Tensor naive_moe(const torch::Tensor& x, const torch::Tensor& experts,
     rows.push_back(row);
   }
   return torch::stack(rows);
-}
-
-void require_close(const torch::Tensor& a, const torch::Tensor& b, double tolerance) {
-  REQUIRE(a.sizes() == b.sizes());
-  const double diff = (a - b).abs().max().item<double>();
-  INFO("max abs difference " << diff);
-  REQUIRE(diff <= tolerance);
 }
 
 }  // namespace

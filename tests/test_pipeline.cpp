@@ -12,18 +12,13 @@
 #include "lrmoe/expert_segments.hpp"
 #include "support/gpu.hpp"
 #include "support/scripted_policies.hpp"
+#include "support/tensor_checks.hpp"
 
 using namespace lrmoe;
+using lrmoe_test::require_close;
 using lrmoe_test::scripted_policies;
 
 namespace {
-
-void require_close(const torch::Tensor& a, const torch::Tensor& b, double tolerance) {
-  REQUIRE(a.sizes() == b.sizes());
-  const double diff = (a - b).abs().max().item<double>();
-  INFO("max difference " << diff);
-  REQUIRE(diff <= tolerance);
-}
 
 struct Grads {
   torch::Tensor out, x, gates, wgu, wd;

@@ -31,10 +31,6 @@ using lrmoe_test::TempFolder;
 
 namespace {
 
-int64_t sum(const std::vector<int64_t>& values) {
-  return std::accumulate(values.begin(), values.end(), int64_t{0});
-}
-
 double max_over_mean(const std::vector<double>& shares) {
   return *std::max_element(shares.begin(), shares.end()) * static_cast<double>(shares.size());
 }
@@ -54,7 +50,7 @@ TEST_CASE("no expert gets more pairs than there are tokens, and its excess goes 
   // 0.9 of 200 pairs would be 180 for expert 0, but a token picks an expert once: 100.
   const std::vector<int64_t> counts = lrmoe::expert_counts_from_shares({0.9, 0.05, 0.05}, 100, 2);
   CHECK(counts == std::vector<int64_t>{100, 50, 50});
-  CHECK(sum(counts) == 200);
+  CHECK(std::accumulate(counts.begin(), counts.end(), int64_t{0}) == 200);
 }
 
 TEST_CASE("rescaled shares split source experts evenly, merge neighbours, and keep the imbalance",

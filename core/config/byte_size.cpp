@@ -7,6 +7,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "core/config/trim_whitespace.hpp"
+
 namespace lrmoe {
 namespace {
 
@@ -41,17 +43,10 @@ bool same_ignoring_case(std::string_view a, std::string_view b) {
   return true;
 }
 
-std::string_view trim(std::string_view text) {
-  const auto is_space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
-  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
-  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
-  return text;
-}
-
 }  // namespace
 
 uint64_t parse_byte_size(std::string_view text) {
-  const std::string_view trimmed = trim(text);
+  const std::string_view trimmed = trim_whitespace(text);
   std::size_t digits = 0;
   while (digits < trimmed.size() && std::isdigit(static_cast<unsigned char>(trimmed[digits]))) {
     ++digits;
@@ -60,7 +55,7 @@ uint64_t parse_byte_size(std::string_view text) {
     throw std::invalid_argument("expected a whole number followed by a unit, e.g. \"64MiB\"; " +
                                 std::string(kAcceptedUnits));
   }
-  const std::string_view unit_name = trim(trimmed.substr(digits));
+  const std::string_view unit_name = trim_whitespace(trimmed.substr(digits));
   uint64_t unit_bytes = 0;
   if (unit_name.empty()) {
     unit_bytes = 1;

@@ -13,6 +13,7 @@
 #include "core/config/toml_document.hpp"
 #include "core/config/toml_limits.hpp"
 #include "core/config/toml_text.hpp"
+#include "core/config/trim_whitespace.hpp"
 
 namespace fs = std::filesystem;
 
@@ -32,13 +33,6 @@ std::optional<toml::table> parse_override_value(const std::string& value_text,
   } catch (const toml::parse_error&) {
     return std::nullopt;
   }
-}
-
-std::string trim(std::string_view text) {
-  const auto first = text.find_first_not_of(" \t");
-  if (first == std::string_view::npos) return "";
-  const auto last = text.find_last_not_of(" \t");
-  return std::string(text.substr(first, last - first + 1));
 }
 
 // "unknown key 'hiden_size' in [model]; did you mean 'hidden_size'?", or the list of valid
@@ -166,8 +160,8 @@ void ExperimentSources::add_override(const std::string& text) {
   if (equals == std::string::npos) {
     throw ConfigError("--set " + text + ": no value; " + std::string(kSetForm));
   }
-  const std::string name = trim(std::string_view(text).substr(0, equals));
-  const std::string value_text = trim(std::string_view(text).substr(equals + 1));
+  const std::string name(trim_whitespace(std::string_view(text).substr(0, equals)));
+  const std::string value_text(trim_whitespace(std::string_view(text).substr(equals + 1)));
   const std::string place = "--set " + name;
   // A TOML file is UTF-8 by its grammar; a command line can hold any bytes.
   if (!is_valid_utf8(text)) {
