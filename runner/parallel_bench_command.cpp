@@ -91,7 +91,8 @@ double sum(const std::vector<double>& values) {
   return std::accumulate(values.begin(), values.end(), 0.0);
 }
 
-double median(std::vector<double> values) {
+// The middle value; of an even count, the upper of the two middle ones (a value that was measured).
+double upper_median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
 }
@@ -103,7 +104,7 @@ double median_call_ratio(const std::vector<double>& pipeline, const std::vector<
   std::vector<double> ratios;
   for (std::size_t i = 0; i < pipeline.size(); ++i)
     if (pipeline[i] > 0) ratios.push_back(bare[i] / pipeline[i]);
-  return ratios.empty() ? 0 : median(ratios);
+  return ratios.empty() ? 0 : upper_median(ratios);
 }
 
 // How bare calls follow each other: back to back, or each after the idle time that preceded
@@ -250,10 +251,12 @@ int parallel_bench_command(const ExperimentSource& source, int64_t steps, int64_
   // The bytes and calls are the same in every round: the plan is deterministic.
   const double calls = many.at("calls");
   const double bytes = many.at("pipeline_bytes");
-  auto rate_of = [&](const std::string& name) { return bytes / median(exchange_rounds[name]); };
+  auto rate_of = [&](const std::string& name) {
+    return bytes / upper_median(exchange_rounds[name]);
+  };
   auto column = [&](const std::string& name) {
     return fmt::format("{} {:6.0f} us per call", rate(rate_of(name)),
-                       1e6 * median(exchange_rounds[name]) / calls);
+                       1e6 * upper_median(exchange_rounds[name]) / calls);
   };
   fmt::print(
       "\nexperiment          {} (model {}), {} ranks, {} timed steps after {} warm-up steps, "
@@ -275,14 +278,14 @@ int parallel_bench_command(const ExperimentSource& source, int64_t steps, int64_
     return fmt::format("{:<36.3f}{:.3f} (median call {:.3f})",
                        rate_of("pipeline_seconds") / rate_of(bare + "_seconds"),
                        rate_of("pipeline_own_seconds") / rate_of(bare + "_own_seconds"),
-                       median(exchange_rounds[bare + "_median_call_ratio"]));
+                       upper_median(exchange_rounds[bare + "_median_call_ratio"]));
   };
   fmt::print("  ratio pipeline / back to back {}\n", ratio("bare"));
   fmt::print("  ratio pipeline / paced        {}\n", ratio("paced"));
   fmt::print(
       "step time           1 process {:.1f} ms, {} processes {:.1f} ms: ratio {} / 1 = {:.3f}\n",
-      1e3 * median(step_one), processes, 1e3 * median(step_many), processes,
-      median(step_many) / median(step_one));
+      1e3 * upper_median(step_one), processes, 1e3 * upper_median(step_many), processes,
+      upper_median(step_many) / upper_median(step_one));
   return 0;
 }
 

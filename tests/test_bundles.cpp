@@ -11,7 +11,7 @@ using namespace lrmoe;
 
 namespace {
 
-struct Recording : TrainingObserver {
+struct BundleRecording : TrainingObserver {
   void on_step(const StepReport& r) override { reports.push_back(r); }
   std::vector<double> losses() const {
     std::vector<double> out;
@@ -28,7 +28,7 @@ Experiment tiny_experiment(const std::vector<std::string>& overrides) {
   return load_experiment(std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml", all);
 }
 
-Recording train(const Experiment& e, bool with_pipeline) {
+BundleRecording train_bundle(const Experiment& e, bool with_pipeline) {
   auto data = make_token_source(e.data, e.experiment.seed, e.train.seq_len);
   std::shared_ptr<const PolicySet> policies;
   if (with_pipeline) {
@@ -36,7 +36,7 @@ Recording train(const Experiment& e, bool with_pipeline) {
         create_policy_set(e.policies, PluginCatalog::discover({LRMOE_BUILTIN_PLUGIN_DIR})));
   }
   Trainer trainer(e, *data, policies);
-  Recording recording;
+  BundleRecording recording;
   trainer.run(recording);
   return recording;
 }
@@ -45,11 +45,12 @@ Recording train(const Experiment& e, bool with_pipeline) {
 
 TEST_CASE("keeping every pair, any placement and routing train like the single-rank layer",
           "[bundles]") {
-  const Recording reference = train(tiny_experiment({}), false);
+  const BundleRecording reference = train_bundle(tiny_experiment({}), false);
   REQUIRE(reference.losses().size() == 5);
 
   SECTION("fixed ownership on one rank is the same computation, bit for bit") {
-    CHECK(train(tiny_experiment({"policies.bundle=fixed"}), true).losses() == reference.losses());
+    CHECK(train_bundle(tiny_experiment({"policies.bundle=fixed"}), true).losses() ==
+          reference.losses());
   }
   const std::vector<std::vector<std::string>> variants{
       {"policies.bundle=fixed", "cluster.ranks=4"},
@@ -62,7 +63,7 @@ TEST_CASE("keeping every pair, any placement and routing train like the single-r
   };
   for (const auto& overrides : variants) {
     DYNAMIC_SECTION(overrides[0] << " " << overrides[1]) {
-      const Recording piped = train(tiny_experiment(overrides), true);
+      const BundleRecording piped = train_bundle(tiny_experiment(overrides), true);
       for (std::size_t i = 0; i < reference.losses().size(); ++i) {
         CHECK(piped.losses()[i] == Approx(reference.losses()[i]).epsilon(1e-5));
       }
@@ -79,7 +80,7 @@ TEST_CASE("the lrmoe bundle keeps its quota of pairs and reports loads, bytes an
   const Experiment e =
       tiny_experiment({"policies.bundle=lrmoe", "cluster.ranks=4", "cluster.slots_per_rank=3",
                        "policies.placement.keep_fraction=0.5"});
-  const Recording run = train(e, true);
+  const BundleRecording run = train_bundle(e, true);
   const StepReport& last = run.reports.back();
   REQUIRE(last.layers.size() == 2);
   for (const LayerStepStatistics& layer : last.layers) {
@@ -119,8 +120,8 @@ TEST_CASE("under a fixed hardware profile, two runs that route alike are modeled
   const Experiment e =
       tiny_experiment({"policies.bundle=lrmoe", "cluster.ranks=4", "cluster.slots_per_rank=3",
                        "policies.placement.keep_fraction=0.5"});
-  const Recording first = train(e, true);
-  const Recording second = train(e, true);
+  const BundleRecording first = train_bundle(e, true);
+  const BundleRecording second = train_bundle(e, true);
   REQUIRE(first.reports.size() == second.reports.size());
   for (std::size_t i = 0; i < first.reports.size(); ++i) {
     CHECK(first.reports[i].moe_modeled_seconds > 0);
@@ -141,7 +142,7 @@ TEST_CASE("near the target every step is evaluated, so the crossing is found at 
   // eval_every is past the run: only the margin (5% above the target) makes evaluations happen.
   const Experiment e =
       tiny_experiment({"train.max_steps=40", "train.eval_every=1000", "train.target_loss=3.0"});
-  const Recording run = train(e, false);
+  const BundleRecording run = train_bundle(e, false);
   const double near = e.train.target_loss * (1 + e.train.near_target_margin);
   // Close: the last training loss read when the step was queued (the step before's, Note
   // [Device timing]) or the last evaluation is within the margin.

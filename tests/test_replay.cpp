@@ -203,14 +203,14 @@ namespace {
 // Expert parameters 1 MiB; per pair 2 KiB in forward, 1 KiB saved until backward, 5 KiB in
 // backward. Layer 0: 2 owned, 1 replica, 100 pairs forward, 40 kept; layer 1: 2 owned, 200
 // forward, 100 kept.
-constexpr lrmoe::MemoryCosts kCosts{1 << 20, 2 << 10, 1 << 10, 5 << 10};
-const std::vector<lrmoe::LayerHolding> kLayers{{2, 1, 100, 40}, {2, 0, 200, 100}};
-const lrmoe::StaticMemory kStatic{3 << 20, 4 << 20};
+constexpr lrmoe::MemoryCosts kGpuCosts{1 << 20, 2 << 10, 1 << 10, 5 << 10};
+const std::vector<lrmoe::LayerHolding> kGpuLayers{{2, 1, 100, 40}, {2, 0, 200, 100}};
+const lrmoe::StaticMemory kGpuStatic{3 << 20, 4 << 20};
 
 }  // namespace
 
 TEST_CASE("a timeline allocated on the CPU runs but has no allocator peak to report", "[replay]") {
-  CHECK_FALSE(lrmoe::allocate_timeline(kCosts, kLayers, kStatic, torch::kCPU));
+  CHECK_FALSE(lrmoe::allocate_timeline(kGpuCosts, kGpuLayers, kGpuStatic, torch::kCPU));
 }
 
 TEST_CASE(
@@ -219,9 +219,9 @@ TEST_CASE(
     "[gpu]") {
   const auto gpu = lrmoe::test::gpu_or_skip();
   if (!gpu) return;
-  const auto peak = lrmoe::allocate_timeline(kCosts, kLayers, kStatic, *gpu);
+  const auto peak = lrmoe::allocate_timeline(kGpuCosts, kGpuLayers, kGpuStatic, *gpu);
   REQUIRE(peak);
-  CHECK(peak->modeled == lrmoe::pass_peak(kCosts, kLayers, kStatic).at_peak.total());
+  CHECK(peak->modeled == lrmoe::pass_peak(kGpuCosts, kGpuLayers, kGpuStatic).at_peak.total());
   CHECK(peak->allocated >= peak->modeled);
   // The caching allocator rounds each block up to 512 bytes.
   CHECK(peak->allocated - peak->modeled <= 512 * peak->buffers);
