@@ -1,9 +1,10 @@
-# Build options that guard the code: warnings (and whether they fail the build) and sanitizers.
+# Build options: how sources are batched (unity build), warnings (and whether they fail the
+# build) and sanitizers.
 # Included once by the top-level CMakeLists.txt, before any target is defined.
 
 # A unity build compiles each target's sources in batches, so that LibTorch's precompiled header
 # (~0.5 GB, ~14 s to load per translation unit) and its inline code are paid once per batch: a
-# fresh build is ~4x faster. Internal helpers in anonymous namespaces must therefore have names
+# fresh build is ~3x faster. Internal helpers in anonymous namespaces must therefore have names
 # unique within their target. Turn it off for one-file-at-a-time rebuilds while editing.
 option(LRMOE_UNITY_BUILD "Compile each target's sources in batches (faster fresh builds)" ON)
 if(LRMOE_UNITY_BUILD)
