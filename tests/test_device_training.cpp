@@ -20,7 +20,7 @@ using namespace lrmoe;
 
 namespace {
 
-Experiment tiny_lrmoe_on_two_ranks(const std::vector<std::string>& overrides) {
+Experiment tiny_lrmoe(const std::vector<std::string>& overrides) {
   std::vector<std::string> all{
       "train.max_steps=4",    "train.batch_size=4", "train.micro_batches=1", "train.seq_len=16",
       "train.warmup_steps=1", "train.eval_every=4", "policies.bundle=lrmoe", "cluster.ranks=2"};
@@ -43,7 +43,7 @@ struct Losses : TrainingObserver {
   std::vector<std::vector<std::optional<MeasuredPeaks>>> measured_peaks;  // [step][rank]
 };
 
-Trained train_two_ranks(const Experiment& e, Losses* observed = nullptr) {
+Trained train_and_observe(const Experiment& e, Losses* observed = nullptr) {
   auto data = make_token_source(e.data, e.experiment.seed, e.train.seq_len);
   auto policies = std::make_shared<const PolicySet>(
       create_policy_set(e.policies, PluginCatalog::discover({LRMOE_BUILTIN_PLUGIN_DIR})));
@@ -67,13 +67,13 @@ void require_follows(const std::vector<double>& losses, const std::vector<double
 }  // namespace
 
 TEST_CASE("bf16 training over fp32 master weights follows the fp32 losses", "[device]") {
-  const Trained fp32 = train_two_ranks(tiny_lrmoe_on_two_ranks({}));
-  const Trained bf16 = train_two_ranks(tiny_lrmoe_on_two_ranks({"train.precision=bf16"}));
+  const Trained fp32 = train_and_observe(tiny_lrmoe({}));
+  const Trained bf16 = train_and_observe(tiny_lrmoe({"train.precision=bf16"}));
   // The first loss differs only by rounding; later ones by rounding fed through a few updates.
   require_follows(bf16.losses, fp32.losses, 0.02);
   CHECK(bf16.losses != fp32.losses);  // the precision was really applied
 
-  const Experiment e = tiny_lrmoe_on_two_ranks({"train.precision=bf16"});
+  const Experiment e = tiny_lrmoe({"train.precision=bf16"});
   auto data = make_token_source(e.data, e.experiment.seed, e.train.seq_len);
   Trainer trainer(e, *data);
   Losses losses;
@@ -82,12 +82,12 @@ TEST_CASE("bf16 training over fp32 master weights follows the fp32 losses", "[de
 }
 
 TEST_CASE("every grouped GEMM kernel this LibTorch has trains to the same losses", "[device]") {
-  const Trained loop = train_two_ranks(tiny_lrmoe_on_two_ranks({"train.grouped_gemm=slice-loop"}));
+  const Trained loop = train_and_observe(tiny_lrmoe({"train.grouped_gemm=slice-loop"}));
   REQUIRE(loop.kernel == GroupedGemmKernel::SliceLoop);
   for (GroupedGemmKernel kernel : available_grouped_gemm_kernels()) {
     if (kernel == GroupedGemmKernel::SliceLoop) continue;
-    const Trained other = train_two_ranks(
-        tiny_lrmoe_on_two_ranks({std::string("train.grouped_gemm=") + kernel_name(kernel)}));
+    const Trained other =
+        train_and_observe(tiny_lrmoe({std::string("train.grouped_gemm=") + kernel_name(kernel)}));
     REQUIRE(other.kernel == kernel);
     require_follows(other.losses, loop.losses, 1e-4);
   }
@@ -110,7 +110,7 @@ TEST_CASE("a device the build or the machine lacks is refused by its key", "[dev
 
 TEST_CASE("on the CPU no allocator peak is measured, rather than a made-up one", "[device]") {
   Losses cpu;
-  train_two_ranks(tiny_lrmoe_on_two_ranks({"train.device=cpu"}), &cpu);
+  train_and_observe(tiny_lrmoe({"train.device=cpu"}), &cpu);
   REQUIRE(cpu.measured_peaks.size() == 4);
   for (const auto& ranks : cpu.measured_peaks) {
     REQUIRE(ranks.size() == 2);
@@ -121,7 +121,7 @@ TEST_CASE("on the CPU no allocator peak is measured, rather than a made-up one",
 TEST_CASE("on a GPU the allocator's peaks are measured per step, forward and backward", "[gpu]") {
   if (!test::gpu_or_skip()) return;
   Losses gpu;
-  train_two_ranks(tiny_lrmoe_on_two_ranks({"train.device=cuda", "train.micro_batches=2"}), &gpu);
+  train_and_observe(tiny_lrmoe({"train.device=cuda", "train.micro_batches=2"}), &gpu);
   for (const auto& ranks : gpu.measured_peaks) {
     for (const auto& peaks : ranks) {
       REQUIRE(peaks.has_value());
@@ -134,16 +134,14 @@ TEST_CASE("on a GPU the allocator's peaks are measured per step, forward and bac
 
 TEST_CASE("on a GPU, bf16 training follows the CPU's fp32 losses", "[gpu]") {
   if (!test::gpu_or_skip()) return;
-  const Trained cpu = train_two_ranks(tiny_lrmoe_on_two_ranks({"train.device=cpu"}));
-  const Trained gpu =
-      train_two_ranks(tiny_lrmoe_on_two_ranks({"train.device=cuda", "train.precision=bf16"}));
+  const Trained cpu = train_and_observe(tiny_lrmoe({"train.device=cpu"}));
+  const Trained gpu = train_and_observe(tiny_lrmoe({"train.device=cuda", "train.precision=bf16"}));
   require_follows(gpu.losses, cpu.losses, 0.02);
 }
 
 TEST_CASE("on a GPU every step's figures and times are read a step late without waiting", "[gpu]") {
   if (!test::gpu_or_skip()) return;
-  const Trained gpu =
-      train_two_ranks(tiny_lrmoe_on_two_ranks({"train.device=cuda", "train.micro_batches=2"}));
+  const Trained gpu = train_and_observe(tiny_lrmoe({"train.device=cuda", "train.micro_batches=2"}));
   CHECK(gpu.losses.size() == 4);
   CHECK(gpu.timing_waits == 0);
 }
