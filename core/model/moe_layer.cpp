@@ -19,7 +19,6 @@ MoELayerImpl::MoELayerImpl(const ModelConfig& c) : num_experts_(c.num_experts), 
 
 void MoELayerImpl::set_pipeline(std::shared_ptr<ExpertPipeline> pipeline) {
   pipeline_ = std::move(pipeline);
-  router_->set_collectives(pipeline_ ? pipeline_->collectives() : nullptr);
 }
 
 MoEOutput MoELayerImpl::forward(const torch::Tensor& input) {
@@ -42,6 +41,9 @@ MoEOutput MoELayerImpl::forward(const torch::Tensor& input) {
   const torch::Tensor w_gate_up = as_compute(w_gate_up_, x), w_down = as_compute(w_down_, x);
 
   torch::Tensor out;
+  // The balancing loss's routed counts: the batch's, over every process, in training.
+  torch::Tensor routed;
+  int64_t batch_tokens = tokens;
   if (pipeline_ && torch::GradMode::is_enabled()) {
     // This process's tokens are sharded contiguously over its logical ranks, as data-parallel
     // batches are: the home ranks of one process holding every token (Note [Exact multi-process
@@ -50,6 +52,9 @@ MoEOutput MoELayerImpl::forward(const torch::Tensor& input) {
     auto home =
         pairs.tokens.mul(process.ranks_per_process).div(tokens, "floor").add(process.first_rank());
     auto pass = pipeline_->plan_forward(pairs.experts, gates, home, tokens);
+    // The plan has summed them over the processes: no collective of the router's own.
+    routed = torch::tensor(pass->routed_per_expert, torch::kInt64);
+    batch_tokens *= process.processes;  // every process routes as many tokens
     out = routed_experts(x, gates.index_select(0, pass->local_pairs).to(x.scalar_type()),
                          pairs.tokens.index_select(0, pass->local_pairs), w_gate_up, w_down,
                          pipeline_, pass);
@@ -57,12 +62,14 @@ MoEOutput MoELayerImpl::forward(const torch::Tensor& input) {
     // Evaluation measures the model, so it computes every pair whatever the training policies.
     out = routed_experts(x, gates.to(x.scalar_type()), pairs.tokens, w_gate_up, w_down, nullptr,
                          single_rank_pass(pairs, num_experts_));
+    routed = torch::tensor(pairs.expert_offsets, torch::kInt64).diff();
   }
+  if (torch::GradMode::is_enabled()) router_->count_step(routed);
   if (shared_) out = out + shared_(x);
   out = backward_clock_.wrap_output(out.view(input.sizes()));
 
   forward_timer_.stop();
-  return {out, routing.aux_loss};
+  return {out, router_->aux_loss(routing, routed, batch_tokens)};
 }
 
 LayerStepStatistics MoELayerImpl::take_statistics() {

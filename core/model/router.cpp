@@ -11,8 +11,6 @@ RouterImpl::RouterImpl(const ModelConfig& config) : config_(config) {
 
 Routing RouterImpl::forward(const torch::Tensor& x) {
   const auto math_dtype = x.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
-  const int64_t num_experts = config_.num_experts;
-  const int64_t tokens = x.size(0);
   auto logits = torch::nn::functional::linear(x.to(math_dtype), weight_.to(math_dtype));
 
   // Scores that become gates, and the per-token distribution the balancing loss looks at.
@@ -33,29 +31,25 @@ Routing RouterImpl::forward(const torch::Tensor& x) {
   if (config_.norm_topk && config_.top_k > 1) gates = gates / (gates.sum(-1, true) + 1e-20);
   if (config_.routed_scaling_factor != 1.0) gates = gates * config_.routed_scaling_factor;
 
-  auto counts = torch::bincount(experts.reshape({-1}), /*weights=*/{}, num_experts);
-  int64_t batch_tokens = tokens;
-  if (torch::GradMode::is_enabled()) {
-    if (collectives_ && !collectives_->single()) {
-      collectives_->sum(counts);
-      batch_tokens *= collectives_->size();  // every process routes as many tokens
-    }
-    step_counts_ += counts;
-  }
+  Routing routing{experts, gates, torch::Tensor(), torch::zeros({}, logits.options())};
+  if (config_.aux_loss_coef > 0) routing.mean_distribution = distribution.mean(0);
+  if (config_.z_loss_coef > 0)
+    routing.z_loss = config_.z_loss_coef * torch::logsumexp(logits, -1).pow(2).mean();
+  return routing;
+}
 
-  auto aux = torch::zeros({}, logits.options());
-  if (config_.aux_loss_coef > 0) {
-    // Switch-style: E * sum_e f_e * P_e with f_e the share of pairs routed to e (no gradient)
-    // and P_e the mean routing probability of e. Over processes, f_e is the batch's and the
-    // processes' losses average to the batch's, as P_e averages.
-    auto fraction = counts.to(math_dtype) / static_cast<double>(batch_tokens * config_.top_k);
-    aux = aux + config_.aux_loss_coef * static_cast<double>(num_experts) *
-                    (fraction * distribution.mean(0)).sum();
-  }
-  if (config_.z_loss_coef > 0) {
-    aux = aux + config_.z_loss_coef * torch::logsumexp(logits, -1).pow(2).mean();
-  }
-  return {experts, gates, aux};
+torch::Tensor RouterImpl::aux_loss(const Routing& routing, const torch::Tensor& routed,
+                                   int64_t batch_tokens) const {
+  if (!routing.mean_distribution.defined()) return routing.z_loss;
+  const torch::Tensor& mean = routing.mean_distribution;
+  auto fraction = routed.to(mean.device(), mean.scalar_type()) /
+                  static_cast<double>(batch_tokens * config_.top_k);
+  return routing.z_loss +
+         config_.aux_loss_coef * static_cast<double>(config_.num_experts) * (fraction * mean).sum();
+}
+
+void RouterImpl::count_step(const torch::Tensor& routed) {
+  step_counts_ += routed.cpu();
 }
 
 torch::Tensor RouterImpl::take_step_counts() {

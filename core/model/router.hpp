@@ -11,24 +11,24 @@
 // optimizer step from that step's counts. Auxiliary losses: load balancing (Switch style) and
 // router z-loss.
 //
-// In a multi-process run each process routes its own tokens; the counts behind the balancing
-// loss's routed shares and behind the bias update are summed over all processes in training, so
-// every process's loss and bias are those of the whole batch (Note [Exact multi-process plan] in
-// docs/notes.md).
+// In a multi-process run each process routes its own tokens. The counts behind the balancing
+// loss's routed shares and behind the bias update are the whole batch's in training: the MoE
+// layer takes them from its pipeline's plan, which sums them over the processes anyway, so the
+// router makes no collective of its own (Note [Exact multi-process plan] in docs/notes.md).
 
 #include <torch/torch.h>
 
-#include <memory>
-
 #include "core/config/model_config.hpp"
-#include "core/distributed/collectives.hpp"
 
 namespace lrmoe {
 
 struct Routing {
-  torch::Tensor experts;   // [tokens, top_k] int64
-  torch::Tensor gates;     // [tokens, top_k] router dtype, differentiable
-  torch::Tensor aux_loss;  // scalar: load-balancing + z-loss, already multiplied by coefficients
+  torch::Tensor experts;  // [tokens, top_k] int64
+  torch::Tensor gates;    // [tokens, top_k] router dtype, differentiable
+  // [experts] router dtype, differentiable: the mean over tokens of the distribution the
+  // balancing loss weighs (softmax probabilities, or normalised sigmoid scores)
+  torch::Tensor mean_distribution;
+  torch::Tensor z_loss;  // scalar, coefficient applied (zero without a z-loss)
 };
 
 class RouterImpl : public torch::nn::Module {
@@ -36,23 +36,27 @@ class RouterImpl : public torch::nn::Module {
   explicit RouterImpl(const ModelConfig& config);
   // x: [tokens, hidden]
   Routing forward(const torch::Tensor& x);
+  // The routing's auxiliary loss (scalar, coefficients applied): Switch-style load balancing,
+  // E * sum_e f_e * P_e, with f_e = routed[e] / (batch_tokens * top_k) the batch's share of
+  // pairs routed to e (no gradient; `routed` [experts] int64 on any device) and P_e the routing's
+  // mean distribution, plus its z-loss. Over processes, give the batch's counts and tokens: the
+  // processes' losses then average to the batch's, as P_e does.
+  torch::Tensor aux_loss(const Routing& routing, const torch::Tensor& routed,
+                         int64_t batch_tokens) const;
+  // Adds one micro-batch's routed pairs per expert ([experts] int64, the batch's) to the step's.
+  void count_step(const torch::Tensor& routed);
 
   // Pairs routed to each expert since the last take_step_counts(): [experts] int64.
   torch::Tensor take_step_counts();
   // Aux-loss-free balancing: bias += rate * sign(mean count - count), re-centred to zero mean.
   void update_selection_bias(const torch::Tensor& step_counts);
   const torch::Tensor& selection_bias() const { return selection_bias_; }
-  // The processes whose counts training sums (none: this process alone).
-  void set_collectives(std::shared_ptr<Collectives> collectives) {
-    collectives_ = std::move(collectives);
-  }
 
  private:
   ModelConfig config_;
   torch::Tensor weight_;          // [experts, hidden]
   torch::Tensor selection_bias_;  // [experts] float32 buffer, never receives gradients
   torch::Tensor step_counts_;     // [experts] int64, accumulated over the step's micro-batches
-  std::shared_ptr<Collectives> collectives_;
 };
 TORCH_MODULE(Router);
 

@@ -187,6 +187,7 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_exact(const torc
 
   // Forward capacity drops, then the computed pairs in expert order (Note [Pair order]): each
   // expert computes the pairs with its highest gates, ties to the earlier pair.
+  pass->routed_per_expert = counts;
   pass->computed_counts = counts;
   if (plan.forward_capacity.empty()) {
     pass->computed = torch::arange(all.experts.numel(), all.experts.options());

@@ -71,6 +71,9 @@ struct ForwardPass {
   torch::Tensor experts;                // [n] int64 expert of each computed pair
   std::vector<int64_t> expert_offsets;  // [experts + 1] over the computed pairs
   torch::Tensor home;                   // [n] int64 home rank of each computed pair
+  // [experts]: routed pairs (dropped ones included) of each expert over every process, which
+  // the router's balancing loss and bias update take as the batch's counts
+  std::vector<int64_t> routed_per_expert;
   // [experts]: computed pairs of each expert over every process
   std::vector<int64_t> computed_counts;
   // [ranks]: routed pairs (dropped ones included) homed on each rank
@@ -136,7 +139,6 @@ class ExpertPipeline {
   BackwardPass plan_backward(const ForwardPass& forward, PairBatch signals);
 
   PairExchange& exchange() { return *exchange_; }
-  const std::shared_ptr<Collectives>& collectives() const { return collectives_; }
   const PipelineSettings& settings() const { return settings_; }
   bool recompute() const { return settings_.recompute; }
   bool dropped_pairs_keep_input_grad() const {

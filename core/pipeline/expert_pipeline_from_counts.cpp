@@ -63,6 +63,7 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
 
   // Forward capacity drops: each expert's highest gates over every process, found by a threshold
   // search, the same pairs as the exact plan's (Note [Scalable selection]).
+  pass->routed_per_expert = counts;
   pass->computed_counts = counts;
   std::vector<int64_t> computed_groups = routed_groups;
   if (plan.forward_capacity.empty()) {

@@ -73,7 +73,6 @@ void exact_plan(const PipelineSettings& settings, const ForwardPass& forward, Pl
     pair_bytes.push_back(static_cast<double>(forward.routed_per_home_rank[r]) * kPairGatherBytes);
     signal_bytes.push_back(static_cast<double>(computed_home[r]) * kSignalGatherBytes);
   }
-  plan.all_reduce(static_cast<double>(settings.num_experts) * kCountBytes);  // expert counts
   plan.all_gather(pair_bytes);
   plan.all_gather(signal_bytes);
   plan.hold(sum(forward.routed_per_home_rank) * kPairHeldBytes +
