@@ -206,6 +206,11 @@ TEST_CASE("one run on P = 1, 2 and 4 processes: the same losses and one set of r
         CHECK(column(d, "SELECT sum(bytes_sent) = sum(bytes_received) FROM process_layer_steps") ==
               "1 \n");
         CHECK(doubles(d, "SELECT min(exchange_seconds) FROM process_layer_steps")[0] > 0);
+        // Every process makes four all-to-all-v calls per layer and pass, whatever moves:
+        // dispatch, combine, one backward dispatch (Note [Fused dispatch]) and return.
+        CHECK(column(d,
+                     "SELECT min(exchange_calls), max(exchange_calls) "
+                     "FROM process_layer_steps") == "4 4 \n");
       }
       CHECK(column(db[1], "SELECT count(*), sum(measured_exchange_bytes) FROM moe_layer_steps") ==
             "24 0 \n");

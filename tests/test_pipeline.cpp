@@ -265,6 +265,25 @@ TEST_CASE("the pipeline's statistics count loads, bytes and memory of what it di
   CHECK(pipeline->take_statistics().pairs_routed == 0);
 }
 
+TEST_CASE("a pass is modeled as four all-to-all calls, the backward's messages as one",
+          "[pipeline]") {
+  Problem problem;
+  // Every message costs a second and bytes nothing: the modeled all-to-all counts calls.
+  HardwareProfile profile;
+  profile.intra_node_latency = profile.inter_node_latency = 1.0;
+  profile.intra_node_bandwidth = profile.inter_node_bandwidth = 1e30;
+  PipelineSettings settings = problem.settings();
+  settings.cost_model = CostModel(profile);
+  // Input gradients for every computed pair: the backward sends out the kept pairs' rows and
+  // every computed pair's gradient row, two messages in one call (Note [Fused dispatch]).
+  settings.dropped_pair_keeps = DroppedPairKeeps::InputGrad;
+  auto pipeline = make_pipeline(scripted_policies(replicated_plan), settings);
+  problem.run(pipeline, problem.pairs, problem.gates);
+  const LayerStepStatistics stats = pipeline->take_statistics();
+  REQUIRE(stats.traffic.forward_dispatch > 0);  // pairs cross ranks both ways in every call
+  CHECK(stats.modeled.all_to_all == Approx(4.0).epsilon(1e-9));
+}
+
 TEST_CASE("plans and routes that break the contract or the budget are refused with the numbers",
           "[pipeline]") {
   Problem problem;

@@ -42,9 +42,9 @@ struct ExpertShape {
 struct ModeledTime {
   double forward_compute = 0;
   double backward_compute = 0;
-  // forward dispatch and combine, backward dispatch (and saved-context move) and return
+  // forward dispatch and combine, backward dispatch (one call: Note [Fused dispatch]) and return
   double all_to_all = 0;
-  double gathers = 0;   // expert-count all-reduce, pair and signal all-gathers of the global plan
+  double gathers = 0;   // the plan's own collectives (core/pipeline/plan_collectives.cpp)
   double replicas = 0;  // replica weight broadcast and replica gradient reduce
 
   double compute() const { return forward_compute + backward_compute; }

@@ -124,7 +124,6 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     auto grad_gates = (upstream * y_home).sum(1).to(gates.scalar_type());
 
     BackwardPass plan;
-    Tensor pre_rows;
     if (state->pipeline) {
       PairBatch signals;
       signals.gates = gates.detach().to(torch::kFloat32);
@@ -132,32 +131,44 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
       signals.input_norm = x_home.norm(2, 1).to(torch::kFloat32);
       signals.hidden_norm = hidden_norm.to(torch::kFloat32);
       plan = state->pipeline->plan_backward(forward, std::move(signals));
-      // Saved pre-activations move from each kept pair's forward instance to its backward one,
-      // which the backward routing may have chosen elsewhere (Note [Gradients of dropped pairs]).
-      if (saved_pre.defined())
-        pre_rows = exchange.dispatch(saved_pre, plan.context_rows, plan.context);
     } else {
       // Every pair is kept, on the instance that computed it in forward.
       plan.local_kept = torch::arange(tokens.numel(), tokens.options());
       plan.layout = forward.layout;
-      pre_rows = saved_pre;
     }
     const ProcessSlice& kept_here = plan.layout.local;
-
-    // Kept pairs: gate * weight * d goes to the backward instance with the pair's input row.
-    auto scale = gates.index_select(0, plan.local_kept).to(x.scalar_type());
-    if (plan.local_weights.defined()) scale = scale * plan.local_weights.to(x.scalar_type());
-    // One all-to-all-v carries both: the gradient row and the input row of each kept pair.
-    const int64_t width = x.size(1);
-    auto rows = exchange.dispatch(
-        torch::cat({upstream.index_select(0, plan.local_kept) * scale.unsqueeze(1),
-                    x_home.index_select(0, plan.local_kept)},
-                   1),
-        kept_here);
-    auto grad_rows = rows.narrow(1, 0, width).contiguous();
-    auto x_rows = rows.narrow(1, width, width).contiguous();
+    const ProcessSlice& computed_here = forward.layout.local;
     const bool all_input_grads =
         state->pipeline && state->pipeline->dropped_pairs_keep_input_grad();
+    // Saved pre-activations move from each kept pair's forward instance to its backward one,
+    // which the backward routing may have chosen elsewhere (Note [Gradients of dropped pairs]).
+    const bool move_pre = saved_pre.defined() && state->pipeline;
+
+    // Everything the backward sends out goes in one all-to-all-v (Note [Fused dispatch]): each
+    // kept pair's gradient row (gate * weight * d) with its input row, to its backward instance;
+    // the kept pairs' saved pre-activations; and, when every computed pair keeps its input
+    // gradient, every computed pair's gradient row (and input row, to recompute) to its forward
+    // instance.
+    auto scale = gates.index_select(0, plan.local_kept).to(x.scalar_type());
+    if (plan.local_weights.defined()) scale = scale * plan.local_weights.to(x.scalar_type());
+    std::vector<DispatchMessage> messages{
+        {torch::cat({upstream.index_select(0, plan.local_kept) * scale.unsqueeze(1),
+                     x_home.index_select(0, plan.local_kept)},
+                    1),
+         Tensor(), &kept_here}};
+    if (move_pre) messages.push_back({saved_pre, plan.context_rows, &plan.context});
+    const std::size_t all_rows_message = messages.size();
+    if (all_input_grads) {
+      messages.push_back(
+          {upstream * gates.to(x.scalar_type()).unsqueeze(1), Tensor(), &computed_here});
+      if (!saved_pre.defined()) messages.push_back({x, tokens, &computed_here});
+    }
+    const std::vector<Tensor> arrived = exchange.dispatch_together(messages);
+    const int64_t width = x.size(1);
+    auto grad_rows = arrived[0].narrow(1, 0, width).contiguous();
+    auto x_rows = arrived[0].narrow(1, width, width).contiguous();
+    const Tensor pre_rows = move_pre ? arrived[1] : saved_pre;
+
     const std::vector<RankPart> parts = state->parts(kept_here);
     // Every instance's weight gradient summed into its expert's: replica gradients reduce
     // into the owner's parameters.
@@ -184,11 +195,10 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     } else {
       // Every computed pair's exact, unweighted input gradient, at its forward instance (Note
       // [Gradients of dropped pairs]).
-      const ProcessSlice& f = forward.layout.local;
-      auto all_rows = exchange.dispatch(upstream * gates.to(x.scalar_type()).unsqueeze(1), f);
-      auto all_x = saved_pre.defined() ? Tensor() : exchange.dispatch(x, tokens, f);
+      const Tensor& all_rows = arrived[all_rows_message];
+      const Tensor all_x = saved_pre.defined() ? Tensor() : arrived[all_rows_message + 1];
       std::vector<Tensor> all_inputs;
-      for (const RankPart& part : state->parts(f)) {
+      for (const RankPart& part : state->parts(computed_here)) {
         state->run(kBackwardPhase, part, x.device(), [&] {
           const WeightIndex weights = part_weights(table, part);
           auto pre =
@@ -201,7 +211,7 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
                                                        /*input_grads=*/true));
         });
       }
-      exchange.combine_add(grad_x, tokens, concat_parts(all_inputs), f);
+      exchange.combine_add(grad_x, tokens, concat_parts(all_inputs), computed_here);
     }
     return {grad_x,   grad_gates, weight_grads.w_gate_up.finish(), weight_grads.w_down.finish(),
             Tensor(), Tensor()};

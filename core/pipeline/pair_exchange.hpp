@@ -43,6 +43,15 @@ struct ExchangeMeasurement {
   ExchangeMeasurement& operator+=(const ExchangeMeasurement& other);
 };
 
+// One message of PairExchange::dispatch_together: `source`'s rows sent along `slice`, as
+// dispatch(source, slice) sends them, or, with `source_rows` defined ([home rows] int64), as
+// dispatch(source, source_rows, slice) does.
+struct DispatchMessage {
+  torch::Tensor source;
+  torch::Tensor source_rows;
+  const ProcessSlice* slice = nullptr;
+};
+
 class PairExchange {
  public:
   explicit PairExchange(std::shared_ptr<Collectives> collectives);
@@ -55,6 +64,10 @@ class PairExchange {
   // `source`, so it must not be modified.
   torch::Tensor dispatch(const torch::Tensor& source, const torch::Tensor& source_rows,
                          const ProcessSlice& slice);
+  // Several dispatches in one all-to-all-v call (Note [Fused dispatch] in docs/notes.md): each
+  // message's destination rows, as its own dispatch would return them. The messages may differ
+  // in width and dtype, and their slices in counts.
+  std::vector<torch::Tensor> dispatch_together(const std::vector<DispatchMessage>& messages);
   // [destination rows, ...] -> [home rows, ...]: the inverse of dispatch.
   torch::Tensor combine(const torch::Tensor& destination_rows, const ProcessSlice& slice);
   // out.index_add_(0, out_rows, combine(destination_rows, slice)) without the combined copy:

@@ -41,47 +41,54 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
   // the input row travels with the gradient row in any case.
   const std::vector<int64_t>& moved = backward.by_forward_rank;
 
-  // The exchanges of the pass, each one all-to-all-v call: (pair matrix, elements per row,
-  // transposed). The run's bytes use its element size; the model uses the profile's.
-  struct Exchange {
+  // The exchanges of the pass, each one all-to-all-v call of one or more messages: (pair
+  // matrix, elements per row, transposed, category). The run's bytes use its element size; the
+  // model uses the profile's.
+  struct Message {
     const std::vector<int64_t>* pairs;
     int64_t elements;
     bool back;
     int64_t LayerTraffic::*category;
   };
   const int64_t h = c.hidden, ffn = c.ffn;
-  std::vector<Exchange> exchanges = {
-      {&f.matrix, h, false, &LayerTraffic::forward_dispatch},
-      {&f.matrix, h + 1, true, &LayerTraffic::forward_combine},     // output row and hidden norm
-      {&b.matrix, 2 * h, false, &LayerTraffic::backward_dispatch},  // gradient row and input row
+  std::vector<std::vector<Message>> calls = {
+      {{&f.matrix, h, false, &LayerTraffic::forward_dispatch}},
+      {{&f.matrix, h + 1, true, &LayerTraffic::forward_combine}},  // output row and hidden norm
   };
+  // The backward sends everything in one call (Note [Fused dispatch]): the kept pairs' gradient
+  // and input rows, their saved pre-activations, and with input gradients for every computed
+  // pair, those pairs' gradient rows (and input rows, to recompute) to their forward instance.
+  std::vector<Message> backward_out = {{&b.matrix, 2 * h, false, &LayerTraffic::backward_dispatch}};
   if (!settings.recompute)
-    exchanges.push_back({&moved, 2 * ffn, false, &LayerTraffic::backward_dispatch});
+    backward_out.push_back({&moved, 2 * ffn, false, &LayerTraffic::backward_dispatch});
   if (input_grads_for_all) {
-    // Every computed pair's gradient row (and input row, to recompute) to its forward instance,
-    // and its input gradient back; kept pairs return none of their own.
-    exchanges.push_back(
+    backward_out.push_back(
         {&f.matrix, settings.recompute ? 2 * h : h, false, &LayerTraffic::backward_dispatch});
-    exchanges.push_back({&f.matrix, h, true, &LayerTraffic::backward_return});
-  } else {
-    exchanges.push_back({&b.matrix, h, true, &LayerTraffic::backward_return});
   }
+  calls.push_back(backward_out);
+  // Input gradients home: every computed pair's, or the kept pairs' own.
+  calls.push_back(
+      {{input_grads_for_all ? &f.matrix : &b.matrix, h, true, &LayerTraffic::backward_return}});
   account.bytes_sent.assign(r_size, 0);
   account.bytes_received.assign(r_size, 0);
-  for (const Exchange& x : exchanges) {
-    const TrafficMatrix elements =
-        TrafficMatrix::of_rows(*x.pairs, R, static_cast<double>(x.elements), x.back);
-    const TrafficMatrix run_bytes = scaled(elements, static_cast<double>(c.element_bytes));
-    for (int64_t s = 0; s < R; ++s) {
-      for (int64_t d = 0; d < R; ++d) {
-        const auto bytes = static_cast<int64_t>(run_bytes.at(s, d));
-        account.traffic.*x.category += bytes;
-        account.bytes_sent[static_cast<std::size_t>(s)] += bytes;
-        account.bytes_received[static_cast<std::size_t>(d)] += bytes;
+  for (const std::vector<Message>& call : calls) {
+    TrafficMatrix call_elements(R);
+    for (const Message& x : call) {
+      const TrafficMatrix elements =
+          TrafficMatrix::of_rows(*x.pairs, R, static_cast<double>(x.elements), x.back);
+      const TrafficMatrix run_bytes = scaled(elements, static_cast<double>(c.element_bytes));
+      for (int64_t src = 0; src < R; ++src) {
+        for (int64_t d = 0; d < R; ++d) {
+          const auto bytes = static_cast<int64_t>(run_bytes.at(src, d));
+          account.traffic.*x.category += bytes;
+          account.bytes_sent[static_cast<std::size_t>(src)] += bytes;
+          account.bytes_received[static_cast<std::size_t>(d)] += bytes;
+          call_elements.at(src, d) += elements.at(src, d);
+        }
       }
     }
     account.modeled.all_to_all +=
-        model.exchange_seconds(scaled(elements, static_cast<double>(model.element_bytes())));
+        model.exchange_seconds(scaled(call_elements, static_cast<double>(model.element_bytes())));
   }
 
   // Replica parameters from the owner out, and replica gradients back to it.
