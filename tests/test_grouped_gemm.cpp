@@ -70,10 +70,12 @@ void check_swiglu_experts(GroupedGemmKernel kernel, const torch::Device& device,
 
   const auto x_c = x.to(dtype), gate_up_c = w_gate_up.to(dtype), down_c = w_down.to(dtype);
   const torch::Tensor pre = grouped_pre_activations(x_c, kOffsets, gate_up_c);
-  const torch::Tensor out =
-      grouped_output(swiglu_activation(pre, /*row_norm=*/false).hidden, kOffsets, down_c);
-  REQUIRE(out.scalar_type() == dtype);
+  // The output rows are written beside a column of their own, as the forward writes them.
+  const torch::Tensor with_column = torch::full({rows, hidden + 1}, 7.0, options.dtype(dtype));
+  const torch::Tensor out = with_column.narrow(1, 0, hidden);
+  grouped_output_into(out, swiglu_activation(pre, /*row_norm=*/false).hidden, kOffsets, down_c);
   require_close(out, reference, tolerance);
+  CHECK(with_column.select(1, hidden).eq(7.0).all().item<bool>());
 
   SwiGLUWeightGrads weight_grads{WeightGradSum(gate_up_c), WeightGradSum(down_c)};
   const torch::Tensor input_grad =

@@ -83,8 +83,8 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
                        /*transpose_weights=*/true, weights);
         const SwiGLUActivation activation = swiglu_activation(part_pre, /*row_norm=*/true);
         auto part_out = rows_of(out_rows, part);
-        part_out.narrow(1, 0, width)
-            .copy_(grouped_output(activation.hidden, part.offsets, w_down, weights));
+        grouped_output_into(part_out.narrow(1, 0, width), activation.hidden, part.offsets, w_down,
+                            weights);
         part_out.select(1, width).copy_(activation.row_norm);
       });
     }
@@ -118,7 +118,6 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     PairExchange& exchange = state->exchange();
 
     auto upstream = grad_outputs[0].index_select(0, tokens);  // d at each pair's token
-    auto x_home = x.index_select(0, tokens);
     // The gate gradient needs only the forward output at home: exact for every pair (Note
     // [Gradients of dropped pairs] in docs/notes.md).
     auto grad_gates = (upstream * y_home).sum(1).to(gates.scalar_type());
@@ -127,8 +126,10 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     if (state->pipeline) {
       PairBatch signals;
       signals.gates = gates.detach().to(torch::kFloat32);
-      signals.upstream_norm = upstream.norm(2, 1).to(torch::kFloat32);
-      signals.input_norm = x_home.norm(2, 1).to(torch::kFloat32);
+      signals.upstream_norm =
+          grad_outputs[0].norm(2, 1).index_select(0, tokens).to(torch::kFloat32);
+      // Norms per token, then per pair: a pair's rows are its token's.
+      signals.input_norm = x.norm(2, 1).index_select(0, tokens).to(torch::kFloat32);
       signals.hidden_norm = hidden_norm.to(torch::kFloat32);
       plan = state->pipeline->plan_backward(forward, std::move(signals));
     } else {
@@ -145,17 +146,18 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     const bool move_pre = saved_pre.defined() && state->pipeline;
 
     // Everything the backward sends out goes in one all-to-all-v (Note [Fused dispatch]): each
-    // kept pair's gradient row (gate * weight * d) with its input row, to its backward instance;
-    // the kept pairs' saved pre-activations; and, when every computed pair keeps its input
+    // kept pair's gradient row (gate * weight * d) and input row, to its backward instance; the
+    // kept pairs' saved pre-activations; and, when every computed pair keeps its input
     // gradient, every computed pair's gradient row (and input row, to recompute) to its forward
-    // instance.
+    // instance. Each is its own message, so none is packed beside another and split again, and
+    // the input rows are gathered from x once.
     auto scale = gates.index_select(0, plan.local_kept).to(x.scalar_type());
     if (plan.local_weights.defined()) scale = scale * plan.local_weights.to(x.scalar_type());
     std::vector<DispatchMessage> messages{
-        {torch::cat({upstream.index_select(0, plan.local_kept) * scale.unsqueeze(1),
-                     x_home.index_select(0, plan.local_kept)},
-                    1),
-         Tensor(), &kept_here}};
+        {grad_outputs[0].index_select(0, tokens.index_select(0, plan.local_kept)) *
+             scale.unsqueeze(1),
+         Tensor(), &kept_here},
+        {x, tokens.index_select(0, plan.local_kept), &kept_here}};
     if (move_pre) messages.push_back({saved_pre, plan.context_rows, &plan.context});
     const std::size_t all_rows_message = messages.size();
     if (all_input_grads) {
@@ -164,10 +166,9 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
       if (!saved_pre.defined()) messages.push_back({x, tokens, &computed_here});
     }
     const std::vector<Tensor> arrived = exchange.dispatch_together(messages);
-    const int64_t width = x.size(1);
-    auto grad_rows = arrived[0].narrow(1, 0, width).contiguous();
-    auto x_rows = arrived[0].narrow(1, width, width).contiguous();
-    const Tensor pre_rows = move_pre ? arrived[1] : saved_pre;
+    const Tensor& grad_rows = arrived[0];
+    const Tensor& x_rows = arrived[1];
+    const Tensor pre_rows = move_pre ? arrived[2] : saved_pre;
 
     const std::vector<RankPart> parts = state->parts(kept_here);
     // Every instance's weight gradient summed into its expert's: replica gradients reduce

@@ -12,9 +12,11 @@ torch::Tensor grouped_pre_activations(const torch::Tensor& x_rows,
   return grouped_mm(x_rows, offsets, w_gate_up, /*transpose_weights=*/true, weight_index);
 }
 
-torch::Tensor grouped_output(const torch::Tensor& hidden, const std::vector<int64_t>& offsets,
-                             const torch::Tensor& w_down, const WeightIndex& weight_index) {
-  return grouped_mm(hidden, offsets, w_down, /*transpose_weights=*/true, weight_index);
+void grouped_output_into(const torch::Tensor& out, const torch::Tensor& hidden,
+                         const std::vector<int64_t>& offsets, const torch::Tensor& w_down,
+                         const WeightIndex& weight_index) {
+  // BLAS writes an output of any row stride in place (ldc), so no copy is made for it.
+  grouped_mm_out(out, hidden, offsets, w_down, /*transpose_weights=*/true, weight_index);
 }
 
 torch::Tensor grouped_swiglu_backward(const torch::Tensor& grad_out, const torch::Tensor& x_rows,

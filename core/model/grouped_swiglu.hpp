@@ -18,9 +18,12 @@ torch::Tensor grouped_pre_activations(const torch::Tensor& x_rows,
                                       const std::vector<int64_t>& offsets,
                                       const torch::Tensor& w_gate_up,
                                       const WeightIndex& weight_index = {});
-// Output rows [rows, hidden] of hidden rows under w_down [experts, hidden, ffn].
-torch::Tensor grouped_output(const torch::Tensor& hidden, const std::vector<int64_t>& offsets,
-                             const torch::Tensor& w_down, const WeightIndex& weight_index = {});
+// Output rows of hidden rows under w_down [experts, hidden, ffn], written into `out` [rows,
+// hidden], whose rows may be spaced wider than hidden (the forward writes them beside a column
+// of its own) without a copy.
+void grouped_output_into(const torch::Tensor& out, const torch::Tensor& hidden,
+                         const std::vector<int64_t>& offsets, const torch::Tensor& w_down,
+                         const WeightIndex& weight_index = {});
 
 // The experts' weight gradients, summed over the groups (instances) of every call that adds to
 // them.
