@@ -298,6 +298,63 @@ torch::Tensor Collectives::exchange_rows(const torch::Tensor& send,
   return output.to(send.device()).view(send.scalar_type()).reshape(shape);
 }
 
+std::vector<torch::Tensor> Collectives::exchange_messages(const std::vector<RowMessage>& messages) {
+  std::vector<torch::Tensor> received;
+  if (single()) {
+    for (const RowMessage& m : messages) received.push_back(m.rows);
+    return received;
+  }
+  if (messages.size() == 1) {  // as it is, without packing it into runs
+    received.push_back(
+        exchange_rows(messages[0].rows, messages[0].send_rows, messages[0].recv_rows));
+    return received;
+  }
+  const auto processes = static_cast<std::size_t>(size_);
+  // Each message's rows as bytes, [rows, row bytes] uint8, and the call's bytes per process.
+  std::vector<torch::Tensor> bytes;
+  std::vector<int64_t> send_bytes(processes, 0), recv_bytes(processes, 0);
+  for (const RowMessage& m : messages) {
+    const auto sizes = m.rows.sizes();
+    const int64_t width =
+        std::accumulate(sizes.begin() + 1, sizes.end(), int64_t{1}, std::multiplies<>());
+    bytes.push_back(m.rows.reshape({m.rows.size(0), width}).contiguous().view(torch::kUInt8));
+    for (std::size_t q = 0; q < processes; ++q) {
+      send_bytes[q] += m.send_rows[q] * bytes.back().size(1);
+      recv_bytes[q] += m.recv_rows[q] * bytes.back().size(1);
+    }
+  }
+  std::vector<torch::Tensor> runs;
+  std::vector<int64_t> first_row(messages.size(), 0);
+  for (std::size_t q = 0; q < processes; ++q) {
+    for (std::size_t i = 0; i < messages.size(); ++i) {
+      runs.push_back(bytes[i].narrow(0, first_row[i], messages[i].send_rows[q]).reshape({-1}));
+      first_row[i] += messages[i].send_rows[q];
+    }
+  }
+  const torch::Tensor arrived = exchange_rows(torch::cat(runs), send_bytes, recv_bytes);
+  // The runs from each process, in process order, split back into messages.
+  std::vector<std::vector<torch::Tensor>> parts(messages.size());
+  int64_t at = 0;
+  for (std::size_t q = 0; q < processes; ++q) {
+    for (std::size_t i = 0; i < messages.size(); ++i) {
+      const int64_t count = messages[i].recv_rows[q] * bytes[i].size(1);
+      parts[i].push_back(arrived.narrow(0, at, count));
+      at += count;
+    }
+  }
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    std::vector<int64_t> shape = messages[i].rows.sizes().vec();
+    shape[0] =
+        std::accumulate(messages[i].recv_rows.begin(), messages[i].recv_rows.end(), int64_t{0});
+    // A fresh tensor from cat: its bytes are aligned for the message's dtype.
+    received.push_back(torch::cat(parts[i])
+                           .view({shape[0], bytes[i].size(1)})
+                           .view(messages[i].rows.scalar_type())
+                           .view(shape));
+  }
+  return received;
+}
+
 void Collectives::barrier() {
   if (single()) return;
   group_->run("barrier", [&] { return group_->backend->barrier(); });

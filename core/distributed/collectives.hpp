@@ -67,6 +67,17 @@ class Collectives {
   // bytes.
   torch::Tensor exchange_rows(const torch::Tensor& send, const std::vector<int64_t>& send_rows,
                               const std::vector<int64_t>& recv_rows);
+  // Several all-to-all-v of rows in one call (Note [Fused dispatch] in docs/notes.md): message m
+  // sends its `rows` ([n_m, ...], in process order, send_rows[q] of them to process q) and
+  // receives recv_rows[q] rows from each process q; returns each message's received rows in
+  // process order. Messages may differ in dtype and width: what goes to process q is one run of
+  // bytes, every message's rows for q, message after message.
+  struct RowMessage {
+    torch::Tensor rows;
+    std::vector<int64_t> send_rows;
+    std::vector<int64_t> recv_rows;
+  };
+  std::vector<torch::Tensor> exchange_messages(const std::vector<RowMessage>& messages);
   void barrier();
 
  private:

@@ -43,8 +43,13 @@ ContextMove context_move(Collectives& collectives, const torch::Tensor& forward_
     recv_counts.push_back(process_pairs(home_forward, ranks, process, q, process.index));
   }
   const torch::Tensor rows = torch::stack({forward_row, backward_row}, 1);
-  const torch::Tensor told = collectives.exchange_rows(
-      rows.index_select(0, stable_order(forward_process)), send_counts, recv_counts);
+  // With it, in the same call (Note [Fused dispatch]): the forward process of each kept pair,
+  // along the backward layout, which orders the rows when they arrive (3.).
+  const ProcessSlice& b = backward.local;
+  const std::vector<torch::Tensor> received = collectives.exchange_messages(
+      {{rows.index_select(0, stable_order(forward_process)), send_counts, recv_counts},
+       {forward_process.index_select(0, b.send_rows).unsqueeze(1), b.send_counts, b.recv_counts}});
+  const torch::Tensor& told = received[0];
 
   // 2. Here, the rows to send in backward destination order, which groups them by destination
   // process as the all-to-all-v sends them.
@@ -61,13 +66,8 @@ ContextMove context_move(Collectives& collectives, const torch::Tensor& forward_
   move.slice.home_pairs = move.slice.send_rows = torch::arange(sent, move.rows.options());
 
   // 3. The rows arrive by forward process, then in backward destination order: each
-  // destination row's forward process, sent along the backward layout, orders the buffer.
-  const ProcessSlice& b = backward.local;
-  torch::Tensor source =
-      collectives
-          .exchange_rows(forward_process.index_select(0, b.send_rows).unsqueeze(1), b.send_counts,
-                         b.recv_counts)
-          .squeeze(1);
+  // destination row's forward process orders the buffer.
+  torch::Tensor source = received[1].squeeze(1);
   if (b.arrival.defined()) source = source.index_select(0, b.arrival);
   move.slice.arrival = inverse_permutation(stable_order(source));
   return move;

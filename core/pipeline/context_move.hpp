@@ -26,8 +26,8 @@ struct ContextMove {
 // `backward`: the backward layout (count_pair_layout over the kept pairs); `by_forward_rank`:
 // [ranks * ranks] kept pairs from forward rank s to backward rank d, and `home_forward`: kept
 // pairs homed on rank h whose forward instance is on rank s, both summed over processes;
-// `forward_first_row`: the first forward destination row here. Collective: two all-to-all-v of
-// indices, 16 and 8 bytes per kept pair moved.
+// `forward_first_row`: the first forward destination row here. Collective: one all-to-all-v of
+// indices, 16 + 8 bytes per kept pair moved.
 ContextMove context_move(Collectives& collectives, const torch::Tensor& forward_row,
                          const torch::Tensor& backward_row, const torch::Tensor& forward_process,
                          const PairLayout& backward, const std::vector<int64_t>& by_forward_rank,

@@ -16,6 +16,16 @@ ExchangeMeasurement& ExchangeMeasurement::operator+=(const ExchangeMeasurement& 
   return *this;
 }
 
+namespace {
+
+// Elements in one row of `rows` [n, ...], whatever n (0 included).
+int64_t row_elements(const torch::Tensor& rows) {
+  const auto sizes = rows.sizes();
+  return std::accumulate(sizes.begin() + 1, sizes.end(), int64_t{1}, std::multiplies<>());
+}
+
+}  // namespace
+
 int64_t host_clock_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -25,23 +35,28 @@ int64_t host_clock_ns() {
 PairExchange::PairExchange(std::shared_ptr<Collectives> collectives)
     : collectives_(std::move(collectives)) {}
 
-torch::Tensor PairExchange::exchange(const torch::Tensor& rows, const std::vector<int64_t>& send,
-                                     const std::vector<int64_t>& recv) {
-  if (collectives_->single()) return rows;
-  const int64_t row_bytes =
-      rows.size(0) > 0 ? rows.nbytes() / rows.size(0) : rows.numel() * rows.element_size();
+std::vector<torch::Tensor> PairExchange::exchange(
+    const std::vector<Collectives::RowMessage>& messages) {
+  if (collectives_->single()) return collectives_->exchange_messages(messages);
   const auto me = static_cast<std::size_t>(collectives_->rank());
   ExchangeCall& call = measurement_.call_log.emplace_back();
-  for (std::size_t q = 0; q < send.size(); ++q) {
-    call.sent_bytes.push_back(send[q] * row_bytes);
-    call.received_bytes.push_back(recv[q] * row_bytes);
-    if (q == me) continue;
-    measurement_.bytes_sent += send[q] * row_bytes;
-    measurement_.bytes_received += recv[q] * row_bytes;
+  call.sent_bytes.assign(static_cast<std::size_t>(collectives_->size()), 0);
+  call.received_bytes = call.sent_bytes;
+  for (const Collectives::RowMessage& m : messages) {
+    const int64_t row_bytes = row_elements(m.rows) * m.rows.element_size();
+    for (std::size_t q = 0; q < call.sent_bytes.size(); ++q) {
+      call.sent_bytes[q] += m.send_rows[q] * row_bytes;
+      call.received_bytes[q] += m.recv_rows[q] * row_bytes;
+    }
   }
-  timer_.start(rows.device());
+  for (std::size_t q = 0; q < call.sent_bytes.size(); ++q) {
+    if (q == me) continue;
+    measurement_.bytes_sent += call.sent_bytes[q];
+    measurement_.bytes_received += call.received_bytes[q];
+  }
+  timer_.start(messages.front().rows.device());
   call.entered_ns = host_clock_ns();
-  torch::Tensor received = collectives_->exchange_rows(rows, send, recv);
+  std::vector<torch::Tensor> received = collectives_->exchange_messages(messages);
   call.left_ns = host_clock_ns();
   timer_.stop();
   ++measurement_.calls;
@@ -56,7 +71,7 @@ torch::Tensor PairExchange::send_gathered(const torch::Tensor& source,
                                           const torch::Tensor& send_order_rows,
                                           const ProcessSlice& s) {
   torch::Tensor received =
-      exchange(source.index_select(0, send_order_rows), s.send_counts, s.recv_counts);
+      exchange({{source.index_select(0, send_order_rows), s.send_counts, s.recv_counts}}).front();
   return s.arrival.defined() ? received.index_select(0, s.arrival) : received;
 }
 
@@ -66,7 +81,7 @@ torch::Tensor PairExchange::return_buffer(const torch::Tensor& destination_rows,
       s.arrival.defined()
           ? torch::empty_like(destination_rows).index_copy_(0, s.arrival, destination_rows)
           : destination_rows;
-  return exchange(buffer, s.recv_counts, s.send_counts);
+  return exchange({{buffer, s.recv_counts, s.send_counts}}).front();
 }
 
 namespace {
@@ -75,12 +90,6 @@ namespace {
 // order.
 torch::Tensor home_row_of_destination(const ProcessSlice& s) {
   return s.arrival.defined() ? s.send_rows.index_select(0, s.arrival) : s.send_rows;
-}
-
-// Elements in one row of `rows` [n, ...], whatever n (0 included).
-int64_t row_elements(const torch::Tensor& rows) {
-  const auto sizes = rows.sizes();
-  return std::accumulate(sizes.begin() + 1, sizes.end(), int64_t{1}, std::multiplies<>());
 }
 
 // Whether gathering `rows` of `source` gives `source` itself.
@@ -107,55 +116,17 @@ std::vector<torch::Tensor> PairExchange::dispatch_together(
                                                 : dispatch(m.source, *m.slice));
     return arrived;
   }
-  const auto processes = static_cast<std::size_t>(collectives_->size());
-  // Each message's rows in its send order, as bytes: [rows, row bytes] uint8.
-  std::vector<torch::Tensor> sent;
-  std::vector<int64_t> row_bytes, send_bytes(processes, 0), recv_bytes(processes, 0);
+  std::vector<Collectives::RowMessage> sent;
   for (const DispatchMessage& m : messages) {
     const ProcessSlice& s = *m.slice;
     const torch::Tensor rows =
         m.source_rows.defined() ? m.source_rows.index_select(0, s.send_rows) : s.send_rows;
-    const torch::Tensor picked = m.source.index_select(0, rows);
-    sent.push_back(picked.reshape({picked.size(0), row_elements(m.source)}).view(torch::kUInt8));
-    row_bytes.push_back(sent.back().size(1));
-    for (std::size_t q = 0; q < processes; ++q) {
-      send_bytes[q] += s.send_counts[q] * row_bytes.back();
-      recv_bytes[q] += s.recv_counts[q] * row_bytes.back();
-    }
+    sent.push_back({m.source.index_select(0, rows), s.send_counts, s.recv_counts});
   }
-  // What goes to process q is one run of bytes: every message's rows for q, message by message.
-  std::vector<torch::Tensor> runs;
-  std::vector<int64_t> first_row(messages.size(), 0);
-  for (std::size_t q = 0; q < processes; ++q) {
-    for (std::size_t i = 0; i < messages.size(); ++i) {
-      const int64_t count = messages[i].slice->send_counts[q];
-      runs.push_back(sent[i].narrow(0, first_row[i], count).reshape({-1}));
-      first_row[i] += count;
-    }
-  }
-  const torch::Tensor received = exchange(torch::cat(runs), send_bytes, recv_bytes);
-  // And back into messages: the runs from process q, in process order, are each message's rows
-  // in its receive order.
-  std::vector<std::vector<torch::Tensor>> parts(messages.size());
-  int64_t at = 0;
-  for (std::size_t q = 0; q < processes; ++q) {
-    for (std::size_t i = 0; i < messages.size(); ++i) {
-      const int64_t bytes = messages[i].slice->recv_counts[q] * row_bytes[i];
-      parts[i].push_back(received.narrow(0, at, bytes));
-      at += bytes;
-    }
-  }
+  std::vector<torch::Tensor> received = exchange(sent);
   for (std::size_t i = 0; i < messages.size(); ++i) {
-    const DispatchMessage& m = messages[i];
-    std::vector<int64_t> shape = m.source.sizes().vec();
-    shape[0] = 0;
-    for (const int64_t count : m.slice->recv_counts) shape[0] += count;
-    // A fresh tensor from cat: its bytes are aligned for the message's dtype.
-    const torch::Tensor rows = torch::cat(parts[i])
-                                   .view({shape[0], row_bytes[i]})
-                                   .view(m.source.scalar_type())
-                                   .view(shape);
-    arrived.push_back(m.slice->arrival.defined() ? rows.index_select(0, m.slice->arrival) : rows);
+    const torch::Tensor& arrival = messages[i].slice->arrival;
+    arrived.push_back(arrival.defined() ? received[i].index_select(0, arrival) : received[i]);
   }
   return arrived;
 }

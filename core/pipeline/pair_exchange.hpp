@@ -80,8 +80,8 @@ class PairExchange {
   ExchangeMeasurement take_measurement(TimedSpans& spans);
 
  private:
-  torch::Tensor exchange(const torch::Tensor& rows, const std::vector<int64_t>& send,
-                         const std::vector<int64_t>& recv);
+  // One all-to-all-v call of `messages` between processes, logged and timed.
+  std::vector<torch::Tensor> exchange(const std::vector<Collectives::RowMessage>& messages);
   // source's rows `send_order_rows` [sent rows] int64, sent, in destination order here.
   torch::Tensor send_gathered(const torch::Tensor& source, const torch::Tensor& send_order_rows,
                               const ProcessSlice& slice);

@@ -1,6 +1,7 @@
 #include "core/pipeline/plan_collectives.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/pipeline/quota_threshold_search.hpp"
 
@@ -37,9 +38,14 @@ class PlanTally {
     for (const double bytes : contribution) total += bytes;
     for (std::size_t r = 0; r < received_.size(); ++r) received_[r] += total - contribution[r];
   }
-  // `pairs` [ranks * ranks] rows from rank s to rank d, `row_bytes` each.
-  void all_to_all(const std::vector<int64_t>& pairs, double row_bytes) {
-    const TrafficMatrix traffic = TrafficMatrix::of_rows(pairs, ranks_, row_bytes);
+  // One all-to-all-v call of several messages, each (`pairs` [ranks * ranks] rows from rank s
+  // to rank d, `row_bytes` each).
+  void all_to_all(const std::vector<std::pair<const std::vector<int64_t>*, double>>& messages) {
+    TrafficMatrix traffic(ranks_);
+    for (const auto& [pairs, row_bytes] : messages) {
+      const TrafficMatrix message = TrafficMatrix::of_rows(*pairs, ranks_, row_bytes);
+      for (std::size_t i = 0; i < traffic.bytes.size(); ++i) traffic.bytes[i] += message.bytes[i];
+    }
     for (int64_t s = 0; s < ranks_; ++s)
       for (int64_t d = 0; d < ranks_; ++d)
         received_[static_cast<std::size_t>(d)] += traffic.at(s, d);
@@ -104,11 +110,11 @@ void scalable_plan(const PipelineSettings& settings, const ForwardPass& forward,
             2 * rank_pairs + searched);
   if (settings.recompute) return;
   // Kept pairs per (home rank, forward rank) and per (forward rank, backward rank) in one
-  // all-reduce; then each kept pair's two destination rows to its forward rank, and its forward
-  // rank along to its backward rank (core/pipeline/context_move.cpp).
+  // all-reduce; then, in one call, each kept pair's two destination rows to its forward rank and
+  // its forward rank along to its backward rank (core/pipeline/context_move.cpp).
   plan.all_reduce(2 * rank_pairs);
-  plan.all_to_all(backward.home_forward, 2 * kCountBytes);
-  plan.all_to_all(backward.layout.matrix, kCountBytes);
+  plan.all_to_all(
+      {{&backward.home_forward, 2 * kCountBytes}, {&backward.layout.matrix, kCountBytes}});
   plan.hold(2 * rank_pairs);
 }
 
