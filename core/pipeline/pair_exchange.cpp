@@ -24,6 +24,17 @@ int64_t row_elements(const torch::Tensor& rows) {
   return std::accumulate(sizes.begin() + 1, sizes.end(), int64_t{1}, std::multiplies<>());
 }
 
+// The home row of each destination row, where both are in this process: send_rows in arrival
+// order.
+torch::Tensor home_row_of_destination(const ProcessSlice& s) {
+  return s.arrival.defined() ? s.send_rows.index_select(0, s.arrival) : s.send_rows;
+}
+
+// Whether gathering `rows` of `source` gives `source` itself.
+bool every_row_in_order(const torch::Tensor& rows, const torch::Tensor& source) {
+  return rows.numel() == source.size(0) && rows.equal(torch::arange(rows.numel(), rows.options()));
+}
+
 }  // namespace
 
 int64_t host_clock_ns() {
@@ -64,6 +75,7 @@ std::vector<torch::Tensor> PairExchange::exchange(
 }
 
 torch::Tensor PairExchange::dispatch(const torch::Tensor& home_rows, const ProcessSlice& s) {
+  if (collectives_->single()) return home_rows.index_select(0, home_row_of_destination(s));
   return send_gathered(home_rows, s.send_rows, s);
 }
 
@@ -83,21 +95,6 @@ torch::Tensor PairExchange::return_buffer(const torch::Tensor& destination_rows,
           : destination_rows;
   return exchange({{buffer, s.recv_counts, s.send_counts}}).front();
 }
-
-namespace {
-
-// The home row of each destination row, where both are in this process: send_rows in arrival
-// order.
-torch::Tensor home_row_of_destination(const ProcessSlice& s) {
-  return s.arrival.defined() ? s.send_rows.index_select(0, s.arrival) : s.send_rows;
-}
-
-// Whether gathering `rows` of `source` gives `source` itself.
-bool every_row_in_order(const torch::Tensor& rows, const torch::Tensor& source) {
-  return rows.numel() == source.size(0) && rows.equal(torch::arange(rows.numel(), rows.options()));
-}
-
-}  // namespace
 
 torch::Tensor PairExchange::dispatch(const torch::Tensor& source, const torch::Tensor& source_rows,
                                      const ProcessSlice& s) {
@@ -141,6 +138,10 @@ void PairExchange::combine_add(torch::Tensor& out, const torch::Tensor& out_rows
 }
 
 torch::Tensor PairExchange::combine(const torch::Tensor& destination_rows, const ProcessSlice& s) {
+  if (collectives_->single()) {  // one copy: the arrival and send orders composed
+    return torch::empty_like(destination_rows)
+        .index_copy_(0, home_row_of_destination(s), destination_rows);
+  }
   const torch::Tensor returned = return_buffer(destination_rows, s);
   return torch::empty_like(returned).index_copy_(0, s.send_rows, returned);
 }
