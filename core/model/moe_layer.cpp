@@ -65,11 +65,12 @@ MoEOutput MoELayerImpl::forward(const torch::Tensor& input) {
     routed = torch::tensor(pairs.expert_offsets, torch::kInt64).diff();
   }
   if (torch::GradMode::is_enabled()) router_->count_step(routed);
+  const torch::Tensor aux_loss = router_->aux_loss(routing, routed, batch_tokens);
   if (shared_) out = out + shared_(x);
   out = backward_clock_.wrap_output(out.view(input.sizes()));
 
   forward_timer_.stop();
-  return {out, router_->aux_loss(routing, routed, batch_tokens)};
+  return {out, aux_loss};
 }
 
 LayerStepStatistics MoELayerImpl::take_statistics() {
