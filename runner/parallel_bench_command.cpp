@@ -282,6 +282,13 @@ int parallel_bench_command(const ExperimentSource& source, int64_t steps, int64_
   };
   fmt::print("  ratio pipeline / back to back {}\n", ratio("bare"));
   fmt::print("  ratio pipeline / paced        {}\n", ratio("paced"));
+  // What fusing calls cuts: the exchange's time per step, not per call.
+  fmt::print(
+      "per step            {:.0f} all-to-all-v calls, {:.1f} ms in them (whole calls), {:.1f} ms "
+      "from the last process's entry\n",
+      calls / static_cast<double>(steps),
+      1e3 * upper_median(exchange_rounds["pipeline_seconds"]) / static_cast<double>(steps),
+      1e3 * upper_median(exchange_rounds["pipeline_own_seconds"]) / static_cast<double>(steps));
   fmt::print(
       "step time           1 process {:.1f} ms, {} processes {:.1f} ms: ratio {} / 1 = {:.3f}\n",
       1e3 * upper_median(step_one), processes, 1e3 * upper_median(step_many), processes,
