@@ -67,6 +67,15 @@ c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(
   return options;
 }
 
+// `rows` [n, ...] as [n, bytes per row] uint8, contiguous: rows travel as bytes, one path for
+// every dtype the model uses, whatever the backend supports.
+torch::Tensor as_byte_rows(const torch::Tensor& rows) {
+  const auto sizes = rows.sizes();
+  const int64_t width =
+      std::accumulate(sizes.begin() + 1, sizes.end(), int64_t{1}, std::multiplies<>());
+  return rows.reshape({rows.size(0), width}).contiguous().view(torch::kUInt8);
+}
+
 }  // namespace
 
 struct Collectives::Group {
@@ -283,12 +292,8 @@ torch::Tensor Collectives::exchange_rows(const torch::Tensor& send,
                                          const std::vector<int64_t>& recv_rows) {
   if (single()) return send;
   auto shape = send.sizes().vec();
-  const int64_t width =
-      std::accumulate(shape.begin() + 1, shape.end(), int64_t{1}, std::multiplies<>());
-  // Rows travel as bytes: one path for every dtype the model uses, whatever the backend supports.
   const Group::Route route = group_->route(send);
-  torch::Tensor bytes =
-      send.reshape({send.size(0), width}).contiguous().to(route.device).view(torch::kUInt8);
+  torch::Tensor bytes = as_byte_rows(send).to(route.device);  // c10d takes it non-const
   const int64_t received = std::accumulate(recv_rows.begin(), recv_rows.end(), int64_t{0});
   torch::Tensor output = torch::empty({received, bytes.size(1)}, bytes.options());
   std::vector<int64_t> out_splits = recv_rows, in_splits = send_rows;
@@ -314,10 +319,7 @@ std::vector<torch::Tensor> Collectives::exchange_messages(const std::vector<RowM
   std::vector<torch::Tensor> bytes;
   std::vector<int64_t> send_bytes(processes, 0), recv_bytes(processes, 0);
   for (const RowMessage& m : messages) {
-    const auto sizes = m.rows.sizes();
-    const int64_t width =
-        std::accumulate(sizes.begin() + 1, sizes.end(), int64_t{1}, std::multiplies<>());
-    bytes.push_back(m.rows.reshape({m.rows.size(0), width}).contiguous().view(torch::kUInt8));
+    bytes.push_back(as_byte_rows(m.rows));
     for (std::size_t q = 0; q < processes; ++q) {
       send_bytes[q] += m.send_rows[q] * bytes.back().size(1);
       recv_bytes[q] += m.recv_rows[q] * bytes.back().size(1);

@@ -151,13 +151,12 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     // gradient, every computed pair's gradient row (and input row, to recompute) to its forward
     // instance. Each is its own message, so none is packed beside another and split again, and
     // the input rows are gathered from x once.
+    const Tensor kept_tokens = tokens.index_select(0, plan.local_kept);
     auto scale = gates.index_select(0, plan.local_kept).to(x.scalar_type());
     if (plan.local_weights.defined()) scale = scale * plan.local_weights.to(x.scalar_type());
     std::vector<DispatchMessage> messages{
-        {grad_outputs[0].index_select(0, tokens.index_select(0, plan.local_kept)) *
-             scale.unsqueeze(1),
-         Tensor(), &kept_here},
-        {x, tokens.index_select(0, plan.local_kept), &kept_here}};
+        {grad_outputs[0].index_select(0, kept_tokens) * scale.unsqueeze(1), Tensor(), &kept_here},
+        {x, kept_tokens, &kept_here}};
     if (move_pre) messages.push_back({saved_pre, plan.context_rows, &plan.context});
     const std::size_t all_rows_message = messages.size();
     if (all_input_grads) {
@@ -191,8 +190,7 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
 
     auto grad_x = torch::zeros_like(x);
     if (!all_input_grads) {
-      exchange.combine_add(grad_x, tokens.index_select(0, plan.local_kept),
-                           concat_parts(input_parts), kept_here);
+      exchange.combine_add(grad_x, kept_tokens, concat_parts(input_parts), kept_here);
     } else {
       // Every computed pair's exact, unweighted input gradient, at its forward instance (Note
       // [Gradients of dropped pairs]).

@@ -1,8 +1,6 @@
 #include "core/pipeline/pair_exchange.hpp"
 
 #include <chrono>
-#include <functional>
-#include <numeric>
 #include <utility>
 
 namespace lrmoe {
@@ -17,12 +15,6 @@ ExchangeMeasurement& ExchangeMeasurement::operator+=(const ExchangeMeasurement& 
 }
 
 namespace {
-
-// Elements in one row of `rows` [n, ...], whatever n (0 included).
-int64_t row_elements(const torch::Tensor& rows) {
-  const auto sizes = rows.sizes();
-  return std::accumulate(sizes.begin() + 1, sizes.end(), int64_t{1}, std::multiplies<>());
-}
 
 // The home row of each destination row, where both are in this process: send_rows in arrival
 // order.
@@ -54,7 +46,8 @@ std::vector<torch::Tensor> PairExchange::exchange(
   call.sent_bytes.assign(static_cast<std::size_t>(collectives_->size()), 0);
   call.received_bytes = call.sent_bytes;
   for (const Collectives::RowMessage& m : messages) {
-    const int64_t row_bytes = row_elements(m.rows) * m.rows.element_size();
+    // A message without rows sends and receives none: its row size does not matter.
+    const int64_t row_bytes = m.rows.size(0) > 0 ? m.rows.nbytes() / m.rows.size(0) : 0;
     for (std::size_t q = 0; q < call.sent_bytes.size(); ++q) {
       call.sent_bytes[q] += m.send_rows[q] * row_bytes;
       call.received_bytes[q] += m.recv_rows[q] * row_bytes;
