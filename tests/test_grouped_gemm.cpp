@@ -69,13 +69,18 @@ void check_swiglu_experts(GroupedGemmKernel kernel, const torch::Device& device,
   reference.backward(grad_out);
 
   const auto x_c = x.to(dtype), gate_up_c = w_gate_up.to(dtype), down_c = w_down.to(dtype);
-  const torch::Tensor pre = grouped_pre_activations(x_c, kOffsets, gate_up_c);
-  // The output rows are written beside a column of their own, as the forward writes them.
-  const torch::Tensor with_column = torch::full({rows, hidden + 1}, 7.0, options.dtype(dtype));
-  const torch::Tensor out = with_column.narrow(1, 0, hidden);
-  grouped_output_into(out, swiglu_activation(pre, /*row_norm=*/false).hidden, kOffsets, down_c);
+  // The output rows are written beside their norms' column, as the forward writes them, and a
+  // column after it stays as it was.
+  const torch::Tensor pre = torch::empty({rows, 2 * ffn}, options.dtype(dtype));
+  const torch::Tensor with_columns = torch::full({rows, hidden + 2}, 7.0, options.dtype(dtype));
+  const torch::Tensor out = with_columns.narrow(1, 0, hidden);
+  grouped_swiglu_forward_into(pre, out, with_columns.select(1, hidden), x_c, kOffsets, gate_up_c,
+                              down_c);
   require_close(out, reference, tolerance);
-  CHECK(with_column.select(1, hidden).eq(7.0).all().item<bool>());
+  require_close(pre, grouped_pre_activations(x_c, kOffsets, gate_up_c), tolerance);
+  require_close(with_columns.select(1, hidden), swiglu_activation(pre, /*row_norm=*/true).row_norm,
+                tolerance);
+  CHECK(with_columns.select(1, hidden + 1).eq(7.0).all().item<bool>());
 
   SwiGLUWeightGrads weight_grads{WeightGradSum(gate_up_c), WeightGradSum(down_c)};
   const torch::Tensor input_grad =
@@ -158,6 +163,86 @@ TEST_CASE("every grouped GEMM kernel gives the SwiGLU experts' forward and every
     check_swiglu_experts(kernel, torch::kCPU, torch::kFloat32, 1e-4);
     // bf16 keeps 8 bits of mantissa: sums of 16 to 48 products of values near 1 drift by ~0.1.
     check_swiglu_experts(kernel, torch::kCPU, torch::kBFloat16, 0.25);
+  }
+}
+
+namespace {
+
+struct ReplicaRun {
+  torch::Tensor out, input_grad, w_gate_up_grad, w_down_grad;
+};
+
+// Forward and backward of SwiGLU groups whose weight index names matrix 2 twice in one call,
+// then a second call on matrix 0, on `threads` intra-op threads.
+ReplicaRun replica_groups(const torch::Tensor& x, const torch::Tensor& grad_out,
+                          const torch::Tensor& w_gate_up, const torch::Tensor& w_down,
+                          const std::vector<int64_t>& offsets, const WeightIndex& index,
+                          int threads) {
+  const int previous = at::get_num_threads();
+  at::set_num_threads(threads);
+  const int64_t rows = x.size(0), ffn = w_down.size(2);
+  ReplicaRun run;
+  const torch::Tensor pre = torch::empty({rows, 2 * ffn});
+  run.out = torch::empty_like(x);
+  grouped_swiglu_forward_into(pre, run.out, torch::Tensor(), x, offsets, w_gate_up, w_down, index);
+  SwiGLUWeightGrads grads{WeightGradSum(w_gate_up), WeightGradSum(w_down)};
+  run.input_grad = grouped_swiglu_backward(grad_out, x, pre, offsets, w_gate_up, w_down, index,
+                                           &grads, /*input_grads=*/true);
+  const torch::Tensor extra = x.narrow(0, 0, 2);
+  grouped_swiglu_backward(grad_out.narrow(0, 0, 2), extra,
+                          grouped_pre_activations(extra, {0, 2}, w_gate_up, {0}), {0, 2}, w_gate_up,
+                          w_down, {0}, &grads, /*input_grads=*/false);
+  run.w_gate_up_grad = grads.w_gate_up.finish();
+  run.w_down_grad = grads.w_down.finish();
+  at::set_num_threads(previous);
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "the SwiGLU groups of replicas sum their gradients into their matrix, bit for bit the same on "
+    "one thread or two",
+    "[gemm]") {
+  for (GroupedGemmKernel kernel : available_grouped_gemm_kernels()) {
+    INFO("kernel " << kernel_name(kernel));
+    KernelInUse in_use(kernel);
+    torch::manual_seed(5);
+    const std::vector<int64_t> offsets{0, 3, 5, 9, 10};
+    const WeightIndex index{2, 0, 2, 1};  // matrix 3: no group
+    const int64_t hidden = 8, ffn = 12;
+    auto x = torch::randn({10, hidden});
+    auto grad_out = torch::randn({10, hidden});
+    auto w_gate_up = torch::randn({4, 2 * ffn, hidden}) * 0.3;
+    auto w_down = torch::randn({4, hidden, ffn}) * 0.3;
+
+    // Autograd through one plain expression per group, and the second call's rows.
+    auto xr = x.clone().requires_grad_(), gr = w_gate_up.clone().requires_grad_(),
+         dr = w_down.clone().requires_grad_();
+    auto expert = [&](const torch::Tensor& rows, int64_t m) {
+      auto pre = rows.matmul(gr[m].t());
+      return (torch::silu(pre.narrow(1, 0, ffn)) * pre.narrow(1, ffn, ffn)).matmul(dr[m].t());
+    };
+    std::vector<torch::Tensor> slices;
+    for (std::size_t g = 0; g < index.size(); ++g)
+      slices.push_back(expert(xr.narrow(0, offsets[g], offsets[g + 1] - offsets[g]), index[g]));
+    const torch::Tensor reference = torch::cat(slices);
+    auto loss = (reference * grad_out).sum() +
+                (expert(x.narrow(0, 0, 2), 0) * grad_out.narrow(0, 0, 2)).sum();
+    loss.backward();
+
+    const ReplicaRun two = replica_groups(x, grad_out, w_gate_up, w_down, offsets, index, 2);
+    require_close(two.out, reference.detach(), 1e-4);
+    require_close(two.input_grad, xr.grad(), 1e-4);
+    require_close(two.w_gate_up_grad, gr.grad(), 1e-4);
+    require_close(two.w_down_grad, dr.grad(), 1e-4);
+    REQUIRE(two.w_down_grad[3].abs().max().item<double>() == 0.0);
+
+    const ReplicaRun one = replica_groups(x, grad_out, w_gate_up, w_down, offsets, index, 1);
+    CHECK(one.out.equal(two.out));
+    CHECK(one.input_grad.equal(two.input_grad));
+    CHECK(one.w_gate_up_grad.equal(two.w_gate_up_grad));
+    CHECK(one.w_down_grad.equal(two.w_down_grad));
   }
 }
 

@@ -6,7 +6,6 @@
 
 #include "core/model/grouped_gemm.hpp"
 #include "core/model/grouped_swiglu.hpp"
-#include "core/model/swiglu_activation.hpp"
 #include "core/pipeline/expert_counts.hpp"
 #include "core/pipeline/rank_parts.hpp"
 
@@ -77,15 +76,10 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     auto out_rows = torch::empty({x_rows.size(0), width + 1}, x_rows.options());
     for (const RankPart& part : state->parts(here)) {
       state->run(kForwardPhase, part, x.device(), [&] {
-        const WeightIndex weights = part_weights(*pass.table, part);
-        auto part_pre = rows_of(pre, part);
-        grouped_mm_out(part_pre, rows_of(x_rows, part), part.offsets, w_gate_up,
-                       /*transpose_weights=*/true, weights);
-        const SwiGLUActivation activation = swiglu_activation(part_pre, /*row_norm=*/true);
         auto part_out = rows_of(out_rows, part);
-        grouped_output_into(part_out.narrow(1, 0, width), activation.hidden, part.offsets, w_down,
-                            weights);
-        part_out.select(1, width).copy_(activation.row_norm);
+        grouped_swiglu_forward_into(rows_of(pre, part), part_out.narrow(1, 0, width),
+                                    part_out.select(1, width), rows_of(x_rows, part), part.offsets,
+                                    w_gate_up, w_down, part_weights(*pass.table, part));
       });
     }
     auto home = exchange.combine(out_rows, here);

@@ -12,47 +12,11 @@ namespace {
 
 std::atomic<GroupedGemmKernel> process_kernel{GroupedGemmKernel::SliceLoop};
 
-// Calls fn(expert, first_row, row_count) for every expert with rows. On CPU the experts are
-// spread over LibTorch's intra-op threads in contiguous runs holding about the same number of
-// rows, each GEMM running on one thread (core/system/threads.hpp gives OpenBLAS one thread per
-// call): many small GEMMs parallelise better across experts than inside each one. Every expert's
-// result is computed by one thread alone, so results do not depend on the thread count.
-template <typename Fn>
-void for_each_expert_slice(const torch::Tensor& like, const std::vector<int64_t>& offsets,
-                           Fn&& fn) {
-  const auto experts = static_cast<int64_t>(offsets.size()) - 1;
-  auto run = [&](int64_t begin, int64_t end) {
-    torch::NoGradGuard no_grad;  // worker threads do not inherit the caller's grad mode
-    for (int64_t e = begin; e < end; ++e) {
-      const int64_t count = offsets[e + 1] - offsets[e];
-      if (count > 0) fn(e, offsets[e], count);
-    }
-  };
-  const int64_t chunks = like.is_cuda() ? 1 : std::min<int64_t>(at::get_num_threads(), experts);
-  if (chunks <= 1) {
-    run(0, experts);
-    return;
-  }
-  // Chunk c starts at the first expert whose rows begin at or after c / chunks of all rows.
-  std::vector<int64_t> first_expert(static_cast<size_t>(chunks) + 1, experts);
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t row = offsets.back() * c / chunks;
-    first_expert[c] = std::lower_bound(offsets.begin(), offsets.end() - 1, row) - offsets.begin();
-  }
-  at::parallel_for(0, chunks, /*grain_size=*/1, [&](int64_t begin, int64_t end) {
-    for (int64_t c = begin; c < end; ++c) run(first_expert[c], first_expert[c + 1]);
-  });
-}
-
 // at::_grouped_mm's `offs`: every group's cumulative end, [experts] int32 on `device` (one small
 // host-to-device copy per call on CUDA; Note [Host synchronisation] in docs/notes.md).
 torch::Tensor group_ends(const std::vector<int64_t>& offsets, const torch::Device& device) {
   std::vector<int32_t> ends(offsets.begin() + 1, offsets.end());
   return torch::tensor(ends, torch::kInt32).to(device, /*non_blocking=*/true);
-}
-
-int64_t matrix_of(const WeightIndex& weight_index, int64_t group) {
-  return weight_index.empty() ? group : weight_index[static_cast<std::size_t>(group)];
 }
 
 // [groups, ...]: the matrix of each group, a copy only where an index is given.
@@ -62,6 +26,47 @@ torch::Tensor indexed_weights(const torch::Tensor& weights, const WeightIndex& w
 }
 
 }  // namespace
+
+int64_t matrix_of(const WeightIndex& weight_index, int64_t group) {
+  return weight_index.empty() ? group : weight_index[static_cast<std::size_t>(group)];
+}
+
+bool slice_tasks_on_host(const torch::Tensor& like) {
+  return grouped_gemm_kernel() == GroupedGemmKernel::SliceLoop && like.device().is_cpu();
+}
+
+void for_each_slice(const torch::Tensor& like, const std::vector<int64_t>& offsets,
+                    c10::function_ref<void(int64_t, int64_t, int64_t)> fn) {
+  std::vector<int64_t> groups;  // with rows, largest first (ties in group order)
+  for (int64_t g = 0; g + 1 < static_cast<int64_t>(offsets.size()); ++g)
+    if (offsets[g + 1] > offsets[g]) groups.push_back(g);
+  std::stable_sort(groups.begin(), groups.end(), [&](int64_t a, int64_t b) {
+    return offsets[a + 1] - offsets[a] > offsets[b + 1] - offsets[b];
+  });
+  auto run = [&](int64_t g) {
+    torch::NoGradGuard no_grad;  // worker threads do not inherit the caller's grad mode
+    fn(g, offsets[g], offsets[g + 1] - offsets[g]);
+  };
+  const auto count = static_cast<int64_t>(groups.size());
+  const int64_t threads = like.is_cpu() ? std::min<int64_t>(at::get_num_threads(), count) : 1;
+  if (threads <= 1) {
+    for (int64_t g : groups) run(g);
+    return;
+  }
+  // Largest first, each thread taking the next group when it is done: the last groups taken
+  // are the smallest, so the threads finish close together whatever the sizes.
+  std::atomic<int64_t> next{0};
+  at::parallel_for(0, threads, /*grain_size=*/1, [&](int64_t, int64_t) {
+    for (int64_t i = next++; i < count; i = next++) run(groups[static_cast<std::size_t>(i)]);
+  });
+}
+
+void slice_mm_out(const torch::Tensor& out, const torch::Tensor& input,
+                  const torch::Tensor& weights, int64_t matrix, bool transpose_weights) {
+  const torch::Tensor w = weights[matrix];
+  torch::Tensor target = out;  // the same storage; mm_out takes a non-const reference
+  torch::mm_out(target, input, transpose_weights ? w.t() : w);
+}
 
 const char* kernel_name(GroupedGemmKernel kernel) {
   return kernel == GroupedGemmKernel::GroupedMm ? "grouped-mm" : "slice-loop";
@@ -99,10 +104,9 @@ void grouped_mm_out(const torch::Tensor& out, const torch::Tensor& input,
     out.copy_(compat::grouped_mm(input.contiguous(), b, group_ends(offsets, input.device())));
     return;
   }
-  for_each_expert_slice(input, offsets, [&](int64_t g, int64_t first, int64_t count) {
-    auto out_slice = out.narrow(0, first, count);
-    const torch::Tensor w = weights[matrix_of(weight_index, g)];
-    torch::mm_out(out_slice, input.narrow(0, first, count), transpose_weights ? w.t() : w);
+  for_each_slice(input, offsets, [&](int64_t g, int64_t first, int64_t count) {
+    slice_mm_out(out.narrow(0, first, count), input.narrow(0, first, count), weights,
+                 matrix_of(weight_index, g), transpose_weights);
   });
 }
 
@@ -121,7 +125,7 @@ torch::Tensor grouped_weight_grad(const torch::Tensor& grad_out, const torch::Te
   for (std::size_t e = 0; e + 1 < offsets.size(); ++e) {
     if (offsets[e + 1] == offsets[e]) grad[static_cast<int64_t>(e)].zero_();
   }
-  for_each_expert_slice(input, offsets, [&](int64_t e, int64_t first, int64_t count) {
+  for_each_slice(input, offsets, [&](int64_t e, int64_t first, int64_t count) {
     auto grad_e = grad[e];
     torch::mm_out(grad_e, grad_out.narrow(0, first, count).t(), input.narrow(0, first, count));
   });
@@ -138,21 +142,8 @@ WeightGradSum::WeightGradSum(const torch::Tensor& like_weights)
 
 void WeightGradSum::add(const torch::Tensor& grad_out, const torch::Tensor& input,
                         const std::vector<int64_t>& offsets, const WeightIndex& weight_index) {
-  const auto groups = static_cast<int64_t>(offsets.size()) - 1;
-  // A matrix this call's groups name twice (two instances of one expert on one rank) would be
-  // written by two threads at once: its later groups are summed into it after the parallel loop.
-  std::vector<char> first_here(static_cast<std::size_t>(groups), 1);
-  std::vector<char> seen(written_.size(), 0);
-  for (int64_t g = 0; g < groups; ++g) {
-    if (offsets[g + 1] == offsets[g]) continue;
-    auto& matrix_seen = seen[static_cast<std::size_t>(matrix_of(weight_index, g))];
-    first_here[static_cast<std::size_t>(g)] = !matrix_seen;
-    matrix_seen = 1;
-  }
-  auto product = [&](int64_t first, int64_t count, torch::Tensor& out) {
-    torch::mm_out(out, grad_out.narrow(0, first, count).t(), input.narrow(0, first, count));
-  };
   if (grouped_gemm_kernel() == GroupedGemmKernel::GroupedMm) {
+    const auto groups = static_cast<int64_t>(offsets.size()) - 1;
     const torch::Tensor per_group =
         grouped_weight_grad(grad_out, input, offsets, indexed_weights(grad_, weight_index));
     for (int64_t g = 0; g < groups; ++g) {
@@ -167,28 +158,52 @@ void WeightGradSum::add(const torch::Tensor& grad_out, const torch::Tensor& inpu
     }
     return;
   }
-  std::vector<torch::Tensor> later(static_cast<std::size_t>(groups));
-  for_each_expert_slice(input, offsets, [&](int64_t g, int64_t first, int64_t count) {
-    const int64_t m = matrix_of(weight_index, g);
-    if (!first_here[static_cast<std::size_t>(g)]) {
-      auto& out = later[static_cast<std::size_t>(g)];
-      out = torch::empty_like(grad_[m]);
-      product(first, count, out);
-    } else if (written_[static_cast<std::size_t>(m)]) {
-      auto target = grad_[m];
-      target.addmm_(grad_out.narrow(0, first, count).t(), input.narrow(0, first, count));
-    } else {
-      auto target = grad_[m];
-      product(first, count, target);
-    }
+  begin_call(offsets, weight_index);
+  for_each_slice(input, offsets, [&](int64_t g, int64_t first, int64_t count) {
+    add_group(g, grad_out.narrow(0, first, count), input.narrow(0, first, count));
   });
+  end_call();
+}
+
+void WeightGradSum::begin_call(const std::vector<int64_t>& offsets,
+                               const WeightIndex& weight_index) {
+  const auto groups = static_cast<int64_t>(offsets.size()) - 1;
+  call_matrices_.clear();
+  first_in_call_.assign(static_cast<std::size_t>(groups), 0);
+  later_.assign(static_cast<std::size_t>(groups), torch::Tensor());
+  std::vector<char> seen(written_.size(), 0);
   for (int64_t g = 0; g < groups; ++g) {
-    if (offsets[g + 1] == offsets[g]) continue;
     const int64_t m = matrix_of(weight_index, g);
-    if (later[static_cast<std::size_t>(g)].defined())
-      grad_[m].add_(later[static_cast<std::size_t>(g)]);
-    written_[static_cast<std::size_t>(m)] = 1;
+    call_matrices_.push_back(m);
+    if (offsets[g + 1] == offsets[g]) continue;
+    first_in_call_[static_cast<std::size_t>(g)] = !seen[static_cast<std::size_t>(m)];
+    seen[static_cast<std::size_t>(m)] = 1;
   }
+}
+
+void WeightGradSum::add_group(int64_t g, const torch::Tensor& grad_out_rows,
+                              const torch::Tensor& input_rows) {
+  const auto group = static_cast<std::size_t>(g);
+  const int64_t m = call_matrices_[group];
+  if (!first_in_call_[group]) {
+    later_[group] = torch::mm(grad_out_rows.t(), input_rows);
+    return;
+  }
+  torch::Tensor target = grad_[m];
+  if (written_[static_cast<std::size_t>(m)]) {
+    target.addmm_(grad_out_rows.t(), input_rows);
+  } else {
+    torch::mm_out(target, grad_out_rows.t(), input_rows);
+  }
+}
+
+void WeightGradSum::end_call() {
+  for (std::size_t g = 0; g < call_matrices_.size(); ++g) {
+    const int64_t m = call_matrices_[g];
+    if (later_[g].defined()) grad_[m].add_(later_[g]);
+    if (first_in_call_[g] || later_[g].defined()) written_[static_cast<std::size_t>(m)] = 1;
+  }
+  later_.clear();
 }
 
 torch::Tensor WeightGradSum::finish() {

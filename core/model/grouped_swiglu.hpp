@@ -18,12 +18,17 @@ torch::Tensor grouped_pre_activations(const torch::Tensor& x_rows,
                                       const std::vector<int64_t>& offsets,
                                       const torch::Tensor& w_gate_up,
                                       const WeightIndex& weight_index = {});
-// Output rows of hidden rows under w_down [experts, hidden, ffn], written into `out` [rows,
-// hidden], whose rows may be spaced wider than hidden (the forward writes them beside a column
-// of its own) without a copy.
-void grouped_output_into(const torch::Tensor& out, const torch::Tensor& hidden,
-                         const std::vector<int64_t>& offsets, const torch::Tensor& w_down,
-                         const WeightIndex& weight_index = {});
+// The forward of the rows in one pass: pre_out [rows, 2*ffn] receives the pre-activations (saved
+// for the backward), out [rows, hidden] the output rows and row_norm [rows] (any stride; may be
+// undefined) each hidden row's L2 norm. out's rows may be spaced wider than hidden (the forward
+// writes them beside a column of their own): BLAS writes any row stride in place. On the CPU's
+// slice loop each group's GEMMs and activation run as one task (slice_tasks_on_host); elsewhere as
+// three grouped steps.
+void grouped_swiglu_forward_into(const torch::Tensor& pre_out, const torch::Tensor& out,
+                                 const torch::Tensor& row_norm, const torch::Tensor& x_rows,
+                                 const std::vector<int64_t>& offsets,
+                                 const torch::Tensor& w_gate_up, const torch::Tensor& w_down,
+                                 const WeightIndex& weight_index = {});
 
 // The experts' weight gradients, summed over the groups (instances) of every call that adds to
 // them.
@@ -35,7 +40,8 @@ struct SwiGLUWeightGrads {
 // Backward of the expert output rows: grad_out [rows, hidden] (already gate- and weight-scaled),
 // with the rows' pre-activations and inputs. Adds the weight gradients into `weight_grads` when
 // given (x_rows is only read for them and may be undefined without them); returns the input
-// gradient [rows, hidden] when input_grads, else an undefined tensor.
+// gradient [rows, hidden] when input_grads, else an undefined tensor. On the CPU's slice loop
+// each group's steps run as one task, as in the forward.
 torch::Tensor grouped_swiglu_backward(const torch::Tensor& grad_out, const torch::Tensor& x_rows,
                                       const torch::Tensor& pre_activations,
                                       const std::vector<int64_t>& offsets,

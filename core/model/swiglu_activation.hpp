@@ -27,4 +27,13 @@ struct SwiGLUActivationGrad {
 SwiGLUActivationGrad swiglu_activation_backward(const torch::Tensor& grad_hidden,
                                                 const torch::Tensor& pre_activations, bool hidden);
 
+// The CPU passes into given tensors, for one expert's rows inside a slice task
+// (core/model/grouped_swiglu.hpp): pre [rows, 2*ffn], hidden [rows, ffn] and grad_pre, rows
+// contiguous; row_norm [rows] of any stride (a column beside the output rows), and hidden in the
+// backward, may be undefined.
+void swiglu_activation_into(const torch::Tensor& pre, const torch::Tensor& hidden,
+                            const torch::Tensor& row_norm);
+void swiglu_activation_backward_into(const torch::Tensor& grad_hidden, const torch::Tensor& pre,
+                                     const torch::Tensor& grad_pre, const torch::Tensor& hidden);
+
 }  // namespace lrmoe
