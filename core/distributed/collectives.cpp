@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "core/device/compute_device.hpp"
+#include "core/distributed/message_layout.hpp"
 #include "core/distributed/route_address.hpp"
 #include "core/system/host_info.hpp"
 #include "core/system/libtorch_compat.hpp"
@@ -314,46 +315,22 @@ std::vector<torch::Tensor> Collectives::exchange_messages(const std::vector<RowM
         exchange_rows(messages[0].rows, messages[0].send_rows, messages[0].recv_rows));
     return received;
   }
-  const auto processes = static_cast<std::size_t>(size_);
-  // Each message's rows as bytes, [rows, row bytes] uint8, and the call's bytes per process.
-  std::vector<torch::Tensor> bytes;
-  std::vector<int64_t> send_bytes(processes, 0), recv_bytes(processes, 0);
-  for (const RowMessage& m : messages) {
-    bytes.push_back(as_byte_rows(m.rows));
-    for (std::size_t q = 0; q < processes; ++q) {
-      send_bytes[q] += m.send_rows[q] * bytes.back().size(1);
-      recv_bytes[q] += m.recv_rows[q] * bytes.back().size(1);
-    }
-  }
-  std::vector<torch::Tensor> runs;
-  std::vector<int64_t> first_row(messages.size(), 0);
-  for (std::size_t q = 0; q < processes; ++q) {
-    for (std::size_t i = 0; i < messages.size(); ++i) {
-      runs.push_back(bytes[i].narrow(0, first_row[i], messages[i].send_rows[q]).reshape({-1}));
-      first_row[i] += messages[i].send_rows[q];
-    }
-  }
-  const torch::Tensor arrived = exchange_rows(torch::cat(runs), send_bytes, recv_bytes);
-  // The runs from each process, in process order, split back into messages.
-  std::vector<std::vector<torch::Tensor>> parts(messages.size());
-  int64_t at = 0;
-  for (std::size_t q = 0; q < processes; ++q) {
-    for (std::size_t i = 0; i < messages.size(); ++i) {
-      const int64_t count = messages[i].recv_rows[q] * bytes[i].size(1);
-      parts[i].push_back(arrived.narrow(0, at, count));
-      at += count;
-    }
-  }
+  std::vector<MessageShape> shapes;
+  for (const RowMessage& m : messages)
+    shapes.push_back(message_shape(m.rows, m.send_rows, m.recv_rows));
+  const MessageLayout layout(shapes);
+  const torch::Tensor send = layout.send_buffer(messages.front().rows.device());
   for (std::size_t i = 0; i < messages.size(); ++i) {
-    std::vector<int64_t> shape = messages[i].rows.sizes().vec();
-    shape[0] =
-        std::accumulate(messages[i].recv_rows.begin(), messages[i].recv_rows.end(), int64_t{0});
-    // A fresh tensor from cat: its bytes are aligned for the message's dtype.
-    received.push_back(torch::cat(parts[i])
-                           .view({shape[0], bytes[i].size(1)})
-                           .view(messages[i].rows.scalar_type())
-                           .view(shape));
+    int64_t first = 0;
+    for (std::size_t q = 0; q < static_cast<std::size_t>(size_); ++q) {
+      const int64_t count = messages[i].send_rows[q];
+      layout.send_part(send, i, q).copy_(messages[i].rows.narrow(0, first, count));
+      first += count;
+    }
   }
+  const torch::Tensor arrived = exchange_rows(send, layout.send_bytes(), layout.recv_bytes());
+  for (std::size_t i = 0; i < messages.size(); ++i)
+    received.push_back(unpack_message(layout, arrived, i, torch::Tensor()));
   return received;
 }
 

@@ -71,7 +71,8 @@ class Collectives {
   // sends its `rows` ([n_m, ...], in process order, send_rows[q] of them to process q) and
   // receives recv_rows[q] rows from each process q; returns each message's received rows in
   // process order. Messages may differ in dtype and width: what goes to process q is one run of
-  // bytes, every message's rows for q, message after message.
+  // bytes, every message's rows for q, message after message, each part aligned for its dtype
+  // (core/distributed/message_layout.hpp).
   struct RowMessage {
     torch::Tensor rows;
     std::vector<int64_t> send_rows;

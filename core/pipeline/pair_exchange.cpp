@@ -1,7 +1,11 @@
 #include "core/pipeline/pair_exchange.hpp"
 
 #include <chrono>
+#include <functional>
+#include <numeric>
 #include <utility>
+
+#include "core/distributed/message_layout.hpp"
 
 namespace lrmoe {
 
@@ -38,29 +42,25 @@ int64_t host_clock_ns() {
 PairExchange::PairExchange(std::shared_ptr<Collectives> collectives)
     : collectives_(std::move(collectives)) {}
 
-std::vector<torch::Tensor> PairExchange::exchange(
-    const std::vector<Collectives::RowMessage>& messages) {
-  if (collectives_->single()) return collectives_->exchange_messages(messages);
+torch::Tensor PairExchange::exchange(const torch::Tensor& send,
+                                     const std::vector<int64_t>& send_rows,
+                                     const std::vector<int64_t>& recv_rows) {
   const auto me = static_cast<std::size_t>(collectives_->rank());
+  const auto sizes = send.sizes();
+  const int64_t row_bytes =
+      std::accumulate(sizes.begin() + 1, sizes.end(), static_cast<int64_t>(send.element_size()),
+                      std::multiplies<>());
   ExchangeCall& call = measurement_.call_log.emplace_back();
-  call.sent_bytes.assign(static_cast<std::size_t>(collectives_->size()), 0);
-  call.received_bytes = call.sent_bytes;
-  for (const Collectives::RowMessage& m : messages) {
-    // A message without rows sends and receives none: its row size does not matter.
-    const int64_t row_bytes = m.rows.size(0) > 0 ? m.rows.nbytes() / m.rows.size(0) : 0;
-    for (std::size_t q = 0; q < call.sent_bytes.size(); ++q) {
-      call.sent_bytes[q] += m.send_rows[q] * row_bytes;
-      call.received_bytes[q] += m.recv_rows[q] * row_bytes;
-    }
-  }
-  for (std::size_t q = 0; q < call.sent_bytes.size(); ++q) {
+  for (std::size_t q = 0; q < send_rows.size(); ++q) {
+    call.sent_bytes.push_back(send_rows[q] * row_bytes);
+    call.received_bytes.push_back(recv_rows[q] * row_bytes);
     if (q == me) continue;
-    measurement_.bytes_sent += call.sent_bytes[q];
-    measurement_.bytes_received += call.received_bytes[q];
+    measurement_.bytes_sent += call.sent_bytes.back();
+    measurement_.bytes_received += call.received_bytes.back();
   }
-  timer_.start(messages.front().rows.device());
+  timer_.start(send.device());
   call.entered_ns = host_clock_ns();
-  std::vector<torch::Tensor> received = collectives_->exchange_messages(messages);
+  torch::Tensor received = collectives_->exchange_rows(send, send_rows, recv_rows);
   call.left_ns = host_clock_ns();
   timer_.stop();
   ++measurement_.calls;
@@ -76,7 +76,7 @@ torch::Tensor PairExchange::send_gathered(const torch::Tensor& source,
                                           const torch::Tensor& send_order_rows,
                                           const ProcessSlice& s) {
   torch::Tensor received =
-      exchange({{source.index_select(0, send_order_rows), s.send_counts, s.recv_counts}}).front();
+      exchange(source.index_select(0, send_order_rows), s.send_counts, s.recv_counts);
   return s.arrival.defined() ? received.index_select(0, s.arrival) : received;
 }
 
@@ -86,7 +86,7 @@ torch::Tensor PairExchange::return_buffer(const torch::Tensor& destination_rows,
       s.arrival.defined()
           ? torch::empty_like(destination_rows).index_copy_(0, s.arrival, destination_rows)
           : destination_rows;
-  return exchange({{buffer, s.recv_counts, s.send_counts}}).front();
+  return exchange(buffer, s.recv_counts, s.send_counts);
 }
 
 torch::Tensor PairExchange::dispatch(const torch::Tensor& source, const torch::Tensor& source_rows,
@@ -106,18 +106,28 @@ std::vector<torch::Tensor> PairExchange::dispatch_together(
                                                 : dispatch(m.source, *m.slice));
     return arrived;
   }
-  std::vector<Collectives::RowMessage> sent;
-  for (const DispatchMessage& m : messages) {
+  // Each message gathered straight into its parts of the call's buffer, and copied once out of
+  // it into its destination order: the call itself moves only bytes.
+  std::vector<MessageShape> shapes;
+  for (const DispatchMessage& m : messages)
+    shapes.push_back(message_shape(m.source, m.slice->send_counts, m.slice->recv_counts));
+  const MessageLayout layout(std::move(shapes));
+  const torch::Tensor send = layout.send_buffer(messages.front().source.device());
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    const DispatchMessage& m = messages[i];
     const ProcessSlice& s = *m.slice;
     const torch::Tensor rows =
         m.source_rows.defined() ? m.source_rows.index_select(0, s.send_rows) : s.send_rows;
-    sent.push_back({m.source.index_select(0, rows), s.send_counts, s.recv_counts});
+    int64_t first = 0;
+    for (std::size_t q = 0; q < layout.processes(); ++q) {
+      torch::Tensor part = layout.send_part(send, i, q);
+      torch::index_select_out(part, m.source, 0, rows.narrow(0, first, part.size(0)));
+      first += part.size(0);
+    }
   }
-  std::vector<torch::Tensor> received = exchange(sent);
-  for (std::size_t i = 0; i < messages.size(); ++i) {
-    const torch::Tensor& arrival = messages[i].slice->arrival;
-    arrived.push_back(arrival.defined() ? received[i].index_select(0, arrival) : received[i]);
-  }
+  const torch::Tensor received = exchange(send, layout.send_bytes(), layout.recv_bytes());
+  for (std::size_t i = 0; i < messages.size(); ++i)
+    arrived.push_back(unpack_message(layout, received, i, messages[i].slice->arrival));
   return arrived;
 }
 

@@ -80,8 +80,10 @@ class PairExchange {
   ExchangeMeasurement take_measurement(TimedSpans& spans);
 
  private:
-  // One all-to-all-v call of `messages` between processes, logged and timed.
-  std::vector<torch::Tensor> exchange(const std::vector<Collectives::RowMessage>& messages);
+  // One all-to-all-v call of `send`'s rows between processes (Collectives::exchange_rows),
+  // logged and timed.
+  torch::Tensor exchange(const torch::Tensor& send, const std::vector<int64_t>& send_rows,
+                         const std::vector<int64_t>& recv_rows);
   // source's rows `send_order_rows` [sent rows] int64, sent, in destination order here.
   torch::Tensor send_gathered(const torch::Tensor& source, const torch::Tensor& send_order_rows,
                               const ProcessSlice& slice);
