@@ -322,7 +322,7 @@ std::vector<torch::Tensor> Collectives::exchange_messages(const std::vector<RowM
   const torch::Tensor send = layout.send_buffer(messages.front().rows.device());
   for (std::size_t i = 0; i < messages.size(); ++i) {
     int64_t first = 0;
-    for (std::size_t q = 0; q < static_cast<std::size_t>(size_); ++q) {
+    for (std::size_t q = 0; q < layout.processes(); ++q) {
       const int64_t count = messages[i].send_rows[q];
       layout.send_part(send, i, q).copy_(messages[i].rows.narrow(0, first, count));
       first += count;
