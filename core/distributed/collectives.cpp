@@ -321,12 +321,9 @@ std::vector<torch::Tensor> Collectives::exchange_messages(const std::vector<RowM
   const MessageLayout layout(shapes);
   const torch::Tensor send = layout.send_buffer(messages.front().rows.device());
   for (std::size_t i = 0; i < messages.size(); ++i) {
-    int64_t first = 0;
-    for (std::size_t q = 0; q < layout.processes(); ++q) {
-      const int64_t count = messages[i].send_rows[q];
-      layout.send_part(send, i, q).copy_(messages[i].rows.narrow(0, first, count));
-      first += count;
-    }
+    layout.fill_send_parts(send, i, [&](torch::Tensor& part, int64_t first) {
+      part.copy_(messages[i].rows.narrow(0, first, part.size(0)));
+    });
   }
   const torch::Tensor arrived = exchange_rows(send, layout.send_bytes(), layout.recv_bytes());
   for (std::size_t i = 0; i < messages.size(); ++i)

@@ -62,6 +62,16 @@ torch::Tensor MessageLayout::recv_part(const torch::Tensor& buffer, std::size_t 
   return part(buffer, recv_offsets_, messages_[m].recv_rows, m, q);
 }
 
+void MessageLayout::fill_send_parts(const torch::Tensor& send, std::size_t m,
+                                    c10::function_ref<void(torch::Tensor&, int64_t)> fill) const {
+  int64_t first = 0;
+  for (std::size_t q = 0; q < processes(); ++q) {
+    torch::Tensor part = send_part(send, m, q);
+    fill(part, first);
+    first += part.size(0);
+  }
+}
+
 torch::Tensor MessageLayout::part(const torch::Tensor& buffer, const std::vector<int64_t>& offsets,
                                   const std::vector<int64_t>& rows, std::size_t m,
                                   std::size_t q) const {

@@ -6,6 +6,7 @@
 // and written in place, as a typed view of the buffer; messages of one element size (the usual
 // case) need no padding.
 
+#include <c10/util/FunctionRef.h>
 #include <torch/torch.h>
 
 #include <cstddef>
@@ -37,6 +38,10 @@ class MessageLayout {
   // of this layout), [rows, row_shape...] in the message's dtype.
   torch::Tensor send_part(const torch::Tensor& buffer, std::size_t m, std::size_t q) const;
   torch::Tensor recv_part(const torch::Tensor& buffer, std::size_t m, std::size_t q) const;
+  // Writes message m into `send`: fill(part, first) for the part of every process, `first`
+  // being the index of its first row among the message's rows in process order.
+  void fill_send_parts(const torch::Tensor& send, std::size_t m,
+                       c10::function_ref<void(torch::Tensor&, int64_t)> fill) const;
 
  private:
   torch::Tensor part(const torch::Tensor& buffer, const std::vector<int64_t>& offsets,

@@ -118,12 +118,9 @@ std::vector<torch::Tensor> PairExchange::dispatch_together(
     const ProcessSlice& s = *m.slice;
     const torch::Tensor rows =
         m.source_rows.defined() ? m.source_rows.index_select(0, s.send_rows) : s.send_rows;
-    int64_t first = 0;
-    for (std::size_t q = 0; q < layout.processes(); ++q) {
-      torch::Tensor part = layout.send_part(send, i, q);
+    layout.fill_send_parts(send, i, [&](torch::Tensor& part, int64_t first) {
       torch::index_select_out(part, m.source, 0, rows.narrow(0, first, part.size(0)));
-      first += part.size(0);
-    }
+    });
   }
   const torch::Tensor received = exchange(send, layout.send_bytes(), layout.recv_bytes());
   for (std::size_t i = 0; i < messages.size(); ++i)
