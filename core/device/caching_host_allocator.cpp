@@ -36,10 +36,11 @@ struct CachingHostAllocator::State {
     }
   }
 
-  // Frees cached blocks, largest classes first, until live + cached fits under the peak of live
-  // bytes: the cache never makes the process larger than its live tensors once were.
+  // Frees cached blocks, largest classes first, until live + cached fits under the footprint
+  // limit: the cache never makes the process much larger than its live tensors once were.
   void trim_locked() {
-    while (stats.live_bytes + stats.cached_bytes > stats.peak_live_bytes && !free_blocks.empty()) {
+    const int64_t limit = footprint_limit(stats.peak_live_bytes);
+    while (stats.live_bytes + stats.cached_bytes > limit && !free_blocks.empty()) {
       auto largest = std::prev(free_blocks.end());
       std::free(largest->second.back());
       largest->second.pop_back();
@@ -51,6 +52,10 @@ struct CachingHostAllocator::State {
 
 CachingHostAllocator::CachingHostAllocator(c10::Allocator* fallback)
     : fallback_(fallback), state_(std::make_shared<State>()) {}
+
+int64_t CachingHostAllocator::footprint_limit(int64_t peak_live_bytes) {
+  return peak_live_bytes + peak_live_bytes / 4;
+}
 
 std::size_t CachingHostAllocator::size_class(std::size_t bytes) {
   std::size_t octave = kPage;

@@ -4,7 +4,7 @@
 // unmaps them when freed, so every pass of a training step touched its large buffers afresh:
 // 57 thousand page faults a pass of bench-pipeline's MoE layer, the kernel zeroing each page.
 // Freed blocks are cached by size class and handed out again; the process never holds more
-// than the peak of what its live tensors needed.
+// than a quarter above the peak of what its live tensors needed.
 
 #include <c10/core/Allocator.h>
 
@@ -40,6 +40,12 @@ class CachingHostAllocator final : public c10::Allocator {
   void copy_data(void* dest, const void* src, std::size_t count) const override;
 #endif
   HostCacheStatistics statistics() const;
+
+  // The most bytes live and cached blocks may come to: a quarter above the peak of live bytes.
+  // At the peak itself, a pass whose size classes differ from the last pass's by a block or two
+  // (a backward's from its forward's) frees the blocks the next pass asks for again: 9 fresh
+  // blocks a pass of bench-pipeline's layer, none with the quarter.
+  static int64_t footprint_limit(int64_t peak_live_bytes);
 
   // The size class a request of `bytes` is served from: 8 classes per power of two, each a
   // multiple of 4 KiB, so that a block is at most 12.5% larger than asked.
