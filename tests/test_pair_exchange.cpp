@@ -111,7 +111,8 @@ TEST_CASE("Dispatching messages together delivers each as its own dispatch would
     TimedSpans spans;
     const ExchangeMeasurement alone = exchange.take_measurement(spans);
     const std::vector<torch::Tensor> together =
-        exchange.dispatch_together({{a_source, a_pick, &a}, {b_source, torch::Tensor(), &b}});
+        exchange.dispatch_together({{a_source, a_pick, &a, torch::Tensor()},
+                                    {b_source, torch::Tensor(), &b, torch::Tensor()}});
     const ExchangeMeasurement fused = exchange.take_measurement(spans);
 
     // Each part of the fused call is padded to 8 bytes (the int64 message's alignment): at

@@ -7,6 +7,7 @@
 #include "core/model/grouped_gemm.hpp"
 #include "core/model/grouped_swiglu.hpp"
 #include "core/pipeline/expert_counts.hpp"
+#include "core/pipeline/pair_rows.hpp"
 #include "core/pipeline/rank_parts.hpp"
 
 namespace lrmoe {
@@ -85,8 +86,8 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     auto home = exchange.combine(out_rows, here);
     auto y_home = home.narrow(1, 0, width);
     auto hidden_norm = home.select(1, width);
-    auto out =
-        torch::zeros_like(x).index_add_(0, tokens, y_home * gates.to(x.scalar_type()).unsqueeze(1));
+    auto out = torch::zeros_like(x);
+    scatter_add_rows(out, tokens, y_home, gates);
 
     const bool recompute = state->pipeline && state->pipeline->recompute();
     ctx->save_for_backward(
@@ -111,17 +112,16 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     const InstanceTable& table = *forward.table;
     PairExchange& exchange = state->exchange();
 
-    auto upstream = grad_outputs[0].index_select(0, tokens);  // d at each pair's token
+    const Tensor& upstream = grad_outputs[0];  // d at each token
     // The gate gradient needs only the forward output at home: exact for every pair (Note
     // [Gradients of dropped pairs] in docs/notes.md).
-    auto grad_gates = (upstream * y_home).sum(1).to(gates.scalar_type());
+    auto grad_gates = gathered_row_dot(upstream, tokens, y_home).to(gates.scalar_type());
 
     BackwardPass plan;
     if (state->pipeline) {
       PairBatch signals;
       signals.gates = gates.detach().to(torch::kFloat32);
-      signals.upstream_norm =
-          grad_outputs[0].norm(2, 1).index_select(0, tokens).to(torch::kFloat32);
+      signals.upstream_norm = upstream.norm(2, 1).index_select(0, tokens).to(torch::kFloat32);
       // Norms per token, then per pair: a pair's rows are its token's.
       signals.input_norm = x.norm(2, 1).index_select(0, tokens).to(torch::kFloat32);
       signals.hidden_norm = hidden_norm.to(torch::kFloat32);
@@ -148,15 +148,13 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     const Tensor kept_tokens = tokens.index_select(0, plan.local_kept);
     auto scale = gates.index_select(0, plan.local_kept).to(x.scalar_type());
     if (plan.local_weights.defined()) scale = scale * plan.local_weights.to(x.scalar_type());
-    std::vector<DispatchMessage> messages{
-        {grad_outputs[0].index_select(0, kept_tokens) * scale.unsqueeze(1), Tensor(), &kept_here},
-        {x, kept_tokens, &kept_here}};
-    if (move_pre) messages.push_back({saved_pre, plan.context_rows, &plan.context});
+    std::vector<DispatchMessage> messages{{upstream, kept_tokens, &kept_here, scale},
+                                          {x, kept_tokens, &kept_here, Tensor()}};
+    if (move_pre) messages.push_back({saved_pre, plan.context_rows, &plan.context, Tensor()});
     const std::size_t all_rows_message = messages.size();
     if (all_input_grads) {
-      messages.push_back(
-          {upstream * gates.to(x.scalar_type()).unsqueeze(1), Tensor(), &computed_here});
-      if (!saved_pre.defined()) messages.push_back({x, tokens, &computed_here});
+      messages.push_back({upstream, tokens, &computed_here, gates.to(x.scalar_type())});
+      if (!saved_pre.defined()) messages.push_back({x, tokens, &computed_here, Tensor()});
     }
     const std::vector<Tensor> arrived = exchange.dispatch_together(messages);
     const Tensor& grad_rows = arrived[0];

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/distributed/message_layout.hpp"
+#include "core/pipeline/pair_rows.hpp"
 
 namespace lrmoe {
 
@@ -68,15 +69,25 @@ torch::Tensor PairExchange::exchange(const torch::Tensor& send,
 }
 
 torch::Tensor PairExchange::dispatch(const torch::Tensor& home_rows, const ProcessSlice& s) {
-  if (collectives_->single()) return home_rows.index_select(0, home_row_of_destination(s));
+  if (collectives_->single()) return gather_here({home_rows, torch::Tensor(), &s, torch::Tensor()});
   return send_gathered(home_rows, s.send_rows, s);
+}
+
+torch::Tensor PairExchange::gather_here(const DispatchMessage& m) {
+  const torch::Tensor home = home_row_of_destination(*m.slice);
+  const torch::Tensor rows = m.source_rows.defined() ? m.source_rows.index_select(0, home) : home;
+  const torch::Tensor scale =
+      m.row_scale.defined() ? m.row_scale.index_select(0, home) : torch::Tensor();
+  if (m.source_rows.defined() && !scale.defined() && every_row_in_order(rows, m.source))
+    return m.source;
+  return gather_rows(m.source, rows, scale);
 }
 
 torch::Tensor PairExchange::send_gathered(const torch::Tensor& source,
                                           const torch::Tensor& send_order_rows,
                                           const ProcessSlice& s) {
   torch::Tensor received =
-      exchange(source.index_select(0, send_order_rows), s.send_counts, s.recv_counts);
+      exchange(gather_rows(source, send_order_rows, torch::Tensor()), s.send_counts, s.recv_counts);
   return s.arrival.defined() ? received.index_select(0, s.arrival) : received;
 }
 
@@ -93,17 +104,14 @@ torch::Tensor PairExchange::dispatch(const torch::Tensor& source, const torch::T
                                      const ProcessSlice& s) {
   if (!collectives_->single())
     return send_gathered(source, source_rows.index_select(0, s.send_rows), s);
-  const torch::Tensor rows = source_rows.index_select(0, home_row_of_destination(s));
-  return every_row_in_order(rows, source) ? source : source.index_select(0, rows);
+  return gather_here({source, source_rows, &s, torch::Tensor()});
 }
 
 std::vector<torch::Tensor> PairExchange::dispatch_together(
     const std::vector<DispatchMessage>& messages) {
   std::vector<torch::Tensor> arrived;
   if (collectives_->single()) {
-    for (const DispatchMessage& m : messages)
-      arrived.push_back(m.source_rows.defined() ? dispatch(m.source, m.source_rows, *m.slice)
-                                                : dispatch(m.source, *m.slice));
+    for (const DispatchMessage& m : messages) arrived.push_back(gather_here(m));
     return arrived;
   }
   // Each message gathered straight into its parts of the call's buffer, and copied once out of
@@ -118,8 +126,12 @@ std::vector<torch::Tensor> PairExchange::dispatch_together(
     const ProcessSlice& s = *m.slice;
     const torch::Tensor rows =
         m.source_rows.defined() ? m.source_rows.index_select(0, s.send_rows) : s.send_rows;
+    const torch::Tensor scale =
+        m.row_scale.defined() ? m.row_scale.index_select(0, s.send_rows) : torch::Tensor();
     layout.fill_send_parts(send, i, [&](torch::Tensor& part, int64_t first) {
-      torch::index_select_out(part, m.source, 0, rows.narrow(0, first, part.size(0)));
+      const int64_t count = part.size(0);
+      gather_rows_into(part, m.source, rows.narrow(0, first, count),
+                       scale.defined() ? scale.narrow(0, first, count) : scale);
     });
   }
   const torch::Tensor received = exchange(send, layout.send_bytes(), layout.recv_bytes());
@@ -131,10 +143,12 @@ std::vector<torch::Tensor> PairExchange::dispatch_together(
 void PairExchange::combine_add(torch::Tensor& out, const torch::Tensor& out_rows,
                                const torch::Tensor& destination_rows, const ProcessSlice& s) {
   if (collectives_->single()) {
-    out.index_add_(0, out_rows.index_select(0, home_row_of_destination(s)), destination_rows);
+    scatter_add_rows(out, out_rows.index_select(0, home_row_of_destination(s)), destination_rows,
+                     torch::Tensor());
     return;
   }
-  out.index_add_(0, out_rows.index_select(0, s.send_rows), return_buffer(destination_rows, s));
+  scatter_add_rows(out, out_rows.index_select(0, s.send_rows), return_buffer(destination_rows, s),
+                   torch::Tensor());
 }
 
 torch::Tensor PairExchange::combine(const torch::Tensor& destination_rows, const ProcessSlice& s) {

@@ -45,11 +45,14 @@ struct ExchangeMeasurement {
 
 // One message of PairExchange::dispatch_together: `source`'s rows sent along `slice`, as
 // dispatch(source, slice) sends them, or, with `source_rows` defined ([home rows] int64), as
-// dispatch(source, source_rows, slice) does.
+// dispatch(source, source_rows, slice) does. With `row_scale` defined ([home rows], a factor per
+// home row), each row is multiplied by its factor as it is gathered: no scaled copy of the rows
+// is made first.
 struct DispatchMessage {
   torch::Tensor source;
   torch::Tensor source_rows;
   const ProcessSlice* slice = nullptr;
+  torch::Tensor row_scale;
 };
 
 class PairExchange {
@@ -84,6 +87,9 @@ class PairExchange {
   // logged and timed.
   torch::Tensor exchange(const torch::Tensor& send, const std::vector<int64_t>& send_rows,
                          const std::vector<int64_t>& recv_rows);
+  // With one process: the message's rows in destination order, gathered (and scaled) in one
+  // pass; `source` itself when that is every row in order, unscaled.
+  torch::Tensor gather_here(const DispatchMessage& m);
   // source's rows `send_order_rows` [sent rows] int64, sent, in destination order here.
   torch::Tensor send_gathered(const torch::Tensor& source, const torch::Tensor& send_order_rows,
                               const ProcessSlice& slice);
