@@ -204,7 +204,8 @@ int run_command(const ExperimentSource& source) {
   RankBudget budget;
   try {
     budget = rank_budget(experiment.model, experiment.train, experiment.cluster,
-                         pair_costs(experiment.model, experiment.policies.recompute));
+                         pair_costs(experiment.model, experiment.policies.recompute,
+                                    element_sizes(experiment.train.precision)));
   } catch (const PlanError& error) {
     throw PlanError(located(where, error.what()));
   }

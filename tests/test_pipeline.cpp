@@ -67,7 +67,7 @@ struct Problem {
     s.slots_per_rank = slots;
     s.budget_bytes = int64_t{1} << 30;
     s.recompute = recompute;
-    s.costs = pair_costs(model, recompute, 8);
+    s.costs = pair_costs(model, recompute, {8, 8});
     return s;
   }
 
@@ -250,7 +250,8 @@ TEST_CASE("the pipeline's statistics count loads, bytes and memory of what it di
   CHECK(stats.traffic.forward_dispatch == crossing * costs.row_bytes);
   // The combine carries the hidden norm beside the output row; the backward dispatch the gradient
   // and the input row; the saved context stays put.
-  CHECK(stats.traffic.forward_combine == crossing * (costs.row_bytes + costs.element_bytes));
+  CHECK(stats.traffic.forward_combine ==
+        crossing * (costs.row_bytes + costs.element_bytes.activation));
   CHECK(stats.traffic.backward_dispatch == crossing * 2 * costs.row_bytes);
   CHECK(stats.traffic.replica_sync == 2 * 2 * costs.expert_bytes);
   REQUIRE(stats.passes.size() == 1);

@@ -99,7 +99,7 @@ Outcome run(const Shard& shard, Collectives& collectives, Planning planning, boo
   settings.slots_per_rank = kSlots;
   settings.budget_bytes = int64_t{1} << 30;
   settings.recompute = recompute;
-  settings.costs = pair_costs(model, recompute, 8);
+  settings.costs = pair_costs(model, recompute, {8, 8});
   settings.planning = planning;
   settings.process = ProcessView{shard.process, shard.processes, kRanksPerProcess};
   auto pipeline = std::make_shared<ExpertPipeline>(

@@ -76,7 +76,8 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
     for (const Message& x : call) {
       const TrafficMatrix elements =
           TrafficMatrix::of_rows(*x.pairs, R, static_cast<double>(x.elements), x.back);
-      const TrafficMatrix run_bytes = scaled(elements, static_cast<double>(c.element_bytes));
+      const TrafficMatrix run_bytes =
+          scaled(elements, static_cast<double>(c.element_bytes.activation));
       for (int64_t src = 0; src < R; ++src) {
         for (int64_t d = 0; d < R; ++d) {
           const auto bytes = static_cast<int64_t>(run_bytes.at(src, d));

@@ -30,19 +30,24 @@ int64_t checked_bytes(double bytes, const char* what) {
 
 }  // namespace
 
-int64_t dense_activation_bytes(const ModelConfig& model, int64_t tokens, int64_t seq_len) {
+int64_t dense_activation_bytes(const ModelConfig& model, int64_t tokens, int64_t seq_len,
+                               int64_t element_bytes) {
   const auto d = [](int64_t value) { return static_cast<double>(value); };
   const double h = d(model.hidden_size), q = d(model.num_heads) * d(model.head_dim),
                kv = d(model.num_kv_heads) * d(model.head_dim);
-  const double attention = 4 * h + 2 * (q + 2 * kv) + d(model.num_heads) * d(seq_len) + q;
   const double dense_layers = d(model.first_k_dense),
                moe_layers = d(model.num_layers - model.first_k_dense);
+  // In the compute dtype: norms, projections, attention output, dense and shared FFNs.
+  const double attention = 4 * h + 2 * (q + 2 * kv) + q;
   const double dense_ffn = 3 * d(model.dense_ffn_size);
-  const double moe_block =
-      2 * d(model.num_experts) + 3 * d(model.shared_experts) * d(model.expert_ffn_size);
-  const double per_token = d(model.num_layers) * attention + dense_layers * dense_ffn +
-                           moe_layers * moe_block + 2 * h + 2 * d(model.vocab_size);
-  return checked_bytes(per_token * d(tokens) * sizeof(float),
+  const double shared_ffn = 3 * d(model.shared_experts) * d(model.expert_ffn_size);
+  const double computed =
+      d(model.num_layers) * attention + dense_layers * dense_ffn + moe_layers * shared_ffn + 2 * h;
+  // In fp32 whatever the precision: attention probabilities, the router's logits and
+  // probabilities, the logits and their softmax.
+  const double fp32 = d(model.num_layers) * d(model.num_heads) * d(seq_len) +
+                      moe_layers * 2 * d(model.num_experts) + 2 * d(model.vocab_size);
+  return checked_bytes((computed * d(element_bytes) + fp32 * 4) * d(tokens),
                        "the activations outside the experts");
 }
 
@@ -50,7 +55,7 @@ RankBudget rank_budget(const ModelConfig& model, const TrainConfig& train,
                        const ClusterConfig& cluster, const PairCosts& costs) {
   const int64_t moe_layers = model.num_layers - model.first_k_dense;
   const int64_t routed_parameters =
-      moe_layers * model.num_experts * costs.expert_bytes / costs.element_bytes;
+      moe_layers * model.num_experts * costs.expert_bytes / costs.element_bytes.parameter;
   const int64_t dense_parameters = count_parameters(model).total - routed_parameters;
   // Tokens are sharded over the ranks; activations live for one micro-batch at a time.
   const double batch_tokens =
@@ -59,8 +64,8 @@ RankBudget rank_budget(const ModelConfig& model, const TrainConfig& train,
       checked_bytes(batch_tokens / static_cast<double>(cluster.ranks), "a micro-batch's tokens");
   RankBudget budget;
   budget.dense_bytes =
-      4 * dense_parameters * costs.element_bytes +  // parameter, gradient, two moments
-      dense_activation_bytes(model, rank_tokens, train.seq_len);
+      4 * dense_parameters * costs.element_bytes.parameter +  // parameter, gradient, two moments
+      dense_activation_bytes(model, rank_tokens, train.seq_len, costs.element_bytes.activation);
   // The busiest owner: E/R experts, or one when there are more ranks than experts.
   const int64_t owned_per_rank = owned_experts_per_rank(model.num_experts, cluster.ranks);
   budget.optimizer_bytes = moe_layers * owned_per_rank * 2 * costs.expert_bytes;
@@ -106,7 +111,7 @@ PipelineSettings pipeline_settings(const Experiment& experiment, const ModelConf
                                 : owned_experts_per_rank(model.num_experts, cluster.ranks);
   settings.budget_bytes = budget.layer_bytes;
   settings.recompute = experiment.policies.recompute;
-  settings.costs = pair_costs(model, settings.recompute);
+  settings.costs = pair_costs(model, settings.recompute, element_sizes(experiment.train.precision));
   settings.dropped_pair_keeps = experiment.policies.dropped_pair_keeps;
   settings.check_plugin_outputs = experiment.policies.check_plugin_outputs;
   settings.planning = experiment.policies.planning;

@@ -34,12 +34,14 @@ struct RankBudget {
 RankBudget rank_budget(const ModelConfig& model, const TrainConfig& train,
                        const ClusterConfig& cluster, const PairCosts& costs);
 
-// Bytes of the float32 activations autograd saves for `tokens` tokens outside the routed
-// experts (whose token buffers the pipeline counts): per layer the norms' inputs and outputs,
-// queries, keys and values before and after RoPE, the attention probabilities, the attention
-// output, the router's logits and probabilities, dense and shared FFN activations; then the final
-// norm and the logits with their softmax.
-int64_t dense_activation_bytes(const ModelConfig& model, int64_t tokens, int64_t seq_len);
+// Bytes of the activations autograd saves for `tokens` tokens outside the routed experts (whose
+// token buffers the pipeline counts): per layer the norms' inputs and outputs, queries, keys and
+// values before and after RoPE, the attention probabilities, the attention output, the router's
+// logits and probabilities, dense and shared FFN activations; then the final norm and the logits
+// with their softmax. `element_bytes` is the compute dtype's; the attention probabilities, the
+// router's and the logits' tensors are fp32 at any precision (Note [Mixed precision]).
+int64_t dense_activation_bytes(const ModelConfig& model, int64_t tokens, int64_t seq_len,
+                               int64_t element_bytes);
 
 // The settings of MoE layer `layer` (index among the MoE layers).
 PipelineSettings pipeline_settings(const Experiment& experiment, const ModelConfig& model,

@@ -19,8 +19,8 @@ ProcessFootprint process_footprint(const ModelConfig& model, const TrainConfig& 
   footprint.model_state_bytes =
       16.0 * static_cast<double>(count_parameters(model).total);  // 4 fp32 copies
   const int64_t rows = train.batch_size / processes;
-  footprint.activation_bytes =
-      static_cast<double>(dense_activation_bytes(model, rows * train.seq_len, train.seq_len));
+  footprint.activation_bytes = static_cast<double>(dense_activation_bytes(
+      model, rows * train.seq_len, train.seq_len, element_sizes(train.precision).activation));
   return footprint;
 }
 
