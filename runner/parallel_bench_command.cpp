@@ -37,7 +37,11 @@ Figures read_figures(const std::string& path) {
   return figures;
 }
 
-// This process's own all-to-all-v calls over the timed steps, in call order.
+// This process's own all-to-all-v calls over the timed steps, in the order it made them. A step's
+// report lists them layer by layer, and a layer's calls interleave with the other layers' (the
+// forward runs layers up, the backward down, per micro-batch): in entry order they are the
+// collective's order, the same on every process, and each follows the one before it in time, as
+// the paced replay needs.
 std::vector<ExchangeCall> exchange_calls(const std::vector<StepReport>& reports) {
   std::vector<ExchangeCall> calls;
   for (const StepReport& report : reports) {
@@ -45,6 +49,9 @@ std::vector<ExchangeCall> exchange_calls(const std::vector<StepReport>& reports)
       calls.insert(calls.end(), layer.exchange.call_log.begin(), layer.exchange.call_log.end());
     }
   }
+  std::stable_sort(calls.begin(), calls.end(), [](const ExchangeCall& a, const ExchangeCall& b) {
+    return a.entered_ns < b.entered_ns;
+  });
   return calls;
 }
 
