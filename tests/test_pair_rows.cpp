@@ -1,6 +1,7 @@
 // The pair-row kernels (core/pipeline/pair_rows.hpp) give the results of the LibTorch composites
-// they replace: bit for bit for the gather and the scatter, on one thread or two, and within
-// rounding for the dot product, which sums in its own order.
+// they replace: bit for bit for the gather and the scatter, on one thread or two (bf16 scatters
+// summed in fp32, as LibTorch 2 does), and within rounding for the dot product, which sums in its
+// own order.
 
 #include <catch2/catch.hpp>
 
@@ -78,8 +79,12 @@ TEST_CASE("a weighted scatter sums like index_add_ of the products, on one threa
     const torch::Tensor source = wide.narrow(1, 1, 70);
     const torch::Tensor rows = repeated_rows(300, 40);
     const torch::Tensor weights = torch::rand({300});
+    // Products in the rows' dtype; sums in it, or in fp32 for bf16, rounded once.
+    const auto sum_dtype = dtype == torch::kBFloat16 ? torch::kFloat32 : dtype;
     const torch::Tensor expected =
-        torch::zeros({40, 70}, dtype).index_add_(0, rows, source * weights.to(dtype).unsqueeze(1));
+        torch::zeros({40, 70}, sum_dtype)
+            .index_add_(0, rows, (source * weights.to(dtype).unsqueeze(1)).to(sum_dtype))
+            .to(dtype);
     for (const int threads : {1, 2}) {
       INFO(threads << " threads");
       const torch::Tensor out = on_threads(threads, [&] {
@@ -91,7 +96,8 @@ TEST_CASE("a weighted scatter sums like index_add_ of the products, on one threa
     }
     torch::Tensor plain = torch::ones({40, 70}, dtype);
     scatter_add_rows(plain, rows, source, torch::Tensor());
-    CHECK(plain.equal(torch::ones({40, 70}, dtype).index_add_(0, rows, source)));
+    CHECK(plain.equal(
+        torch::ones({40, 70}, sum_dtype).index_add_(0, rows, source.to(sum_dtype)).to(dtype)));
   }
 }
 

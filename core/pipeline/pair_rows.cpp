@@ -157,28 +157,35 @@ void scatter_add_rows(const torch::Tensor& out, const torch::Tensor& rows,
   // Threads split the columns, not the rows: two rows of `source` may add into one row of `out`,
   // and each output element then sums its inputs in input order whatever the thread count.
   // Chunks of at least 64 bytes, so that no two threads write one cache line.
-  const int64_t chunk = std::max<int64_t>(1, 64 / out.element_size());
+  // Reduced-precision rows (bf16, fp16) sum in fp32, each output element rounded once at the end.
+  const bool reduced = out.scalar_type() == torch::kBFloat16 || out.scalar_type() == torch::kHalf;
+  const torch::Tensor sums = reduced ? out.to(torch::kFloat32) : out;
+  const int64_t chunk = std::max<int64_t>(1, 64 / sums.element_size());
   const int64_t chunks = (width + chunk - 1) / chunk;
   AT_DISPATCH_FLOATING_TYPES_AND2(
       at::ScalarType::Half, at::ScalarType::BFloat16, out.scalar_type(), kWhat, [&] {
+        using sum_t = at::opmath_type<scalar_t>;
         const scalar_t* from = src.data_ptr<scalar_t>();
-        scalar_t* to = out.data_ptr<scalar_t>();
+        sum_t* to = sums.data_ptr<sum_t>();
         const scalar_t* f = factor.defined() ? factor.data_ptr<scalar_t>() : nullptr;
         at::parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
           const int64_t first = begin * chunk, last = std::min(width, end * chunk);
           for (int64_t i = 0; i < n; ++i) {
             check_index(idx[i], out_rows, kWhat);
             const scalar_t* __restrict s = from + i * src_stride;
-            scalar_t* __restrict o = to + idx[i] * width;
+            sum_t* __restrict o = to + idx[i] * width;
             if (!f) {
-              for (int64_t c = first; c < last; ++c) o[c] = o[c] + s[c];
+              for (int64_t c = first; c < last; ++c) o[c] += static_cast<sum_t>(s[c]);
               continue;
             }
             const scalar_t w = f[i];
-            for (int64_t c = first; c < last; ++c) o[c] = o[c] + s[c] * w;
+            // The product rounded to the rows' dtype first, as the composite's multiply does.
+            for (int64_t c = first; c < last; ++c)
+              o[c] += static_cast<sum_t>(static_cast<scalar_t>(s[c] * w));
           }
         });
       });
+  if (reduced) out.copy_(sums);
 }
 
 torch::Tensor gathered_row_dot(const torch::Tensor& token_rows, const torch::Tensor& rows,

@@ -7,8 +7,10 @@
 // are those composites.
 //
 // Results are those of the composites: products are rounded to the tensors' dtype before they
-// are added, and each output row of a scatter sums its inputs in input order, on any number of
-// threads. Only the dot product sums in its own order (in fp32, fp64 for fp64 tensors).
+// are added, and each output element of a scatter sums its inputs in input order, on any number
+// of threads; bf16 and fp16 rows sum in fp32 and are rounded once, as LibTorch 2's index_add_
+// does (1.13's rounds after every addition). Only the dot product sums in its own order (in
+// fp32, fp64 for fp64 tensors).
 //
 // Row tensors are [rows, width] with unit column stride and any row stride (a narrowed column
 // range of a wider tensor is read in place); index tensors are int64, weights and scales are
@@ -27,8 +29,8 @@ torch::Tensor gather_rows(const torch::Tensor& source, const torch::Tensor& rows
                           const torch::Tensor& scale);
 
 // out[rows[i]] += weights[i] * source[i] for i in order, as out.index_add_(0, rows, source *
-// weights) sums; without `weights`, out.index_add_(0, rows, source). out [m, width]; rows [n]
-// int64; source [n, width].
+// weights) sums; without `weights`, out.index_add_(0, rows, source). out [m, width] (bf16 and
+// fp16 summed in fp32); rows [n] int64; source [n, width].
 void scatter_add_rows(const torch::Tensor& out, const torch::Tensor& rows,
                       const torch::Tensor& source, const torch::Tensor& weights);
 
