@@ -153,7 +153,7 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     if (move_pre) messages.push_back({saved_pre, plan.context_rows, &plan.context, Tensor()});
     const std::size_t all_rows_message = messages.size();
     if (all_input_grads) {
-      messages.push_back({upstream, tokens, &computed_here, gates.to(x.scalar_type())});
+      messages.push_back({upstream, tokens, &computed_here, gates});
       if (!saved_pre.defined()) messages.push_back({x, tokens, &computed_here, Tensor()});
     }
     const std::vector<Tensor> arrived = exchange.dispatch_together(messages);

@@ -27,6 +27,18 @@ torch::Tensor home_row_of_destination(const ProcessSlice& s) {
   return s.arrival.defined() ? s.send_rows.index_select(0, s.arrival) : s.send_rows;
 }
 
+// A message's rows of its source, and their factors, taken in `order` ([rows] int64 of home
+// rows): the composition of the message's own pick with the exchange's order, so that a row is
+// gathered once.
+struct OrderedRows {
+  torch::Tensor rows;
+  torch::Tensor scale;  // undefined when the message has none
+};
+OrderedRows in_order(const DispatchMessage& m, const torch::Tensor& order) {
+  return {m.source_rows.defined() ? m.source_rows.index_select(0, order) : order,
+          m.row_scale.defined() ? m.row_scale.index_select(0, order) : torch::Tensor()};
+}
+
 // Whether gathering `rows` of `source` gives `source` itself.
 bool every_row_in_order(const torch::Tensor& rows, const torch::Tensor& source) {
   return rows.numel() == source.size(0) && rows.equal(torch::arange(rows.numel(), rows.options()));
@@ -74,13 +86,11 @@ torch::Tensor PairExchange::dispatch(const torch::Tensor& home_rows, const Proce
 }
 
 torch::Tensor PairExchange::gather_here(const DispatchMessage& m) {
-  const torch::Tensor home = home_row_of_destination(*m.slice);
-  const torch::Tensor rows = m.source_rows.defined() ? m.source_rows.index_select(0, home) : home;
-  const torch::Tensor scale =
-      m.row_scale.defined() ? m.row_scale.index_select(0, home) : torch::Tensor();
-  if (m.source_rows.defined() && !scale.defined() && every_row_in_order(rows, m.source))
+  const OrderedRows picked = in_order(m, home_row_of_destination(*m.slice));
+  if (m.source_rows.defined() && !picked.scale.defined() &&
+      every_row_in_order(picked.rows, m.source))
     return m.source;
-  return gather_rows(m.source, rows, scale);
+  return gather_rows(m.source, picked.rows, picked.scale);
 }
 
 torch::Tensor PairExchange::send_gathered(const torch::Tensor& source,
@@ -102,9 +112,9 @@ torch::Tensor PairExchange::return_buffer(const torch::Tensor& destination_rows,
 
 torch::Tensor PairExchange::dispatch(const torch::Tensor& source, const torch::Tensor& source_rows,
                                      const ProcessSlice& s) {
-  if (!collectives_->single())
-    return send_gathered(source, source_rows.index_select(0, s.send_rows), s);
-  return gather_here({source, source_rows, &s, torch::Tensor()});
+  const DispatchMessage m{source, source_rows, &s, torch::Tensor()};
+  if (!collectives_->single()) return send_gathered(source, in_order(m, s.send_rows).rows, s);
+  return gather_here(m);
 }
 
 std::vector<torch::Tensor> PairExchange::dispatch_together(
@@ -123,15 +133,12 @@ std::vector<torch::Tensor> PairExchange::dispatch_together(
   const torch::Tensor send = layout.send_buffer(messages.front().source.device());
   for (std::size_t i = 0; i < messages.size(); ++i) {
     const DispatchMessage& m = messages[i];
-    const ProcessSlice& s = *m.slice;
-    const torch::Tensor rows =
-        m.source_rows.defined() ? m.source_rows.index_select(0, s.send_rows) : s.send_rows;
-    const torch::Tensor scale =
-        m.row_scale.defined() ? m.row_scale.index_select(0, s.send_rows) : torch::Tensor();
+    const OrderedRows picked = in_order(m, m.slice->send_rows);
     layout.fill_send_parts(send, i, [&](torch::Tensor& part, int64_t first) {
       const int64_t count = part.size(0);
-      gather_rows_into(part, m.source, rows.narrow(0, first, count),
-                       scale.defined() ? scale.narrow(0, first, count) : scale);
+      gather_rows_into(
+          part, m.source, picked.rows.narrow(0, first, count),
+          picked.scale.defined() ? picked.scale.narrow(0, first, count) : picked.scale);
     });
   }
   const torch::Tensor received = exchange(send, layout.send_bytes(), layout.recv_bytes());

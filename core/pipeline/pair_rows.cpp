@@ -156,7 +156,7 @@ void scatter_add_rows(const torch::Tensor& out, const torch::Tensor& rows,
   const int64_t* idx = index.data_ptr<int64_t>();
   // Threads split the columns, not the rows: two rows of `source` may add into one row of `out`,
   // and each output element then sums its inputs in input order whatever the thread count.
-  // Chunks of at least 64 bytes, so that no two threads write one cache line.
+  // Chunks of at least 64 bytes, so that threads seldom write into one cache line.
   // Reduced-precision rows (bf16, fp16) sum in fp32, each output element rounded once at the end.
   const bool reduced = out.scalar_type() == torch::kBFloat16 || out.scalar_type() == torch::kHalf;
   const torch::Tensor sums = reduced ? out.to(torch::kFloat32) : out;
