@@ -44,3 +44,16 @@ TEST_CASE("The random metric is uniform and deterministic per seed", "[policies]
   pairs.seed = 8;
   CHECK_FALSE(at::equal(first, metric->score(pairs)));
 }
+
+TEST_CASE("The random metric scores a pair by its id, wherever it stands in the batch",
+          "[policies]") {
+  // What a process scores under the scalable plan: a part of the pairs, the same ids.
+  PairBatch all = pair_batch({6, 6}, {6, 6});
+  PairBatch part = pair_batch({3, 2}, {3, 2});
+  part.pair_ids = at::tensor({7L, 1L, 9L, 0L, 11L});
+  const auto metric = load<lrmoe::MetricPolicy>("random");
+  const at::Tensor every = metric->score(all);
+  CHECK(at::equal(metric->score(part), every.index_select(0, part.pair_ids)));
+  // Neighbouring ids draw unrelated scores: no two of the twelve alike.
+  CHECK(std::get<0>(at::_unique(every)).numel() == 12);
+}

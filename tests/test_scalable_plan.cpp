@@ -3,6 +3,8 @@
 // and loads exactly the pairs the exact plan does, and the expert computation gives the same
 // outputs and gradients (to float rounding: replicas of an expert may take other pairs of a
 // group, which only changes the order of sums). Double precision, so the comparison is tight.
+// Two metrics: the gate, and the random one, whose draws name each pair the same way whichever
+// process scores it.
 
 #include <catch2/catch.hpp>
 
@@ -78,10 +80,12 @@ struct Outcome {
   LayerStepStatistics statistics;
 };
 
+// `metric`: "gate" (the scripted default) or a built-in metric plugin's name.
 Outcome run(const Shard& shard, Collectives& collectives, Planning planning, bool capacity,
-            bool recompute) {
+            bool recompute, const std::string& metric) {
   auto policies = lrmoe_test::scripted_policies(
       [capacity](const PlacementRequest& request) { return skewed_plan(request, capacity); });
+  if (metric != "gate") policies->metric = lrmoe_test::load<MetricPolicy>(metric);
   auto selection = lrmoe_test::load<SelectionPolicy>("quota_topk", {{"rescale", true}});
   auto routing = lrmoe_test::load<RoutingPolicy>("capacity_aware");
   policies->selection = selection;
@@ -134,10 +138,10 @@ bool same(const char* what, const std::vector<int64_t>& a, const std::vector<int
 }
 
 // Both plans on this process's shard; whether they agree (what differs goes to stderr).
-bool plans_agree(Collectives& c, bool capacity, bool recompute) {
+bool plans_agree(Collectives& c, bool capacity, bool recompute, const std::string& metric) {
   const Shard shard(c.rank(), c.size());
-  const Outcome exact = run(shard, c, Planning::Exact, capacity, recompute);
-  const Outcome scalable = run(shard, c, Planning::Scalable, capacity, recompute);
+  const Outcome exact = run(shard, c, Planning::Exact, capacity, recompute, metric);
+  const Outcome scalable = run(shard, c, Planning::Scalable, capacity, recompute, metric);
   const LayerStepStatistics& a = exact.statistics;
   const LayerStepStatistics& b = scalable.statistics;
   bool ok = a.pairs_kept < a.pairs_routed - a.pairs_dropped;  // the selection drops some
@@ -159,19 +163,22 @@ bool plans_agree(Collectives& c, bool capacity, bool recompute) {
 
 TEST_CASE("The scalable plan keeps, routes and computes on every process what the exact plan does",
           "[pipeline][distributed]") {
-  for (const int64_t processes : {1, 2, 3}) {
-    for (const bool capacity : {false, true}) {
-      for (const bool recompute : {false, true}) {
-        INFO(processes << " processes, forward capacity " << capacity << ", recompute "
-                       << recompute);
-        if (processes == 1) {
-          Collectives single;
-          CHECK(plans_agree(single, capacity, recompute));
-          continue;
+  for (const std::string metric : {"gate", "random"}) {
+    for (const int64_t processes : {1, 2, 3}) {
+      for (const bool capacity : {false, true}) {
+        for (const bool recompute : {false, true}) {
+          INFO("metric " << metric << ", " << processes << " processes, forward capacity "
+                         << capacity << ", recompute " << recompute);
+          if (processes == 1) {
+            Collectives single;
+            CHECK(plans_agree(single, capacity, recompute, metric));
+            continue;
+          }
+          const std::vector<int> codes = in_processes(processes, [&](Collectives& c) {
+            return plans_agree(c, capacity, recompute, metric);
+          });
+          CHECK(codes == std::vector<int>(static_cast<std::size_t>(processes), 0));
         }
-        const std::vector<int> codes = in_processes(
-            processes, [&](Collectives& c) { return plans_agree(c, capacity, recompute); });
-        CHECK(codes == std::vector<int>(static_cast<std::size_t>(processes), 0));
       }
     }
   }

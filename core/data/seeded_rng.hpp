@@ -7,19 +7,13 @@
 
 #include <cstdint>
 
+#include "lrmoe/counter_random.hpp"  // mix64
+
 namespace lrmoe {
 
 // The independent random streams of one seed. Training and evaluation draw from different
 // streams so their sequences never coincide; the synthetic source's structure has its own.
 enum class SeedStream : uint64_t { Train = 0, Validation = 1, Structure = 2 };
-
-// The splitmix64 finaliser: a bijective 64-bit mix in which every input bit affects every
-// output bit, so neighbouring counters give unrelated values.
-constexpr uint64_t mix64(uint64_t value) {
-  value = (value ^ (value >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  value = (value ^ (value >> 27)) * 0x94d049bb133111ebULL;
-  return value ^ (value >> 31);
-}
 
 // The seed of one sequence (or one structural object): training uses (step, micro, row),
 // evaluation (index, 0, row), the synthetic structure (topic, 0, 0).

@@ -14,6 +14,7 @@
 #include "core/pipeline/plugin_output_checks.hpp"
 #include "core/pipeline/stopwatch.hpp"
 #include "core/plugins/plugin_boundary.hpp"
+#include "lrmoe/counter_random.hpp"
 #include "lrmoe/expert_segments.hpp"
 
 namespace lrmoe {
@@ -24,12 +25,9 @@ constexpr std::size_t kHistoryLength = 16;
 
 uint64_t mix_seed(uint64_t seed, int64_t step, int64_t layer, int64_t pass) {
   // splitmix64 over the fields: different streams per step, layer and micro-batch.
-  uint64_t z = seed ^ (static_cast<uint64_t>(step) * 0x9E3779B97F4A7C15ull) ^
+  return mix64(seed ^ (static_cast<uint64_t>(step) * 0x9E3779B97F4A7C15ull) ^
                (static_cast<uint64_t>(layer) * 0xBF58476D1CE4E5B9ull) ^
-               (static_cast<uint64_t>(pass) * 0x94D049BB133111EBull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+               (static_cast<uint64_t>(pass) * 0x94D049BB133111EBull));
 }
 
 }  // namespace
@@ -97,7 +95,7 @@ torch::Tensor ExpertPipeline::for_policy(PolicyKind kind, const torch::Tensor& t
 }
 
 PairBatch ExpertPipeline::for_policy(PolicyKind kind, PairBatch pairs) const {
-  for (torch::Tensor* tensor : {&pairs.experts, &pairs.gates, &pairs.upstream_norm,
+  for (torch::Tensor* tensor : {&pairs.experts, &pairs.pair_ids, &pairs.gates, &pairs.upstream_norm,
                                 &pairs.input_norm, &pairs.hidden_norm}) {
     *tensor = for_policy(kind, *tensor);
   }
@@ -200,6 +198,7 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_exact(const torc
   pass->experts = all.experts.index_select(0, pass->computed);
   pass->expert_offsets = offsets_from_counts(pass->computed_counts);
   pass->home = all.home.index_select(0, pass->computed);
+  pass->pair_ids = all.pair_ids.index_select(0, pass->computed);
   const std::vector<double> expected_backward =
       check_as_planned(*table, pass->computed_counts, plan.quota);
   overhead.compaction += clock.lap();
@@ -236,6 +235,7 @@ torch::Tensor ExpertPipeline::score(const ForwardPass& forward, PairBatch& signa
   // multi-process plan]).
   signals.seed = mix_seed(settings_.seed, forward.step, settings_.layer, statistics_.pairs_routed);
   signals.experts = forward.experts;
+  signals.pair_ids = forward.pair_ids;
   signals.expert_offsets = forward.expert_offsets;
   signals.quota = forward.quota;
   const torch::Tensor scores =

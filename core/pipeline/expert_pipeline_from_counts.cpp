@@ -83,6 +83,8 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
   }
   pass->experts = experts.index_select(0, pass->computed);
   pass->home = home.index_select(0, pass->computed);
+  // Every process routes as many pairs (Note [Exact multi-process plan]).
+  pass->pair_ids = pass->computed + settings_.process.index * experts.numel();
   // This process's computed pairs per expert: its home ranks' groups.
   std::vector<int64_t> local_counts(static_cast<std::size_t>(E), 0);
   const ProcessView& process = settings_.process;

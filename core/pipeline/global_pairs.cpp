@@ -1,16 +1,18 @@
 #include "core/pipeline/global_pairs.hpp"
 
+#include <algorithm>
+
 namespace lrmoe {
 
 GlobalPairs gather_pairs(Collectives& collectives, const torch::Tensor& experts,
                          const torch::Tensor& gates, const torch::Tensor& home) {
-  const auto on_device = experts.options().dtype(torch::kInt64);
   GlobalPairs pairs;
   if (collectives.single()) {
     pairs.experts = experts;
     pairs.gates = gates.detach().to(torch::kFloat32);
     pairs.home = home;
-    pairs.source_row = torch::arange(experts.numel(), on_device);
+    pairs.source_row = torch::arange(experts.numel(), experts.options().dtype(torch::kInt64));
+    pairs.pair_ids = pairs.source_row;
     return pairs;
   }
   // One gather: expert ids, home ranks and float32 gates are all exact in float64.
@@ -20,8 +22,6 @@ GlobalPairs gather_pairs(Collectives& collectives, const torch::Tensor& experts,
   // Every process routes as many tokens, each to top-k experts: as many pairs.
   const std::vector<int64_t> counts(static_cast<std::size_t>(collectives.size()), local.size(0));
   const torch::Tensor all = collectives.gather_rows(local, counts);
-  std::vector<torch::Tensor> rows;
-  for (int64_t n : counts) rows.push_back(torch::arange(n, on_device));
   const torch::Tensor all_experts = all.select(1, 0).to(torch::kInt64);
   // Stable over the process-ordered rows: pair order, the same on every process (Note [Pair
   // order] in docs/notes.md).
@@ -29,7 +29,10 @@ GlobalPairs gather_pairs(Collectives& collectives, const torch::Tensor& experts,
   pairs.experts = all_experts.index_select(0, order);
   pairs.home = all.select(1, 1).to(torch::kInt64).index_select(0, order);
   pairs.gates = all.select(1, 2).to(torch::kFloat32).index_select(0, order);
-  pairs.source_row = torch::cat(rows).index_select(0, order);
+  // The gathered rows are every process's list in process order: a row's index there is its
+  // pair id.
+  pairs.pair_ids = order;
+  pairs.source_row = order.remainder(std::max<int64_t>(1, local.size(0)));  // no rows: none
   return pairs;
 }
 

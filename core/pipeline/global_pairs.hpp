@@ -18,6 +18,9 @@ struct GlobalPairs {
   torch::Tensor gates;       // [n] float32, detached, on that device
   torch::Tensor home;        // [n] int64 home rank, on that device
   torch::Tensor source_row;  // [n] int64 on that device: the pair's index in its process's list
+  // [n] int64 on that device: process * pairs per process + source_row, the pair's place in the
+  // process-ordered lists (PairBatch::pair_ids)
+  torch::Tensor pair_ids;
 };
 
 // `experts`, `gates`: this process's pairs sorted by expert; `home`: their home ranks; all on

@@ -10,13 +10,13 @@ namespace {
 
 // Bytes the exact plan gathers per pair: expert, home rank and gate as three float64
 // (core/pipeline/global_pairs.cpp), and four float32 signals per computed pair. What it holds
-// per pair of the whole batch: that gathered triple, then expert, home, source row (int64) and
-// gate (float32), and per computed pair its signals gathered and split (2 x 16) and its layout's
-// order and instance (2 x 8). Sort buffers are not counted.
+// per pair of the whole batch: that gathered triple, then expert, home, source row, pair id
+// (int64) and gate (float32), and per computed pair its signals gathered and split (2 x 16), its
+// pair id and its layout's order and instance (3 x 8). Sort buffers are not counted.
 constexpr double kPairGatherBytes = 24;
 constexpr double kSignalGatherBytes = 16;
-constexpr double kPairHeldBytes = kPairGatherBytes + 28;
-constexpr double kComputedHeldBytes = 2 * kSignalGatherBytes + 16;
+constexpr double kPairHeldBytes = kPairGatherBytes + 36;
+constexpr double kComputedHeldBytes = 2 * kSignalGatherBytes + 24;
 constexpr double kCountBytes = 8;  // every count is int64
 
 // The plan's collectives of one pass, as each rank takes part in them.

@@ -67,7 +67,7 @@ class ImportanceSampling : public lrmoe::SelectionPolicy {
 
   lrmoe::Selection select(const lrmoe::PairBatch& pairs, const at::Tensor& scores) override {
     const std::vector<float> values = lrmoe::scores_on_cpu(scores);
-    // A stream of its own: the random metric draws from pairs.seed itself, and sampling with the
+    // A stream of its own: the random metric draws from pairs.seed too, and sampling with the
     // very numbers that are the scores would tie p_i to the draw and bias the estimate.
     const at::Generator generator =
         at::make_generator<at::CPUGeneratorImpl>(pairs.seed ^ kSamplingStream);

@@ -69,6 +69,7 @@ inline lrmoe::PairBatch pair_batch(const std::vector<int64_t>& pairs_per_expert,
   }
   const auto count = static_cast<int64_t>(experts.size());
   pairs.experts = at::tensor(experts, at::kLong);
+  pairs.pair_ids = at::arange(count, at::kLong);
   pairs.gates = at::ones({count});
   pairs.upstream_norm = at::ones({count});
   pairs.input_norm = at::ones({count});

@@ -32,6 +32,7 @@
 
 #include <boost/dll/alias.hpp>
 
+#include "lrmoe/counter_random.hpp"
 #include "lrmoe/expert_segments.hpp"
 #include "lrmoe/metric.hpp"
 #include "lrmoe/parameters.hpp"

@@ -24,9 +24,10 @@ class Policy {
 
 // The routed token-expert pairs of one MoE layer in one pass, over all ranks, sorted by expert:
 // the pairs of expert e are [expert_offsets[e], expert_offsets[e+1]). Tensors live on the
-// layer's device (on the CPU for a policy whose descriptor says TensorPlace::Host); experts is
-// int64, the others float32. Note [Pair order] in docs/notes.md. Every
-// process sees the same batch and must answer alike (Note [Exact multi-process plan]).
+// layer's device (on the CPU for a policy whose descriptor says TensorPlace::Host); experts and
+// pair_ids are int64, the others float32. Note [Pair order] in docs/notes.md. In the exact plan
+// every process sees the same batch and must answer alike (Note [Exact multi-process plan]); in
+// the scalable one a metric scores this process's computed pairs (Note [Scalable planning]).
 struct PairBatch {
   int64_t step = 0;
   int64_t layer = 0;
@@ -34,7 +35,11 @@ struct PairBatch {
   // with a constant of the plugin's own: the metric and the selection both see this value, and a
   // selection that drew from the same stream as a random metric would correlate with its scores.
   uint64_t seed = 0;
-  at::Tensor experts;        // [pairs]
+  at::Tensor experts;  // [pairs]
+  // [pairs] int64: names the pair within the pass, the same whichever process scores it, in
+  // either plan: its process's index times the pairs each process routes, plus its place among
+  // that process's routed pairs. Key per-pair draws by it (lrmoe/counter_random.hpp).
+  at::Tensor pair_ids;
   at::Tensor gates;          // [pairs] router gate g of the pair
   at::Tensor upstream_norm;  // [pairs] |d|, the loss gradient at the pair's token output
   at::Tensor input_norm;     // [pairs] |x|, the token's input to the expert

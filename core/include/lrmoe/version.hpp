@@ -15,7 +15,8 @@ namespace lrmoe {
 // 3: PluginDescriptor says where the policy reads its tensors (TensorPlace); routing and
 //    backward-phase policies get them on the run's device unless it says Host.
 // 4: Policy::save_state and restore_state, for exact resume from checkpoints.
-inline constexpr int kPluginApiVersion = 4;
+// 5: PairBatch::pair_ids, so that per-pair draws agree between plans and processes.
+inline constexpr int kPluginApiVersion = 5;
 
 // Plain data, so that the loader can read it from any plugin before trusting its C++ types.
 struct PluginAbi {
