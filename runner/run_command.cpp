@@ -204,8 +204,7 @@ int run_command(const ExperimentSource& source) {
   RankBudget budget;
   try {
     budget = rank_budget(experiment.model, experiment.train, experiment.cluster,
-                         pair_costs(experiment.model, experiment.policies.recompute,
-                                    element_sizes(experiment.train.precision)));
+                         pair_costs(experiment.model, experiment));
   } catch (const PlanError& error) {
     throw PlanError(located(where, error.what()));
   }

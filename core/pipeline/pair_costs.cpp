@@ -26,4 +26,9 @@ PairCosts pair_costs(const ModelConfig& model, bool recompute, ElementSizes elem
   return costs;
 }
 
+PairCosts pair_costs(const ModelConfig& model, const Experiment& experiment) {
+  return pair_costs(model, experiment.policies.recompute,
+                    element_sizes(experiment.train.precision));
+}
+
 }  // namespace lrmoe

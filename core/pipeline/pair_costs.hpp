@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "core/config/experiment.hpp"
 #include "core/config/model_config.hpp"
 #include "core/config/train_config.hpp"
 #include "lrmoe/memory_model.hpp"
@@ -39,5 +40,8 @@ struct PairCosts {
 };
 
 PairCosts pair_costs(const ModelConfig& model, bool recompute, ElementSizes element_bytes);
+// A run's: `model`'s sizes (the experiment's, or the trainer's with its vocabulary resolved) at
+// the experiment's recompute setting and precision.
+PairCosts pair_costs(const ModelConfig& model, const Experiment& experiment);
 
 }  // namespace lrmoe

@@ -111,7 +111,7 @@ PipelineSettings pipeline_settings(const Experiment& experiment, const ModelConf
                                 : owned_experts_per_rank(model.num_experts, cluster.ranks);
   settings.budget_bytes = budget.layer_bytes;
   settings.recompute = experiment.policies.recompute;
-  settings.costs = pair_costs(model, settings.recompute, element_sizes(experiment.train.precision));
+  settings.costs = pair_costs(model, experiment);
   settings.dropped_pair_keeps = experiment.policies.dropped_pair_keeps;
   settings.check_plugin_outputs = experiment.policies.check_plugin_outputs;
   settings.planning = experiment.policies.planning;

@@ -30,12 +30,9 @@ PlanReplay::PlanReplay(const Experiment& experiment, std::shared_ptr<const Polic
     : experiment_(experiment),
       loads_(std::move(loads)),
       budget_(rank_budget(experiment.model, experiment.train, experiment.cluster,
-                          pair_costs(experiment.model, experiment.policies.recompute,
-                                     element_sizes(experiment.train.precision)))),
+                          pair_costs(experiment.model, experiment))),
       cost_model_(std::move(profile)),
-      memory_costs_(pair_costs(experiment.model, experiment.policies.recompute,
-                               element_sizes(experiment.train.precision))
-                        .memory) {
+      memory_costs_(pair_costs(experiment.model, experiment).memory) {
   const ModelConfig& model = experiment_.model;
   const auto collectives = std::make_shared<Collectives>();
   const int64_t all_layers = model.num_layers - model.first_k_dense;

@@ -80,8 +80,7 @@ Trainer::Trainer(const Experiment& experiment, const TokenSource& data,
 void Trainer::install_pipelines(std::shared_ptr<const PolicySet> policies,
                                 std::optional<HardwareProfile> profile) {
   policies_ = policies;
-  const PairCosts costs = pair_costs(model_config_, experiment_.policies.recompute,
-                                     element_sizes(experiment_.train.precision));
+  const PairCosts costs = pair_costs(model_config_, experiment_);
   budget_ = lrmoe::rank_budget(model_config_, experiment_.train, experiment_.cluster, costs);
   cost_model_ = CostModel(
       profile ? std::move(*profile)
