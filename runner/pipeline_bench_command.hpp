@@ -23,7 +23,7 @@ struct PipelineBenchOptions {
   // and the lrmoe bundle come first, so these can change the policies and their parameters.
   std::vector<std::string> overrides;
   // "section.key=v1,v2,...": one variant per value, the first the baseline of the ratios.
-  std::string vary = "policies.placement.keep_fraction=1,0.5,0.25";
+  std::string vary = "policies.placement.lrmoe.keep_fraction=1,0.5,0.25";
 };
 
 int pipeline_bench_command(const PipelineBenchOptions& options);

@@ -29,7 +29,7 @@ seed() {  # seed TARGET: the target's corpus folder, created with its seeds on t
         printf 'extends = "base.toml"\n[train]\nlr = 1e-3\n' >"$corpus/extends.toml" ;;
       set_override)
         printf 'train.lr=1e-3\nmodel.num_layers=2\n' >"$corpus/plain"
-        printf 'policies.bundle=lrmoe\npolicies.placement.keep_fraction=0.5\n' >"$corpus/plugin"
+        printf 'policies.bundle=lrmoe\npolicies.placement.lrmoe.keep_fraction=0.5\n' >"$corpus/plugin"
         printf 'cluster.memory_per_rank=0.8x fixed\nstore.path=a.db\n' >"$corpus/text"
         # A finding: a parameter name that must be written quoted.
         printf 'policies.placement.#( x=1\n' >"$corpus/quoted_key" ;;

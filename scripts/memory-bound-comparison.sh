@@ -14,7 +14,7 @@ lrmoe=./build/runner/lrmoe
 for model in qwen3-mini glm45-mini; do
   exp="experiments/$model-bound.toml"
   "$lrmoe" run "$exp" --set policies.bundle=fixed --db "$db" || echo "($model fixed: does not fit, recorded as failed)"
-  "$lrmoe" run "$exp" --set policies.bundle=symi --set policies.placement.fit_budget=true --db "$db"
+  "$lrmoe" run "$exp" --set policies.bundle=symi --set policies.placement.symi.fit_budget=true --db "$db"
   "$lrmoe" run "$exp" --set policies.bundle=lrmoe --db "$db"
   "$lrmoe" run "experiments/$model.toml" --set policies.bundle=fixed --set cluster.memory_per_rank=80GiB \
     --set experiment.name="$model-fixed-unbound" --db "$db"

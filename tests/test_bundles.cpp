@@ -56,7 +56,7 @@ TEST_CASE("keeping every pair, any placement and routing train like the single-r
       {"policies.bundle=fixed", "cluster.ranks=4"},
       // Dropless SYMI: replicas over every spare slot, tokens split round-robin over them.
       {"policies.bundle=symi", "cluster.ranks=2", "cluster.slots_per_rank=7",
-       "policies.placement.capacity_factor=0"},
+       "policies.placement.symi.capacity_factor=0"},
       // LRMoE's replicas and capacity-aware routing, with every pair kept.
       {"policies.bundle=lrmoe", "cluster.ranks=4", "cluster.slots_per_rank=3",
        "policies.selection.name=keep_all"},
@@ -79,7 +79,7 @@ TEST_CASE("the lrmoe bundle keeps its quota of pairs and reports loads, bytes an
           "[bundles]") {
   const Experiment e =
       tiny_experiment({"policies.bundle=lrmoe", "cluster.ranks=4", "cluster.slots_per_rank=3",
-                       "policies.placement.keep_fraction=0.5"});
+                       "policies.placement.lrmoe.keep_fraction=0.5"});
   const BundleRecording run = train_bundle(e, true);
   const StepReport& last = run.reports.back();
   REQUIRE(last.layers.size() == 2);
@@ -119,7 +119,7 @@ TEST_CASE("under a fixed hardware profile, two runs that route alike are modeled
   // measured times of the same two runs differ.
   const Experiment e =
       tiny_experiment({"policies.bundle=lrmoe", "cluster.ranks=4", "cluster.slots_per_rank=3",
-                       "policies.placement.keep_fraction=0.5"});
+                       "policies.placement.lrmoe.keep_fraction=0.5"});
   const BundleRecording first = train_bundle(e, true);
   const BundleRecording second = train_bundle(e, true);
   REQUIRE(first.reports.size() == second.reports.size());

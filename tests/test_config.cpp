@@ -340,13 +340,28 @@ TEST_CASE("unknown sections and keys suggest the name that was meant", "[config]
                StartsWith(error.file + ":4:1: unknown key 'placement' in [policies]"));
   }
   SECTION("a plugin parameter that is not a plain value") {
-    const FileError error = file_error(kTinyModel + "[policies.placement]\nsizes = [1, 2]\n");
+    const FileError error = file_error(kTinyModel + "[policies.placement.symi]\nsizes = [1, 2]\n");
     CHECK_THAT(error.message, StartsWith(error.file + ":4:9: a plugin parameter must be"));
+  }
+  SECTION("a plugin parameter written in [policies.<kind>], where it would follow any choice") {
+    const FileError error = file_error(kTinyModel + "[policies.placement]\nkeep_fraction = 0.5\n");
+    CHECK_THAT(
+        error.message,
+        StartsWith(error.file + ":4:1: 'keep_fraction' is not a key of [policies.placement]") &&
+            Contains("[policies.placement.PLUGIN] keep_fraction = ...") &&
+            Contains("--set policies.placement.PLUGIN.keep_fraction=..."));
+    CHECK_THAT(
+        config_error([] { tiny_with({"policies.metric.power=2"}); }),
+        StartsWith("--set policies.metric.power: 'power' is not a key of [policies.metric]"));
+    // A near miss of `name` is a misspelt key, not a parameter.
+    CHECK_THAT(file_error(kTinyModel + "[policies.metric]\nnmae = \"gate\"\n").message,
+               Contains("unknown key 'nmae' in [policies.metric]; did you mean 'name'?"));
   }
 }
 
 TEST_CASE(
-    "policies: a bundle names all four, tables override one, other keys are plugin parameters",
+    "policies: a bundle names all four, tables override one, a plugin's parameters in its own "
+    "table",
     "[config]") {
   SECTION("the default bundle is fixed ownership") {
     const Experiment e = tiny_with({});
@@ -362,33 +377,47 @@ TEST_CASE(
     CHECK(e.policies.selection.name == "quota_topk");
     CHECK(e.policies.routing.name == "round_robin");
   }
-  SECTION("parameters keep their type and where they were set; a later one wins") {
+  SECTION("parameters keep their plugin, their type and where they were set; a later one wins") {
     const Experiment e =
         load_experiment_text(kTinyModel +
                                  "[policies]\nbundle = \"symi\"\n"
-                                 "[policies.placement]\ncapacity_factor = 2\nnote = \"x\"\n",
-                             "p.toml", {"policies.placement.capacity_factor=1.5"});
+                                 "[policies.placement.symi]\ncapacity_factor = 2\n"
+                                 "note = \"x\"\n"
+                                 "[policies.placement.lrmoe]\nkeep_fraction = 0.5\n",
+                             "p.toml", {"policies.placement.symi.capacity_factor=1.5"});
     const auto& settings = e.policies.placement.settings;
     REQUIRE(settings.size() == 2);
-    CHECK(std::get<double>(settings.at("capacity_factor").value) == 1.5);
-    CHECK(settings.at("capacity_factor").place == "--set policies.placement.capacity_factor");
-    CHECK(std::get<std::string>(settings.at("note").value) == "x");
-    CHECK(settings.at("note").place == "p.toml:7:8");
-    // The resolved TOML names every plugin and keeps the parameters.
+    CHECK(settings.at("symi").place == "p.toml:5:21");
+    const auto& symi = e.policies.placement.chosen_parameters();
+    REQUIRE(symi.size() == 2);
+    CHECK(std::get<double>(symi.at("capacity_factor").value) == 1.5);
+    CHECK(symi.at("capacity_factor").place == "--set policies.placement.symi.capacity_factor");
+    CHECK(std::get<std::string>(symi.at("note").value) == "x");
+    CHECK(symi.at("note").place == "p.toml:7:8");
+    // The lrmoe placement's table is kept, though symi is the one chosen.
+    CHECK(std::get<double>(settings.at("lrmoe").parameters.at("keep_fraction").value) == 0.5);
+    // The resolved TOML names every plugin and keeps every plugin's table.
     const std::string toml = to_toml(e);
-    CHECK_THAT(
-        toml,
-        Contains("[policies.placement]\nname = \"symi\"\ncapacity_factor = 1.5\nnote = \"x\"\n"));
+    CHECK_THAT(toml, Contains("[policies.placement]\nname = \"symi\"\n\n"
+                              "[policies.placement.lrmoe]\nkeep_fraction = 0.5\n\n"
+                              "[policies.placement.symi]\ncapacity_factor = 1.5\nnote = \"x\"\n"));
     CHECK(to_toml(load_experiment_text(toml, "again.toml")) == toml);
+  }
+  SECTION("an empty plugin table is kept, so that its plugin's name is still checked") {
+    const Experiment e = load_experiment_text(kTinyModel + "[policies.routing.ownr]\n", "p.toml");
+    REQUIRE(e.policies.routing.settings.count("ownr") == 1);
+    CHECK(e.policies.routing.settings.at("ownr").parameters.empty());
+    CHECK(e.policies.routing.settings.at("ownr").place == "p.toml:3:19");
   }
   SECTION("a parameter name that is not a bare TOML key is written quoted and reads back") {
     // Found by the set_override fuzzer: `#(` written bare read back as a comment.
-    const Experiment e = tiny_with({"policies.placement.#( x=1", "policies.metric.a\"b=2"});
+    const Experiment e =
+        tiny_with({"policies.placement.symi.#( x=1", "policies.metric.gate.a\"b=2"});
     const std::string toml = to_toml(e);
     CHECK_THAT(toml, Contains("\"#( x\" = 1\n") && Contains("\"a\\\"b\" = 2\n"));
     const Experiment again = load_experiment_text(toml, "again.toml");
-    CHECK(again.policies.placement.settings.count("#( x") == 1);
-    CHECK(again.policies.metric.settings.count("a\"b") == 1);
+    CHECK(again.policies.placement.settings.at("symi").parameters.count("#( x") == 1);
+    CHECK(again.policies.metric.settings.at("gate").parameters.count("a\"b") == 1);
     CHECK(to_toml(again) == toml);
   }
 }
@@ -505,12 +534,12 @@ TEST_CASE("numbers a key cannot hold exactly are refused where they are written,
   CHECK(nan.message == nan.file + ":4:6: train.lr must be a finite number, got nan");
   SECTION("plugin parameters, which have no schema row") {
     CHECK(config_error([] {
-            tiny_with({"policies.bundle=lrmoe", "policies.placement.keep_fraction=nan"});
+            tiny_with({"policies.bundle=lrmoe", "policies.placement.lrmoe.keep_fraction=nan"});
           }) ==
-          "--set policies.placement.keep_fraction: a plugin parameter must be a finite "
+          "--set policies.placement.lrmoe.keep_fraction: a plugin parameter must be a finite "
           "number, got nan");
     const FileError minus_inf =
-        file_error(kTinyModel + "[policies.placement]\nkeep_fraction = -inf\n");
+        file_error(kTinyModel + "[policies.placement.lrmoe]\nkeep_fraction = -inf\n");
     CHECK(minus_inf.message ==
           minus_inf.file + ":4:17: a plugin parameter must be a finite number, got -inf");
   }

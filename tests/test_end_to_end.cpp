@@ -202,7 +202,7 @@ TEST_CASE("the three bundles train the tiny model to its target and record what 
                                   "--set", "cluster.slots_per_rank=5"};
     // With memory to spare LRMoE's quota is its cap alone: half the pairs.
     if (bundle == "lrmoe")
-      args.insert(args.end(), {"--set", "policies.placement.keep_fraction=0.5"});
+      args.insert(args.end(), {"--set", "policies.placement.lrmoe.keep_fraction=0.5"});
     auto [code, output] = run_lrmoe(args, dir.file(bundle + ".log"));
     INFO(output);
     REQUIRE(code == 0);

@@ -16,6 +16,7 @@
 
 using namespace lrmoe;
 using Catch::Contains;
+using Catch::StartsWith;
 
 namespace {
 
@@ -76,7 +77,8 @@ TEST_CASE("the built-in plugins are found with their kinds, versions and hashes"
   CHECK(PluginCatalog::discover({kBuiltin, kBuiltin}).plugins().size() == catalog.plugins().size());
 
   PoliciesConfig policies = fixed_bundle();
-  policies.placement.settings["capacity_factor"] = {int64_t{2}, "t.toml:3:19"};
+  policies.placement.settings["fixed_ownership"].parameters["capacity_factor"] = {int64_t{2},
+                                                                                  "t.toml:3:19"};
   const PolicySet set = create_policy_set(policies, catalog);
   REQUIRE(set.records.size() == 4);
   CHECK(set.records[0].name == "fixed_ownership");
@@ -126,25 +128,45 @@ TEST_CASE("plugin errors are one line naming the file or setting and the fix", "
   }
   SECTION("a parameter the plugin does not declare") {
     PoliciesConfig policies = fixed_bundle();
-    policies.placement.settings["capacity_factr"] = {1.0, "exp.toml:9:18"};
+    policies.placement.settings["fixed_ownership"].parameters["capacity_factr"] = {1.0,
+                                                                                   "exp.toml:9:18"};
     CHECK(policy_error(policies) ==
           "exp.toml:9:18: the placement plugin 'fixed_ownership' has no parameter "
           "'capacity_factr'; did you mean "
           "'capacity_factor'?");
     PoliciesConfig no_parameters = fixed_bundle();
-    no_parameters.metric.settings["power"] = {2.0, "exp.toml:4:9"};
+    no_parameters.metric.settings["gate"].parameters["power"] = {2.0, "exp.toml:4:9"};
     CHECK_THAT(policy_error(no_parameters),
                Contains("has no parameter 'power'; it takes no parameters"));
   }
+  SECTION("a table of parameters for a plugin that is not chosen is still checked") {
+    // fixed_ownership is chosen; the lrmoe placement's table is not used, but its mistakes are
+    // found now rather than when lrmoe is chosen.
+    PoliciesConfig policies = fixed_bundle();
+    policies.placement.settings["lrmoe"] = {"exp.toml:7:20",
+                                            {{"keep_fractoin", {0.5, "exp.toml:8:17"}}}};
+    CHECK_THAT(policy_error(policies),
+               StartsWith("exp.toml:8:17: the placement plugin 'lrmoe' has no parameter "
+                          "'keep_fractoin'; did you mean 'keep_fraction'?"));
+    policies.placement.settings["lrmoe"] = {"exp.toml:7:20",
+                                            {{"keep_fraction", {0.5, "exp.toml:8:17"}}}};
+    CHECK_NOTHROW(create_policy_set(policies, PluginCatalog::discover({kBuiltin})));
+    policies.placement.settings["lrmo"] = {"exp.toml:9:20", {}};
+    CHECK(policy_error(policies) ==
+          "exp.toml:9:20: [policies.placement.lrmo]: a table of parameters is named after its "
+          "plugin, and no placement plugin is named 'lrmo'; did you mean 'lrmoe'?");
+  }
   SECTION("a bad parameter value") {
     PoliciesConfig policies = fixed_bundle();
-    policies.placement.settings["capacity_factor"] = {-1.0,
-                                                      "--set policies.placement.capacity_factor"};
+    auto& parameters = policies.placement.settings["fixed_ownership"].parameters;
+    parameters["capacity_factor"] = {-1.0,
+                                     "--set policies.placement.fixed_ownership.capacity_factor"};
     CHECK(policy_error(policies) ==
-          "--set policies.placement.capacity_factor: parameter 'capacity_factor' of the placement "
+          "--set policies.placement.fixed_ownership.capacity_factor: parameter 'capacity_factor' "
+          "of the placement "
           "plugin "
           "'fixed_ownership' must be >= 0, got -1");
-    policies.placement.settings["capacity_factor"] = {std::string("high"), "exp.toml:9:19"};
+    parameters["capacity_factor"] = {std::string("high"), "exp.toml:9:19"};
     CHECK_THAT(policy_error(policies), Contains("exp.toml:9:19: parameter 'capacity_factor'") &&
                                            Contains("must be a number"));
   }
@@ -267,9 +289,9 @@ TEST_CASE(
   const std::string db = dir.file("results.db");
   run({lrmoe, "run", std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml", "--db", db,
        "--set", "train.max_steps=15", "--set", "cluster.ranks=2", "--set", "policies.bundle=lrmoe",
-       "--set", "policies.placement.keep_fraction=0.5", "--set",
-       "policies.selection.name=quota_fraction", "--set", "policies.selection.fraction=0.25",
-       "--set", "policies.plugin_path=" + build},
+       "--set", "policies.placement.lrmoe.keep_fraction=0.5", "--set",
+       "policies.selection.name=quota_fraction", "--set",
+       "policies.selection.quota_fraction.fraction=0.25", "--set", "policies.plugin_path=" + build},
       "run.log");
   auto store = ResultsStore::open_read_only(db);
   auto recorded = store->query(

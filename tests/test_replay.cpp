@@ -161,7 +161,7 @@ TEST_CASE("a replay's variants are recorded as the cells of a sweep that compare
   const auto [code, output] = run_lrmoe(
       {"replay", kTinyExperiment, "--set", "cluster.ranks=4", "--set", "cluster.slots_per_rank=3",
        "--skew", "zipf:1.2", "--steps", "2", "--db", db, "--record", "skewed", "--variant", "fixed",
-       "--variant", "half:policies.bundle=lrmoe,policies.placement.keep_fraction=0.5"},
+       "--variant", "half:policies.bundle=lrmoe,policies.placement.lrmoe.keep_fraction=0.5"},
       dir.file("replay.log"));
   INFO(output);
   REQUIRE(code == 0);
@@ -179,6 +179,20 @@ TEST_CASE("a replay's variants are recorded as the cells of a sweep that compare
                "WHERE run = 2") == "1");
 }
 
+TEST_CASE("the default experiment replays under every bundle at a full-size preset", "[replay]") {
+  // The default experiment writes the lrmoe placement's keep_fraction; the other bundles replay
+  // it all the same (Note [Plugin parameters]).
+  TempFolder dir;
+  const auto [code, output] =
+      run_lrmoe({"replay", "--set", "model.preset=qwen3-30b-a3b", "--skew", "zipf:0.5", "--steps",
+                 "1", "--db", dir.file("results.db")},
+                dir.file("replay.log"));
+  INFO(output);
+  REQUIRE(code == 0);
+  for (const char* variant : {"fixed    fixed_ownership/", "symi     symi/", "lrmoe    lrmoe/"})
+    CHECK_THAT(output, Contains(variant));
+}
+
 TEST_CASE("a replay's mistakes are refused before anything is written", "[replay]") {
   TempFolder dir;
   const std::string db = dir.file("results.db");
@@ -192,8 +206,9 @@ TEST_CASE("a replay's mistakes are refused before anything is written", "[replay
   CHECK_THAT(error_of({"--skew", "zipf:x"}), Contains("--skew zipf:x: expected zipf:S"));
   CHECK_THAT(error_of({"--skew", "zipf:1", "--variant", "fastest"}),
              Contains("--variant fastest: not a policy bundle (fixed, symi, lrmoe)"));
-  CHECK_THAT(error_of({"--skew", "zipf:1", "--variant", "x:policies.placement.keep_fraction=2"}),
-             Contains("keep_fraction"));
+  CHECK_THAT(
+      error_of({"--skew", "zipf:1", "--variant", "x:policies.placement.lrmoe.keep_fraction=2"}),
+      Contains("keep_fraction"));
   CHECK_THAT(error_of({"--loads-from", "7"}), Contains("no such file"));
   CHECK_FALSE(std::filesystem::exists(db));
 }

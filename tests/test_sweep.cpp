@@ -112,7 +112,7 @@ experiment = "base.toml"
 [[axis]]
 variants = [
   { "policies.bundle" = "fixed" },
-  { policies = { bundle = "symi", placement = { fit_budget = true } } },
+  { policies = { bundle = "symi", placement = { symi = { fit_budget = true } } } },
 ]
 [[axis]]
 key = "experiment.seed"
@@ -123,8 +123,8 @@ values = [1, 2]
                                                  "bundle=symi, fit_budget=true, seed=1",
                                                  "bundle=symi, fit_budget=true, seed=2"});
   CHECK(spec.overrides(spec.cells[2]) ==
-        std::vector<std::string>{"policies.bundle=\"symi\"", "policies.placement.fit_budget=true",
-                                 "experiment.seed=1"});
+        std::vector<std::string>{"policies.bundle=\"symi\"",
+                                 "policies.placement.symi.fit_budget=true", "experiment.seed=1"});
   CHECK_THAT(config_error_of(dir,
                              "experiment = \"base.toml\"\n[[axis]]\nvariants = "
                              "[{\"a.b\" = 1}]\n[[axis]]\nkey = \"a.b\"\nvalues = [2]\n"),

@@ -63,7 +63,10 @@ Experiment resolve(const ExperimentSources& sources) {
     places.record(assignments[i].field->name(), assignments[i].place);
   }
   for (const SettingAssignment& setting : sources.settings()) {
-    (experiment.policies.*setting.choice).settings[setting.key] =
+    PluginSettings& plugin = (experiment.policies.*setting.choice).settings[setting.plugin];
+    if (plugin.place.empty()) plugin.place = setting.plugin_place;
+    if (setting.value == nullptr) continue;  // the table named, nothing in it
+    plugin.parameters[setting.key] =
         PolicySetting{setting_value(*setting.value, setting.place), setting.place};
   }
   apply_bundle(experiment.policies);

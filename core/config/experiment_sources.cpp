@@ -63,6 +63,17 @@ const FieldDescriptor& known_field(const std::string& section, const std::string
   return *field;
 }
 
+// A parameter written straight into [policies.<kind>]: it would belong to whichever plugin is
+// chosen, so it is refused, and the message says where it goes.
+std::string misplaced_parameter(const PolicySection& policy, const std::string& key,
+                                const std::string& place) {
+  return fmt::format(
+      "{0}: '{1}' is not a key of [{2}] (its key is `name`); a plugin's parameters go in that "
+      "plugin's own table, [{2}.PLUGIN] {1} = ..., or --set {2}.PLUGIN.{1}=...; `lrmoe plugins` "
+      "lists each {3} plugin's parameters",
+      place, key, policy.section, policy.kind);
+}
+
 }  // namespace
 
 ExperimentSources::ExperimentSources(std::string experiment_name)
@@ -131,6 +142,7 @@ void ExperimentSources::add_document_keys(const toml::table& document, const std
 
 void ExperimentSources::add_section_keys(const std::string& section, const toml::table& table,
                                          const std::string& name) {
+  const PolicySection* policy = find_policy_section(section);
   for (auto&& [key_node, value] : table) {
     const std::string key(key_node.str());
     const std::string subsection = section + "." + key;
@@ -138,7 +150,17 @@ void ExperimentSources::add_section_keys(const std::string& section, const toml:
       add_section_keys(subsection, *value.as_table(), name);
       continue;
     }
-    add_key(section, key, value, place_in(name, key_node.source()), place_in(name, value.source()));
+    const std::string key_place = place_in(name, key_node.source());
+    if (policy != nullptr && value.is_table() && find_field(section, key) == nullptr) {
+      // [policies.<kind>.<plugin>]: the key is the plugin's name, its table its parameters.
+      add_setting(*policy, key, key_place, "", nullptr, key_place);
+      for (auto&& [parameter, parameter_value] : *value.as_table()) {
+        add_setting(*policy, key, key_place, std::string(parameter.str()), &parameter_value,
+                    place_in(name, parameter_value.source()));
+      }
+      continue;
+    }
+    add_key(section, key, value, key_place, place_in(name, value.source()));
   }
 }
 
@@ -146,13 +168,19 @@ void ExperimentSources::add_key(const std::string& section, const std::string& k
                                 const toml::node& value, const std::string& key_place,
                                 const std::string& value_place) {
   const PolicySection* policy = find_policy_section(section);
-  if (policy != nullptr && find_field(section, key) == nullptr) {
-    // Checked against the plugin's declaration once the plugin is loaded.
-    settings_.push_back({policy->choice, key, &value, value_place});
-    return;
+  if (policy != nullptr && find_field(section, key) == nullptr &&
+      did_you_mean(key, section_keys(section)).empty()) {
+    throw ConfigError(misplaced_parameter(*policy, key, key_place));
   }
   const FieldDescriptor& field = known_field(section, key, key_place);
   assignments_.push_back({&field, &value, value_place});
+}
+
+void ExperimentSources::add_setting(const PolicySection& policy, const std::string& plugin,
+                                    const std::string& plugin_place, const std::string& key,
+                                    const toml::node* value, const std::string& value_place) {
+  // Checked against the plugin's declaration once the plugins are loaded.
+  settings_.push_back({policy.choice, plugin, plugin_place, key, value, value_place});
 }
 
 void ExperimentSources::add_override(const std::string& text) {
@@ -167,15 +195,20 @@ void ExperimentSources::add_override(const std::string& text) {
   if (!is_valid_utf8(text)) {
     throw ConfigError(place + ": not valid UTF-8; an experiment's names and values are UTF-8 text");
   }
-  // The key is after the last dot: policies.placement.capacity_factor is in [policies.placement].
+  // The key is after the last dot: cluster.memory_per_rank is in [cluster], and
+  // policies.placement.lrmoe.keep_fraction in the lrmoe placement's table.
   const auto dot = name.rfind('.');
   if (dot == std::string::npos) {
     throw ConfigError(place + ": no section; " + std::string(kSetForm));
   }
   const std::string section = name.substr(0, dot);
   const std::string key = name.substr(dot + 1);
-  require_known_section(section, place);
-  const FieldDescriptor* field = find_field(section, key);
+  const auto plugin_dot = section.rfind('.');
+  const PolicySection* plugin_of = plugin_dot == std::string::npos
+                                       ? nullptr
+                                       : find_policy_section(section.substr(0, plugin_dot));
+  if (plugin_of == nullptr) require_known_section(section, place);
+  const FieldDescriptor* field = plugin_of == nullptr ? find_field(section, key) : nullptr;
 
   // The value is TOML when it parses as TOML, otherwise plain text, so that paths and choice
   // names need no quotes on a command line. For a string field anything is text: a run named
@@ -186,7 +219,11 @@ void ExperimentSources::add_override(const std::string& text) {
       (field != nullptr && field->kind == FieldKind::String && !parsed->get("v")->is_string());
   const toml::table& document =
       documents_.emplace_back(as_text ? toml::table{{"v", value_text}} : std::move(*parsed));
-  add_key(section, key, *document.get("v"), place, place);
+  if (plugin_of != nullptr) {
+    add_setting(*plugin_of, section.substr(plugin_dot + 1), place, key, document.get("v"), place);
+  } else {
+    add_key(section, key, *document.get("v"), place, place);
+  }
 }
 
 }  // namespace lrmoe

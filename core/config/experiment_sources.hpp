@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/config/experiment_schema.hpp"
+#include "core/config/policy_sections.hpp"
 
 namespace lrmoe {
 
@@ -22,9 +23,12 @@ struct Assignment {
   std::string place;        // "FILE:LINE:COLUMN" or "--set section.key"
 };
 
-// One parameter of a policy plugin, `[policies.<kind>] key = value`, and where it was written.
+// One parameter of a policy plugin, `[policies.<kind>.<plugin>] key = value`, and where it was
+// written; or, with no key and no value, a plugin's table named with nothing in it.
 struct SettingAssignment {
   PolicyChoice PoliciesConfig::*choice;
+  std::string plugin;
+  std::string plugin_place;  // where the plugin's table was named
   std::string key;
   const toml::node* value;  // owned by the ExperimentSources that made the assignment
   std::string place;
@@ -58,13 +62,18 @@ class ExperimentSources {
                       const std::filesystem::path& base_dir,
                       std::vector<std::filesystem::path> chain);
   void add_document_keys(const toml::table& document, const std::string& name);
-  // The keys of one section's table; a sub-table may be a section of its own ([policies.x]).
+  // The keys of one section's table; a sub-table may be a section of its own ([policies.x]),
+  // and a sub-table of a [policies.<kind>] table is a plugin's parameters.
   void add_section_keys(const std::string& section, const toml::table& table,
                         const std::string& name);
-  // `section.key = value`: a schema field, or a parameter in a [policies.<kind>] table. An
-  // unknown key is reported at `key_place`, a bad value (later) at `value_place`.
+  // `section.key = value`: a schema field. An unknown key is reported at `key_place`, a bad
+  // value (later) at `value_place`.
   void add_key(const std::string& section, const std::string& key, const toml::node& value,
                const std::string& key_place, const std::string& value_place);
+  // `[policies.<kind>.<plugin>] key = value`; with no value, the table named alone.
+  void add_setting(const PolicySection& policy, const std::string& plugin,
+                   const std::string& plugin_place, const std::string& key, const toml::node* value,
+                   const std::string& value_place);
 
   // std::deque: adding a document leaves the nodes of earlier ones where they are.
   std::deque<toml::table> documents_;

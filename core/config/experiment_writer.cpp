@@ -11,13 +11,16 @@ namespace lrmoe {
 
 namespace {
 
-// A [policies.<kind>] table's plugin parameters, after its name.
+// After a [policies.<kind>] table, its plugins' own tables: [policies.<kind>.<plugin>].
 std::string policy_settings_toml(const Experiment& experiment, const std::string& section) {
   const PolicySection* policy = find_policy_section(section);
   if (policy == nullptr) return "";
   std::string toml;
-  for (const auto& [key, setting] : (experiment.policies.*(policy->choice)).settings) {
-    toml += toml_key(key) + " = " + setting_toml(setting.value) + "\n";
+  for (const auto& [plugin, settings] : (experiment.policies.*(policy->choice)).settings) {
+    toml += "\n[" + section + "." + toml_key(plugin) + "]\n";
+    for (const auto& [key, setting] : settings.parameters) {
+      toml += toml_key(key) + " = " + setting_toml(setting.value) + "\n";
+    }
   }
   return toml;
 }
@@ -57,8 +60,10 @@ std::string schema_markdown() {
       "base is read first and this file's keys override it. The [model] preset applies before "
       "every other [model] key, whichever file or --set names them. In [policies.placement], "
       "[policies.metric], [policies.selection] and [policies.routing], `name` picks the plugin "
-      "(default: the bundle's) and every other key is a parameter of that plugin (`lrmoe plugins` "
-      "lists them with their defaults); --set policies.placement.capacity_factor=1.5 sets one.\n";
+      "(default: the bundle's). A plugin's parameters go in its own table, "
+      "[policies.<kind>.<plugin>] (`lrmoe plugins` lists them with their defaults); --set "
+      "policies.placement.lrmoe.keep_fraction=0.5 sets one. Every such table is checked "
+      "against its plugin, and only the chosen plugin's is used.\n";
   return markdown;
 }
 

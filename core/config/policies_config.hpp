@@ -13,12 +13,24 @@ namespace lrmoe {
 // A policy plugin's parameter as an experiment sets it, with where it was set (for messages).
 struct PolicySetting {
   ParameterValue value;
-  std::string place;  // "exp.toml:12:3" or "--set policies.placement.capacity_factor"
+  std::string place;  // "exp.toml:12:3" or "--set policies.placement.lrmoe.keep_fraction"
+};
+
+// The parameters an experiment writes for one plugin, in that plugin's own table
+// [policies.<kind>.<plugin>] (Note [Plugin parameters] in docs/notes.md).
+struct PluginSettings {
+  std::string place;  // where the table was first named, for "no plugin has this name"
+  std::map<std::string, PolicySetting> parameters;
 };
 
 struct PolicyChoice {
   std::string name;  // plugin name; resolved from the bundle when the experiment names none
-  std::map<std::string, PolicySetting> settings;
+  // By plugin name. Every table is checked against its plugin; only `name`'s is used, so that
+  // a parameter written for one plugin never makes another choice unusable.
+  std::map<std::string, PluginSettings> settings;
+
+  // The chosen plugin's parameters (none when the experiment writes no table for it).
+  const std::map<std::string, PolicySetting>& chosen_parameters() const;
 };
 
 // What a pair whose backward work is not kept still gets: nothing through its expert (neither

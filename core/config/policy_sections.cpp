@@ -28,6 +28,12 @@ constexpr std::array<Bundle, 3> kBundles{{
 
 }  // namespace
 
+const std::map<std::string, PolicySetting>& PolicyChoice::chosen_parameters() const {
+  static const std::map<std::string, PolicySetting> none;
+  const auto it = settings.find(name);
+  return it == settings.end() ? none : it->second.parameters;
+}
+
 const std::vector<PolicySection>& policy_sections() {
   static const std::vector<PolicySection> sections{
       {"policies.placement", "placement", &PoliciesConfig::placement},

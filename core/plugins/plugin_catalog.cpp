@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/config/toml_text.hpp"
 #include "core/plugins/library_file_check.hpp"
 #include "core/plugins/plugin_boundary.hpp"
 #include "core/plugins/policy_parameters.hpp"
@@ -76,6 +77,14 @@ PluginInfo load_plugin(const fs::path& path) {
         fmt::format("{}: its descriptor has no name or no factory; describe it with "
                     "lrmoe::describe_policy",
                     path.string()));
+  }
+  // An experiment names the plugin as a bare key, in [policies.<kind>.<plugin>] and in
+  // `--set policies.<kind>.<plugin>.key=value`.
+  if (!is_bare_toml_key(info.descriptor.name)) {
+    throw PluginError(
+        fmt::format("{}: its descriptor names it '{}', which is not only letters, digits, '_' "
+                    "and '-'; rename it and rebuild it",
+                    path.string(), info.descriptor.name));
   }
   check_parameter_declarations(info.descriptor, path);
   return info;

@@ -31,6 +31,26 @@ const PluginInfo& find_plugin(const PluginCatalog& catalog, PolicyKind kind,
       folders.empty() ? "no folder" : folders));
 }
 
+// The tables an experiment writes for plugins of this kind other than the chosen one: each is
+// checked against its plugin, so a mistake in it is found now, not when that plugin is chosen
+// (Note [Plugin parameters] in docs/notes.md).
+void check_other_tables(const PluginCatalog& catalog, PolicyKind kind, const PolicyChoice& choice) {
+  for (const auto& [name, settings] : choice.settings) {
+    if (name == choice.name) continue;
+    const PluginInfo* plugin = catalog.find(kind, name);
+    if (plugin == nullptr) {
+      const std::vector<std::string> names = catalog.names(kind);
+      const std::string suggestion = did_you_mean(name, names);
+      throw PluginError(fmt::format(
+          "{}: [policies.{}.{}]: a table of parameters is named after its plugin, and no {} "
+          "plugin is named '{}'{}",
+          settings.place, kind_name(kind), name, kind_name(kind), name,
+          suggestion.empty() ? "; `lrmoe plugins` lists them" : suggestion));
+    }
+    resolve_parameters(*plugin, settings.parameters);
+  }
+}
+
 std::string parameters_toml(const Parameters& parameters) {
   std::string toml;
   for (const auto& [name, value] : parameters.values())
@@ -43,7 +63,8 @@ template <typename T>
 std::shared_ptr<T> create(const PluginCatalog& catalog, PolicyKind kind, const PolicyChoice& choice,
                           std::vector<PluginRecord>& records) {
   const PluginInfo& plugin = find_plugin(catalog, kind, choice.name);
-  const Parameters parameters = resolve_parameters(plugin, choice.settings);
+  check_other_tables(catalog, kind, choice);
+  const Parameters parameters = resolve_parameters(plugin, choice.chosen_parameters());
   records.push_back({kind_name(kind), plugin.descriptor.name, plugin.descriptor.version,
                      parameters_toml(parameters), plugin.path.string(), plugin.sha256,
                      plugin.descriptor.inputs});

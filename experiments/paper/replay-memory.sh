@@ -21,8 +21,8 @@ for model in qwen3-30b-a3b glm45-air; do
     --record "$model-replay" \
     --variant fixed \
     --variant "fixed-unbounded:policies.bundle=fixed,cluster.memory_per_rank=100x fixed" \
-    --variant "symi-fit:policies.bundle=symi,policies.placement.fit_budget=true" \
+    --variant "symi-fit:policies.bundle=symi,policies.placement.symi.fit_budget=true" \
     --variant lrmoe \
-    --variant "lrmoe-r64:policies.bundle=lrmoe,policies.placement.max_replicas=64"
+    --variant "lrmoe-r64:policies.bundle=lrmoe,policies.placement.lrmoe.max_replicas=64"
   echo
 done
