@@ -291,6 +291,7 @@ int run_command(const ExperimentSource& source) {
   } else {
     run = store->begin_run(info);
     store->add_plugins(run, plugin_rows(*policies));
+    store->add_data(run, data_row(data->provenance()));
     store->add_event(run, "info", "data: " + data->describe());
   }
   store->add_event(run, "info", device_line);

@@ -55,4 +55,25 @@ std::vector<PluginRecordRow> plugin_rows(const PolicySet& policies) {
   return rows;
 }
 
+RunDataRow data_row(const DataProvenance& data) {
+  RunDataRow row;
+  row.kind = data.kind;
+  if (data.kind != "synthetic") {
+    row.path = data.path;
+    row.bytes = data.bytes;
+    row.sha256 = data.sha256;
+    row.tokens = data.tokens;
+  }
+  if (const auto& corpus = data.corpus) {
+    row.corpus = corpus->name;
+    row.corpus_bytes = corpus->bytes;
+    row.corpus_sha256 = corpus->sha256;
+    row.corpus_sources = corpus->sources;
+    row.tokenizer = corpus->tokenizer;
+    row.tokenizer_vocab = corpus->tokenizer_vocab;
+    row.tokenizer_sha256 = corpus->tokenizer_sha256;
+  }
+  return row;
+}
+
 }  // namespace lrmoe

@@ -10,6 +10,7 @@
 
 #include "core/config/experiment.hpp"
 #include "core/cost/hardware_profile.hpp"
+#include "core/data/data_provenance.hpp"
 #include "core/plugins/policy_set.hpp"
 #include "core/train/checkpoint.hpp"
 #include "store/results_store.hpp"
@@ -34,5 +35,8 @@ std::filesystem::path checkpoint_folder(const std::string& database, int64_t run
 
 // The plugins of `policies` as the run_plugins table records them.
 std::vector<PluginRecordRow> plugin_rows(const PolicySet& policies);
+
+// What the run trains on as the run_data table records it.
+RunDataRow data_row(const DataProvenance& data);
 
 }  // namespace lrmoe

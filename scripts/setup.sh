@@ -22,6 +22,8 @@ packages=(
 # Options:
 #   --notebooks  adds what the notebooks in notebooks/ need.
 #   --fuzz       adds clang and its libFuzzer runtime, for scripts/fuzz.sh.
+#   --corpus     adds what scripts/prepare-corpus.sh needs: SentencePiece's Python module (the
+#                BPE tokenizer) and pod2text (perl).
 #   --cuda       also installs PyPI's PyTorch (a CUDA build whose LibTorch runs on the CPU where no
 #                GPU is visible) into the virtual environment build-cuda/venv and configures
 #                build-cuda/ against its LibTorch (the `cuda` preset; Note [LibTorch versions] in
@@ -33,11 +35,13 @@ for option in "$@"; do
       packages+=(jupyter-nbconvert python3-nbconvert python3-ipykernel python3-pandas) ;;
     --fuzz)
       packages+=(clang libclang-rt-14-dev) ;;
+    --corpus)
+      packages+=(python3-sentencepiece perl) ;;
     --cuda)
       cuda=true
       packages+=(python3-venv python3-pip) ;;
     *)
-      echo "setup: unknown option '$option'; the options are --notebooks, --fuzz and --cuda" >&2
+      echo "setup: unknown option '$option'; the options are --notebooks, --fuzz, --corpus and --cuda" >&2
       exit 1 ;;
   esac
 done

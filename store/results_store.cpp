@@ -129,6 +129,28 @@ class SqliteResultsStore final : public ResultsStore {
     transaction.commit();
   }
 
+  void add_data(int64_t run, const RunDataRow& data) override {
+    require_writable();
+    db_.prepare(
+           "INSERT INTO run_data (run, kind, path, bytes, sha256, tokens, corpus, corpus_bytes, "
+           "corpus_sha256, corpus_sources, tokenizer, tokenizer_vocab, tokenizer_sha256) "
+           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)")
+        .bind_int64(1, run)
+        .bind_text(2, data.kind)
+        .bind_optional_text(3, data.path)
+        .bind_optional_int64(4, data.bytes)
+        .bind_optional_text(5, data.sha256)
+        .bind_optional_int64(6, data.tokens)
+        .bind_optional_text(7, data.corpus)
+        .bind_optional_int64(8, data.corpus_bytes)
+        .bind_optional_text(9, data.corpus_sha256)
+        .bind_optional_text(10, data.corpus_sources)
+        .bind_optional_text(11, data.tokenizer)
+        .bind_optional_int64(12, data.tokenizer_vocab)
+        .bind_optional_text(13, data.tokenizer_sha256)
+        .execute();
+  }
+
   void add_step(int64_t run, const StepRecord& step) override { writer().add_step(run, step); }
 
   void add_expert_load(int64_t run, int64_t step, int64_t layer,

@@ -98,6 +98,23 @@ struct PluginRecordRow {
   std::string sha256;      // of that library
 };
 
+// What a run trained on (table run_data; Note [Data provenance] in docs/notes.md): the file's
+// fields are NULL for synthetic data, the corpus's without a tokens file's manifest.
+struct RunDataRow {
+  std::string kind;  // synthetic | text | tokens
+  std::optional<std::string> path;
+  std::optional<int64_t> bytes;
+  std::optional<std::string> sha256;
+  std::optional<int64_t> tokens;
+  std::optional<std::string> corpus;  // the corpus's name
+  std::optional<int64_t> corpus_bytes;
+  std::optional<std::string> corpus_sha256;
+  std::optional<std::string> corpus_sources;
+  std::optional<std::string> tokenizer;  // library, version and model
+  std::optional<int64_t> tokenizer_vocab;
+  std::optional<std::string> tokenizer_sha256;
+};
+
 struct StepRecord {
   int64_t step = 0;
   double train_loss = 0;
@@ -274,6 +291,7 @@ class ResultsStore {
   // Written at once, all or none in one transaction: a run records its plugins once, before
   // its first step.
   virtual void add_plugins(int64_t run, const std::vector<PluginRecordRow>& plugins) = 0;
+  virtual void add_data(int64_t run, const RunDataRow& data) = 0;
   virtual void add_step(int64_t run, const StepRecord& step) = 0;
   // pairs_per_expert[e]: token-expert pairs routed to expert e of `layer` in `step`.
   virtual void add_expert_load(int64_t run, int64_t step, int64_t layer,

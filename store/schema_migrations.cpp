@@ -481,6 +481,26 @@ ALTER TABLE runs ADD COLUMN load_source TEXT;
 ALTER TABLE runs ADD COLUMN process_start TEXT;
 PRAGMA application_id = 1819438447;
 )sql"},
+    // What each run trained on (Note [Data provenance]): the data's bytes and SHA-256 (NULL for
+    // synthetic data, generated from the seed), and for a prepared corpus the text and the
+    // tokenizer its tokens were made with. Runs recorded before have no row.
+    Migration{11, R"sql(
+CREATE TABLE run_data (
+  run              INTEGER PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+  kind             TEXT NOT NULL CHECK (kind IN ('synthetic', 'text', 'tokens')),
+  path             TEXT,
+  bytes            INTEGER,
+  sha256           TEXT,
+  tokens           INTEGER,
+  corpus           TEXT,
+  corpus_bytes     INTEGER,
+  corpus_sha256    TEXT,
+  corpus_sources   TEXT,
+  tokenizer        TEXT,
+  tokenizer_vocab  INTEGER,
+  tokenizer_sha256 TEXT
+);
+)sql"},
 };
 
 constexpr bool numbered_in_order() {

@@ -155,6 +155,10 @@ Statement& Statement::bind_optional_int64(int index, const std::optional<int64_t
   return value ? bind_int64(index, *value) : bind_null(index);
 }
 
+Statement& Statement::bind_optional_text(int index, const std::optional<std::string>& value) {
+  return value ? bind_text(index, *value) : bind_null(index);
+}
+
 Statement& Statement::bind_text(int index, std::string_view value) {
   check_bind(
       sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8),

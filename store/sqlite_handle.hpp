@@ -77,6 +77,7 @@ class Statement {
   Statement& bind_optional_double(int index, const std::optional<double>& value);
   Statement& bind_optional_int64(int index, const std::optional<int64_t>& value);
   Statement& bind_text(int index, std::string_view value);
+  Statement& bind_optional_text(int index, const std::optional<std::string>& value);
   Statement& bind_null(int index);
 
   // Advances the statement: true while a row is available, false when it is done.

@@ -37,6 +37,8 @@ class SyntheticSource final : public TokenSource {
                     RowShard shard = {}) const override;
   Batch val_batch(int64_t index, int64_t batch_size, RowShard shard = {}) const override;
   std::string describe() const override;
+  // Generated from the seed and the [data] settings, which the run's resolved experiment holds.
+  DataProvenance provenance() const override { return {"synthetic", "", 0, "", 0, std::nullopt}; }
   // The average over topics of each topic's entropy rate.
   std::optional<double> entropy_floor() const override { return entropy_floor_; }
 

@@ -10,6 +10,7 @@
 #include "core/data/token_array.hpp"
 #include "core/data/windowed_source.hpp"
 #include "core/system/file_kind.hpp"
+#include "core/system/sha256.hpp"
 
 namespace lrmoe {
 namespace {
@@ -100,8 +101,13 @@ std::unique_ptr<TokenSource> open_text_source(const DataConfig& config, uint64_t
   std::vector<uint8_t> bytes = read_text_corpus(config.path);
   const std::string description = fmt::format("text: '{}' as bytes (vocabulary {}), {} bytes",
                                               config.path, kByteVocabulary, bytes.size());
+  const auto size = static_cast<int64_t>(bytes.size());
+  DataProvenance provenance{
+      "text", config.path,
+      size,   sha256_hex({reinterpret_cast<const char*>(bytes.data()), bytes.size()}),
+      size,   std::nullopt};
   return std::make_unique<WindowedSource>(std::make_unique<ByteArray>(std::move(bytes)),
-                                          kByteVocabulary, config.path, description,
+                                          kByteVocabulary, std::move(provenance), description,
                                           config.val_fraction, seed, seq_len);
 }
 

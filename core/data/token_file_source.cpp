@@ -7,9 +7,11 @@
 #include <string>
 #include <utility>
 
+#include "core/data/corpus_manifest.hpp"
 #include "core/data/mapped_file.hpp"
 #include "core/data/token_array.hpp"
 #include "core/data/windowed_source.hpp"
+#include "core/system/sha256.hpp"
 
 namespace lrmoe {
 namespace {
@@ -75,6 +77,12 @@ std::unique_ptr<TokenSource> open_as(const DataConfig& config, std::unique_ptr<M
                     "data.token_dtype or whether the file was cut short",
                     config.path, bytes, sizeof(Word), dtype_name));
   }
+  // The manifest first: when it disagrees with data.token_dtype, it says why the ids look wrong.
+  const std::string sha256 =
+      sha256_hex({reinterpret_cast<const char*>(file->data()), file->size()});
+  const auto count = static_cast<int64_t>(bytes / sizeof(Word));
+  DataProvenance provenance{"tokens", config.path, static_cast<int64_t>(bytes),
+                            sha256,   count,       read_corpus_manifest(config, count, sha256)};
   auto tokens = std::make_unique<MappedTokenArray<Word>>(std::move(file));
   const int64_t bad = tokens->first_outside(config.vocab_size);
   if (bad < tokens->size()) {
@@ -85,11 +93,16 @@ std::unique_ptr<TokenSource> open_as(const DataConfig& config, std::unique_ptr<M
         "data.vocab_size = {}: raise data.vocab_size above it or check data.token_dtype",
         config.path, value, bad, config.vocab_size));
   }
-  const std::string description =
-      fmt::format("tokens: '{}' ({}, vocabulary {}), {} tokens", config.path, dtype_name,
-                  config.vocab_size, tokens->size());
-  return std::make_unique<WindowedSource>(std::move(tokens), config.vocab_size, config.path,
-                                          description, config.val_fraction, seed, seq_len);
+  std::string description = fmt::format("tokens: '{}' ({}, vocabulary {}), {} tokens", config.path,
+                                        dtype_name, config.vocab_size, tokens->size());
+  if (const auto& corpus = provenance.corpus) {
+    description +=
+        fmt::format(" of the corpus '{}' ({} bytes, SHA-256 {}), tokenizer {}", corpus->name,
+                    corpus->bytes, corpus->sha256.substr(0, 12), corpus->tokenizer);
+  }
+  return std::make_unique<WindowedSource>(std::move(tokens), config.vocab_size,
+                                          std::move(provenance), description, config.val_fraction,
+                                          seed, seq_len);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "core/config/data_config.hpp"
+#include "core/data/data_provenance.hpp"
 
 namespace lrmoe {
 
@@ -60,6 +61,8 @@ class TokenSource {
   virtual Batch val_batch(int64_t index, int64_t batch_size, RowShard shard = {}) const = 0;
   // One line for logs: kind, path, sizes.
   virtual std::string describe() const = 0;
+  // What the run trains on, to record with it (Note [Data provenance]).
+  virtual DataProvenance provenance() const = 0;
   // Per-token cross-entropy floor in nats, where the source knows it.
   virtual std::optional<double> entropy_floor() const { return std::nullopt; }
 };

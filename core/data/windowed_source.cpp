@@ -9,13 +9,15 @@
 namespace lrmoe {
 
 WindowedSource::WindowedSource(std::unique_ptr<const TokenArray> tokens, int64_t vocab_size,
-                               const std::string& path, std::string description,
+                               DataProvenance provenance, std::string description,
                                double val_fraction, uint64_t seed, int64_t seq_len)
     : tokens_(std::move(tokens)),
       vocab_size_(vocab_size),
+      provenance_(std::move(provenance)),
       description_(std::move(description)),
       seed_(seed),
       seq_len_(seq_len) {
+  const std::string& path = provenance_.path;
   const int64_t total = tokens_->size();
   const auto val_size = static_cast<int64_t>(static_cast<double>(total) * val_fraction);
   train_size_ = total - val_size;

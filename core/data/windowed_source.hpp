@@ -16,10 +16,10 @@ namespace lrmoe {
 
 class WindowedSource final : public TokenSource {
  public:
-  // `path` names the data in error messages; `description` starts describe(). Throws DataError
-  // when either split is shorter than one window.
+  // `provenance.path` names the data in error messages; `description` starts describe().
+  // Throws DataError when either split is shorter than one window.
   WindowedSource(std::unique_ptr<const TokenArray> tokens, int64_t vocab_size,
-                 const std::string& path, std::string description, double val_fraction,
+                 DataProvenance provenance, std::string description, double val_fraction,
                  uint64_t seed, int64_t seq_len);
 
   int64_t vocab_size() const override { return vocab_size_; }
@@ -27,6 +27,7 @@ class WindowedSource final : public TokenSource {
                     RowShard shard = {}) const override;
   Batch val_batch(int64_t index, int64_t batch_size, RowShard shard = {}) const override;
   std::string describe() const override;
+  DataProvenance provenance() const override { return provenance_; }
 
   // The first validation token; tokens before it are the training split.
   int64_t train_size() const { return train_size_; }
@@ -38,6 +39,7 @@ class WindowedSource final : public TokenSource {
 
   std::unique_ptr<const TokenArray> tokens_;
   int64_t vocab_size_;
+  DataProvenance provenance_;
   std::string description_;
   uint64_t seed_;
   int64_t seq_len_;

@@ -1,0 +1,106 @@
+#!/usr/bin/python3
+"""Trains a BPE tokenizer on a text corpus and writes the corpus as an lrmoe `tokens` file.
+
+    tokenize_corpus.py CORPUS.txt OUT_DIR --name NAME --vocab 8192 [--source PKG=VER]...
+
+Writes, in OUT_DIR:
+  tokenizer.model, tokenizer.vocab   the SentencePiece BPE model (Debian's python3-sentencepiece)
+  tokens.bin                         every line's ids then the end-of-line id, uint16 little-endian
+  tokens.bin.toml                    the manifest lrmoe reads beside tokens.bin and records with
+                                     every run: the corpus's name, size, SHA-256 and sources, the
+                                     tokenizer's library, model and SHA-256, the tokens' count and
+                                     SHA-256 (docs/notes.md, Note [Data provenance])
+Training reads every line (no sampling) on one thread, so the model is a function of the text:
+the same corpus gives the same bytes of tokenizer.model on every machine (the model also holds
+the names of its input and output, so they are given relative to OUT_DIR, where CORPUS must be).
+"""
+import argparse
+import array
+import hashlib
+import os
+import sys
+
+import sentencepiece
+
+
+def sha256_of(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def toml_string(text):
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("corpus")
+    parser.add_argument("out")
+    parser.add_argument("--name", required=True)
+    parser.add_argument("--vocab", type=int, default=8192)
+    parser.add_argument("--source", action="append", default=[])
+    args = parser.parse_args()
+    if not 256 < args.vocab <= 65536:
+        sys.exit(f"tokenize_corpus.py: --vocab {args.vocab}: must be in (256, 65536] for uint16 ids")
+
+    corpus = os.path.relpath(args.corpus, args.out)
+    if corpus.startswith(".."):
+        sys.exit(f"tokenize_corpus.py: {args.corpus}: the corpus must be inside {args.out}")
+    os.chdir(args.out)
+    prefix = "tokenizer"
+    # byte_fallback: any byte is representable, so no text maps to the unknown id. Ids 0, 1, 2
+    # are unknown, begin and end; the end id ends every line in tokens.bin.
+    sentencepiece.SentencePieceTrainer.train(
+        input=corpus, model_prefix=prefix, vocab_size=args.vocab, model_type="bpe",
+        byte_fallback=True, character_coverage=0.9995, input_sentence_size=0,
+        shuffle_input_sentence=False, max_sentence_length=1 << 16, num_threads=1,
+        unk_id=0, bos_id=1, eos_id=2, pad_id=-1, minloglevel=2)
+    model = sentencepiece.SentencePieceProcessor(model_file=prefix + ".model")
+
+    with open(corpus, encoding="utf-8") as stream:
+        lines = stream.read().split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the newline that ends the file ends its last line
+    ids = array.array("H")
+    end = model.eos_id()
+    for encoded in model.encode(lines, out_type=int, num_threads=os.cpu_count()):
+        ids.extend(encoded)
+        ids.append(end)
+    if sys.byteorder != "little":
+        ids.byteswap()
+    tokens = "tokens.bin"
+    with open(tokens, "wb") as stream:
+        ids.tofile(stream)
+
+    manifest = [
+        "# Written by scripts/prepare-corpus.sh. lrmoe reads it beside tokens.bin, checks the",
+        "# tokens against it and records it with every run that trains on them.",
+        "[corpus]",
+        f"name = {toml_string(args.name)}",
+        f"bytes = {os.path.getsize(corpus)}",
+        f"sha256 = {toml_string(sha256_of(corpus))}",
+        "sources = [" + ", ".join(toml_string(s) for s in args.source) + "]",
+        "",
+        "[tokenizer]",
+        f"library = {toml_string('sentencepiece ' + sentencepiece.__version__)}",
+        'model = "bpe"',
+        f"vocab_size = {model.get_piece_size()}",
+        f"sha256 = {toml_string(sha256_of(prefix + '.model'))}",
+        "",
+        "[tokens]",
+        'dtype = "uint16"',
+        f"count = {len(ids)}",
+        f"sha256 = {toml_string(sha256_of(tokens))}",
+    ]
+    with open(tokens + ".toml", "w", encoding="utf-8") as stream:
+        stream.write("\n".join(manifest) + "\n")
+    print(f"tokenize_corpus.py: {len(ids)} tokens of vocabulary {model.get_piece_size()} "
+          f"({os.path.getsize(corpus) / len(ids):.2f} bytes a token) in "
+          f"{os.path.join(args.out, tokens)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Prepares the real-text corpus the corpus experiments train on (experiments/corpus/):
+# `debian-docs-en`, the English documentation prose of five Debian 12 packages pinned by version
+# and SHA-256 (scripts/corpus/debian-docs.lock: the Linux kernel's, Python's, PostgreSQL's, Perl's
+# and Django's manuals, about 64 MB of text), tokenized by a SentencePiece BPE of vocabulary 8192
+# trained on it. Writes data/debian-docs-en/ (or the folder given):
+#   corpus.txt                        the text, as tokenized
+#   tokenizer.model, tokenizer.vocab  the tokenizer
+#   tokens.bin, tokens.bin.toml       an lrmoe `tokens` file (uint16) and its manifest, which
+#                                     every run that trains on it records (Note [Data provenance])
+# A few minutes on 2 cores, about 1 GB of disk while it runs and 200 MB after. Run again, it does
+# nothing while tokens.bin matches its manifest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export LC_ALL=C  # one sort order for the POD files, whatever the locale
+out=${1:-data/debian-docs-en}
+lock=scripts/corpus/debian-docs.lock
+
+manifest_sha() { sed -n '/^\[tokens\]/,$ s/^sha256 = "\(.*\)"$/\1/p' "$1"; }
+if [ -f "$out/tokens.bin.toml" ] && [ -f "$out/tokens.bin" ] &&
+  [ "$(sha256sum "$out/tokens.bin" | cut -d' ' -f1)" = "$(manifest_sha "$out/tokens.bin.toml")" ]; then
+  echo "corpus: $out/tokens.bin is ready (it matches its manifest)"
+  exit 0
+fi
+
+bash scripts/setup.sh --corpus
+work="$out/build"
+rm -rf "$work"
+mkdir -p "$work/debs" "$work/unpacked"
+: >"$work/corpus.txt"
+sources=()
+updated=false
+while read -r spec sha how folder; do
+  [[ -z "$spec" || "$spec" == \#* ]] && continue
+  name=${spec%%=*}
+  # The package lists may be older than the machine's set-up: refresh them once before giving up.
+  until (cd "$work/debs" && apt-get download -qq "$spec" 2>/dev/null); do
+    if $updated; then
+      echo "corpus: Debian does not serve $spec; if the version is gone from the archive, put the" \
+        "served one and its .deb's SHA-256 in $lock (the corpus, and every figure made on it, then" \
+        "changes)" >&2
+      exit 1
+    fi
+    apt-get update -qq
+    updated=true
+  done
+  deb=$(ls "$work/debs/${name}_"*.deb)
+  if ! echo "$sha  $deb" | sha256sum --check --quiet --status; then
+    echo "corpus: $deb does not have the SHA-256 $lock gives it; the corpus would not be the" \
+      "recorded one" >&2
+    exit 1
+  fi
+  dpkg-deb -x "$deb" "$work/unpacked/$name"
+  echo "corpus: text of $spec"
+  case $how in
+    html) /usr/bin/python3 scripts/corpus/html_to_text.py "$work/unpacked/$name/$folder" ;;
+    # pod2text prints what it can of a page with POD errors (and exits 1): the text is kept.
+    pod) for page in "$work/unpacked/$name/$folder"/*.pod; do
+        pod2text --utf8 "$page" 2>/dev/null || true
+        echo
+      done ;;
+    *) echo "corpus: $lock: '$how' for $spec is neither html nor pod" >&2; exit 1 ;;
+  esac >>"$work/corpus.txt"
+  sources+=(--source "$spec")
+done <"$lock"
+
+mv "$work/corpus.txt" "$out/corpus.txt"
+echo "corpus: $(wc -c <"$out/corpus.txt") bytes of text; training the tokenizer and encoding"
+/usr/bin/python3 scripts/corpus/tokenize_corpus.py "$out/corpus.txt" "$out" \
+  --name debian-docs-en --vocab 8192 "${sources[@]}"
+rm -rf "$work"
+cat "$out/tokens.bin.toml"
