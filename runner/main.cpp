@@ -16,6 +16,7 @@
 #include "core/config/experiment_loader.hpp"
 #include "core/device/caching_host_allocator.hpp"
 #include "core/system/one_line.hpp"
+#include "gate_command.hpp"
 #include "inspect_commands.hpp"
 #include "launch_command.hpp"
 #include "parallel_bench_command.hpp"
@@ -177,6 +178,21 @@ int main(int argc, char** argv) {
   sweep->add_flag("--retry-failed", sweep_options.retry_failed,
                   "run again the cells whose last run failed");
 
+  auto* gate = app.add_subcommand(
+      "gate",
+      "does the workload react to dropped pairs? fixed ownership dropless, dropping about half "
+      "the pairs, and with the MoE removed, over seeds (resumable); exit 3 when it fails");
+  lrmoe::GateOptions gate_options;
+  gate->add_option("experiment", gate_options.file, "experiment TOML file")->required();
+  repeatable(gate->add_option("--set", gate_options.overrides,
+                              "override a field: section.key=value (repeatable)"));
+  gate->add_option("--seeds", gate_options.seeds, "seeds per arm (1..N)")
+      ->check(CLI::Range(2, 100));
+  gate->add_option("-j,--jobs", gate_options.jobs, "runs at once (cores split evenly)")
+      ->check(CLI::PositiveNumber);
+  gate->add_option("--db", gate_options.database,
+                   "results database (default: the experiment's store.path)");
+
   auto* compare =
       app.add_subcommand("compare",
                          "per model and policy variant over seeds: time to target, memory, pairs; "
@@ -287,6 +303,7 @@ int main(int argc, char** argv) {
       return lrmoe::parallel_bench_worker(source, parallel_steps, parallel_result);
     if (sweep->parsed()) return lrmoe::sweep_command(sweep_options);
     if (compare->parsed()) return lrmoe::compare_command(compare_options, std::cout);
+    if (gate->parsed()) return lrmoe::gate_command(gate_options, std::cout);
     if (replay->parsed()) return lrmoe::replay_command(replay_options, std::cout);
     if (bench_planning->parsed()) return lrmoe::planning_bench_command(planning_bench, std::cout);
     if (resume->parsed()) return lrmoe::resume_command(resume_id, db);

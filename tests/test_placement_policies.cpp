@@ -225,6 +225,13 @@ TEST_CASE("fixed_ownership places expert e on rank e / ceil(E/R) with the Megatr
   CHECK(load<lrmoe::PlacementPolicy>("fixed_ownership", {{"capacity_factor", 2.0}})
             ->plan(request)
             .forward_capacity == std::vector<int64_t>(10, 10));
+  // A capacity in pairs overrides the factor; 0 drops every pair (the routed experts removed).
+  for (const int64_t capacity : {int64_t{0}, int64_t{3}}) {
+    CHECK(load<lrmoe::PlacementPolicy>("fixed_ownership",
+                                       {{"capacity_factor", 1.5}, {"capacity", capacity}})
+              ->plan(request)
+              .forward_capacity == std::vector<int64_t>(10, capacity));
+  }
 }
 
 TEST_CASE("lrmoe replicates the hot expert and water-fills quotas within the budget",

@@ -6,6 +6,9 @@
 // capacity_factor > 0 turns on the forward capacity of those systems: every expert computes at
 // most C = ceil(k * T / E * capacity_factor) pairs (k top-k, T tokens); the runner drops the
 // lowest-gate pairs past C, as Megatron's drop-by-probability does. 0 is dropless.
+//
+// capacity >= 0 sets C in pairs instead, whatever the factor; capacity = 0 drops every pair in
+// forward, which removes the routed experts from the model (the control arm of `lrmoe gate`).
 
 #include <lrmoe/plugin.hpp>
 
@@ -16,14 +19,17 @@ namespace {
 class FixedOwnership : public lrmoe::PlacementPolicy {
  public:
   explicit FixedOwnership(const lrmoe::Parameters& parameters)
-      : capacity_factor_(parameters.real("capacity_factor")) {}
+      : capacity_factor_(parameters.real("capacity_factor")),
+        capacity_(parameters.integer("capacity")) {}
 
   lrmoe::PlacementPlan plan(const lrmoe::PlacementRequest& request) override {
     const int64_t experts = request.num_experts;
     lrmoe::PlacementPlan plan;
     plan.instances = lrmoe::static_owners(experts, request.ranks);
     plan.quota = request.counts;
-    if (capacity_factor_ > 0) {
+    if (capacity_ >= 0) {
+      plan.forward_capacity.assign(static_cast<size_t>(experts), capacity_);
+    } else if (capacity_factor_ > 0) {
       // In Megatron's order: pairs per expert, then the factor.
       const double pairs_per_expert =
           static_cast<double>(request.top_k * request.tokens) / static_cast<double>(experts);
@@ -36,16 +42,21 @@ class FixedOwnership : public lrmoe::PlacementPolicy {
 
  private:
   double capacity_factor_;
+  int64_t capacity_;
 };
 
 lrmoe::PluginDescriptor describe() {
   return lrmoe::describe_policy<FixedOwnership>(
-      "fixed_ownership", "1.0.0",
+      "fixed_ownership", "1.1.0",
       "each expert on one fixed rank, no replicas (DeepSpeed-MoE, Megatron)",
       {lrmoe::real_parameter(
-          "capacity_factor", 0.0,
-          "forward capacity per expert, as a multiple of the mean pairs per expert; 0 is dropless",
-          0)});
+           "capacity_factor", 0.0,
+           "forward capacity per expert, as a multiple of the mean pairs per expert; 0 is dropless",
+           0),
+       lrmoe::integer_parameter("capacity", -1,
+                                "forward capacity per expert in pairs, overriding capacity_factor; "
+                                "-1: none; 0 drops every pair (the routed experts removed)",
+                                -1)});
 }
 
 }  // namespace

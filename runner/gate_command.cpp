@@ -1,0 +1,224 @@
+#include "runner/gate_command.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <stdexcept>
+
+#include "core/config/experiment_loader.hpp"
+#include "core/config/toml_text.hpp"
+#include "runner/capacity_calibration.hpp"
+#include "runner/seed_statistics.hpp"
+#include "runner/sweep_command.hpp"
+#include "runner/text_table.hpp"
+#include "store/results_store.hpp"
+
+namespace fs = std::filesystem;
+
+namespace lrmoe {
+namespace {
+
+constexpr double kNotReached = std::numeric_limits<double>::infinity();
+constexpr const char* kCapacityKey = "policies.placement.fixed_ownership.capacity";
+
+// An arm's runs, one per seed.
+struct ArmRuns {
+  std::vector<double> steps;  // to target; +infinity where a seed did not reach it
+  double dropped = 0;         // fraction of routed pairs dropped in forward, over every run
+};
+
+std::string sql_text(const std::string& text) {
+  std::string quoted = "'";
+  for (const char c : text) quoted += c == '\'' ? std::string("''") : std::string(1, c);
+  return quoted + "'";
+}
+
+// A sweep over the seeds of the gate's arms, each arm one variant of fixed ownership's settings.
+fs::path write_sweep(const fs::path& folder, const std::string& name, const GateOptions& options,
+                     const std::vector<std::string>& arms) {
+  std::string toml = "# Written by `lrmoe gate` (runner/gate_command.cpp); run again to resume.\n";
+  toml += "name = " + toml_string(name) + "\n";
+  toml += "experiment = " + toml_string(fs::absolute(options.file).string()) + "\n";
+  toml += "set = [";
+  std::vector<std::string> set = options.overrides;
+  set.insert(set.end(), {"policies.bundle=fixed", "policies.placement.name=fixed_ownership"});
+  for (std::size_t i = 0; i < set.size(); ++i) toml += (i ? ", " : "") + toml_string(set[i]);
+  toml += "]\n\n[[axis]]\nvariants = [\n";
+  for (const std::string& arm : arms) toml += "  { " + arm + " },\n";
+  toml += "]\n\n[[axis]]\nkey = \"experiment.seed\"\nvalues = [";
+  for (int64_t seed = 1; seed <= options.seeds; ++seed)
+    toml += (seed > 1 ? ", " : "") + std::to_string(seed);
+  toml += "]\n";
+  fs::create_directories(folder);
+  const fs::path file = folder / (name + ".toml");
+  std::ofstream(file) << toml;
+  return file;
+}
+
+void run_sweep(const fs::path& file, const std::string& database, const GateOptions& options) {
+  SweepOptions sweep;
+  sweep.file = file.string();
+  sweep.database = database;
+  sweep.jobs = options.jobs;
+  if (const int code = sweep_command(sweep); code != 0) throw std::runtime_error("interrupted");
+}
+
+// The last run of every cell of sweep `name`, by arm: "removed" for the cells that set a
+// capacity, `other` for the rest.
+std::map<std::string, std::vector<int64_t>> runs_by_arm(const ResultsStore& store,
+                                                        const std::string& name,
+                                                        const std::string& other) {
+  const QueryResult rows = store.query(fmt::format(
+      "SELECT r.run, EXISTS (SELECT 1 FROM sweep_cell_values v JOIN sweeps s ON s.id = v.sweep "
+      "WHERE s.name = r.sweep AND v.cell = r.cell AND v.key = {}) FROM sweep_results r "
+      "WHERE r.sweep = {} AND r.status = 'finished' ORDER BY r.cell",
+      sql_text(kCapacityKey), sql_text(name)));
+  std::map<std::string, std::vector<int64_t>> arms;
+  for (const auto& row : rows.rows)
+    arms[row[1].value() == "1" ? "removed" : other].push_back(std::stoll(row[0].value()));
+  return arms;
+}
+
+std::string run_list(const std::vector<int64_t>& runs) {
+  std::string list;
+  for (const int64_t run : runs) list += (list.empty() ? "" : ", ") + std::to_string(run);
+  return list;
+}
+
+ArmRuns arm_figures(const ResultsStore& store, const std::vector<int64_t>& runs) {
+  ArmRuns arm;
+  const QueryResult steps =
+      store.query("SELECT ttt_step FROM runs WHERE id IN (" + run_list(runs) + ") ORDER BY id");
+  for (const auto& row : steps.rows) arm.steps.push_back(row[0] ? std::stod(*row[0]) : kNotReached);
+  const QueryResult dropped = store.query(
+      "SELECT sum(pairs_dropped) * 1.0 / sum(pairs_routed) FROM moe_layer_steps "
+      "WHERE run IN (" +
+      run_list(runs) + ")");
+  arm.dropped = std::stod(dropped.rows.at(0).at(0).value_or("0"));
+  return arm;
+}
+
+// Every recorded pass's per-expert loads of `runs`.
+std::vector<ExpertLoads> recorded_loads(const ResultsStore& store,
+                                        const std::vector<int64_t>& runs) {
+  const QueryResult rows =
+      store.query("SELECT run, step, layer, pairs FROM expert_load WHERE run IN (" +
+                  run_list(runs) + ") ORDER BY run, step, layer, expert");
+  std::vector<ExpertLoads> passes;
+  std::string last;
+  for (const auto& row : rows.rows) {
+    const std::string pass = *row[0] + ":" + *row[1] + ":" + *row[2];
+    if (pass != last) passes.emplace_back();
+    last = pass;
+    passes.back().push_back(std::stoll(*row[3]));
+  }
+  return passes;
+}
+
+std::string steps_text(const std::vector<double>& steps) {
+  const SeedSpread spread = seed_spread(steps);
+  int64_t missed = 0;
+  for (const double s : steps) missed += std::isinf(s);
+  auto value = [](double v) {
+    return std::isinf(v) ? std::string("not reached") : fmt::format("{:.0f}", v);
+  };
+  std::string text =
+      fmt::format("{} [{}, {}]", value(spread.median), value(spread.low), value(spread.high));
+  if (missed > 0) text += fmt::format(" ({} of {} missed)", missed, steps.size());
+  return text;
+}
+
+}  // namespace
+
+int gate_command(const GateOptions& options, std::ostream& out) {
+  const Experiment experiment = load_experiment(options.file, options.overrides);
+  const std::string database = options.database.value_or(experiment.store.path);
+  const fs::path folder =
+      fs::absolute(database).parent_path() / (fs::path(database).stem().string() + "-sweeps");
+  const std::string name = "gate-" + experiment.experiment.name;
+
+  // Dropless and the routed experts removed first: the middle arm is calibrated on the dropless
+  // runs' loads.
+  try {
+    run_sweep(write_sweep(folder, name, options,
+                          {"\"policies.placement.fixed_ownership.capacity_factor\" = 0.0",
+                           fmt::format("\"{}\" = 0", kCapacityKey)}),
+              database, options);
+  } catch (const std::runtime_error& error) {
+    if (std::string(error.what()) == "interrupted") return 130;
+    throw;
+  }
+  auto store = ResultsStore::open_read_only(database);
+  std::map<std::string, std::vector<int64_t>> arms = runs_by_arm(*store, name, "dropless");
+  const double factor = std::round(capacity_factor_dropping(
+                                       recorded_loads(*store, arms.at("dropless")), options.half) *
+                                   1000) /
+                        1000;
+  const std::string half_name = fmt::format("{}-half", name);
+  try {
+    run_sweep(
+        write_sweep(folder, half_name, options,
+                    {fmt::format("\"policies.placement.fixed_ownership.capacity_factor\" = {}",
+                                 toml_float(factor))}),
+        database, options);
+  } catch (const std::runtime_error& error) {
+    if (std::string(error.what()) == "interrupted") return 130;
+    throw;
+  }
+  store = ResultsStore::open_read_only(database);
+  arms["half"] = runs_by_arm(*store, half_name, "half").at("half");
+
+  const ArmRuns dropless = arm_figures(*store, arms.at("dropless"));
+  const ArmRuns half = arm_figures(*store, arms.at("half"));
+  const ArmRuns removed = arm_figures(*store, arms.at("removed"));
+
+  out << fmt::format(
+      "\nsensitivity gate: {} ({}), fixed ownership, {} seeds, steps to eval loss {}\n",
+      options.file, experiment.experiment.name, options.seeds, experiment.train.target_loss);
+  QueryResult table;
+  table.columns = {"arm",
+                   "forward capacity",
+                   "pairs dropped",
+                   "steps to target: median [range]",
+                   "extra steps vs dropless [95% interval]",
+                   "runs"};
+  auto extra = [&](const ArmRuns& arm) -> std::string {
+    const std::optional<Reduction> r = bootstrap_reduction(arm.steps, dropless.steps);
+    if (!r) return "-";
+    return fmt::format("{:+.0f}% [{:+.0f}%, {:+.0f}%]", -100 * r->estimate, -100 * r->high,
+                       -100 * r->low);
+  };
+  table.rows.push_back({"dropless", "none", fmt::format("{:.1f}%", 100 * dropless.dropped),
+                        steps_text(dropless.steps), "", run_list(arms.at("dropless"))});
+  table.rows.push_back({fmt::format("about {:.0f}% dropped", 100 * options.half),
+                        fmt::format("capacity factor {}", factor),
+                        fmt::format("{:.1f}%", 100 * half.dropped), steps_text(half.steps),
+                        extra(half), run_list(arms.at("half"))});
+  table.rows.push_back({"MoE removed", "0 pairs", fmt::format("{:.1f}%", 100 * removed.dropped),
+                        steps_text(removed.steps), extra(removed), run_list(arms.at("removed"))});
+  out << render_text_table(table, 60) << "\n";
+
+  const SeedSpread base = seed_spread(dropless.steps);
+  const std::optional<Reduction> half_cost = bootstrap_reduction(half.steps, dropless.steps);
+  const bool reaches = std::isfinite(base.median);
+  // A reduction below zero is a cost: the interval excludes zero when its upper end is below it.
+  const bool half_costs = reaches && half_cost && half_cost->high < 0;
+  const bool removal_costs = reaches && seed_spread(removed.steps).median >= 2 * base.median;
+  out << fmt::format("dropless reaches the target (median): {}\n", reaches ? "yes" : "no");
+  out << fmt::format("dropping about half the pairs costs steps, interval excluding zero: {}\n",
+                     half_costs ? "yes" : "no");
+  out << fmt::format("removing the MoE misses the target or takes at least twice the steps: {}\n",
+                     removal_costs ? "yes" : "no");
+  const bool pass = reaches && half_costs && removal_costs;
+  out << (pass ? "PASS: this workload reacts to dropped pairs; policy comparisons on it measure "
+                 "convergence\n"
+               : "FAIL: this workload does not react enough to dropped pairs for a policy "
+                 "comparison on it to mean anything\n");
+  return pass ? 0 : 3;
+}
+
+}  // namespace lrmoe

@@ -1,0 +1,55 @@
+// The sensitivity gate (lrmoe gate, Note [Sensitivity gate]): its capacity calibration, and the
+// command end to end on the tiny model.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "runner/capacity_calibration.hpp"
+#include "store/results_store.hpp"
+#include "support/child_process.hpp"
+#include "support/temp_folder.hpp"
+
+using Catch::Contains;
+
+TEST_CASE("the calibrated capacity factor drops the asked fraction of the recorded pairs",
+          "[gate]") {
+  // Two passes of four experts, 40 pairs each: mean 10 pairs per expert.
+  const std::vector<lrmoe::ExpertLoads> passes{{20, 10, 6, 4}, {10, 10, 10, 10}};
+  // Factor 1: capacity 10 drops 10 of the first pass's pairs and none of the second's.
+  CHECK(lrmoe::dropped_fraction(passes, 1.0) == Approx(10.0 / 80));
+  CHECK(lrmoe::dropped_fraction(passes, 0.0) == 1.0);
+  // Factor 0.5: capacity 5 drops 15 + 5 + 1 and 4 x 5: 41 of 80.
+  CHECK(lrmoe::dropped_fraction(passes, 0.5) == Approx(41.0 / 80));
+  const double half = lrmoe::capacity_factor_dropping(passes, 0.5);
+  CHECK(lrmoe::dropped_fraction(passes, half) <= 0.5);
+  CHECK(lrmoe::dropped_fraction(passes, half - 1e-3) > 0.5);
+  // Nothing is dropped once ceil(10 * factor) reaches the largest load, 20: just above 1.9.
+  CHECK(lrmoe::capacity_factor_dropping(passes, 0.0) == Approx(1.9).margin(1e-3));
+}
+
+TEST_CASE("lrmoe gate trains the three arms over seeds, resumably, and gives a verdict",
+          "[gate][e2e]") {
+  lrmoe_test::TempFolder dir;
+  const std::string db = dir.file("gate.db");
+  const std::vector<std::string> args{
+      "gate",    std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml",
+      "--seeds", "2",
+      "--db",    db,
+      "--set",   "train.max_steps=30",
+      "--set",   "train.target_loss=4.5"};
+  const auto [code, output] = lrmoe_test::run_lrmoe(args, dir.file("gate.log"));
+  INFO(output);
+  // Every arm reaches so loose a target at about the same step: the gate fails.
+  CHECK(code == 3);
+  CHECK_THAT(output, Contains("dropless           none") && Contains("MoE removed") &&
+                         Contains("100.0%") && Contains("FAIL:"));
+  const auto store = lrmoe::ResultsStore::open_read_only(db);
+  const auto runs = store->query("SELECT count(*) FROM runs WHERE status = 'finished'");
+  CHECK(runs.rows.at(0).at(0).value() == "6");
+  // Run again: every cell is found finished, nothing trains again.
+  const auto [again, second] = lrmoe_test::run_lrmoe(args, dir.file("gate-again.log"));
+  CHECK(again == 3);
+  CHECK_THAT(second, Contains("4 finished before, 0 to run"));
+  CHECK(store->query("SELECT count(*) FROM runs").rows.at(0).at(0).value() == "6");
+}
