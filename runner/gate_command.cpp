@@ -207,7 +207,17 @@ int gate_command(const GateOptions& options, std::ostream& out) {
   const bool reaches = std::isfinite(base.median);
   // A reduction below zero is a cost: the interval excludes zero when its upper end is below it.
   const bool half_costs = reaches && half_cost && half_cost->high < 0;
-  const bool removal_costs = reaches && seed_spread(removed.steps).median >= 2 * base.median;
+  // A missed target stands for "at least twice the steps" only if max_steps left room for them.
+  const double removed_median = seed_spread(removed.steps).median;
+  const bool room = static_cast<double>(experiment.train.max_steps) >= 2 * base.median;
+  const bool removal_costs =
+      reaches && (std::isfinite(removed_median) ? removed_median >= 2 * base.median : room);
+  if (reaches && !room && !std::isfinite(removed_median)) {
+    out << fmt::format(
+        "train.max_steps = {} is below twice the dropless steps ({:.0f}): the removed MoE's missed "
+        "target does not show that it needs twice the steps; raise train.max_steps\n",
+        experiment.train.max_steps, base.median);
+  }
   out << fmt::format("dropless reaches the target (median): {}\n", reaches ? "yes" : "no");
   out << fmt::format("dropping about half the pairs costs steps, interval excluding zero: {}\n",
                      half_costs ? "yes" : "no");
