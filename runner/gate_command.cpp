@@ -134,6 +134,22 @@ std::string steps_text(const std::vector<double>& steps) {
 
 }  // namespace
 
+CLI::App* add_gate_command(CLI::App& app, GateOptions& options) {
+  CLI::App* gate = app.add_subcommand(
+      "gate",
+      "does the workload react to dropped pairs? fixed ownership dropless, dropping about half "
+      "the pairs, and with the MoE removed, over seeds (resumable); exit 3 when it fails");
+  gate->add_option("experiment", options.file, "experiment TOML file")->required();
+  gate->add_option("--set", options.overrides, "override a field: section.key=value (repeatable)")
+      ->allow_extra_args(false);
+  gate->add_option("--seeds", options.seeds, "seeds per arm, 1..N")->check(CLI::Range(2, 100));
+  gate->add_option("-j,--jobs", options.jobs, "runs at once (cores split evenly)")
+      ->check(CLI::PositiveNumber);
+  gate->add_option("--db", options.database,
+                   "results database (default: the experiment's store.path)");
+  return gate;
+}
+
 int gate_command(const GateOptions& options, std::ostream& out) {
   const Experiment experiment = load_experiment(options.file, options.overrides);
   const std::string database = options.database.value_or(experiment.store.path);

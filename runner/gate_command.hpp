@@ -9,6 +9,8 @@
 //     removing the MoE misses the target or takes at least twice the steps;
 //   - fails otherwise, or when dropless training does not reach the target.
 
+#include <CLI/CLI.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <ostream>
@@ -25,6 +27,9 @@ struct GateOptions {
   std::optional<std::string> database;  // default: the experiment's store.path
   double half = 0.5;                    // the fraction of pairs the middle arm drops
 };
+
+// Registers `lrmoe gate` and its options, which fill `options`.
+CLI::App* add_gate_command(CLI::App& app, GateOptions& options);
 
 // 0 when the experiment passes the gate, 3 when it fails it, 130 when stopped by Ctrl-C. Throws
 // on user errors (the experiment, the database) and when a run failed.

@@ -178,20 +178,8 @@ int main(int argc, char** argv) {
   sweep->add_flag("--retry-failed", sweep_options.retry_failed,
                   "run again the cells whose last run failed");
 
-  auto* gate = app.add_subcommand(
-      "gate",
-      "does the workload react to dropped pairs? fixed ownership dropless, dropping about half "
-      "the pairs, and with the MoE removed, over seeds (resumable); exit 3 when it fails");
   lrmoe::GateOptions gate_options;
-  gate->add_option("experiment", gate_options.file, "experiment TOML file")->required();
-  repeatable(gate->add_option("--set", gate_options.overrides,
-                              "override a field: section.key=value (repeatable)"));
-  gate->add_option("--seeds", gate_options.seeds, "seeds per arm (1..N)")
-      ->check(CLI::Range(2, 100));
-  gate->add_option("-j,--jobs", gate_options.jobs, "runs at once (cores split evenly)")
-      ->check(CLI::PositiveNumber);
-  gate->add_option("--db", gate_options.database,
-                   "results database (default: the experiment's store.path)");
+  CLI::App* gate = lrmoe::add_gate_command(app, gate_options);
 
   auto* compare =
       app.add_subcommand("compare",

@@ -5,6 +5,11 @@
 // every token to a few successors with unequal probabilities. A model does best by inferring
 // the topic and applying that topic's transition table, which is what experts can specialise
 // in. Because the chains are known, so is the loss floor: the entropy rate of the chains.
+//
+// What it fails: the sensitivity gate (Note [Sensitivity gate]). On the tiny model, dropping
+// half of the routed pairs, or all of them, costs steps to target within the seeds' noise: the
+// chains are learned without the experts, so a policy comparison on this data measures the cost
+// of each step, not convergence.
 
 #include <cstdint>
 #include <optional>
