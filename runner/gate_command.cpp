@@ -7,7 +7,6 @@
 #include <fstream>
 #include <limits>
 #include <map>
-#include <stdexcept>
 
 #include "core/config/experiment_loader.hpp"
 #include "core/config/toml_text.hpp"
@@ -59,12 +58,13 @@ fs::path write_sweep(const fs::path& folder, const std::string& name, const Gate
   return file;
 }
 
-void run_sweep(const fs::path& file, const std::string& database, const GateOptions& options) {
+// False when Ctrl-C stopped it.
+bool run_sweep(const fs::path& file, const std::string& database, const GateOptions& options) {
   SweepOptions sweep;
   sweep.file = file.string();
   sweep.database = database;
   sweep.jobs = options.jobs;
-  if (const int code = sweep_command(sweep); code != 0) throw std::runtime_error("interrupted");
+  return sweep_command(sweep) == 0;
 }
 
 // The last run of every cell of sweep `name`, by arm: "removed" for the cells that set a
@@ -142,7 +142,7 @@ CLI::App* add_gate_command(CLI::App& app, GateOptions& options) {
   gate->add_option("experiment", options.file, "experiment TOML file")->required();
   gate->add_option("--set", options.overrides, "override a field: section.key=value (repeatable)")
       ->allow_extra_args(false);
-  gate->add_option("--seeds", options.seeds, "seeds per arm, 1..N")->check(CLI::Range(2, 100));
+  gate->add_option("--seeds", options.seeds, "seeds per arm: 1 to N")->check(CLI::Range(2, 100));
   gate->add_option("-j,--jobs", options.jobs, "runs at once (cores split evenly)")
       ->check(CLI::PositiveNumber);
   gate->add_option("--db", options.database,
@@ -159,15 +159,11 @@ int gate_command(const GateOptions& options, std::ostream& out) {
 
   // Dropless and the routed experts removed first: the middle arm is calibrated on the dropless
   // runs' loads.
-  try {
-    run_sweep(write_sweep(folder, name, options,
-                          {"\"policies.placement.fixed_ownership.capacity_factor\" = 0.0",
-                           fmt::format("\"{}\" = 0", kCapacityKey)}),
-              database, options);
-  } catch (const std::runtime_error& error) {
-    if (std::string(error.what()) == "interrupted") return 130;
-    throw;
-  }
+  const fs::path first =
+      write_sweep(folder, name, options,
+                  {"\"policies.placement.fixed_ownership.capacity_factor\" = 0.0",
+                   fmt::format("\"{}\" = 0", kCapacityKey)});
+  if (!run_sweep(first, database, options)) return 130;
   auto store = ResultsStore::open_read_only(database);
   std::map<std::string, std::vector<int64_t>> arms = runs_by_arm(*store, name, "dropless");
   const double factor = std::round(capacity_factor_dropping(
@@ -175,16 +171,11 @@ int gate_command(const GateOptions& options, std::ostream& out) {
                                    1000) /
                         1000;
   const std::string half_name = fmt::format("{}-half", name);
-  try {
-    run_sweep(
-        write_sweep(folder, half_name, options,
-                    {fmt::format("\"policies.placement.fixed_ownership.capacity_factor\" = {}",
-                                 toml_float(factor))}),
-        database, options);
-  } catch (const std::runtime_error& error) {
-    if (std::string(error.what()) == "interrupted") return 130;
-    throw;
-  }
+  const fs::path second =
+      write_sweep(folder, half_name, options,
+                  {fmt::format("\"policies.placement.fixed_ownership.capacity_factor\" = {}",
+                               toml_float(factor))});
+  if (!run_sweep(second, database, options)) return 130;
   store = ResultsStore::open_read_only(database);
   arms["half"] = runs_by_arm(*store, half_name, "half").at("half");
 
