@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <map>
+#include <stdexcept>
 
 #include "core/config/experiment_loader.hpp"
 #include "core/config/toml_text.hpp"
@@ -23,6 +23,12 @@ namespace {
 
 constexpr double kNotReached = std::numeric_limits<double>::infinity();
 constexpr const char* kCapacityKey = "policies.placement.fixed_ownership.capacity";
+constexpr const char* kFactorKey = "policies.placement.fixed_ownership.capacity_factor";
+
+// An arm's settings as a sweep variant: fixed ownership with this forward capacity.
+std::string arm_variant(const std::string& factor, int64_t capacity) {
+  return fmt::format("\"{}\" = {}, \"{}\" = {}", kFactorKey, factor, kCapacityKey, capacity);
+}
 
 // An arm's runs, one per seed.
 struct ArmRuns {
@@ -44,7 +50,10 @@ fs::path write_sweep(const fs::path& folder, const std::string& name, const Gate
   toml += "experiment = " + toml_string(fs::absolute(options.file).string()) + "\n";
   toml += "set = [";
   std::vector<std::string> set = options.overrides;
-  set.insert(set.end(), {"policies.bundle=fixed", "policies.placement.name=fixed_ownership"});
+  // Fixed ownership whatever the experiment names: the four plugins of the bundle, explicitly.
+  set.insert(set.end(), {"policies.bundle=fixed", "policies.placement.name=fixed_ownership",
+                         "policies.metric.name=gate", "policies.selection.name=keep_all",
+                         "policies.routing.name=owner"});
   for (std::size_t i = 0; i < set.size(); ++i) toml += (i ? ", " : "") + toml_string(set[i]);
   toml += "]\n\n[[axis]]\nvariants = [\n";
   for (const std::string& arm : arms) toml += "  { " + arm + " },\n";
@@ -54,7 +63,12 @@ fs::path write_sweep(const fs::path& folder, const std::string& name, const Gate
   toml += "]\n";
   fs::create_directories(folder);
   const fs::path file = folder / (name + ".toml");
-  std::ofstream(file) << toml;
+  std::ofstream stream(file);
+  stream << toml;
+  if (!stream.flush()) {
+    throw std::runtime_error(fmt::format(
+        "cannot write the gate's sweep file {}: check that its folder is writable", file.string()));
+  }
   return file;
 }
 
@@ -67,20 +81,35 @@ bool run_sweep(const fs::path& file, const std::string& database, const GateOpti
   return sweep_command(sweep) == 0;
 }
 
-// The last run of every cell of sweep `name`, by arm: "removed" for the cells that set a
-// capacity, `other` for the rest.
-std::map<std::string, std::vector<int64_t>> runs_by_arm(const ResultsStore& store,
-                                                        const std::string& name,
-                                                        const std::string& other) {
+// The last finished run of each seed 1..N of the cells of sweep `name` whose forward capacity
+// is `capacity` and capacity factor `factor` (as recorded), in seed order. Exactly N, or the
+// arm is incomplete and the gate says how to complete it.
+std::vector<int64_t> arm_runs(const ResultsStore& store, const std::string& name,
+                              const fs::path& sweep_file, const std::string& database,
+                              const std::string& factor, int64_t capacity, int64_t seeds) {
   const QueryResult rows = store.query(fmt::format(
-      "SELECT r.run, EXISTS (SELECT 1 FROM sweep_cell_values v JOIN sweeps s ON s.id = v.sweep "
-      "WHERE s.name = r.sweep AND v.cell = r.cell AND v.key = {}) FROM sweep_results r "
-      "WHERE r.sweep = {} AND r.status = 'finished' ORDER BY r.cell",
-      sql_text(kCapacityKey), sql_text(name)));
-  std::map<std::string, std::vector<int64_t>> arms;
-  for (const auto& row : rows.rows)
-    arms[row[1].value() == "1" ? "removed" : other].push_back(std::stoll(row[0].value()));
-  return arms;
+      "SELECT r.run FROM sweep_results r JOIN sweeps s ON s.name = r.sweep "
+      "JOIN sweep_cell_values seed ON seed.sweep = s.id AND seed.cell = r.cell "
+      "  AND seed.key = 'experiment.seed' "
+      "JOIN sweep_cell_values capacity ON capacity.sweep = s.id AND capacity.cell = r.cell "
+      "  AND capacity.key = {} "
+      "JOIN sweep_cell_values factor ON factor.sweep = s.id AND factor.cell = r.cell "
+      "  AND factor.key = {} "
+      "WHERE r.sweep = {} AND r.status = 'finished' AND capacity.value = {} AND factor.value = {} "
+      "  AND CAST(seed.value AS INTEGER) BETWEEN 1 AND {} "
+      "ORDER BY CAST(seed.value AS INTEGER)",
+      sql_text(kCapacityKey), sql_text(kFactorKey), sql_text(name),
+      sql_text(std::to_string(capacity)), sql_text(factor), seeds));
+  std::vector<int64_t> runs;
+  for (const auto& row : rows.rows) runs.push_back(std::stoll(row[0].value()));
+  if (static_cast<int64_t>(runs.size()) != seeds) {
+    throw std::runtime_error(fmt::format(
+        "{}: {} of the {} seeds of the arm with capacity factor {} and capacity {} finished in "
+        "sweep '{}'; finish them with `lrmoe sweep {} --db {} --retry-failed`, then run the gate "
+        "again",
+        database, runs.size(), seeds, factor, capacity, name, sweep_file.string(), database));
+  }
+  return runs;
 }
 
 std::string run_list(const std::vector<int64_t>& runs) {
@@ -142,7 +171,7 @@ CLI::App* add_gate_command(CLI::App& app, GateOptions& options) {
   gate->add_option("experiment", options.file, "experiment TOML file")->required();
   gate->add_option("--set", options.overrides, "override a field: section.key=value (repeatable)")
       ->allow_extra_args(false);
-  gate->add_option("--seeds", options.seeds, "seeds per arm: 1 to N")->check(CLI::Range(2, 100));
+  gate->add_option("--seeds", options.seeds, "seeds per arm: 1 to N")->check(CLI::Range(3, 100));
   gate->add_option("-j,--jobs", options.jobs, "runs at once (cores split evenly)")
       ->check(CLI::PositiveNumber);
   gate->add_option("--db", options.database,
@@ -158,30 +187,34 @@ int gate_command(const GateOptions& options, std::ostream& out) {
   const std::string name = "gate-" + experiment.experiment.name;
 
   // Dropless and the routed experts removed first: the middle arm is calibrated on the dropless
-  // runs' loads.
+  // runs' loads. Every arm sets both capacity keys, so that the experiment's own cannot change it.
   const fs::path first =
-      write_sweep(folder, name, options,
-                  {"\"policies.placement.fixed_ownership.capacity_factor\" = 0.0",
-                   fmt::format("\"{}\" = 0", kCapacityKey)});
+      write_sweep(folder, name, options, {arm_variant("0.0", -1), arm_variant("0.0", 0)});
   if (!run_sweep(first, database, options)) return 130;
   auto store = ResultsStore::open_read_only(database);
-  std::map<std::string, std::vector<int64_t>> arms = runs_by_arm(*store, name, "dropless");
-  const double factor = std::round(capacity_factor_dropping(
-                                       recorded_loads(*store, arms.at("dropless")), options.half) *
-                                   1000) /
-                        1000;
-  const std::string half_name = fmt::format("{}-half", name);
+  const std::vector<int64_t> dropless_runs =
+      arm_runs(*store, name, first, database, "0.0", -1, options.seeds);
+  const std::vector<int64_t> removed_runs =
+      arm_runs(*store, name, first, database, "0.0", 0, options.seeds);
+  const std::vector<ExpertLoads> loads = recorded_loads(*store, dropless_runs);
+  if (loads.empty()) {
+    throw std::runtime_error(fmt::format(
+        "{}: the dropless runs {} recorded no per-expert loads to calibrate the half arm on",
+        database, run_list(dropless_runs)));
+  }
+  const double factor = std::round(capacity_factor_dropping(loads, options.half) * 1000) / 1000;
+  // The factor names its sweep: another calibration (other seeds, other runs) is another arm.
+  const std::string half_name = fmt::format("{}-half-{}", name, toml_float(factor));
   const fs::path second =
-      write_sweep(folder, half_name, options,
-                  {fmt::format("\"policies.placement.fixed_ownership.capacity_factor\" = {}",
-                               toml_float(factor))});
+      write_sweep(folder, half_name, options, {arm_variant(toml_float(factor), -1)});
   if (!run_sweep(second, database, options)) return 130;
   store = ResultsStore::open_read_only(database);
-  arms["half"] = runs_by_arm(*store, half_name, "half").at("half");
+  const std::vector<int64_t> half_runs =
+      arm_runs(*store, half_name, second, database, toml_float(factor), -1, options.seeds);
 
-  const ArmRuns dropless = arm_figures(*store, arms.at("dropless"));
-  const ArmRuns half = arm_figures(*store, arms.at("half"));
-  const ArmRuns removed = arm_figures(*store, arms.at("removed"));
+  const ArmRuns dropless = arm_figures(*store, dropless_runs);
+  const ArmRuns half = arm_figures(*store, half_runs);
+  const ArmRuns removed = arm_figures(*store, removed_runs);
 
   out << fmt::format(
       "\nsensitivity gate: {} ({}), fixed ownership, {} seeds, steps to eval loss {}\n",
@@ -194,19 +227,20 @@ int gate_command(const GateOptions& options, std::ostream& out) {
                    "extra steps vs dropless [95% interval]",
                    "runs"};
   auto extra = [&](const ArmRuns& arm) -> std::string {
+    if (!std::isfinite(seed_spread(arm.steps).median)) return "target not reached";
     const std::optional<Reduction> r = bootstrap_reduction(arm.steps, dropless.steps);
     if (!r) return "-";
     return fmt::format("{:+.0f}% [{:+.0f}%, {:+.0f}%]", -100 * r->estimate, -100 * r->high,
                        -100 * r->low);
   };
   table.rows.push_back({"dropless", "none", fmt::format("{:.1f}%", 100 * dropless.dropped),
-                        steps_text(dropless.steps), "", run_list(arms.at("dropless"))});
+                        steps_text(dropless.steps), "", run_list(dropless_runs)});
   table.rows.push_back({fmt::format("about {:.0f}% dropped", 100 * options.half),
                         fmt::format("capacity factor {}", factor),
                         fmt::format("{:.1f}%", 100 * half.dropped), steps_text(half.steps),
-                        extra(half), run_list(arms.at("half"))});
+                        extra(half), run_list(half_runs)});
   table.rows.push_back({"MoE removed", "0 pairs", fmt::format("{:.1f}%", 100 * removed.dropped),
-                        steps_text(removed.steps), extra(removed), run_list(arms.at("removed"))});
+                        steps_text(removed.steps), extra(removed), run_list(removed_runs)});
   out << render_text_table(table, 60) << "\n";
 
   const SeedSpread base = seed_spread(dropless.steps);
@@ -224,6 +258,13 @@ int gate_command(const GateOptions& options, std::ostream& out) {
         "train.max_steps = {} is below twice the dropless steps ({:.0f}): the removed MoE's missed "
         "target does not show that it needs twice the steps; raise train.max_steps\n",
         experiment.train.max_steps, base.median);
+  }
+  // Routing adapts to the drops, so the calibrated factor may drop more or less in training.
+  if (std::abs(half.dropped - options.half) > 0.1) {
+    out << fmt::format(
+        "the half arm dropped {:.1f}% of the pairs in training, not about {:.0f}%: routing moved "
+        "under the drops; read its row as that fraction\n",
+        100 * half.dropped, 100 * options.half);
   }
   out << fmt::format("dropless reaches the target (median): {}\n", reaches ? "yes" : "no");
   out << fmt::format("dropping about half the pairs costs steps, interval excluding zero: {}\n",

@@ -19,6 +19,7 @@
 #include "core/config/experiment_loader.hpp"
 #include "core/config/sweep_spec.hpp"
 #include "core/distributed/launch_environment.hpp"
+#include "core/plugins/policy_set.hpp"
 #include "runner/child_status.hpp"
 #include "runner/interrupt.hpp"
 #include "runner/run_info.hpp"
@@ -111,6 +112,9 @@ int sweep_command(const SweepOptions& options) {
   for (const SweepCell& cell : spec.cells) {
     try {
       experiments.push_back(load_experiment(spec.experiment, spec.overrides(cell)));
+      // The plugins too: a table of parameters for a plugin no cell chooses is checked now
+      // (Note [Plugin parameters]), not when the cell that would choose it runs.
+      load_policy_set(experiments.back().policies);
       LaunchEnvironment launch;
       launch.world_size = spec.processes;
       check_processes_fit(experiments.back(), launch);

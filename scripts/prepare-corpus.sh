@@ -2,7 +2,7 @@
 # Prepares the real-text corpus the corpus experiments train on (experiments/corpus/):
 # `debian-docs-en`, the English documentation prose of five Debian 12 packages pinned by version
 # and SHA-256 (scripts/corpus/debian-docs.lock: the Linux kernel's, Python's, PostgreSQL's, Perl's
-# and Django's manuals, about 64 MB of text), tokenized by a SentencePiece BPE of vocabulary 8192
+# and Django's manuals, about 63 MB of text), tokenized by a SentencePiece BPE of vocabulary 8192
 # trained on it. Writes data/debian-docs-en/ (or the folder given):
 #   corpus.txt                        the text, as tokenized
 #   tokenizer.model, tokenizer.vocab  the tokenizer
@@ -17,11 +17,17 @@ out=${1:-data/debian-docs-en}
 lock=scripts/corpus/debian-docs.lock
 
 manifest_sha() { sed -n '/^\[tokens\]/,$ s/^sha256 = "\(.*\)"$/\1/p' "$1"; }
+# What the corpus is made from: the lock and the scripts. A change to any of them makes it anew.
+recipe=$(cat "$lock" scripts/corpus/html_to_text.py scripts/corpus/tokenize_corpus.py "$0" |
+  sha256sum | cut -d' ' -f1)
 if [ -f "$out/tokens.bin.toml" ] && [ -f "$out/tokens.bin" ] &&
+  [ "$(cat "$out/recipe.sha256" 2>/dev/null)" = "$recipe" ] &&
   [ "$(sha256sum "$out/tokens.bin" | cut -d' ' -f1)" = "$(manifest_sha "$out/tokens.bin.toml")" ]; then
-  echo "corpus: $out/tokens.bin is ready (it matches its manifest)"
+  echo "corpus: $out/tokens.bin is ready (it matches its manifest and this recipe)"
   exit 0
 fi
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 bash scripts/setup.sh --corpus
 work="$out/build"
@@ -34,14 +40,14 @@ while read -r spec sha how folder; do
   [[ -z "$spec" || "$spec" == \#* ]] && continue
   name=${spec%%=*}
   # The package lists may be older than the machine's set-up: refresh them once before giving up.
-  until (cd "$work/debs" && apt-get download -qq "$spec" 2>/dev/null); do
+  until (cd "$work/debs" && apt-get download -qq "$spec" 2>"$work/apt.log"); do
     if $updated; then
-      echo "corpus: Debian does not serve $spec; if the version is gone from the archive, put the" \
-        "served one and its .deb's SHA-256 in $lock (the corpus, and every figure made on it, then" \
-        "changes)" >&2
+      echo "corpus: cannot download $spec ($(tail -n 1 "$work/apt.log")); if Debian no longer" \
+        "serves this version, put the served one and its .deb's SHA-256 in $lock (the corpus," \
+        "and every figure made on it, then changes)" >&2
       exit 1
     fi
-    apt-get update -qq
+    $SUDO apt-get update -qq
     updated=true
   done
   deb=$(ls "$work/debs/${name}_"*.deb)
@@ -54,9 +60,14 @@ while read -r spec sha how folder; do
   echo "corpus: text of $spec"
   case $how in
     html) /usr/bin/python3 scripts/corpus/html_to_text.py "$work/unpacked/$name/$folder" ;;
-    # pod2text prints what it can of a page with POD errors (and exits 1): the text is kept.
-    pod) for page in "$work/unpacked/$name/$folder"/*.pod; do
-        pod2text --utf8 "$page" 2>/dev/null || true
+    # pod2text prints what it can of a page with POD errors and exits 1: that text is kept;
+    # any other failure stops the corpus.
+    pod) pages=("$work/unpacked/$name/$folder"/*.pod)
+      [ -f "${pages[0]}" ] || { echo "corpus: no .pod files in $folder of $spec" >&2; exit 1; }
+      for page in "${pages[@]}"; do
+        status=0
+        pod2text --utf8 "$page" 2>/dev/null || status=$?
+        [ "$status" -le 1 ] || { echo "corpus: pod2text failed on $page ($status)" >&2; exit 1; }
         echo
       done ;;
     *) echo "corpus: $lock: '$how' for $spec is neither html nor pod" >&2; exit 1 ;;
@@ -69,4 +80,5 @@ echo "corpus: $(wc -c <"$out/corpus.txt") bytes of text; training the tokenizer 
 /usr/bin/python3 scripts/corpus/tokenize_corpus.py "$out/corpus.txt" "$out" \
   --name debian-docs-en --vocab 8192 "${sources[@]}"
 rm -rf "$work"
+echo "$recipe" >"$out/recipe.sha256"
 cat "$out/tokens.bin.toml"

@@ -34,7 +34,7 @@ TEST_CASE("lrmoe gate trains the three arms over seeds, resumably, and gives a v
   const std::string db = dir.file("gate.db");
   const std::vector<std::string> args{
       "gate",    std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml",
-      "--seeds", "2",
+      "--seeds", "3",
       "--db",    db,
       "--set",   "train.max_steps=30",
       "--set",   "train.target_loss=4.5"};
@@ -46,10 +46,10 @@ TEST_CASE("lrmoe gate trains the three arms over seeds, resumably, and gives a v
                          Contains("100.0%") && Contains("FAIL:"));
   const auto store = lrmoe::ResultsStore::open_read_only(db);
   const auto runs = store->query("SELECT count(*) FROM runs WHERE status = 'finished'");
-  CHECK(runs.rows.at(0).at(0).value() == "6");
+  CHECK(runs.rows.at(0).at(0).value() == "9");
   // Run again: every cell is found finished, nothing trains again.
   const auto [again, second] = lrmoe_test::run_lrmoe(args, dir.file("gate-again.log"));
   CHECK(again == 3);
-  CHECK_THAT(second, Contains("4 finished before, 0 to run"));
-  CHECK(store->query("SELECT count(*) FROM runs").rows.at(0).at(0).value() == "6");
+  CHECK_THAT(second, Contains("6 finished before, 0 to run"));
+  CHECK(store->query("SELECT count(*) FROM runs").rows.at(0).at(0).value() == "9");
 }

@@ -103,8 +103,8 @@ std::optional<CorpusManifest> read_corpus_manifest(const DataConfig& config, int
       manifest.text("tokenizer", "library") + " " + manifest.text("tokenizer", "model");
   corpus.tokenizer_vocab = manifest.count("tokenizer", "vocab_size");
   corpus.tokenizer_sha256 = manifest.text("tokenizer", "sha256");
-  // A larger declared vocabulary would train embeddings no token uses; a smaller one is refused
-  // by the token check already.
+  // A larger declared vocabulary would train embeddings no token uses; a smaller one could not
+  // hold the tokens' ids.
   if (corpus.tokenizer_vocab != config.vocab_size) {
     throw manifest.mismatch(
         "tokenizer", "vocab_size",
