@@ -14,6 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export LC_ALL=C  # one sort order for the POD files, whatever the locale
 out=${1:-data/debian-docs-en}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)  # absolute: the downloads run in a folder of their own
 lock=scripts/corpus/debian-docs.lock
 
 manifest_sha() { sed -n '/^\[tokens\]/,$ s/^sha256 = "\(.*\)"$/\1/p' "$1"; }
