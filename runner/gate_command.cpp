@@ -113,37 +113,30 @@ std::vector<int64_t> arm_runs(const ResultsStore& store, const std::string& name
 }
 
 std::string run_list(const std::vector<int64_t>& runs) {
-  std::string list;
-  for (const int64_t run : runs) list += (list.empty() ? "" : ", ") + std::to_string(run);
-  return list;
+  return fmt::format("{}", fmt::join(runs, ", "));
 }
 
 ArmRuns arm_figures(const ResultsStore& store, const std::vector<int64_t>& runs) {
   ArmRuns arm;
-  const QueryResult steps =
-      store.query("SELECT ttt_step FROM runs WHERE id IN (" + run_list(runs) + ") ORDER BY id");
-  for (const auto& row : steps.rows) arm.steps.push_back(row[0] ? std::stod(*row[0]) : kNotReached);
-  const QueryResult dropped = store.query(
-      "SELECT sum(pairs_dropped) * 1.0 / sum(pairs_routed) FROM moe_layer_steps "
-      "WHERE run IN (" +
-      run_list(runs) + ")");
-  arm.dropped = std::stod(dropped.rows.at(0).at(0).value_or("0"));
+  int64_t routed = 0;
+  int64_t dropped = 0;
+  for (const RunFigures& run : store.run_figures(runs)) {
+    arm.steps.push_back(run.time_to_target ? static_cast<double>(run.time_to_target->step)
+                                           : kNotReached);
+    routed += run.pairs_routed;
+    dropped += run.pairs_dropped;
+  }
+  arm.dropped = routed > 0 ? static_cast<double>(dropped) / static_cast<double>(routed) : 0;
   return arm;
 }
 
-// Every recorded pass's per-expert loads of `runs`.
-std::vector<ExpertLoads> recorded_loads(const ResultsStore& store,
-                                        const std::vector<int64_t>& runs) {
-  const QueryResult rows =
-      store.query("SELECT run, step, layer, pairs FROM expert_load WHERE run IN (" +
-                  run_list(runs) + ") ORDER BY run, step, layer, expert");
+// Every recorded pass's per-expert loads of `runs`, each run's every step and MoE layer.
+std::vector<ExpertLoads> recorded_loads(const ResultsStore& store, const std::vector<int64_t>& runs,
+                                        int64_t max_steps) {
   std::vector<ExpertLoads> passes;
-  std::string last;
-  for (const auto& row : rows.rows) {
-    const std::string pass = *row[0] + ":" + *row[1] + ":" + *row[2];
-    if (pass != last) passes.emplace_back();
-    last = pass;
-    passes.back().push_back(std::stoll(*row[3]));
+  for (const int64_t run : runs) {
+    for (auto& step : store.expert_load_history(run, max_steps).pairs)
+      passes.insert(passes.end(), step.begin(), step.end());
   }
   return passes;
 }
@@ -196,12 +189,8 @@ int gate_command(const GateOptions& options, std::ostream& out) {
       arm_runs(*store, name, first, database, "0.0", -1, options.seeds);
   const std::vector<int64_t> removed_runs =
       arm_runs(*store, name, first, database, "0.0", 0, options.seeds);
-  const std::vector<ExpertLoads> loads = recorded_loads(*store, dropless_runs);
-  if (loads.empty()) {
-    throw std::runtime_error(fmt::format(
-        "{}: the dropless runs {} recorded no per-expert loads to calibrate the half arm on",
-        database, run_list(dropless_runs)));
-  }
+  const std::vector<ExpertLoads> loads =
+      recorded_loads(*store, dropless_runs, experiment.train.max_steps);
   const double factor = std::round(capacity_factor_dropping(loads, options.half) * 1000) / 1000;
   // The factor names its sweep: another calibration (other seeds, other runs) is another arm.
   const std::string half_name = fmt::format("{}-half-{}", name, toml_float(factor));

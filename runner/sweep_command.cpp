@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -109,12 +110,19 @@ int sweep_command(const SweepOptions& options) {
   // Every cell's experiment is loaded before anything runs: a mistake in any cell is found now.
   std::vector<Experiment> experiments;
   SweepRecord record{spec.name, spec.file, {}};
+  // Cells mostly share their plugin folders: each set of folders is searched once.
+  std::map<std::vector<fs::path>, PluginCatalog> catalogs;
   for (const SweepCell& cell : spec.cells) {
     try {
       experiments.push_back(load_experiment(spec.experiment, spec.overrides(cell)));
       // The plugins too: a table of parameters for a plugin no cell chooses is checked now
       // (Note [Plugin parameters]), not when the cell that would choose it runs.
-      load_policy_set(experiments.back().policies);
+      const PoliciesConfig& policies = experiments.back().policies;
+      const std::vector<fs::path> folders = plugin_folders(policies);
+      auto catalog = catalogs.find(folders);
+      if (catalog == catalogs.end())
+        catalog = catalogs.emplace(folders, PluginCatalog::discover(folders)).first;
+      create_policy_set(policies, catalog->second);
       LaunchEnvironment launch;
       launch.world_size = spec.processes;
       check_processes_fit(experiments.back(), launch);
