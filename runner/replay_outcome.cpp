@@ -69,14 +69,34 @@ std::string peak_text(const std::vector<int64_t>& values, const MemoryUnit& unit
 void add_replay_step(ReplayOutcome& o, const StepReport& report) {
   ++o.steps;
   keep_busiest_pass(o, report);
-  o.modeled += report.moe_modeled_seconds;
   for (const LayerStepStatistics& layer : report.layers) {
-    o.replicas += static_cast<double>(layer.replicas);
-    ++o.layer_steps;
-    o.routed += layer.pairs_routed;
-    o.dropped += layer.pairs_dropped;
-    o.kept += layer.pairs_kept;
-    o.planning += layer.overhead.total();
+    std::vector<int64_t> instances(layer.forward_load.size(), 0);
+    for (const ExpertInstance& instance : layer.placement)
+      o.most_instances = std::max(o.most_instances, ++instances[instance.rank]);
+  }
+  for (const MemoryPeak& peak : report.rank_memory)
+    o.most_replica_bytes = std::max(o.most_replica_bytes, peak.at_peak.replicas);
+  const bool warm_up = std::any_of(
+      report.layers.begin(), report.layers.end(),
+      [](const LayerStepStatistics& l) { return l.information == PlanInformation::WarmUp; });
+  if (warm_up) {
+    ++o.warm_up_steps;
+    o.warm_up_modeled += report.moe_modeled_seconds;
+    for (const LayerStepStatistics& layer : report.layers) {
+      o.warm_up_routed += layer.pairs_routed;
+      o.warm_up_dropped += layer.pairs_dropped;
+    }
+  } else {
+    ++o.steady_steps;
+    o.modeled += report.moe_modeled_seconds;
+    for (const LayerStepStatistics& layer : report.layers) {
+      o.replicas += static_cast<double>(layer.replicas);
+      ++o.layer_steps;
+      o.routed += layer.pairs_routed;
+      o.dropped += layer.pairs_dropped;
+      o.kept += layer.pairs_kept;
+      o.planning += layer.overhead.total();
+    }
   }
   for (const LayerStepStatistics& layer : report.layers) {
     for (const std::vector<LayerHolding>& pass : layer.passes) {
@@ -103,7 +123,9 @@ void print_replay_outcomes(const std::vector<ReplayOutcome>& outcomes, std::ostr
                      "policies",
                      fmt::format("budget {}", unit.name),
                      "fits",
+                     "slots used/rank",
                      "replicas/layer",
+                     fmt::format("replicas at peak {}", unit.name),
                      "dropped fwd %",
                      "kept bwd %",
                      fmt::format("peak subtotal {}", unit.name),
@@ -114,24 +136,35 @@ void print_replay_outcomes(const std::vector<ReplayOutcome>& outcomes, std::ostr
                      "run"};
   auto text = [](std::string s) { return std::optional<std::string>(std::move(s)); };
   for (const ReplayOutcome& o : outcomes) {
-    const double steps = std::max<int64_t>(o.steps, 1);
+    const double steps = std::max<int64_t>(o.steady_steps, 1);
+    const bool any = o.steady_steps > 0;
     summary.rows.push_back(
         {text(o.label), text(o.policies),
          o.memory_per_rank > 0 ? text(in_unit(o.memory_per_rank, unit)) : std::nullopt,
          text(o.failed ? fmt::format("no (after {} steps)", o.steps) : "yes"),
+         text(o.steps ? std::to_string(o.most_instances) : "-"),
          text(o.layer_steps ? fmt::format("{:.1f}", o.replicas / static_cast<double>(o.layer_steps))
                             : "-"),
+         text(o.steps ? in_unit(o.most_replica_bytes, unit) : "-"),
          text(percent(o.dropped, o.routed)), text(percent(o.kept, o.routed)),
          text(peak_text(o.subtotal, unit)), text(peak_text(o.layer_subtotal, unit)),
-         text(peak_text(o.total, unit)),
-         text(o.steps ? fmt::format("{:.4f}", o.modeled / steps) : "-"),
-         text(o.steps ? fmt::format("{:.2f}", o.planning / steps) : "-"),
+         text(peak_text(o.total, unit)), text(any ? fmt::format("{:.4f}", o.modeled / steps) : "-"),
+         text(any ? fmt::format("{:.2f}", o.planning / steps) : "-"),
          o.run ? text(std::to_string(*o.run)) : std::nullopt});
   }
   out << render_text_table(summary, 48, "-");
   out << "peak subtotal: owned experts + replicas + token buffers over the step's timeline, all "
          "MoE layers; layer subtotal: the same for one MoE layer on its own, the largest; both "
-         "at the rank named\n";
+         "at the rank named; slots used: the most instances one rank hosted in one layer; "
+         "replicas at peak: the most replica bytes one rank held at its peak\n";
+  for (const ReplayOutcome& o : outcomes) {
+    if (o.warm_up_steps == 0) continue;
+    out << fmt::format(
+        "{}: {} warm-up step(s), a placement with no history yet, left out of the per-step "
+        "figures above (they are in the peaks): modeled MoE {:.4f} s/step, dropped fwd {}%\n",
+        o.label, o.warm_up_steps, o.warm_up_modeled / static_cast<double>(o.warm_up_steps),
+        percent(o.warm_up_dropped, o.warm_up_routed));
+  }
   for (const ReplayOutcome& o : outcomes)
     if (o.failed) out << fmt::format("\n{} does not fit: {}\n", o.label, *o.failed);
   for (const ReplayOutcome& o : outcomes) {

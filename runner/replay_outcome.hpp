@@ -33,11 +33,21 @@ struct ReplayOutcome {
   // With --allocate: the allocator's peak for the busiest pass, or why there is none.
   std::optional<AllocatedPeak> allocated;
   std::optional<std::string> allocation_failed;
+  // Per-step figures, summed over the steady steps: those in which no layer's placement was
+  // warming up (PlanInformation::WarmUp), which are summed apart.
   double replicas = 0;  // summed over steps and layers
   int64_t layer_steps = 0;
   int64_t routed = 0, dropped = 0, kept = 0;
   double modeled = 0;   // MoE seconds, summed over steps
   double planning = 0;  // wall seconds of the plans on this machine, summed over steps
+  int64_t steady_steps = 0;
+  int64_t warm_up_steps = 0;
+  double warm_up_modeled = 0;
+  int64_t warm_up_routed = 0, warm_up_dropped = 0;
+  // Over every step: the most instances one rank hosted in one layer (the slots a placement
+  // used), and the most replica bytes one rank held at its peak.
+  int64_t most_instances = 0;
+  int64_t most_replica_bytes = 0;
 };
 
 // Adds one replayed step's figures. `o.costs` and `o.fixed` must be set.

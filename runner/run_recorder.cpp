@@ -48,6 +48,7 @@ LayerStepRecord layer_step_record(int64_t step, const LayerStepStatistics& s) {
   record.selection_seconds = s.overhead.selection;
   record.routing_seconds = s.overhead.routing;
   record.compaction_seconds = s.overhead.compaction;
+  record.placement_information = plan_information_name(s.information);
   for (const ProcessStepMeasurement& process : s.processes) {
     record.measured_exchange_bytes += process.exchange.bytes_sent;
     record.measured_exchange_seconds =

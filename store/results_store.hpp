@@ -155,6 +155,9 @@ struct LayerStepRecord {
   // all-to-all-v time; zero with one process.
   int64_t measured_exchange_bytes = 0;
   double measured_exchange_seconds = 0;
+  // What the placement planned from (lrmoe::PlanInformation, placement_information_name):
+  // "this pass", "earlier passes", "warm-up" or "no counts".
+  std::string placement_information;
 };
 
 // One logical rank in one MoE layer and step: pairs computed and pair-row bytes moved.

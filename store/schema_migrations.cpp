@@ -501,6 +501,13 @@ CREATE TABLE run_data (
   tokenizer_sha256 TEXT
 );
 )sql"},
+    // What each layer step's placement planned from (Note [SYMI as published]): this pass's
+    // counts, earlier passes' only, a history-based placement's first pass (warm-up), or no
+    // counts at all; NULL for steps recorded before.
+    Migration{12, R"sql(
+ALTER TABLE moe_layer_steps ADD COLUMN placement_information TEXT
+  CHECK (placement_information IN ('this pass', 'earlier passes', 'warm-up', 'no counts'));
+)sql"},
 };
 
 constexpr bool numbered_in_order() {

@@ -179,7 +179,7 @@ TEST_CASE("a plan that does not fit the memory budget stops the run with the num
   CHECK(code == 1);
   CHECK_THAT(error_line(output),
              Catch::Contains("step 1, MoE layer 0: the plan of placement 'fixed_ownership' "
-                             "does not fit rank 0 as planned: 4 instances (0 replicas) x") &&
+                             "does not fit rank 0 as planned: 4 expert copies (0 replicas) x") &&
                  Catch::Contains("raise cluster.memory_per_rank"));
   auto store = lrmoe::ResultsStore::open_read_only(db);
   auto runs = store->list_runs();

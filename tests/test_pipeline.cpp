@@ -266,6 +266,71 @@ TEST_CASE("the pipeline's statistics count loads, bytes and memory of what it di
   CHECK(pipeline->take_statistics().pairs_routed == 0);
 }
 
+TEST_CASE("a rank receives an expert's parameters once however many of its instances it hosts",
+          "[pipeline]") {
+  Problem problem;
+  // Expert 0 owned on rank 0 with two instances on rank 1; expert 3 owned on rank 1 with a
+  // second instance beside its owner.
+  auto plan_with = [](bool share) {
+    return [share](const PlacementRequest& request) {
+      PlacementPlan plan;
+      plan.instances = {{0, 0, 0, true},  {1, 0, 1, true},  {2, 1, 0, true}, {3, 1, 1, true},
+                        {0, 1, 2, false}, {3, 1, 3, false}, {0, 1, 4, false}};
+      plan.quota = request.counts;
+      plan.co_located_share_copy = share;
+      return plan;
+    };
+  };
+  PipelineSettings settings = problem.settings();
+  settings.slots_per_rank = 5;
+  for (const bool share : {false, true}) {
+    INFO("co-located instances share a copy: " << share);
+    auto pipeline = make_pipeline(scripted_policies(plan_with(share)), settings);
+    problem.run(pipeline, problem.pairs, problem.gates);
+    const LayerStepStatistics stats = pipeline->take_statistics();
+    const PairCosts& costs = pipeline->settings().costs;
+    // Out and back once, to rank 1 only: the instance beside expert 3's owner moves nothing.
+    CHECK(stats.traffic.replica_sync == 2 * costs.expert_bytes);
+    REQUIRE(stats.passes.size() == 1);
+    const std::vector<LayerHolding>& held = stats.passes[0];
+    CHECK(held[0].replicas == 0);
+    // Own copies: each of rank 1's three extra instances holds one; shared: expert 0's one.
+    CHECK(held[1].replicas == (share ? 1 : 3));
+  }
+}
+
+TEST_CASE("an owner on another rank than in the previous pass is charged its parameters' move",
+          "[pipeline]") {
+  Problem problem;
+  int64_t passes = 0;
+  // The first pass owns expert 0 on rank 0, later ones on rank 1 (experts 2 and 0 swap slots).
+  auto policies = scripted_policies([&passes](const PlacementRequest& request) {
+    PlacementPlan plan;
+    if (passes++ == 0) {
+      plan.instances = {{0, 0, 0, true}, {1, 0, 1, true}, {2, 1, 0, true}, {3, 1, 1, true}};
+    } else {
+      plan.instances = {{2, 0, 0, true}, {1, 0, 1, true}, {0, 1, 0, true}, {3, 1, 1, true}};
+    }
+    plan.quota = request.counts;
+    plan.information = PlanInformation::EarlierPasses;
+    return plan;
+  });
+  auto pipeline = make_pipeline(policies, problem.settings());
+  const PairCosts& costs = pipeline->settings().costs;
+  problem.run(pipeline, problem.pairs, problem.gates);
+  LayerStepStatistics first = pipeline->take_statistics();
+  CHECK(first.traffic.replica_sync == 0);  // the first pass starts where the model was made
+  CHECK(first.modeled.replicas == 0);
+  CHECK(pipeline->owner_ranks() == std::vector<int64_t>{0, 0, 1, 1});
+  problem.run(pipeline, problem.pairs, problem.gates);
+  LayerStepStatistics second = pipeline->take_statistics();
+  CHECK(second.traffic.replica_sync == 2 * costs.expert_bytes);  // experts 0 and 2, one way
+  CHECK(second.modeled.replicas > 0);
+  CHECK(second.information == PlanInformation::EarlierPasses);
+  problem.run(pipeline, problem.pairs, problem.gates);
+  CHECK(pipeline->take_statistics().traffic.replica_sync == 0);  // staying put moves nothing
+}
+
 TEST_CASE("a pass is modeled as four all-to-all calls, the backward's messages as one",
           "[pipeline]") {
   Problem problem;
@@ -295,7 +360,7 @@ TEST_CASE("plans and routes that break the contract or the budget are refused wi
     settings.budget_bytes = 6 * settings.costs.expert_bytes;
     REQUIRE_THROWS_WITH(
         problem.run(make_pipeline(policies, settings), problem.pairs, problem.gates),
-        Catch::Contains("does not fit rank 0 as planned") && Catch::Contains("3 instances") &&
+        Catch::Contains("does not fit rank 0 as planned") && Catch::Contains("3 expert copies") &&
             Catch::Contains("raise cluster.memory_per_rank"));
   }
   SECTION("an expert without an owner") {

@@ -190,18 +190,94 @@ TEST_CASE("symi with fit_budget lowers its slot capacity to the largest that fit
   PlacementRequest request = placement_request(2, 3, {10, 3, 0, 20});
   request.memory = {50, 1, 0, 10};
   request.budget_bytes = 450;
-  const auto fitted = load<lrmoe::PlacementPolicy>("symi", {{"fit_budget", true}});
+  // Every slot in use (slots = "all"), so that only the capacity can give.
+  const auto fitted =
+      load<lrmoe::PlacementPolicy>("symi", {{"fit_budget", true}, {"slots", std::string("all")}});
   const PlacementPlan plan = fitted->plan(request);
   CHECK(plan.forward_capacity == std::vector<int64_t>{10, 10, 5, 5});
   // The published capacity when it fits, and the plan unchanged without fit_budget.
   request.budget_bytes = 480;
   CHECK(fitted->plan(request).forward_capacity == std::vector<int64_t>{12, 12, 6, 6});
   request.budget_bytes = 450;
-  CHECK(load<lrmoe::PlacementPolicy>("symi")->plan(request).forward_capacity ==
-        std::vector<int64_t>{12, 12, 6, 6});
+  CHECK(load<lrmoe::PlacementPolicy>("symi", {{"slots", std::string("all")}})
+            ->plan(request)
+            .forward_capacity == std::vector<int64_t>{12, 12, 6, 6});
   // Nothing fits: capacity 0, and the runner reports the numbers.
   request.budget_bytes = 100;
   CHECK(fitted->plan(request).forward_capacity == std::vector<int64_t>{0, 0, 0, 0});
+}
+
+TEST_CASE("symi uses the most slots per rank that fit the budget at its capacity factor",
+          "[policies]") {
+  // As above, budget 450: with 3 slots a rank peaks at 480. With 2 slots (the fewest: 4 experts
+  // on 2 ranks) cnt = [1, 1, 1, 1], slot capacity ceil(33 / 4) = 9, and a rank holds 2 owned
+  // experts and 18 pairs: 2 * 2 * 50 + max(18, 10 * 18) = 380, which fits.
+  PlacementRequest request = placement_request(2, 3, {10, 3, 0, 20});
+  request.memory = {50, 1, 0, 10};
+  request.budget_bytes = 450;
+  const auto symi = load<lrmoe::PlacementPolicy>("symi");
+  const PlacementPlan plan = symi->plan(request);
+  check_valid_plan(request, plan);
+  using I = std::vector<int64_t>;
+  CHECK(layout(plan) == std::vector<I>{I{0, 0, 0, 1}, I{1, 0, 1, 1}, I{2, 1, 0, 1}, I{3, 1, 1, 1}});
+  CHECK(plan.forward_capacity == std::vector<int64_t>{9, 9, 9, 9});
+  for (const double bytes : rank_memory(request, plan)) CHECK(bytes <= 450);
+  // Room for all 3: all 3.
+  request.budget_bytes = 480;
+  CHECK(symi->plan(request).instances.size() == 6);
+  // Room for none: the fewest, and the runner reports the numbers.
+  request.budget_bytes = 100;
+  CHECK(symi->plan(request).instances.size() == 4);
+}
+
+TEST_CASE("symi's distinct_ranks layout puts each expert's instances on different ranks",
+          "[policies]") {
+  // R = 2, S = 3, previous counts [0, 0, 7, 13]: goal [0, 0, 2.1, 3.9], at most R = 2 each:
+  // cnt = [1, 1, 2, 2], all 6 slots. In decreasing count (ties by index) each instance takes the
+  // rank with the fewest used slots that lacks the expert: e2 on ranks 0 and 1, e3 on 0 and 1,
+  // then e0 on rank 0 and e1 on rank 1. The contiguous layout puts e3's three on rank 1.
+  PlacementRequest request = placement_request(2, 3, {5, 5, 5, 5});
+  request.history = {{0, 0, 7, 13}};
+  const PlacementPlan plan =
+      load<lrmoe::PlacementPolicy>("symi", {{"layout", std::string("distinct_ranks")}})
+          ->plan(request);
+  check_valid_plan(request, plan);
+  using I = std::vector<int64_t>;
+  CHECK(layout(plan) == std::vector<I>{I{2, 0, 0, 1}, I{2, 1, 0, 0}, I{3, 0, 1, 1}, I{3, 1, 1, 0},
+                                       I{0, 0, 2, 1}, I{1, 1, 2, 1}});
+  CHECK(plan.forward_capacity == std::vector<int64_t>{4, 4, 8, 8});  // ceil(20 / 6) = 4 a slot
+}
+
+TEST_CASE("symi's shared_copy variant lets co-located slots share one copy and fit more slots",
+          "[policies]") {
+  // E = 2, R = 2, S = 3, equal popularity: cnt = [3, 3], e0 e0 e0 | e1 e1 e1, each rank one
+  // owner and two co-located instances; 20 pairs, slot capacity ceil(20 / 6) = 4, 12 a rank.
+  // Own copies: 2 * 50 + 2 * 50 + (10 * 12 + 2 * 50) = 420; shared: 2 * 50 + 10 * 12 = 220.
+  // With 2 slots (capacity 5, 10 pairs a rank) own copies peak at 100 + 50 + 150 = 300.
+  PlacementRequest request = placement_request(2, 3, {10, 10});
+  request.history = {{1, 1}};
+  request.memory = {50, 1, 0, 10};
+  request.budget_bytes = 300;
+  const PlacementPlan shared =
+      load<lrmoe::PlacementPolicy>("symi", {{"co_located", std::string("shared_copy")}})
+          ->plan(request);
+  CHECK(shared.co_located_share_copy);
+  CHECK(shared.instances.size() == 6);
+  const PlacementPlan own = load<lrmoe::PlacementPolicy>("symi")->plan(request);
+  CHECK_FALSE(own.co_located_share_copy);
+  CHECK(own.instances.size() == 4);
+}
+
+TEST_CASE("each built-in placement says what information its plan used", "[policies]") {
+  PlacementRequest request = placement_request(2, 3, {10, 3, 0, 20});
+  const auto symi = load<lrmoe::PlacementPolicy>("symi");
+  CHECK(symi->plan(request).information == lrmoe::PlanInformation::WarmUp);
+  request.history = {{1, 2, 3, 4}};
+  CHECK(symi->plan(request).information == lrmoe::PlanInformation::EarlierPasses);
+  CHECK(load<lrmoe::PlacementPolicy>("fixed_ownership")->plan(request).information ==
+        lrmoe::PlanInformation::NoCounts);
+  CHECK(load<lrmoe::PlacementPolicy>("lrmoe")->plan(request).information ==
+        lrmoe::PlanInformation::ThisPass);
 }
 
 TEST_CASE("fixed_ownership places expert e on rank e / ceil(E/R) with the Megatron capacity",

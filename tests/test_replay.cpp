@@ -179,6 +179,34 @@ TEST_CASE("a replay's variants are recorded as the cells of a sweep that compare
                "WHERE run = 2") == "1");
 }
 
+TEST_CASE("a replay reports SYMI's history-less first step apart and records what each plan used",
+          "[replay]") {
+  TempFolder dir;
+  const std::string db = dir.file("results.db");
+  const auto [code, output] = run_lrmoe({"replay",    kTinyExperiment,
+                                         "--set",     "cluster.ranks=4",
+                                         "--set",     "cluster.slots_per_rank=3",
+                                         "--skew",    "zipf:1.2",
+                                         "--steps",   "3",
+                                         "--db",      db,
+                                         "--record",  "warm",
+                                         "--variant", "fixed",
+                                         "--variant", "symi:policies.bundle=symi",
+                                         "--variant", "lrmoe:policies.bundle=lrmoe"},
+                                        dir.file("replay.log"));
+  INFO(output);
+  REQUIRE(code == 0);
+  CHECK_THAT(output, Contains("symi: 1 warm-up step(s)"));
+  CHECK_THAT(output, !Contains("fixed: 1 warm-up") && !Contains("lrmoe: 1 warm-up"));
+  const auto store = lrmoe::ResultsStore::open_read_only(db);
+  CHECK(scalar(*store,
+               "SELECT group_concat(run || ':' || step || ':' || placement_information, ' ') FROM "
+               "(SELECT DISTINCT run, step, placement_information FROM moe_layer_steps "
+               "ORDER BY run, step)") ==
+        "1:1:no counts 1:2:no counts 1:3:no counts 2:1:warm-up 2:2:earlier passes "
+        "2:3:earlier passes 3:1:this pass 3:2:this pass 3:3:this pass");
+}
+
 TEST_CASE("the default experiment replays under every bundle at a full-size preset", "[replay]") {
   // The default experiment writes the lrmoe placement's keep_fraction; the other bundles replay
   // it all the same (Note [Plugin parameters]).

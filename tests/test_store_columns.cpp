@@ -217,6 +217,7 @@ TEST_CASE("every field of every recorded table reads back in its own column", "[
   layer.modeled_all_to_all_seconds = 40.75;
   layer.modeled_gather_seconds = 41.5;
   layer.modeled_replica_seconds = 41.25;
+  layer.placement_information = "earlier passes";
 
   lrmoe::RankMemoryRecord memory =
       lrmoe_test::rank_memory_row(7, 3, {201, 202, 203, 204, 205, 206, 207});
@@ -309,7 +310,8 @@ TEST_CASE("every field of every recorded table reads back in its own column", "[
              {"modeled_compute_seconds", "40.0625"},
              {"modeled_all_to_all_seconds", "40.75"},
              {"modeled_gather_seconds", "41.5"},
-             {"modeled_replica_seconds", "41.25"}});
+             {"modeled_replica_seconds", "41.25"},
+             {"placement_information", "earlier passes"}});
 
   check_row(*reader, "rank_memory", "run = " + id,
             {{"run", id},

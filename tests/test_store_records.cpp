@@ -215,11 +215,12 @@ TEST_CASE("layer statistics and rank memory round-trip, buffered until a flush",
                                                     "modeled_compute_seconds",
                                                     "modeled_all_to_all_seconds",
                                                     "modeled_gather_seconds",
-                                                    "modeled_replica_seconds"});
+                                                    "modeled_replica_seconds",
+                                                    "placement_information"});
     REQUIRE(layer.rows.size() == 1);
     CHECK(row_text(layer.rows[0]) ==
           id + "|3|1|100|3|90|2|40|24.25|30|22.5|1001|1002|1003|1004|1005|0.5|0.75|0.375|"
-               "0.0625|0.03125|0.015625|0.125|0.25|2048|0.5|0.0|0.0|0.0|0.0|0.0|0.0");
+               "0.0625|0.03125|0.015625|0.125|0.25|2048|0.5|0.0|0.0|0.0|0.0|0.0|0.0|this pass");
 
     const lrmoe::QueryResult ranks = reader->query("SELECT * FROM rank_layer_steps");
     CHECK(ranks.columns == std::vector<std::string>{"run", "step", "layer", "rank", "forward_pairs",

@@ -44,8 +44,10 @@ struct ModeledTime {
   double backward_compute = 0;
   // forward dispatch and combine, backward dispatch (one call: Note [Fused dispatch]) and return
   double all_to_all = 0;
-  double gathers = 0;   // the plan's own collectives (core/pipeline/plan_collectives.cpp)
-  double replicas = 0;  // replica weight broadcast and replica gradient reduce
+  double gathers = 0;  // the plan's own collectives (core/pipeline/plan_collectives.cpp)
+  // parameter transfers: replica weights out (with any owner that moved since the previous
+  // pass) and replica gradients back
+  double replicas = 0;
 
   double compute() const { return forward_compute + backward_compute; }
   double communication() const { return all_to_all + gathers + replicas; }

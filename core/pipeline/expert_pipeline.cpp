@@ -118,8 +118,8 @@ void ExpertPipeline::check_budget(const std::vector<LayerHolding>& holdings,
   check_plan_fits(holdings, settings_.costs.memory, settings_.budget_bytes, plan_name(), stage);
 }
 
-std::pair<PlacementPlan, std::shared_ptr<InstanceTable>> ExpertPipeline::place(
-    const std::vector<int64_t>& counts, int64_t tokens, const torch::Device& device) {
+PlacementPlan ExpertPipeline::place(ForwardPass& pass, const std::vector<int64_t>& counts,
+                                    int64_t tokens, const torch::Device& device) {
   PlacementRequest request;
   request.step = step_;
   request.layer = settings_.layer;
@@ -140,7 +140,17 @@ std::pair<PlacementPlan, std::shared_ptr<InstanceTable>> ExpertPipeline::place(
       build_instance_table(plan, settings_.num_experts, settings_.ranks, settings_.slots_per_rank,
                            policy_name(PolicyKind::Placement)));
   table->place_on(device);
-  return {std::move(plan), std::move(table)};
+  pass.step = step_;
+  pass.table = table;
+  pass.quota = plan.quota;
+  pass.previous_owner_rank = owner_rank_;
+  owner_rank_.assign(static_cast<std::size_t>(settings_.num_experts), 0);
+  for (std::size_t e = 0; e < owner_rank_.size(); ++e)
+    owner_rank_[e] = table->instance_rank[table->expert_instances[e].front()];
+  // A step with any warm-up pass is a warm-up step.
+  if (statistics_.information != PlanInformation::WarmUp)
+    statistics_.information = plan.information;
+  return plan;
 }
 
 std::vector<double> ExpertPipeline::check_as_planned(const InstanceTable& table,
@@ -175,13 +185,10 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_exact(const torc
   overhead.compaction += clock.lap();
   const std::vector<int64_t> counts = expert_counts(all.experts, settings_.num_experts);
   overhead.compaction += clock.lap();
-  auto [plan, table] = place(counts, tokens, experts.device());
-  overhead.placement += clock.lap();
-
   auto pass = std::make_shared<ForwardPass>();
-  pass->step = step_;
-  pass->table = table;
-  pass->quota = plan.quota;
+  const PlacementPlan plan = place(*pass, counts, tokens, experts.device());
+  const InstanceTable* table = pass->table.get();
+  overhead.placement += clock.lap();
 
   // Forward capacity drops, then the computed pairs in expert order (Note [Pair order]): each
   // expert computes the pairs with its highest gates, ties to the earlier pair.

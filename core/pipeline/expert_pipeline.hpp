@@ -84,6 +84,9 @@ struct ForwardPass {
   std::vector<int64_t> routed_counts;
   bool threshold_searched = false;
   std::shared_ptr<const InstanceTable> table;
+  // [experts]: each expert's owner rank in this layer's previous pass; empty on the first pass.
+  // An owner on another rank now moved its parameters (ModeledTime::replicas).
+  std::vector<int64_t> previous_owner_rank;
   std::vector<int64_t> quota;
   PairLayout layout;
   // [home rows of layout] int64: index of each computed pair homed here among this process's
@@ -129,6 +132,10 @@ class ExpertPipeline {
   void restore_history(const std::vector<std::vector<int64_t>>& history) {
     history_.assign(history.begin(), history.end());
   }
+  // [experts]: each expert's owner rank in the previous pass (empty before the first): what an
+  // owner that moves is charged from, saved in checkpoints beside the history.
+  const std::vector<int64_t>& owner_ranks() const { return owner_rank_; }
+  void restore_owner_ranks(std::vector<int64_t> ranks) { owner_rank_ = std::move(ranks); }
 
   // This process's routed pairs: `experts`, `gates` sorted by expert; `home`: home rank of each
   // pair, all on the training device; `tokens`: this process's tokens (every process has as
@@ -170,11 +177,11 @@ class ExpertPipeline {
   // [ranks * experts] pairs per (home rank, expert), checked.
   std::vector<int64_t> route_counts(Phase phase, const std::vector<int64_t>& groups,
                                     const InstanceTable& table, std::vector<int64_t> capacity);
-  // The placement's plan for a pass with `counts` routed pairs per expert over every process of
-  // `tokens` tokens each, and its instance table on `device`; the counts join the history.
-  std::pair<PlacementPlan, std::shared_ptr<InstanceTable>> place(const std::vector<int64_t>& counts,
-                                                                 int64_t tokens,
-                                                                 const torch::Device& device);
+  // The placement's plan for `pass`, with `counts` routed pairs per expert over every process of
+  // `tokens` tokens each: sets the pass's step, instance table (on `device`), quota and previous
+  // owners; the counts join the history.
+  PlacementPlan place(ForwardPass& pass, const std::vector<int64_t>& counts, int64_t tokens,
+                      const torch::Device& device);
   // Checks the plan as planned (loads split evenly over instances), for `computed` pairs per
   // expert; returns the expected backward loads per rank, the room the forward routing leaves.
   std::vector<double> check_as_planned(const InstanceTable& table,
@@ -225,6 +232,7 @@ class ExpertPipeline {
   // Earlier global counts, oldest first: the same on every process (Note [Exact multi-process
   // plan]).
   std::deque<std::vector<int64_t>> history_;
+  std::vector<int64_t> owner_rank_;  // [experts] the previous pass's owners; empty before it
   LayerStepStatistics statistics_;
 };
 

@@ -55,11 +55,9 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
     }
   }
   overhead.compaction += clock.lap();
-  auto [plan, table] = place(counts, tokens, experts.device());
+  const PlacementPlan plan = place(*pass, counts, tokens, experts.device());
+  const InstanceTable* table = pass->table.get();
   overhead.placement += clock.lap();
-  pass->step = step_;
-  pass->table = table;
-  pass->quota = plan.quota;
 
   // Forward capacity drops: each expert's highest gates over every process, found by a threshold
   // search, the same pairs as the exact plan's (Note [Scalable selection]).

@@ -32,6 +32,15 @@ std::vector<int64_t> InstanceTable::instances_per_rank(int64_t ranks) const {
   return count;
 }
 
+std::vector<int64_t> InstanceTable::copies_per_rank(int64_t ranks) const {
+  if (!co_located_share_copy) return instances_per_rank(ranks);
+  std::set<std::pair<int64_t, int64_t>> hosted;  // (rank, expert)
+  for (const ExpertInstance& instance : instances) hosted.emplace(instance.rank, instance.expert);
+  std::vector<int64_t> count(static_cast<std::size_t>(ranks), 0);
+  for (const auto& [rank, expert] : hosted) ++count[rank];
+  return count;
+}
+
 void InstanceTable::place_on(const torch::Device& device) {
   std::vector<int64_t> experts;
   for (const ExpertInstance& instance : instances) experts.push_back(instance.expert);
@@ -52,6 +61,7 @@ InstanceTable build_instance_table(const PlacementPlan& plan, int64_t num_expert
 
   InstanceTable table;
   table.instances = plan.instances;
+  table.co_located_share_copy = plan.co_located_share_copy;
   std::set<std::pair<int64_t, int64_t>> used;
   for (const ExpertInstance& instance : table.instances) {
     if (instance.expert < 0 || instance.expert >= num_experts || instance.rank < 0 ||

@@ -28,11 +28,16 @@ struct InstanceTable {
   // as built, on the training device after place_on.
   torch::Tensor instance_expert;
   torch::Tensor instance_rank_tensor;
+  // PlacementPlan::co_located_share_copy: one expert's instances on one rank share one copy.
+  bool co_located_share_copy = false;
 
   int64_t size() const { return static_cast<int64_t>(instances.size()); }
   int64_t replicas() const { return size() - static_cast<int64_t>(expert_instances.size()); }
   std::vector<int64_t> instances_per_rank(int64_t ranks) const;
   std::vector<int64_t> owners_per_rank(int64_t ranks) const;
+  // The expert copies each rank holds: one per instance, or one per expert it hosts when
+  // co-located instances share a copy.
+  std::vector<int64_t> copies_per_rank(int64_t ranks) const;
   // Fills the tensors from the lists, on `device` (a host-to-device copy: no wait).
   void place_on(const torch::Device& device);
 };

@@ -4,6 +4,20 @@
 
 namespace lrmoe {
 
+const char* plan_information_name(PlanInformation information) {
+  switch (information) {
+    case PlanInformation::ThisPass:
+      return "this pass";
+    case PlanInformation::EarlierPasses:
+      return "earlier passes";
+    case PlanInformation::WarmUp:
+      return "warm-up";
+    case PlanInformation::NoCounts:
+      return "no counts";
+  }
+  return "this pass";
+}
+
 LayerTraffic& LayerTraffic::operator+=(const LayerTraffic& o) {
   forward_dispatch += o.forward_dispatch;
   forward_combine += o.forward_combine;

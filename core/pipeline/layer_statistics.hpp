@@ -20,7 +20,9 @@ struct LayerTraffic {
   int64_t forward_combine = 0;
   int64_t backward_dispatch = 0;
   int64_t backward_return = 0;
-  int64_t replica_sync = 0;  // replica parameters out and replica gradients back to owners
+  // Parameter transfers: replica parameters out and their gradients back, once per rank that
+  // hosts an expert it does not own, and owners that moved since the previous pass
+  int64_t replica_sync = 0;
 
   LayerTraffic& operator+=(const LayerTraffic& other);
 };
@@ -65,6 +67,10 @@ struct LayerSpans {
   std::vector<TimedSpans> rank_expert[kPhases];  // [phase][rank]: each rank's timed expert work
 };
 
+// The name a PlanInformation is recorded by: "this pass", "earlier passes", "warm-up",
+// "no counts".
+const char* plan_information_name(PlanInformation information);
+
 struct LayerStepStatistics {
   int64_t layer = 0;  // index among the MoE layers
   int64_t pairs_routed = 0;
@@ -73,6 +79,9 @@ struct LayerStepStatistics {
   int64_t replicas = 0;       // expert instances beyond one per expert (last micro-batch)
   // The placement of the last micro-batch: every expert instance, sorted by (rank, slot).
   std::vector<ExpertInstance> placement;
+  // What the placement planned from (PlanInformation): the last pass's, or WarmUp when any pass
+  // of the step was a warm-up pass.
+  PlanInformation information = PlanInformation::ThisPass;
   std::vector<int64_t> forward_load;   // per rank: pairs computed
   std::vector<int64_t> backward_load;  // per rank: kept pairs
   // per rank: pair-row bytes to other ranks, all four all-to-alls

@@ -92,18 +92,30 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
         model.exchange_seconds(scaled(call_elements, static_cast<double>(model.element_bytes())));
   }
 
-  // Replica parameters from the owner out, and replica gradients back to it.
+  // Parameter transfers (Note [Cost model]): a replica's parameters from its owner out and its
+  // gradients back, once per rank that hosts the expert without owning it (a second instance on
+  // that rank copies locally or shares the copy); and an owner on another rank than in the
+  // previous pass takes its parameters along (Note [SYMI as published]).
   TrafficMatrix replica_out(R), replica_back(R);
   const double model_expert_bytes = static_cast<double>(3 * h * ffn * model.element_bytes());
-  for (const auto& instances : table.expert_instances) {
+  for (std::size_t e = 0; e < table.expert_instances.size(); ++e) {
+    const auto& instances = table.expert_instances[e];
     const int64_t owner = table.instance_rank[instances[0]];
+    std::vector<bool> reached(r_size, false);
+    reached[static_cast<std::size_t>(owner)] = true;
     for (std::size_t i = 1; i < instances.size(); ++i) {
       const int64_t replica = table.instance_rank[instances[i]];
+      if (reached[static_cast<std::size_t>(replica)]) continue;
+      reached[static_cast<std::size_t>(replica)] = true;
       account.traffic.replica_sync += 2 * c.expert_bytes;
-      if (replica == owner) continue;
       replica_out.at(owner, replica) += model_expert_bytes;
       replica_back.at(replica, owner) += model_expert_bytes;
     }
+    if (forward.previous_owner_rank.empty()) continue;
+    const int64_t before = forward.previous_owner_rank[e];
+    if (before == owner) continue;
+    account.traffic.replica_sync += c.expert_bytes;
+    replica_out.at(before, owner) += model_expert_bytes;
   }
   account.modeled.replicas =
       model.exchange_seconds(replica_out) + model.exchange_seconds(replica_back);

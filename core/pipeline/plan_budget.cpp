@@ -11,11 +11,11 @@ std::vector<LayerHolding> rank_holdings(const InstanceTable& table,
                                         const std::vector<double>& backward_pairs) {
   const auto ranks = static_cast<int64_t>(forward_pairs.size());
   const std::vector<int64_t> owned = table.owners_per_rank(ranks);
-  const std::vector<int64_t> instances = table.instances_per_rank(ranks);
+  const std::vector<int64_t> copies = table.copies_per_rank(ranks);
   std::vector<LayerHolding> holdings(forward_pairs.size());
   for (std::size_t r = 0; r < holdings.size(); ++r) {
     holdings[r].owned = owned[r];
-    holdings[r].replicas = instances[r] - owned[r];
+    holdings[r].replicas = copies[r] - owned[r];
     holdings[r].forward_pairs = forward_pairs[r];
     holdings[r].backward_pairs = backward_pairs[r];
   }
@@ -45,7 +45,8 @@ void check_plan_fits(const std::vector<LayerHolding>& holdings, const MemoryCost
     const LayerHolding& h = holdings[r];
     if (layer_fits(c, h, budget_bytes)) continue;
     throw PlanError(fmt::format(
-        "{} does not fit rank {} {}: {} instances ({} replicas) x {} + {:.0f} forward pairs x ({} "
+        "{} does not fit rank {} {}: {} expert copies ({} replicas) x {} + {:.0f} forward pairs x "
+        "({} "
         "B saved + {} B in "
         "forward) + {:.0f} kept pairs x {} B in backward peak at {} > {} per rank for this layer; "
         "raise "

@@ -12,7 +12,7 @@
 
 namespace lrmoe {
 
-// Per rank: the instances it owns and the replicas it hosts, with the given pair loads
+// Per rank: the instances it owns and the replica copies it holds, with the given pair loads
 // ([ranks] each).
 std::vector<LayerHolding> rank_holdings(const InstanceTable& table,
                                         const std::vector<double>& forward_pairs,

@@ -15,7 +15,7 @@ namespace lrmoe {
 namespace {
 
 // Raised when what a checkpoint holds changes; a checkpoint of another format is refused.
-constexpr int64_t kCheckpointFormat = 1;
+constexpr int64_t kCheckpointFormat = 2;  // 2: every MoE layer's previous owners
 constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
 
 // The run's totals and last evaluation loss as one float64 tensor: bit for bit, NaN for none.
@@ -91,6 +91,8 @@ void Trainer::save_checkpoint(int64_t step, const TrainingOutcome& outcome,
   for (std::size_t l = 0; l < pipelines_.size(); ++l) {
     archive.write(fmt::format("history_{}", l),
                   history_tensor(pipelines_[l]->history(), model_config_.num_experts));
+    archive.write(fmt::format("owner_ranks_{}", l),
+                  torch::tensor(pipelines_[l]->owner_ranks(), torch::kInt64));
   }
   if (policies_) {
     const std::vector<Policy*> policies = policies_of(*policies_);
@@ -142,6 +144,10 @@ int64_t Trainer::resume_from(const std::filesystem::path& file,
     for (std::size_t l = 0; l < pipelines_.size(); ++l) {
       pipelines_[l]->restore_history(
           history_rows(read_tensor(archive, fmt::format("history_{}", l))));
+      const torch::Tensor owners =
+          read_tensor(archive, fmt::format("owner_ranks_{}", l)).to(torch::kCPU).contiguous();
+      pipelines_[l]->restore_owner_ranks(std::vector<int64_t>(
+          owners.data_ptr<int64_t>(), owners.data_ptr<int64_t>() + owners.numel()));
     }
     if (policies_) {
       const std::vector<Policy*> policies = policies_of(*policies_);

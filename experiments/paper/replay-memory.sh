@@ -9,7 +9,10 @@
 # Note [Replay]). The budget is each file's "1.0x fixed". Variants:
 #   fixed            fixed ownership within the budget (does it fit?)
 #   fixed-unbounded  fixed ownership with room to spare: what it needs
-#   symi-fit         SYMI with its slot capacity lowered until it fits (forward drops)
+#   symi             SYMI as published (Note [SYMI as published]): capacity factor 1.0 over the
+#                    most slots per rank that fit the budget
+#   symi-fit         a harness variant: SYMI on every slot, its slot capacity lowered until it
+#                    fits (forward drops)
 #   lrmoe            LRMoE with its defaults (at most 4 replicas per layer)
 #   lrmoe-r64        LRMoE allowed 64 replicas per layer, the spare slots SYMI fills
 set -euo pipefail
@@ -21,7 +24,8 @@ for model in qwen3-30b-a3b glm45-air; do
     --record "$model-replay" \
     --variant fixed \
     --variant "fixed-unbounded:policies.bundle=fixed,cluster.memory_per_rank=100x fixed" \
-    --variant "symi-fit:policies.bundle=symi,policies.placement.symi.fit_budget=true" \
+    --variant "symi:policies.bundle=symi" \
+    --variant "symi-fit:policies.bundle=symi,policies.placement.symi.slots=all,policies.placement.symi.fit_budget=true" \
     --variant lrmoe \
     --variant "lrmoe-r64:policies.bundle=lrmoe,policies.placement.lrmoe.max_replicas=64"
   echo

@@ -27,6 +27,7 @@ class FixedOwnership : public lrmoe::PlacementPolicy {
     lrmoe::PlacementPlan plan;
     plan.instances = lrmoe::static_owners(experts, request.ranks);
     plan.quota = request.counts;
+    plan.information = lrmoe::PlanInformation::NoCounts;  // the same owners every pass
     if (capacity_ >= 0) {
       plan.forward_capacity.assign(static_cast<size_t>(experts), capacity_);
     } else if (capacity_factor_ > 0) {
@@ -47,7 +48,7 @@ class FixedOwnership : public lrmoe::PlacementPolicy {
 
 lrmoe::PluginDescriptor describe() {
   return lrmoe::describe_policy<FixedOwnership>(
-      "fixed_ownership", "1.1.0",
+      "fixed_ownership", "1.2.0",
       "each expert on one fixed rank, no replicas (DeepSpeed-MoE, Megatron)",
       {lrmoe::real_parameter(
            "capacity_factor", 0.0,

@@ -150,6 +150,8 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
     lrmoe::PlacementPlan plan;
     plan.quota = quotas(request, layout);
     plan.instances = std::move(layout.instances);
+    // Replicas for this pass's counts: their weights are sent before its expert compute.
+    plan.information = lrmoe::PlanInformation::ThisPass;
     return plan;
   }
 

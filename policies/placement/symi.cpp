@@ -1,34 +1,50 @@
-// Placement "symi": SYMI (arXiv 2504.19925) re-places expert parameters every iteration, with
-// replica counts that follow the previous iteration's popularity, while optimizer state stays
-// statically partitioned (so only parameters move). Nothing is dropped in backward.
+// Placement "symi": SYMI (arXiv 2504.19925) as its paper describes it, Note [SYMI as published]
+// in docs/notes.md. Every pass re-places the expert instances over S slots per rank, with
+// replica counts that follow the previous pass's popularity; optimizer state stays statically
+// partitioned, so only parameters move. Nothing is dropped in backward.
 //
-// Replica counts over the R*S slots (S slots per rank), from the previous pass's counts n_e
-// (equal counts on the first pass, when there is no history yet):
+// Replica counts over the R*S slots, from the previous pass's counts n_e (equal counts on the
+// first pass, which has no history: the warm-up):
 //   goal_e = n_e / sum(n) * R * S;   cnt_e = floor(max(goal_e, 1))      (at least one instance)
 //   while sum(cnt) > R*S: among experts with cnt_e > 1, remove one from the largest cnt_e - goal_e
 //   while sum(cnt) < R*S: add one to the smallest cnt_e - goal_e
-// Ties go to the lowest expert index. Layout is contiguous and slot-major: expert e fills the
-// next cnt_e entries of a list of R*S, entry i being slot i % S of rank i / S; an expert's first
-// instance owns it.
+// Ties go to the lowest expert index. With layout = "distinct_ranks" no count exceeds R, and
+// slots no expert can take stay empty.
 //
-// capacity_factor > 0 keeps SYMI's forward capacity: slot capacity = ceil(capacity_factor *
-// this pass's pairs / (S*R)), and expert e computes at most slot capacity * cnt_e pairs. 0 is
-// dropless.
+// Layouts. "contiguous" (the paper's): expert e fills the next cnt_e entries of a list of R*S,
+// entry i being slot i % S of rank i / S, so an expert's instances share ranks where they can;
+// the first instance owns it. "distinct_ranks" (a harness variant, the constraint DeepSpeed
+// puts on replicas): experts in decreasing count each take the ranks with the most free slots
+// that do not host them yet, ties to the lowest rank; the first owns it.
 //
-// SYMI keeps every computed pair in backward, so under a memory budget that binds its only
-// choice is how many pairs a slot computes. fit_budget = true lowers the slot capacity to the
-// largest c at which every rank fits the runner's memory model (lrmoe/memory_model.hpp) with
-// c * slots(r) pairs forward and backward; at 0 nothing fits and the runner reports the numbers.
-// The published system does not do this: it is the operating point a memory-bound SYMI must choose.
+// Capacity: slot capacity = ceil(capacity_factor * tokens * top_k / (S*R)); expert e computes at
+// most slot capacity * cnt_e pairs. 0 is dropless.
+//
+// Slots per rank. slots = "fit" (the default) uses the most slots per rank, from the runner's
+// cluster.slots_per_rank down to ceil(E/R), at which every rank fits the memory model
+// (lrmoe/memory_model.hpp) with slot capacity pairs per instance forward and backward (dropless:
+// the previous pass's counts, scaled to this pass, split evenly over instances); none fitting,
+// the fewest. slots = "all" uses every slot.
+//
+// co_located = "own_copy" (the paper's slots): each instance holds its own copy of the
+// parameters and a gradient buffer. "shared_copy" (a harness variant): one expert's instances on
+// one rank share one copy.
+//
+// fit_budget = true (a harness variant, not the published system): the slot capacity is lowered
+// to the largest at which every rank fits; at 0 nothing fits and the runner reports the numbers.
 
 #include <lrmoe/plugin.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <set>
+#include <utility>
 
 namespace {
 
-std::vector<int64_t> replica_counts(const std::vector<int64_t>& popularity, int64_t slots) {
+std::vector<int64_t> replica_counts(const std::vector<int64_t>& popularity, int64_t slots,
+                                    int64_t most_per_expert) {
   const auto total =
       static_cast<double>(std::accumulate(popularity.begin(), popularity.end(), int64_t{0}));
   const size_t experts = popularity.size();
@@ -36,7 +52,7 @@ std::vector<int64_t> replica_counts(const std::vector<int64_t>& popularity, int6
   std::vector<int64_t> count(experts);
   for (size_t e = 0; e < experts; ++e) {
     goal[e] = static_cast<double>(popularity[e]) / total * static_cast<double>(slots);
-    count[e] = static_cast<int64_t>(std::floor(std::max(goal[e], 1.0)));
+    count[e] = std::min(most_per_expert, static_cast<int64_t>(std::floor(std::max(goal[e], 1.0))));
   }
   int64_t used = std::accumulate(count.begin(), count.end(), int64_t{0});
   auto excess = [&](size_t e) { return static_cast<double>(count[e]) - goal[e]; };
@@ -45,104 +61,205 @@ std::vector<int64_t> replica_counts(const std::vector<int64_t>& popularity, int6
   while (used > slots) {
     size_t pick = experts;
     for (size_t e = 0; e < experts; ++e) {
-      if (count[e] > 1 && (pick == experts || excess(e) > excess(pick))) {
-        pick = e;
-      }
+      if (count[e] > 1 && (pick == experts || excess(e) > excess(pick))) pick = e;
     }
     --count[pick];
     --used;
   }
   while (used < slots) {
-    size_t pick = 0;
-    for (size_t e = 1; e < experts; ++e) {
-      if (excess(e) < excess(pick)) {
-        pick = e;
-      }
+    size_t pick = experts;
+    for (size_t e = 0; e < experts; ++e) {
+      if (count[e] < most_per_expert && (pick == experts || excess(e) < excess(pick))) pick = e;
     }
+    if (pick == experts) break;  // every expert on every rank: the other slots stay empty
     ++count[pick];
     ++used;
   }
   return count;
 }
 
+std::vector<lrmoe::ExpertInstance> contiguous_layout(const std::vector<int64_t>& count,
+                                                     int64_t slots_per_rank) {
+  std::vector<lrmoe::ExpertInstance> instances;
+  int64_t entry = 0;
+  for (size_t e = 0; e < count.size(); ++e) {
+    for (int64_t j = 0; j < count[e]; ++j, ++entry) {
+      instances.push_back(
+          {static_cast<int64_t>(e), entry / slots_per_rank, entry % slots_per_rank, j == 0});
+    }
+  }
+  return instances;
+}
+
+// Each count <= ranks and their sum <= ranks * slots_per_rank, so the greedy always finds a rank.
+std::vector<lrmoe::ExpertInstance> distinct_ranks_layout(const std::vector<int64_t>& count,
+                                                         int64_t ranks, int64_t slots_per_rank) {
+  std::vector<size_t> order(count.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return count[a] > count[b]; });
+  std::vector<int64_t> used(static_cast<size_t>(ranks), 0);
+  std::vector<lrmoe::ExpertInstance> instances;
+  for (const size_t e : order) {
+    std::vector<bool> hosts(static_cast<size_t>(ranks), false);
+    for (int64_t j = 0; j < count[e]; ++j) {
+      size_t pick = used.size();
+      for (size_t r = 0; r < used.size(); ++r) {
+        if (hosts[r] || used[r] >= slots_per_rank) continue;
+        if (pick == used.size() || used[r] < used[pick]) pick = r;
+      }
+      hosts[pick] = true;
+      instances.push_back(
+          {static_cast<int64_t>(e), static_cast<int64_t>(pick), used[pick]++, j == 0});
+    }
+  }
+  return instances;
+}
+
 class Symi : public lrmoe::PlacementPolicy {
  public:
   explicit Symi(const lrmoe::Parameters& parameters)
       : capacity_factor_(parameters.real("capacity_factor")),
+        fit_slots_(parameters.text("slots") == "fit"),
+        distinct_ranks_(parameters.text("layout") == "distinct_ranks"),
+        shared_copy_(parameters.text("co_located") == "shared_copy"),
         fit_budget_(parameters.boolean("fit_budget")) {}
 
   lrmoe::PlacementPlan plan(const lrmoe::PlacementRequest& request) override {
-    const int64_t slots_per_rank = request.slots_per_rank;
-    const int64_t slots = request.ranks * slots_per_rank;
     std::vector<int64_t> popularity(static_cast<size_t>(request.num_experts), 1);
-    if (!request.history.empty() && std::accumulate(request.history.back().begin(),
-                                                    request.history.back().end(), int64_t{0}) > 0) {
+    const bool warm_up = request.history.empty();
+    if (!warm_up && std::accumulate(request.history.back().begin(), request.history.back().end(),
+                                    int64_t{0}) > 0) {
       popularity = request.history.back();
     }
-    const std::vector<int64_t> count = replica_counts(popularity, slots);
-
-    lrmoe::PlacementPlan plan;
-    int64_t entry = 0;
-    for (int64_t e = 0; e < request.num_experts; ++e) {
-      for (int64_t j = 0; j < count[static_cast<size_t>(e)]; ++j, ++entry) {
-        plan.instances.push_back({e, entry / slots_per_rank, entry % slots_per_rank, j == 0});
+    const int64_t fewest = (request.num_experts + request.ranks - 1) / request.ranks;
+    int64_t slots_per_rank = request.slots_per_rank;
+    Layout layout = lay_out(request, popularity, slots_per_rank);
+    if (fit_slots_) {
+      while (slots_per_rank > fewest && !fits(request, layout, layout.slot_capacity)) {
+        layout = lay_out(request, popularity, --slots_per_rank);
       }
     }
+    int64_t slot_capacity = layout.slot_capacity;
+    if (fit_budget_ && capacity_factor_ > 0)
+      slot_capacity = largest_fitting_capacity(request, layout, slot_capacity);
+
+    lrmoe::PlacementPlan plan;
+    plan.instances = std::move(layout.instances);
     plan.quota = request.counts;
+    plan.co_located_share_copy = shared_copy_;
+    plan.information =
+        warm_up ? lrmoe::PlanInformation::WarmUp : lrmoe::PlanInformation::EarlierPasses;
     if (capacity_factor_ > 0) {
-      const auto pairs = std::accumulate(request.counts.begin(), request.counts.end(), int64_t{0});
-      auto slot_capacity = static_cast<int64_t>(
-          std::ceil(capacity_factor_ * static_cast<double>(pairs) / static_cast<double>(slots)));
-      if (fit_budget_)
-        slot_capacity = largest_fitting_capacity(request, plan.instances, slot_capacity);
-      for (const int64_t c : count) {
-        plan.forward_capacity.push_back(slot_capacity * c);
-      }
+      for (const int64_t c : layout.count) plan.forward_capacity.push_back(slot_capacity * c);
     }
     return plan;
   }
 
  private:
+  struct Layout {
+    std::vector<int64_t> count;  // [experts] instances
+    std::vector<lrmoe::ExpertInstance> instances;
+    int64_t slot_capacity = 0;                  // 0 when dropless
+    std::vector<double> expected_per_instance;  // [experts] dropless: the pairs SYMI expects
+  };
+
+  Layout lay_out(const lrmoe::PlacementRequest& request, const std::vector<int64_t>& popularity,
+                 int64_t slots_per_rank) const {
+    const int64_t slots = request.ranks * slots_per_rank;
+    Layout layout;
+    layout.count = replica_counts(popularity, slots, distinct_ranks_ ? request.ranks : slots);
+    layout.instances = distinct_ranks_
+                           ? distinct_ranks_layout(layout.count, request.ranks, slots_per_rank)
+                           : contiguous_layout(layout.count, slots_per_rank);
+    const double pairs = static_cast<double>(request.tokens * request.top_k);
+    if (capacity_factor_ > 0) {
+      layout.slot_capacity =
+          static_cast<int64_t>(std::ceil(capacity_factor_ * pairs / static_cast<double>(slots)));
+    } else {
+      const auto total =
+          static_cast<double>(std::accumulate(popularity.begin(), popularity.end(), int64_t{0}));
+      for (size_t e = 0; e < popularity.size(); ++e) {
+        layout.expected_per_instance.push_back(static_cast<double>(popularity[e]) / total * pairs /
+                                               static_cast<double>(layout.count[e]));
+      }
+    }
+    return layout;
+  }
+
+  // Whether every rank fits with `capacity` pairs per instance (dropless: the expected pairs).
+  bool fits(const lrmoe::PlacementRequest& request, const Layout& layout, int64_t capacity) const {
+    std::vector<lrmoe::LayerHolding> ranks(static_cast<size_t>(request.ranks));
+    std::set<std::pair<int64_t, int64_t>> copies;  // (rank, expert) with a copy
+    for (const lrmoe::ExpertInstance& instance : layout.instances) {
+      lrmoe::LayerHolding& h = ranks[static_cast<size_t>(instance.rank)];
+      const double pairs = capacity_factor_ > 0
+                               ? static_cast<double>(capacity)
+                               : layout.expected_per_instance[static_cast<size_t>(instance.expert)];
+      h.forward_pairs += pairs;
+      h.backward_pairs += pairs;
+      if (instance.owner) {
+        ++h.owned;
+        copies.emplace(instance.rank, instance.expert);
+      }
+    }
+    for (const lrmoe::ExpertInstance& instance : layout.instances) {
+      if (instance.owner) continue;
+      if (shared_copy_ && !copies.emplace(instance.rank, instance.expert).second) continue;
+      ++ranks[static_cast<size_t>(instance.rank)].replicas;
+    }
+    for (const lrmoe::LayerHolding& h : ranks) {
+      if (!lrmoe::layer_fits(request.memory, h, request.budget_bytes)) return false;
+    }
+    return true;
+  }
+
   // The largest slot capacity <= `most` at which every rank fits the budget (0 when none does):
   // fitting only gets harder as the capacity grows, so a bisection finds it.
-  static int64_t largest_fitting_capacity(const lrmoe::PlacementRequest& request,
-                                          const std::vector<lrmoe::ExpertInstance>& instances,
-                                          int64_t most) {
-    std::vector<lrmoe::LayerHolding> ranks(static_cast<size_t>(request.ranks));
-    for (const lrmoe::ExpertInstance& instance : instances) {
-      lrmoe::LayerHolding& h = ranks[static_cast<size_t>(instance.rank)];
-      ++(instance.owner ? h.owned : h.replicas);
-    }
-    auto fits = [&](int64_t capacity) {
-      for (lrmoe::LayerHolding h : ranks) {
-        h.forward_pairs = h.backward_pairs = static_cast<double>(capacity * (h.owned + h.replicas));
-        if (!lrmoe::layer_fits(request.memory, h, request.budget_bytes)) return false;
-      }
-      return true;
-    };
+  int64_t largest_fitting_capacity(const lrmoe::PlacementRequest& request, const Layout& layout,
+                                   int64_t most) const {
     int64_t low = 0, high = most;  // fits(low) is assumed; high is the answer when it fits
-    if (fits(high)) return high;
+    if (fits(request, layout, high)) return high;
     while (high - low > 1) {
       const int64_t middle = low + (high - low) / 2;
-      (fits(middle) ? low : high) = middle;
+      (fits(request, layout, middle) ? low : high) = middle;
     }
     return low;
   }
 
   double capacity_factor_;
+  bool fit_slots_;
+  bool distinct_ranks_;
+  bool shared_copy_;
   bool fit_budget_;
 };
 
 lrmoe::PluginDescriptor describe() {
   return lrmoe::describe_policy<Symi>(
-      "symi", "1.1.0", "replicas follow the previous pass's popularity over all slots (SYMI)",
+      "symi", "2.0.0",
+      "replicas follow the previous pass's popularity over the slots that fit the budget (SYMI)",
       {lrmoe::real_parameter(
            "capacity_factor", 1.0,
            "forward capacity per slot, as a multiple of the mean pairs per slot; 0 is dropless", 0),
+       lrmoe::text_parameter(
+           "slots", "fit",
+           "slots per rank: \"fit\", the most that fit the memory budget (at "
+           "least experts / ranks); \"all\", every slot of cluster.slots_per_rank",
+           {"fit", "all"}),
+       lrmoe::text_parameter("layout", "contiguous",
+                             "\"contiguous\": an expert's instances fill neighbouring slots, on "
+                             "one rank where they can (the paper's); \"distinct_ranks\": each on "
+                             "another rank (a harness variant)",
+                             {"contiguous", "distinct_ranks"}),
+       lrmoe::text_parameter("co_located", "own_copy",
+                             "instances of one expert on one rank: \"own_copy\", each slot holds "
+                             "its own parameters and gradients (the paper's); \"shared_copy\", one "
+                             "copy for all of them (a harness variant)",
+                             {"own_copy", "shared_copy"}),
        lrmoe::boolean_parameter(
            "fit_budget", false,
-           "lower the slot capacity until every rank fits the memory budget (needs "
-           "capacity_factor > 0)")});
+           "a harness variant: lower the slot capacity until every rank fits the memory budget "
+           "(needs capacity_factor > 0)")});
 }
 
 }  // namespace

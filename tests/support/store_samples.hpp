@@ -69,6 +69,7 @@ inline lrmoe::LayerStepRecord sample_layer_step(int64_t step, int64_t layer) {
   record.placement_seconds = 0.0625;
   record.measured_exchange_bytes = 2048;
   record.measured_exchange_seconds = 0.5;
+  record.placement_information = "this pass";
   record.metric_seconds = 0.03125;
   record.selection_seconds = 0.015625;
   record.routing_seconds = 0.125;

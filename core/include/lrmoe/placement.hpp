@@ -6,7 +6,8 @@
 // The runner checks every plan against the memory model of lrmoe/memory_model.hpp, per rank r
 // and MoE layer: layer_peak_bytes(request.memory, holding(r)) <= budget_bytes, where holding(r)
 // counts the instances r owns and the replicas it hosts, the pairs computed on r in forward and
-// the kept pairs whose backward work runs on r. Before routing, an expert's forward pairs
+// the kept pairs whose backward work runs on r (replicas count copies: see
+// PlacementPlan::co_located_share_copy). Before routing, an expert's forward pairs
 // (min(count, forward capacity)) and kept pairs (min(count, quota)) count as split evenly, in
 // fractions, over its instances; after routing, the real (whole) per-rank loads are checked
 // again. A plan that does not fit stops the run, with the numbers, before any buffer is
@@ -47,6 +48,17 @@ struct PlacementRequest {
   MemoryCosts memory;
 };
 
+// What a plan was made from, recorded with every layer step (so a reader knows whether a
+// placement saw the counts it is judged on) and used to report a history-based placement's
+// warm-up passes apart from its steady state.
+enum class PlanInformation {
+  ThisPass,       // this pass's routed counts (request.counts): replicas made for them are
+                  // needed before this pass's expert compute
+  EarlierPasses,  // only request.history (the counts of earlier passes)
+  WarmUp,         // would use request.history, but it is still empty (a first pass)
+  NoCounts,       // neither: a static placement
+};
+
 struct PlacementPlan {
   std::vector<ExpertInstance> instances;  // at least one per expert, in any order
   // Per expert: at most this many of its pairs keep their backward work, over all ranks.
@@ -55,6 +67,13 @@ struct PlacementPlan {
   // Per expert: at most this many of its pairs are computed in forward (the others are dropped,
   // as capacity-factor baselines do). Empty: every routed pair is computed.
   std::vector<int64_t> forward_capacity;
+  // true: the instances of one expert on one rank share one copy of its parameters and one
+  // gradient buffer, so a second instance adds capacity (its own slot, its own pairs) but no
+  // parameter bytes, and nothing moves to it over a link. false: every instance holds its own
+  // copy in its slot (SYMI's slots, Note [SYMI as published]); a rank still receives an
+  // expert's parameters, and sends its gradients, once (the copy between its slots is local).
+  bool co_located_share_copy = false;
+  PlanInformation information = PlanInformation::ThisPass;
 };
 
 class PlacementPolicy : public Policy {

@@ -16,7 +16,8 @@ namespace lrmoe {
 //    backward-phase policies get them on the run's device unless it says Host.
 // 4: Policy::save_state and restore_state, for exact resume from checkpoints.
 // 5: PairBatch::pair_ids, so that per-pair draws agree between plans and processes.
-inline constexpr int kPluginApiVersion = 5;
+// 6: PlacementPlan::co_located_share_copy and PlacementPlan::information.
+inline constexpr int kPluginApiVersion = 6;
 
 // Plain data, so that the loader can read it from any plugin before trusting its C++ types.
 struct PluginAbi {
