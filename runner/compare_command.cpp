@@ -11,6 +11,7 @@
 
 #include "runner/compare_plots.hpp"
 #include "runner/json_text.hpp"
+#include "runner/named_runs.hpp"
 #include "runner/seed_statistics.hpp"
 #include "runner/text_table.hpp"
 #include "store/results_store.hpp"
@@ -33,7 +34,21 @@ struct VariantRuns {
   std::vector<double> memory_mib;
   std::vector<double> modeled_per_step;  // MoE seconds per step, mean over each run's steps
   std::vector<double> dropped, kept;     // fractions of the routed pairs
+  // MoE seconds to target projected at full size (lrmoe project), at the headline
+  // configuration; +infinity: not reached
+  std::vector<double> projected;
+  // Every projected configuration's records, by "model, R ranks, T tokens/rank, profile"
+  std::map<std::string, std::vector<ProjectionRecord>> projections;
 };
+
+// The configuration the main table's projected column shows, when a run has it.
+constexpr int64_t kHeadlineRanks = 16, kHeadlineTokens = 4096;
+constexpr const char* kHeadlineProfile = "h100-sxm-8gpu-ib400";
+
+std::string configuration_of(const ProjectionRecord& p) {
+  return fmt::format("{}, {} x {}, {}, {}", p.model, p.ranks, p.tokens_per_rank, p.profile,
+                     p.memory_per_rank);
+}
 
 std::string model_of(const RunFigures& run) {
   try {
@@ -53,6 +68,18 @@ std::string variant_of(const RunFigures& run) {
     name += (name.empty() ? "" : ", ") + key.substr(key.rfind('.') + 1) + "=" + value;
   }
   return name.empty() ? "all" : name;
+}
+
+void add_projections(VariantRuns& v, const std::vector<ProjectionRecord>& projections) {
+  const ProjectionRecord* headline = nullptr;
+  for (const ProjectionRecord& p : projections) {
+    v.projections[configuration_of(p)].push_back(p);
+    if (p.failed) continue;
+    const bool is_headline = p.ranks == kHeadlineRanks && p.tokens_per_rank == kHeadlineTokens &&
+                             p.profile == kHeadlineProfile;
+    if (is_headline) headline = &p;
+  }
+  if (headline) v.projected.push_back(headline->reached ? headline->projected_seconds : kInfinity);
 }
 
 void add_run(VariantRuns& v, const RunFigures& run) {
@@ -88,6 +115,7 @@ const std::vector<Figure> kFigures = {
     {"moe_critical_seconds_to_target", "MoE critical s", &VariantRuns::critical, 3, 1, true},
     {"moe_modeled_seconds_to_target", "modeled s", &VariantRuns::modeled, 4, 1, true},
     {"moe_modeled_seconds_per_step", "modeled s/step", &VariantRuns::modeled_per_step, 4, 1, true},
+    {"projected_moe_seconds_to_target", "projected s", &VariantRuns::projected, 1, 1, true},
     {"peak_subtotal_mib", "peak subtotal MiB", &VariantRuns::memory_mib, 1, 1, true},
     {"dropped_forward_percent", "dropped fwd %", &VariantRuns::dropped, 1, 100, false},
     {"kept_backward_percent", "kept bwd %", &VariantRuns::kept, 1, 100, false},
@@ -167,6 +195,64 @@ void write_csv(const std::vector<VariantRuns>& variants, bool with_baseline,
   }
 }
 
+// Every projected configuration of every variant: projected seconds over seeds, the shares of
+// its parts (medians over seeds) and the reduction against the baseline at that configuration.
+void write_projection_table(const std::vector<VariantRuns>& variants,
+                            const std::map<std::string, const VariantRuns*>& baselines,
+                            std::ostream& out) {
+  auto seconds_of = [](const std::vector<ProjectionRecord>& records) {
+    std::vector<double> seconds;
+    for (const ProjectionRecord& p : records)
+      if (!p.failed) seconds.push_back(p.reached ? p.projected_seconds : kInfinity);
+    return seconds;
+  };
+  QueryResult table;
+  table.columns = {
+      "model",      "variant",     "full size: model, ranks x tokens/rank, profile, budget",
+      "runs",       "projected s", "compute",
+      "all-to-all", "plan coll.",  "transfers",
+      "reduction"};
+  const Figure seconds{"", "", nullptr, 1, 1, true};
+  for (const VariantRuns& v : variants) {
+    for (const auto& [configuration, records] : v.projections) {
+      std::vector<double> parts[4];
+      int64_t failed = 0;
+      for (const ProjectionRecord& p : records) {
+        if (p.failed) {
+          ++failed;
+          continue;
+        }
+        const double total =
+            p.compute_seconds + p.all_to_all_seconds + p.gather_seconds + p.transfer_seconds;
+        const double values[4] = {p.compute_seconds, p.all_to_all_seconds, p.gather_seconds,
+                                  p.transfer_seconds};
+        for (int i = 0; i < 4; ++i) parts[i].push_back(total > 0 ? values[i] / total : 0);
+      }
+      std::optional<Reduction> reduction;
+      const auto base = baselines.find(v.model);
+      if (base != baselines.end() && base->second != &v) {
+        const auto other = base->second->projections.find(configuration);
+        if (other != base->second->projections.end())
+          reduction = bootstrap_reduction(seconds_of(records), seconds_of(other->second));
+      }
+      std::vector<std::optional<std::string>> row{
+          v.model, v.name, configuration,
+          fmt::format("{}{}", records.size(),
+                      failed ? fmt::format(" ({} do not fit)", failed) : std::string()),
+          spread_text(seconds_of(records), seconds)};
+      for (const auto& part : parts)
+        row.push_back(part.empty() ? "-" : fmt::format("{:.0f}%", 100 * seed_spread(part).median));
+      row.push_back(reduction_text(reduction));
+      table.rows.push_back(std::move(row));
+    }
+  }
+  if (table.rows.empty()) return;
+  out << "\nMoE time to target projected at full size (lrmoe project; Note [Projection at full "
+         "size]):\n"
+      << render_text_table(table, 72)
+      << "projected s: median [min–max] over seeds; the parts' shares are medians over seeds\n";
+}
+
 }  // namespace
 
 int compare_command(const CompareOptions& options, std::ostream& out) {
@@ -174,15 +260,10 @@ int compare_command(const CompareOptions& options, std::ostream& out) {
     throw std::invalid_argument("--format " + options.format +
                                 ": use table, csv, json or markdown");
   const auto store = ResultsStore::open_read_only(options.database);
-  std::vector<int64_t> runs = options.runs;
-  if (options.sweep) {
-    const std::vector<int64_t> last = store->sweep_last_runs(*options.sweep);
-    runs.insert(runs.end(), last.begin(), last.end());
-  }
-  if (runs.empty())
-    throw std::invalid_argument(
-        "compare: nothing to compare; name a sweep (--sweep NAME) or runs (lrmoe compare 3 4 5)");
+  const std::vector<int64_t> runs = named_runs(*store, options.runs, options.sweep, "compare");
 
+  std::map<int64_t, std::vector<ProjectionRecord>> projections;
+  for (ProjectionRecord& p : store->projections(runs)) projections[p.run].push_back(std::move(p));
   std::vector<VariantRuns> variants;
   for (const RunFigures& run : store->run_figures(runs)) {
     const std::string model = model_of(run), name = variant_of(run);
@@ -195,6 +276,7 @@ int compare_command(const CompareOptions& options, std::ostream& out) {
       v = variants.insert(variants.end(), std::move(fresh));
     }
     add_run(*v, run);
+    add_projections(*v, projections[run.run]);
   }
   std::stable_sort(variants.begin(), variants.end(),
                    [](const VariantRuns& a, const VariantRuns& b) { return a.model < b.model; });
@@ -271,7 +353,11 @@ int compare_command(const CompareOptions& options, std::ostream& out) {
     out << "median [min–max] over seeds; ∞: a seed that did not reach the target";
     if (options.baseline)
       out << "; reduction: 1 - median / baseline's median [95% bootstrap interval]";
-    out << "\n";
+    out << fmt::format(
+        "; projected s: MoE time to target at full size, {} ranks, {} tokens/rank, {} (lrmoe "
+        "project)\n",
+        kHeadlineRanks, kHeadlineTokens, kHeadlineProfile);
+    write_projection_table(variants, baselines, out);
   } else if (options.format == "csv") {
     write_csv(variants, options.baseline.has_value(), reduction_of, out);
   } else {

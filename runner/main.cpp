@@ -23,6 +23,7 @@
 #include "pipeline_bench_command.hpp"
 #include "planning_bench_command.hpp"
 #include "plugins_command.hpp"
+#include "project_command.hpp"
 #include "replay_command.hpp"
 #include "resume_command.hpp"
 #include "run_command.hpp"
@@ -181,6 +182,9 @@ int main(int argc, char** argv) {
   lrmoe::GateOptions gate_options;
   CLI::App* gate = lrmoe::add_gate_command(app, gate_options);
 
+  lrmoe::ProjectOptions project_options;
+  CLI::App* project = lrmoe::add_project_command(app, project_options);
+
   auto* compare =
       app.add_subcommand("compare",
                          "per model and policy variant over seeds: time to target, memory, pairs; "
@@ -292,6 +296,7 @@ int main(int argc, char** argv) {
     if (sweep->parsed()) return lrmoe::sweep_command(sweep_options);
     if (compare->parsed()) return lrmoe::compare_command(compare_options, std::cout);
     if (gate->parsed()) return lrmoe::gate_command(gate_options, std::cout);
+    if (project->parsed()) return lrmoe::project_command(project_options, std::cout);
     if (replay->parsed()) return lrmoe::replay_command(replay_options, std::cout);
     if (bench_planning->parsed()) return lrmoe::planning_bench_command(planning_bench, std::cout);
     if (resume->parsed()) return lrmoe::resume_command(resume_id, db);

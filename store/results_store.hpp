@@ -262,6 +262,29 @@ struct RunFigures {
   std::vector<std::pair<std::string, std::string>> cell_values;
 };
 
+// A training run's MoE time to target projected at a model's full dimensions (table
+// run_projections, `lrmoe project`; Note [Projection at full size] in docs/notes.md): sampled
+// steps of its recorded per-expert loads replayed at `model` on `ranks` ranks of
+// `tokens_per_rank` tokens under `profile`, the modeled seconds per step summed over `steps`.
+struct ProjectionRecord {
+  int64_t run = 0;
+  std::string model;  // the full-size preset
+  int64_t ranks = 0;
+  int64_t tokens_per_rank = 0;
+  std::string profile;
+  // cluster.memory_per_rank at full size: the run's when relative ("1.0x fixed"), else
+  // "100x fixed" (an absolute budget was chosen for the run's size)
+  std::string memory_per_rank;
+  std::string sampled_steps;  // the run's steps replayed, "12,25,37,50"
+  int64_t steps = 0;          // summed over: to the target, or all the run's when it missed
+  bool reached = false;       // whether `steps` are the run's steps to its target
+  // Per step, the mean over the sampled steps (modeled seconds, every MoE layer): expert compute,
+  // all-to-all, the plans' collectives and parameter transfers (ModeledTime's parts).
+  double compute_seconds = 0, all_to_all_seconds = 0, gather_seconds = 0, transfer_seconds = 0;
+  double projected_seconds = 0;       // steps times the per-step total
+  std::optional<std::string> failed;  // a plan that did not fit at this size: why (seconds 0)
+};
+
 // A run's recorded per-expert loads over some of its steps (table expert_load).
 struct ExpertLoadHistory {
   std::vector<int64_t> steps;   // in order
@@ -331,6 +354,10 @@ class ResultsStore {
   // The per-expert loads of the last `last_steps` steps of `run` that recorded them. Throws
   // StoreError when it has none.
   virtual ExpertLoadHistory expert_load_history(int64_t run, int64_t last_steps) const = 0;
+  // Replaces the projection of the same run, model, ranks, tokens and profile.
+  virtual void add_projection(const ProjectionRecord& projection) = 0;
+  // The projections of `runs`, by run, model, ranks, tokens per rank and profile.
+  virtual std::vector<ProjectionRecord> projections(const std::vector<int64_t>& runs) const = 0;
 
   // The readers see committed rows only: flush() first to read what this store buffered.
   virtual std::vector<RunSummary> list_runs() const = 0;

@@ -508,6 +508,29 @@ CREATE TABLE run_data (
 ALTER TABLE moe_layer_steps ADD COLUMN placement_information TEXT
   CHECK (placement_information IN ('this pass', 'earlier passes', 'warm-up', 'no counts'));
 )sql"},
+    // Training runs' MoE time to target projected at full size (Note [Projection at full size]):
+    // one row per run, model, ranks, tokens per rank and hardware profile; the per-step
+    // seconds are the mean over the run's sampled steps.
+    Migration{13, R"sql(
+CREATE TABLE run_projections (
+  run                INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  model              TEXT NOT NULL,
+  ranks              INTEGER NOT NULL,
+  tokens_per_rank    INTEGER NOT NULL,
+  profile            TEXT NOT NULL,
+  memory_per_rank    TEXT NOT NULL,
+  sampled_steps      TEXT NOT NULL,
+  steps              INTEGER NOT NULL,
+  reached            INTEGER NOT NULL CHECK (reached IN (0, 1)),
+  compute_seconds    REAL NOT NULL,
+  all_to_all_seconds REAL NOT NULL,
+  gather_seconds     REAL NOT NULL,
+  transfer_seconds   REAL NOT NULL,
+  projected_seconds  REAL NOT NULL,
+  failed             TEXT,
+  PRIMARY KEY (run, model, ranks, tokens_per_rank, profile)
+);
+)sql"},
 };
 
 constexpr bool numbered_in_order() {

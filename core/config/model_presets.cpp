@@ -119,6 +119,16 @@ std::optional<ModelConfig> find_preset(const std::string& name) {
   return m;
 }
 
+std::optional<std::string> full_size_preset(const std::string& name) {
+  static const std::map<std::string, std::string> full = {{"qwen3-mini", "qwen3-30b-a3b"},
+                                                          {"glm45-mini", "glm45-air"},
+                                                          {"qwen3-30b-a3b", "qwen3-30b-a3b"},
+                                                          {"glm45-air", "glm45-air"}};
+  const auto it = full.find(name);
+  if (it == full.end()) return std::nullopt;
+  return it->second;
+}
+
 std::vector<std::string> preset_names() {
   std::vector<std::string> names;
   for (const auto& entry : registry()) names.push_back(entry.first);

@@ -12,5 +12,8 @@ namespace lrmoe {
 
 std::optional<ModelConfig> find_preset(const std::string& name);
 std::vector<std::string> preset_names();
+// The full-size model a preset is scaled down from (itself for a full-size one); none for a
+// preset of its own (tiny-moe).
+std::optional<std::string> full_size_preset(const std::string& name);
 
 }  // namespace lrmoe
