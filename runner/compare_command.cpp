@@ -74,12 +74,15 @@ void add_projections(VariantRuns& v, const std::vector<ProjectionRecord>& projec
   const ProjectionRecord* headline = nullptr;
   for (const ProjectionRecord& p : projections) {
     v.projections[configuration_of(p)].push_back(p);
-    if (p.failed) continue;
     const bool is_headline = p.ranks == kHeadlineRanks && p.tokens_per_rank == kHeadlineTokens &&
                              p.profile == kHeadlineProfile;
     if (is_headline) headline = &p;
   }
-  if (headline) v.projected.push_back(headline->reached ? headline->projected_seconds : kInfinity);
+  // A run that did not reach its target, or whose plans do not fit at full size, never gets
+  // there: infinity, as in the other figures to target.
+  if (headline)
+    v.projected.push_back(headline->reached && !headline->failed ? headline->projected_seconds
+                                                                 : kInfinity);
 }
 
 void add_run(VariantRuns& v, const RunFigures& run) {
@@ -203,7 +206,7 @@ void write_projection_table(const std::vector<VariantRuns>& variants,
   auto seconds_of = [](const std::vector<ProjectionRecord>& records) {
     std::vector<double> seconds;
     for (const ProjectionRecord& p : records)
-      if (!p.failed) seconds.push_back(p.reached ? p.projected_seconds : kInfinity);
+      seconds.push_back(p.reached && !p.failed ? p.projected_seconds : kInfinity);
     return seconds;
   };
   QueryResult table;
@@ -250,7 +253,8 @@ void write_projection_table(const std::vector<VariantRuns>& variants,
   out << "\nMoE time to target projected at full size (lrmoe project; Note [Projection at full "
          "size]):\n"
       << render_text_table(table, 72)
-      << "projected s: median [min–max] over seeds; the parts' shares are medians over seeds\n";
+      << "projected s: median [min–max] over seeds; ∞: a seed that missed its target or whose "
+         "plans do not fit at full size; the parts' shares are medians over the seeds that fit\n";
 }
 
 }  // namespace

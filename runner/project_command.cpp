@@ -53,8 +53,38 @@ std::string experiment_at(const std::string& resolved_toml, const std::string& m
   return text.str();
 }
 
+// How many steps before a sampled one are replayed first: a placement that plans from history
+// has it, and the kept step's owners moved from a steady plan, not from a warm-up one.
+constexpr int64_t kLeadSteps = 2;
+
+// `samples` steps spread over [kLeadSteps + 1, steps].
+std::vector<int64_t> sampled_steps(int64_t steps, int64_t samples) {
+  std::vector<int64_t> chosen;
+  for (int64_t i = 1; i <= samples; ++i) {
+    const int64_t s = std::max<int64_t>(kLeadSteps + 1, ceil_div(steps * i, samples));
+    if (chosen.empty() || chosen.back() != s) chosen.push_back(s);
+  }
+  return chosen;
+}
+
+// The loads of `step` and the kLeadSteps before it, as replay steps 1, 2, ...
+RecordedExpertLoads steps_up_to(const ExpertLoadHistory& loads, int64_t step, int64_t run) {
+  RecordedExpertLoads recorded{
+      fmt::format("run {}, steps {} to {}", run, step - kLeadSteps, step), {}, {}};
+  for (int64_t s = step - kLeadSteps; s <= step; ++s) {
+    const auto it = std::find(loads.steps.begin(), loads.steps.end(), s);
+    if (it == loads.steps.end())
+      throw std::invalid_argument(
+          fmt::format("project: run {} recorded no per-expert loads at step {}", run, s));
+    recorded.steps.push_back(s);
+    recorded.pairs.push_back(loads.pairs[static_cast<std::size_t>(it - loads.steps.begin())]);
+  }
+  return recorded;
+}
+
 ProjectedRun prepare_run(const ResultsStore& store, int64_t id,
-                         const std::optional<std::string>& model, const fs::path& folder) {
+                         const std::optional<std::string>& model, int64_t samples,
+                         const fs::path& folder) {
   std::optional<RunSummary> summary = store.find_run(id);
   if (!summary) throw std::invalid_argument(fmt::format("project: no run {} in the database", id));
   if (summary->replay)
@@ -84,34 +114,15 @@ ProjectedRun prepare_run(const ResultsStore& store, int64_t id,
   p.loads = store.expert_load_history(id, std::numeric_limits<int64_t>::max());
   p.reached = summary->time_to_target.has_value();
   p.steps = p.reached ? summary->time_to_target->step : summary->steps;
+  if (p.steps <= kLeadSteps) {
+    throw std::invalid_argument(fmt::format(
+        "project: run {} has {} step(s); a projection replays {} steps before each sampled one", id,
+        p.steps, kLeadSteps));
+  }
   p.experiment_file = folder / fmt::format("run-{}-{}.toml", id, p.full_model);
   std::ofstream(p.experiment_file) << experiment_at(summary->resolved_toml, p.full_model);
+  for (const int64_t step : sampled_steps(p.steps, samples)) steps_up_to(p.loads, step, id);
   return p;
-}
-
-// `samples` steps spread over [2, steps]: each replayed after the step before it, so that a
-// placement that plans from history has it.
-std::vector<int64_t> sampled_steps(int64_t steps, int64_t samples) {
-  std::vector<int64_t> chosen;
-  for (int64_t i = 1; i <= samples; ++i) {
-    const int64_t s = std::max<int64_t>(2, ceil_div(steps * i, samples));
-    if (chosen.empty() || chosen.back() != s) chosen.push_back(s);
-  }
-  return chosen;
-}
-
-// The loads of steps `step - 1` and `step` of `loads`, as replay steps 1 and 2.
-RecordedExpertLoads two_steps(const ExpertLoadHistory& loads, int64_t step, int64_t run) {
-  RecordedExpertLoads recorded{fmt::format("run {}, steps {} and {}", run, step - 1, step), {}, {}};
-  for (int64_t s : {step - 1, step}) {
-    const auto it = std::find(loads.steps.begin(), loads.steps.end(), s);
-    if (it == loads.steps.end())
-      throw std::invalid_argument(
-          fmt::format("project: run {} recorded no per-expert loads at step {}", run, s));
-    recorded.steps.push_back(s);
-    recorded.pairs.push_back(loads.pairs[static_cast<std::size_t>(it - loads.steps.begin())]);
-  }
-  return recorded;
 }
 
 ProjectionRecord project(const ProjectedRun& run, int64_t ranks, int64_t tokens_per_rank,
@@ -148,15 +159,15 @@ ProjectionRecord project(const ProjectedRun& run, int64_t ranks, int64_t tokens_
     // Loaded afresh for every sample: a policy that keeps state starts it anew.
     ReplayExperiment r = prepare_replay(source, settings, fmt::format("run {}", record.run));
     const int64_t full_layers = r.experiment.model.num_layers - r.experiment.model.first_k_dense;
-    auto loads = std::make_shared<RecordedLoads>(two_steps(run.loads, step, record.run),
+    auto loads = std::make_shared<RecordedLoads>(steps_up_to(run.loads, step, record.run),
                                                  r.experiment.model.num_experts, run_layers);
     try {
       // One full-size layer per layer of the run (each with the full model's per-layer budget):
       // the full model's layers that read the same source layer plan alike.
       PlanReplay replay(r.experiment, r.policies, r.profile, loads,
                         std::min(run_layers, full_layers));
-      replay.step(1);
-      const StepReport report = replay.step(2);
+      for (int64_t lead = 1; lead <= kLeadSteps; ++lead) replay.step(lead);
+      const StepReport report = replay.step(kLeadSteps + 1);
       const double scale =
           static_cast<double>(full_layers) / static_cast<double>(std::min(run_layers, full_layers));
       for (const LayerStepStatistics& layer : report.layers) {
@@ -215,7 +226,11 @@ CLI::App* add_project_command(CLI::App& app, ProjectOptions& options) {
 }
 
 int project_command(const ProjectOptions& options, std::ostream& out) {
-  auto store = ResultsStore::open(options.database);
+  // A database that is not there is not made (open_read_only says so); one of an older schema
+  // is upgraded. Nothing is written until every projection is made, so a user error leaves its
+  // rows as they were.
+  if (!fs::exists(options.database)) ResultsStore::open_read_only(options.database);
+  const auto store = ResultsStore::open(options.database);
   const std::vector<int64_t> runs = named_runs(*store, options.runs, options.sweep, "project");
   const fs::path folder = fs::temp_directory_path() / fmt::format("lrmoe-project-{}", ::getpid());
   fs::create_directories(folder);
@@ -233,23 +248,25 @@ int project_command(const ProjectOptions& options, std::ostream& out) {
   }
   for (const std::string& profile : options.profiles) {
     try {
-      resolve_hardware_profile(profile, options.ranks.front());
+      for (const int64_t ranks : options.ranks) resolve_hardware_profile(profile, ranks);
     } catch (const std::invalid_argument& error) {
       throw std::invalid_argument(fmt::format("project: --profile {}: {}", profile, error.what()));
     }
   }
   std::vector<ProjectedRun> prepared;
-  for (const int64_t id : runs) prepared.push_back(prepare_run(*store, id, options.model, folder));
+  for (const int64_t id : runs)
+    prepared.push_back(prepare_run(*store, id, options.model, options.samples, folder));
 
   QueryResult table;
   table.columns = {"run",   "model",   "ranks",      "tokens/rank", "profile",   "budget", "steps",
                    "MoE s", "compute", "all-to-all", "plan coll.",  "transfers", "note"};
+  std::vector<ProjectionRecord> made;
   for (const ProjectedRun& run : prepared) {
     for (const int64_t ranks : options.ranks) {
       for (const int64_t tokens : options.tokens_per_rank) {
         for (const std::string& profile : options.profiles) {
-          const ProjectionRecord p = project(run, ranks, tokens, profile, options.samples);
-          store->add_projection(p);
+          const ProjectionRecord& p =
+              made.emplace_back(project(run, ranks, tokens, profile, options.samples));
           table.rows.push_back(
               {std::to_string(p.run), p.model, std::to_string(ranks), std::to_string(tokens),
                profile, p.memory_per_rank,
@@ -262,6 +279,7 @@ int project_command(const ProjectOptions& options, std::ostream& out) {
       }
     }
   }
+  for (const ProjectionRecord& p : made) store->add_projection(p);
   out << render_text_table(table, 60, "-");
   out << "MoE s: modeled MoE seconds per step, the mean over the sampled steps, times the steps "
          "to target (all the run's steps when it missed); the parts are shares of it "

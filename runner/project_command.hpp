@@ -33,8 +33,9 @@ struct ProjectOptions {
 CLI::App* add_project_command(CLI::App& app, ProjectOptions& options);
 
 // Throws on user errors (the database, a run that is not a training run or has no loads, a model
-// with no full size) before anything is written. A plan that does not fit at full size is a
-// finding: recorded with its reason.
+// with no full size, settings the experiment refuses at a configuration) before anything is
+// written: the projections are recorded together at the end. A plan that does not fit at full
+// size is a finding: recorded with its reason.
 int project_command(const ProjectOptions& options, std::ostream& out);
 
 }  // namespace lrmoe

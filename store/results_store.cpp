@@ -299,6 +299,7 @@ class SqliteResultsStore final : public ResultsStore {
   }
 
   std::vector<ProjectionRecord> projections(const std::vector<int64_t>& runs) const override {
+    require_current_schema();
     std::vector<ProjectionRecord> result;
     sqlite::Statement select = db_.prepare(
         "SELECT run, model, ranks, tokens_per_rank, profile, sampled_steps, steps, reached, "
