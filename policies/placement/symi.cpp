@@ -39,6 +39,7 @@
 #include <cmath>
 #include <numeric>
 #include <set>
+#include <stdexcept>
 #include <utility>
 
 namespace {
@@ -123,7 +124,13 @@ class Symi : public lrmoe::PlacementPolicy {
         fit_slots_(parameters.text("slots") == "fit"),
         distinct_ranks_(parameters.text("layout") == "distinct_ranks"),
         shared_copy_(parameters.text("co_located") == "shared_copy"),
-        fit_budget_(parameters.boolean("fit_budget")) {}
+        fit_budget_(parameters.boolean("fit_budget")) {
+    if (fit_budget_ && capacity_factor_ == 0) {
+      throw std::invalid_argument(
+          "fit_budget = true lowers the slot capacity, which a dropless SYMI (capacity_factor = "
+          "0) does not have; set capacity_factor > 0 or fit_budget = false");
+    }
+  }
 
   lrmoe::PlacementPlan plan(const lrmoe::PlacementRequest& request) override {
     std::vector<int64_t> popularity(static_cast<size_t>(request.num_experts), 1);
@@ -141,8 +148,7 @@ class Symi : public lrmoe::PlacementPolicy {
       }
     }
     int64_t slot_capacity = layout.slot_capacity;
-    if (fit_budget_ && capacity_factor_ > 0)
-      slot_capacity = largest_fitting_capacity(request, layout, slot_capacity);
+    if (fit_budget_) slot_capacity = largest_fitting_capacity(request, layout, slot_capacity);
 
     lrmoe::PlacementPlan plan;
     plan.instances = std::move(layout.instances);
