@@ -256,7 +256,8 @@ struct RunFigures {
   int64_t pairs_routed = 0;
   int64_t pairs_dropped = 0;  // in forward, by a placement's forward capacity
   int64_t pairs_kept = 0;     // with backward work
-  // Modeled MoE seconds per step (cost model), the mean over the run's steps; none without steps.
+  // Modeled MoE seconds per step (cost model), the mean over the run's steady steps (those in
+  // which no placement was warming up: Note [SYMI as published]); none without steps.
   std::optional<double> modeled_seconds_per_step;
   // The run's sweep cell's settings (key, value) in axis order; empty outside a sweep.
   std::vector<std::pair<std::string, std::string>> cell_values;

@@ -205,6 +205,14 @@ TEST_CASE("a replay reports SYMI's history-less first step apart and records wha
                "ORDER BY run, step)") ==
         "1:1:no counts 1:2:no counts 1:3:no counts 2:1:warm-up 2:2:earlier passes "
         "2:3:earlier passes 3:1:this pass 3:2:this pass 3:3:this pass");
+  // compare's modeled seconds per step leave SYMI's warm-up step out.
+  const std::vector<lrmoe::RunFigures> figures = store->run_figures({2});
+  REQUIRE(figures.at(0).modeled_seconds_per_step.has_value());
+  CHECK(*figures.at(0).modeled_seconds_per_step ==
+        Approx(std::stod(scalar(*store,
+                                "SELECT avg(moe_modeled_seconds) FROM steps WHERE run = 2 AND "
+                                "step > 1")))
+            .epsilon(1e-9));
 }
 
 TEST_CASE("the default experiment replays under every bundle at a full-size preset", "[replay]") {
