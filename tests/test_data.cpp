@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/data/held_out_split.hpp"
 #include "core/data/markov_chain.hpp"
 #include "core/data/seeded_rng.hpp"
 #include "core/data/synthetic_source.hpp"
@@ -388,6 +390,79 @@ TEST_CASE("token files round trip as uint16 and uint32", "[data]") {
     check_windows(source->train_batch(1, 2, 32), false);
     check_windows(source->val_batch(1, 32), true);
   }
+}
+
+TEST_CASE("a small array holds out its tail and a long one the tails of twenty equal parts",
+          "[data]") {
+  const HeldOutSplit small = held_out_split(1000, 0.1, 9);
+  REQUIRE(small.validation.segments().size() == 1);
+  CHECK(small.validation.segments()[0].begin == 900);
+  CHECK(small.validation.segments()[0].end == 1000);
+  CHECK(small.train.window_starts() == 900 - 9 + 1);
+
+  const int64_t total = 1000003, window = 65;
+  const HeldOutSplit split = held_out_split(total, 0.1, window);
+  REQUIRE(split.validation.segments().size() == static_cast<std::size_t>(kMaxValidationSegments));
+  CHECK(split.validation.tokens() == 100000);
+  CHECK(split.train.tokens() + split.validation.tokens() == total);
+  // Train and validation segments alternate and tile the array.
+  int64_t next = 0;
+  for (std::size_t p = 0; p < split.train.segments().size(); ++p) {
+    CHECK(split.train.segments()[p].begin == next);
+    CHECK(split.validation.segments()[p].begin == split.train.segments()[p].end);
+    CHECK(split.validation.segments()[p].size() >= kMinPartWindows * window);
+    next = split.validation.segments()[p].end;
+  }
+  CHECK(next == total);
+  // Window starts are numbered across segments, and every one fits inside its segment.
+  const SplitSegments& v = split.validation;
+  for (int64_t index : {int64_t{0}, v.window_starts() / 3, v.window_starts() - 1}) {
+    const int64_t start = v.start(index);
+    const bool inside = std::any_of(
+        v.segments().begin(), v.segments().end(),
+        [&](const TokenSegment& s) { return start >= s.begin && start + window <= s.end; });
+    CHECK(inside);
+  }
+  CHECK(v.start(v.window_starts() - 1) + window == total);
+}
+
+TEST_CASE("every seed is evaluated on the same held-out windows of a token file, from all parts",
+          "[data]") {
+  TempFolder folder;
+  // Token i is i, so a window's first token is its position.
+  const int64_t total = 200000, seq_len = 16;
+  std::vector<int64_t> tokens(static_cast<std::size_t>(total));
+  for (int64_t i = 0; i < total; ++i) tokens[static_cast<std::size_t>(i)] = i;
+  const fs::path file = folder.write("tokens.bin", little_endian(tokens, 4));
+  DataConfig config = file_config(DataKind::Tokens, file);
+  config.token_dtype = TokenDtype::Uint32;
+  config.vocab_size = 1 << 20;
+  const auto first = make_token_source(config, 3, seq_len);
+  const auto second = make_token_source(config, 4, seq_len);
+  CHECK(same_batch(first->val_batch(2, 32), second->val_batch(2, 32)));
+  CHECK_FALSE(same_batch(first->train_batch(2, 0, 32), second->train_batch(2, 0, 32)));
+
+  const HeldOutSplit split = held_out_split(total, config.val_fraction, seq_len + 1);
+  auto segment_of = [](const SplitSegments& segments, int64_t position) {
+    const auto& all = segments.segments();
+    for (std::size_t s = 0; s < all.size(); ++s)
+      if (position >= all[s].begin && position + seq_len + 1 <= all[s].end)
+        return static_cast<int64_t>(s);
+    return int64_t{-1};
+  };
+  std::set<int64_t> validation_segments_seen;
+  for (int64_t index = 0; index < 8; ++index) {
+    const Batch val = first->val_batch(index, 32);
+    const Batch train = first->train_batch(index, 0, 32);
+    for (int64_t row = 0; row < 32; ++row) {
+      const int64_t v = window_of(val, row).front(), t = window_of(train, row).front();
+      REQUIRE(segment_of(split.validation, v) >= 0);
+      CHECK(segment_of(split.train, t) >= 0);
+      validation_segments_seen.insert(segment_of(split.validation, v));
+    }
+  }
+  // 256 windows over 20 equal segments: all but a few are drawn from.
+  CHECK(validation_segments_seen.size() >= 15);
 }
 
 TEST_CASE("data errors name the file and say what to do", "[data]") {

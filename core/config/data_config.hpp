@@ -16,7 +16,7 @@ struct DataConfig {
   std::string path;  // text: file or folder; tokens: flat binary file
   TokenDtype token_dtype = TokenDtype::Uint16;
   int64_t vocab_size = 512;   // tokens: declared vocabulary; synthetic: generated vocabulary
-  double val_fraction = 0.1;  // text/tokens: tail of the data held out for evaluation
+  double val_fraction = 0.1;  // text/tokens: held out for evaluation (Note [Held-out split])
   int64_t topics = 8;         // synthetic: number of topic-specific Markov sources
   int64_t topic_vocab = 64;   // synthetic: tokens each topic uses
   int64_t branching = 4;      // synthetic: successors of each token within a topic

@@ -198,7 +198,8 @@ std::vector<FieldDescriptor> build_schema() {
       .integer("vocab_size", &DataConfig::vocab_size, at_least(1),
                "tokens: the file's vocabulary; synthetic: the generated vocabulary")
       .real("val_fraction", &DataConfig::val_fraction, {exclusive(0), exclusive(1)},
-            "text/tokens: tail of the data held out for evaluation")
+            "text/tokens: fraction held out for evaluation, from the tails of up to 20 equal parts "
+            "of the data, the same for every seed")
       .integer("topics", &DataConfig::topics, at_least(1),
                "synthetic: number of topic-specific Markov sources")
       .integer("topic_vocab", &DataConfig::topic_vocab, at_least(1),
