@@ -325,6 +325,12 @@ int run_command(const ExperimentSource& source) {
   const bool stopped = outcome.reason == StopReason::Stopped;
   store->add_event(run, stopped ? "warning" : "info", stopped ? "stopped by the user" : "finished");
   store->finish_run(run, stopped ? "stopped" : "finished", time_to_target);
+  // A finished run is never resumed: its checkpoints (a model and its optimizer state each) would
+  // only fill the disk, a sweep's many runs most of all.
+  if (!stopped && experiment.train.checkpoint_every > 0) {
+    std::error_code ignored;
+    std::filesystem::remove_all(checkpoint_folder(store->path(), run), ignored);
+  }
   print_summary(experiment, outcome, store->path(), run, launch.world_size);
   return stopped ? 130 : 0;
 }

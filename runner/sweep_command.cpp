@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -21,6 +22,8 @@
 #include "core/config/sweep_spec.hpp"
 #include "core/distributed/launch_environment.hpp"
 #include "core/plugins/policy_set.hpp"
+#include "core/system/host_info.hpp"
+#include "core/train/checkpoint.hpp"
 #include "runner/child_status.hpp"
 #include "runner/interrupt.hpp"
 #include "runner/run_info.hpp"
@@ -39,6 +42,7 @@ struct PendingCell {
   const SweepCell* cell;
   int64_t number;  // in the database
   std::vector<std::string> overrides;
+  std::optional<int64_t> resume;  // the cell's interrupted run, continued from its checkpoint
 };
 
 struct RunningCell {
@@ -73,7 +77,20 @@ std::vector<std::string> cell_command(const std::string& program, const SweepSpe
   return arguments;
 }
 
-// Starts `arguments` with stdout and stderr into `log` and no stdin.
+// The run a cell continues instead of starting again: its last run, when it was stopped or
+// interrupted and left a checkpoint this program can read (same code version; the experiment is
+// the cell's, as the sweep's record checks). A failed run starts again: its failure may repeat.
+std::optional<int64_t> resumable_run(const ResultsStore& store, const SweepCellState& state) {
+  if (!state.run || (state.status != "stopped" && state.status != "interrupted"))
+    return std::nullopt;
+  const std::optional<RunSummary> summary = store.find_run(*state.run);
+  if (!summary || summary->code_version != code_version()) return std::nullopt;
+  if (!latest_checkpoint(checkpoint_folder(store.path(), *state.run))) return std::nullopt;
+  return state.run;
+}
+
+// Starts `arguments` with stdout and stderr appended to `log` (a continued or repeated cell keeps
+// what its earlier runs wrote) and no stdin.
 pid_t start_cell(const std::vector<std::string>& arguments, const fs::path& log) {
   std::vector<char*> argv;
   for (const std::string& a : arguments) argv.push_back(const_cast<char*>(a.c_str()));
@@ -81,7 +98,7 @@ pid_t start_cell(const std::vector<std::string>& arguments, const fs::path& log)
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
   posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   pid_t pid = 0;
@@ -148,6 +165,7 @@ int sweep_command(const SweepOptions& options) {
   const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
   const int64_t threads = std::max<int64_t>(1, cores / (options.jobs * spec.processes));
   std::vector<PendingCell> pending;
+  int64_t resumed = 0;
   SweepTally tally;
   tally.cells = static_cast<int64_t>(spec.cells.size());
   for (std::size_t i = 0; i < spec.cells.size(); ++i) {
@@ -164,7 +182,9 @@ int sweep_command(const SweepOptions& options) {
       ++tally.failed;
       continue;
     }
-    PendingCell cell{&spec.cells[i], numbers.cells[i], spec.overrides(spec.cells[i])};
+    PendingCell cell{&spec.cells[i], numbers.cells[i], spec.overrides(spec.cells[i]),
+                     resumable_run(*store, state)};
+    if (cell.resume) ++resumed;
     // Each cell gets its share of the cores, unless the sweep sets the threads itself.
     if (experiments[i].train.threads == 0)
       cell.overrides.push_back(fmt::format("train.threads={}", threads));
@@ -178,6 +198,8 @@ int sweep_command(const SweepOptions& options) {
   fmt::print("sweep '{}' ({}): {} cells, {} finished before, {} to run, {} at a time; logs in {}\n",
              spec.name, spec.file, tally.cells, tally.finished, pending.size(), options.jobs,
              logs.string());
+  if (resumed > 0)
+    fmt::print("{} of them continue their interrupted run from its newest checkpoint\n", resumed);
   if (tally.failed > 0 && !options.retry_failed)
     fmt::print("{} cells failed before and are skipped: --retry-failed runs them again\n",
                tally.failed);
@@ -220,8 +242,12 @@ int sweep_command(const SweepOptions& options) {
            static_cast<int64_t>(running.size()) < options.jobs) {
       const PendingCell& cell = pending[next++];
       const fs::path log = logs / fmt::format("cell-{}.log", cell.number);
-      const pid_t pid = start_cell(
-          cell_command(program, spec, database, {numbers.sweep, cell.number}, cell.overrides), log);
+      const std::vector<std::string> command =
+          cell.resume
+              ? std::vector<std::string>{program, "resume", std::to_string(*cell.resume), "--db",
+                                         database}
+              : cell_command(program, spec, database, {numbers.sweep, cell.number}, cell.overrides);
+      const pid_t pid = start_cell(command, log);
       running.push_back({cell, pid, log, std::chrono::steady_clock::now()});
       progress.started();
     }

@@ -19,10 +19,10 @@ std::string boot_id() {
   return id;
 }
 
-// Field 22 of /proc/PID/stat, the start time in clock ticks after boot. The second field, the
+// Field `wanted` (3 or more) of /proc/PID/stat; empty when unreadable. The second field, the
 // command name in parentheses, may hold spaces and parentheses itself: fields are counted from
 // the last ')'.
-std::string start_ticks(int64_t pid) {
+std::string stat_field(int64_t pid, int wanted) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat;
   std::getline(in, stat);
@@ -30,10 +30,22 @@ std::string start_ticks(int64_t pid) {
   if (name_end == std::string::npos) return {};
   std::istringstream fields(stat.substr(name_end + 1));
   std::string field;
-  for (int number = 3; number <= 22 && fields >> field; ++number) {
-    if (number == 22) return field;
+  for (int number = 3; number <= wanted && fields >> field; ++number) {
+    if (number == wanted) return field;
   }
   return {};
+}
+
+// Field 22: the start time in clock ticks after boot.
+std::string start_ticks(int64_t pid) {
+  return stat_field(pid, 22);
+}
+
+// Field 3, the state: a zombie (Z) or dead (X) process has exited and only waits to be reaped,
+// which an orphan's parent (a container's first process, say) may never do.
+bool has_exited(int64_t pid) {
+  const std::string state = stat_field(pid, 3);
+  return state == "Z" || state == "X";
 }
 
 }  // namespace
@@ -60,6 +72,7 @@ bool process_is_alive(int64_t pid, const std::string& start_mark) {
   if (pid <= 0 || pid > INT_MAX) return false;
   // Signal 0 only checks: EPERM means the process exists but belongs to another user.
   if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return false;
+  if (has_exited(pid)) return false;
   if (start_mark.empty()) return true;
   const std::string now = process_start_mark(pid);
   // Unreadable now (no /proc): cannot tell, so alive, as without a mark.

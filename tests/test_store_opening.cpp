@@ -331,6 +331,31 @@ TEST_CASE("a run whose process id now names a later process is settled as interr
   CHECK(ResultsStore::open(db_path)->find_run(run)->status == "interrupted");
 }
 
+TEST_CASE("a run whose process exited but was never reaped is settled as interrupted", "[store]") {
+  TempFolder dir;
+  const std::string db_path = dir.file("results.db");
+  // A zombie: the child has exited; until waitpid below, its id still names it.
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  REQUIRE(child > 0);
+  for (int i = 0; i < 500; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(child) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    if (line.find(") Z") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  int64_t run = 0;
+  {
+    auto store = ResultsStore::open(db_path);
+    lrmoe::RunInfo info = sample_run("orphaned");
+    info.pid = child;
+    run = store->begin_run(info);
+  }
+  CHECK(ResultsStore::open(db_path)->find_run(run)->status == "interrupted");
+  waitpid(child, nullptr, 0);
+}
+
 TEST_CASE(
     "a reader shows a run whose process is gone as 'interrupted?', in queries too, without writing",
     "[store]") {

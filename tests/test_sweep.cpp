@@ -15,6 +15,8 @@
 
 #include "core/config/experiment_loader.hpp"
 #include "core/config/sweep_spec.hpp"
+#include "core/train/checkpoint.hpp"
+#include "store/local_process.hpp"
 #include "store/results_store.hpp"
 #include "support/child_process.hpp"
 #include "support/store_samples.hpp"
@@ -291,6 +293,53 @@ values = [1, 2, 3]
   REQUIRE(runs.size() == 2);  // the third cell never started
   for (const lrmoe::RunSummary& run : runs) CHECK(run.status == "stopped");
   CHECK(lrmoe_test::scalar(*store, "SELECT count(*) FROM sweep_results WHERE run IS NULL") == "1");
+}
+
+TEST_CASE(
+    "lrmoe sweep continues a killed cell from its newest checkpoint, and a finished run's "
+    "checkpoints are removed",
+    "[sweep][e2e]") {
+  TempFolder dir;
+  const auto sweep = dir.write("one.toml", "experiment = \"" + kTinyExperiment + "\"\n" + R"(
+set = ["train.max_steps=200", "train.warmup_steps=2", "train.target_loss=0",
+       "train.checkpoint_every=4"]
+[[axis]]
+key = "experiment.seed"
+values = [1]
+)");
+  const std::string db = dir.file("one.db");
+  const std::filesystem::path checkpoints = db + "-checkpoints/run-1";
+  {
+    lrmoe_test::ChildProcess child({LRMOE_BINARY, "sweep", sweep.string(), "--db", db},
+                                   dir.file("first.log"));
+    for (int i = 0; i < 3000 && !lrmoe::latest_checkpoint(checkpoints); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    REQUIRE(lrmoe::latest_checkpoint(checkpoints));
+    // The machine goes away: the cell's process and the sweep's die at once.
+    const pid_t cell = static_cast<pid_t>(std::stoll(
+        lrmoe_test::scalar(*lrmoe::ResultsStore::open_read_only(db), "SELECT pid FROM runs")));
+    kill(cell, SIGKILL);
+    child.signal(SIGKILL);
+    child.wait(std::chrono::seconds(20));
+    // SIGKILL is delivered asynchronously: wait (bounded) until the cell has exited.
+    for (int i = 0; i < 500 && lrmoe::store::process_is_alive(cell, ""); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const auto [code, output] =
+      run_lrmoe({"sweep", sweep.string(), "--db", db}, dir.file("second.log"));
+  INFO(output);
+  REQUIRE(code == 0);
+  CHECK_THAT(output, Contains("1 cells, 0 finished before, 1 to run") &&
+                         Contains("1 of them continue their interrupted run"));
+  auto store = lrmoe::ResultsStore::open_read_only(db);
+  CHECK(store->list_runs().size() == 1);
+  CHECK(lrmoe_test::scalar(*store, "SELECT runs || ' ' || status FROM sweep_results") ==
+        "1 finished");
+  CHECK(lrmoe_test::scalar(*store, "SELECT count(*) || ' ' || max(step) FROM steps") == "200 200");
+  CHECK(lrmoe_test::scalar(
+            *store, "SELECT count(*) FROM events WHERE message LIKE 'resumed after step %'") ==
+        "1");
+  CHECK_FALSE(std::filesystem::exists(checkpoints));
 }
 
 TEST_CASE("every shipped sweep loads and every cell's experiment resolves", "[sweep]") {
