@@ -249,24 +249,35 @@ TEST_CASE("a checkpoint that is not the run's is refused and the run's rows are 
           "[resume][slow]") {
   TempFolder dir;
   const std::string db = dir.file("r.db");
-  auto run = [&](const std::string& seed, const std::string& every) {
-    return run_lrmoe(
-               {"run", kTinyExperiment, "--set", "train.max_steps=6", "--set",
-                "train.warmup_steps=2", "--set", "train.target_loss=0", "--set",
-                "train.checkpoint_every=" + every, "--set", "experiment.seed=" + seed, "--db", db},
-               dir.file("run.log"))
-        .first;
+  auto arguments = [&](const std::string& seed, const std::string& steps,
+                       const std::string& every) {
+    return std::vector<std::string>{"run",   kTinyExperiment,
+                                    "--set", "train.max_steps=" + steps,
+                                    "--set", "train.warmup_steps=2",
+                                    "--set", "train.target_loss=0",
+                                    "--set", "train.checkpoint_every=" + every,
+                                    "--set", "experiment.seed=" + seed,
+                                    "--db",  db};
   };
-  REQUIRE(run("1", "3") == 0);
-  REQUIRE(run("2", "0") == 0);
+  {
+    // Run 1, of seed 1, is killed after its first checkpoint (a finished run removes its own).
+    std::vector<std::string> args{LRMOE_BINARY};
+    for (const std::string& a : arguments("1", "100000", "3")) args.push_back(a);
+    lrmoe_test::ChildProcess child(args, dir.file("first.log"));
+    REQUIRE(wait_for(checkpoint_path(db + "-checkpoints/run-1", 3)));
+    child.signal(SIGKILL);
+    child.wait(std::chrono::seconds(20));
+  }
+  REQUIRE(run_lrmoe(arguments("2", "6", "0"), dir.file("run.log")).first == 0);
   const auto store = ResultsStore::open(db);
   store->finish_run(2, "failed", std::nullopt);  // as if it had failed at its end
   CHECK_THAT(run_lrmoe({"resume", "2", "--db", db}, dir.file("none.log")).second,
              Contains("run 2 has no checkpoint in") && Contains("train.checkpoint_every > 0"));
   // Run 1's checkpoint, of seed 1, put where run 2's would be.
   fs::create_directories(db + "-checkpoints/run-2");
-  fs::copy_file(checkpoint_path(db + "-checkpoints/run-1", 3),
-                checkpoint_path(db + "-checkpoints/run-2", 3));
+  const std::optional<fs::path> first = latest_checkpoint(db + "-checkpoints/run-1");
+  REQUIRE(first);
+  fs::copy_file(*first, db + "-checkpoints/run-2/" + first->filename().string());
   const auto [code, output] = run_lrmoe({"resume", "2", "--db", db}, dir.file("other.log"));
   CHECK(code == 1);
   CHECK_THAT(output, Contains("this checkpoint is of another experiment"));
