@@ -31,8 +31,6 @@ class WindowedSource final : public TokenSource {
   std::string describe() const override;
   DataProvenance provenance() const override { return provenance_; }
 
-  const HeldOutSplit& split() const { return split_; }
-
  private:
   // Each row's window starts at a uniform draw among `segments`' window starts, seeded by
   // (seed, stream, a, b, row).
