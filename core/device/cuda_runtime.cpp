@@ -6,11 +6,26 @@
 #include <c10/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAFunctions.h>
 
+#include <mutex>
+#include <set>
+
 namespace lrmoe {
 namespace {
 
 bool visible(int64_t index) {
   return index >= 0 && index < static_cast<int64_t>(c10::cuda::device_count());
+}
+
+// The caching allocator sets up its per-device state on the first CUDA tensor; before that its
+// statistics calls refuse every device ("Invalid device argument"). So the first statistics call
+// of a process on a device makes a one-byte tensor there and frees it. Later calls allocate
+// nothing, and every peak lrmoe reports is read after a reset that follows it.
+void ensure_allocator(const torch::Device& device) {
+  static std::mutex mutex;
+  static std::set<c10::DeviceIndex> ready;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (ready.insert(device.index()).second)
+    (void)torch::empty({1}, torch::TensorOptions().dtype(torch::kUInt8).device(device));
 }
 
 }  // namespace
@@ -27,6 +42,7 @@ std::optional<GpuProperties> gpu_properties(int64_t index) {
 
 std::optional<int64_t> peak_allocated_bytes(const torch::Device& device) {
   if (!device.is_cuda() || !visible(device.index())) return std::nullopt;
+  ensure_allocator(device);
   const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
   const auto all = static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE);
   return stats.allocated_bytes[all].peak;
@@ -34,6 +50,7 @@ std::optional<int64_t> peak_allocated_bytes(const torch::Device& device) {
 
 void reset_peak_allocated_bytes(const torch::Device& device) {
   if (!device.is_cuda() || !visible(device.index())) return;
+  ensure_allocator(device);
   c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
 }
 

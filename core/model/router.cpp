@@ -49,7 +49,11 @@ torch::Tensor RouterImpl::aux_loss(const Routing& routing, const torch::Tensor& 
 }
 
 void RouterImpl::count_step(const torch::Tensor& routed) {
-  step_counts_ += routed.cpu();
+  // The counts live where the router's parameters do (they are no buffer, so module.to() does
+  // not move them): the trainer reads them with the step's other figures in one device copy,
+  // and the selection bias they update is on that device too.
+  if (step_counts_.device() != weight_.device()) step_counts_ = step_counts_.to(weight_.device());
+  step_counts_ += routed.to(step_counts_.device());
 }
 
 torch::Tensor RouterImpl::take_step_counts() {

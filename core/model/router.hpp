@@ -46,7 +46,8 @@ class RouterImpl : public torch::nn::Module {
   // Adds one micro-batch's routed pairs per expert ([experts] int64, the batch's) to the step's.
   void count_step(const torch::Tensor& routed);
 
-  // Pairs routed to each expert since the last take_step_counts(): [experts] int64.
+  // Pairs routed to each expert since the last take_step_counts(): [experts] int64, on the
+  // router's device.
   torch::Tensor take_step_counts();
   // Aux-loss-free balancing: bias += rate * sign(mean count - count), re-centred to zero mean.
   void update_selection_bias(const torch::Tensor& step_counts);
@@ -56,7 +57,7 @@ class RouterImpl : public torch::nn::Module {
   ModelConfig config_;
   torch::Tensor weight_;          // [experts, hidden]
   torch::Tensor selection_bias_;  // [experts] float32 buffer, never receives gradients
-  torch::Tensor step_counts_;     // [experts] int64, accumulated over the step's micro-batches
+  torch::Tensor step_counts_;     // [experts] int64 on weight_'s device, summed over micro-batches
 };
 TORCH_MODULE(Router);
 
