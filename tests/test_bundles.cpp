@@ -169,3 +169,19 @@ TEST_CASE("near the target every step is evaluated, so the crossing is found at 
     }
   }
 }
+
+TEST_CASE("with no margin only every eval_every-th step is evaluated, however close the losses",
+          "[bundles]") {
+  const Experiment e = tiny_experiment({"train.max_steps=40", "train.eval_every=8",
+                                        "train.target_loss=3.0", "train.near_target_margin=0"});
+  const BundleRecording run = train_bundle(e, false);
+  int64_t below_unevaluated = 0;
+  for (const StepReport& r : run.reports) {
+    INFO("step " << r.step << " train loss " << r.train_loss);
+    CHECK(r.eval_loss.has_value() == (r.step % 8 == 0 || r.step == e.train.max_steps));
+    if (!r.eval_loss && r.train_loss <= e.train.target_loss) ++below_unevaluated;
+  }
+  // A training loss reached the target between evaluations: with a margin that step's next one
+  // would have been evaluated, so the test exercised the setting.
+  REQUIRE(below_unevaluated > 0);
+}

@@ -230,7 +230,7 @@ std::vector<FieldDescriptor> build_schema() {
       .real("near_target_margin", &TrainConfig::near_target_margin, at_least(0),
             "evaluate after every step once the last training loss read (the step before's) or "
             "the last evaluation loss is within this fraction above target_loss, so that the "
-            "step the target is reached is found exactly")
+            "step the target is reached is found exactly; 0: every eval_every steps only")
       .integer("log_every", &TrainConfig::log_every, at_least(1), "steps between log lines")
       .integer("checkpoint_every", &TrainConfig::checkpoint_every, at_least(0),
                "write a checkpoint every this many steps, beside the database, for `lrmoe "

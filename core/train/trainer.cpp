@@ -323,7 +323,7 @@ bool Trainer::evaluates(int64_t step, std::optional<double> train_loss,
                         std::optional<double> last_eval) const {
   const TrainConfig& t = experiment_.train;
   if (step % t.eval_every == 0 || step == t.max_steps) return true;
-  if (t.target_loss <= 0) return false;
+  if (t.target_loss <= 0 || t.near_target_margin <= 0) return false;
   // Near the target, every step: the crossing is then found at the step it happens, not up to
   // eval_every steps later.
   const double near = t.target_loss * (1 + t.near_target_margin);
