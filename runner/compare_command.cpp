@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -264,12 +265,20 @@ int compare_command(const CompareOptions& options, std::ostream& out) {
     throw std::invalid_argument("--format " + options.format +
                                 ": use table, csv, json or markdown");
   const auto store = ResultsStore::open_read_only(options.database);
-  const std::vector<int64_t> runs = named_runs(*store, options.runs, options.sweep, "compare");
+  const std::vector<int64_t> runs = named_runs(*store, options.runs, options.sweeps, "compare");
 
   std::map<int64_t, std::vector<ProjectionRecord>> projections;
   for (ProjectionRecord& p : store->projections(runs)) projections[p.run].push_back(std::move(p));
   std::vector<VariantRuns> variants;
+  // A run still running, stopped or interrupted has not had its chance at the target: counted
+  // as a miss it would read as one. It is left out and named. A failed run (a plan that does not
+  // fit, say) is a result: it never reaches the target.
+  std::vector<std::string> unfinished;
   for (const RunFigures& run : store->run_figures(runs)) {
+    if (run.status != "finished" && run.status != "failed") {
+      unfinished.push_back(fmt::format("{} ({})", run.run, run.status));
+      continue;
+    }
     const std::string model = model_of(run), name = variant_of(run);
     auto v = std::find_if(variants.begin(), variants.end(),
                           [&](const VariantRuns& x) { return x.model == model && x.name == name; });
@@ -307,6 +316,12 @@ int compare_command(const CompareOptions& options, std::ostream& out) {
     for (const VariantRuns& v : variants) plotted.push_back({v.model, v.name, v.run_ids});
     write_comparison_plots(options.database, plotted, *options.plot_dir);
   }
+
+  const std::string left_out = unfinished.empty() ? std::string()
+                                                  : fmt::format("left out, not finished: run {}\n",
+                                                                fmt::join(unfinished, ", run "));
+  // JSON and CSV stay machine-readable: the note goes to the diagnostics stream.
+  if (options.format == "json" || options.format == "csv") std::cerr << left_out;
 
   if (options.format == "json") {
     out << "[\n";
@@ -361,6 +376,7 @@ int compare_command(const CompareOptions& options, std::ostream& out) {
         "; projected s: MoE time to target at full size, {} ranks, {} tokens/rank, {} (lrmoe "
         "project)\n",
         kHeadlineRanks, kHeadlineTokens, kHeadlineProfile);
+    out << left_out;
     write_projection_table(variants, baselines, out);
   } else if (options.format == "csv") {
     write_csv(variants, options.baseline.has_value(), reduction_of, out);
@@ -373,6 +389,7 @@ int compare_command(const CompareOptions& options, std::ostream& out) {
       for (const auto& cell : row) out << " " << *cell << " |";
       out << "\n";
     }
+    if (!left_out.empty()) out << "\n" << left_out;
   }
   return 0;
 }

@@ -1,12 +1,15 @@
 #pragma once
-// `lrmoe compare (--sweep NAME | RUN...) [--db PATH] [--baseline VARIANT] [--format F]`: per
+// `lrmoe compare (--sweep NAME... | RUN...) [--db PATH] [--baseline VARIANT] [--format F]`: per
 // model, one row per policy variant over its seeds: time to target (steps, MoE critical path,
 // modeled), peak memory subtotal, pairs dropped in forward and kept in backward, each as the
 // median with its range, and against a baseline variant as a reduction with a bootstrap
 // interval. Runs that did not reach the target count as such (runner/seed_statistics.hpp).
 //
 // A variant is a sweep cell's settings without experiment.seed and model.preset, or, for runs
-// outside a sweep, their policies. With --plot DIR, figures too (runner/compare_plots.hpp).
+// outside a sweep, their policies. Runs of several sweeps with the same variant pool into one
+// row (a sweep of controls beside the sweep that holds their baseline): name together only
+// sweeps whose base settings (experiment file and `set`) agree. With --plot DIR, figures too
+// (runner/compare_plots.hpp).
 
 #include <cstdint>
 #include <optional>
@@ -18,7 +21,7 @@ namespace lrmoe {
 
 struct CompareOptions {
   std::vector<int64_t> runs;
-  std::optional<std::string> sweep;  // the last run of each of its cells
+  std::vector<std::string> sweeps;  // the last run of each of their cells
   std::string database = "lrmoe.db";
   std::optional<std::string> baseline;  // a variant's name, as the table shows it
   std::string format = "table";         // table | csv | json | markdown

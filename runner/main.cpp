@@ -191,7 +191,9 @@ int main(int argc, char** argv) {
                          "reductions against a baseline");
   lrmoe::CompareOptions compare_options;
   compare->add_option("runs", compare_options.runs, "run ids (besides or instead of --sweep)");
-  compare->add_option("--sweep", compare_options.sweep, "a sweep's name: its cells' last runs");
+  repeatable(compare->add_option("--sweep", compare_options.sweeps,
+                                 "a sweep's name: its cells' last runs (repeatable: several "
+                                 "sweeps' runs, grouped by variant together)"));
   compare->add_option("--db", compare_options.database, "results database");
   compare->add_option("--baseline", compare_options.baseline,
                       "the variant to compare against, as the table names it");

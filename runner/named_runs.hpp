@@ -3,7 +3,6 @@
 // take them.
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,10 +10,10 @@
 
 namespace lrmoe {
 
-// `runs`, then the last run of each of `sweep`'s cells. Throws std::invalid_argument naming
-// `command` ("compare") when that is none; StoreError for an unknown sweep.
+// `runs`, then the last run of each cell of each of `sweeps`, in order, each run once. Throws
+// std::invalid_argument naming `command` ("compare") when that is none; StoreError for an
+// unknown sweep.
 std::vector<int64_t> named_runs(const ResultsStore& store, std::vector<int64_t> runs,
-                                const std::optional<std::string>& sweep,
-                                const std::string& command);
+                                const std::vector<std::string>& sweeps, const std::string& command);
 
 }  // namespace lrmoe

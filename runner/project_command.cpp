@@ -206,7 +206,10 @@ CLI::App* add_project_command(CLI::App& app, ProjectOptions& options) {
       "project training runs' MoE time to target at their model's full size: sampled steps of "
       "their recorded loads replayed over ranks, tokens per rank and hardware profiles");
   project->add_option("runs", options.runs, "run ids (besides or instead of --sweep)");
-  project->add_option("--sweep", options.sweep, "a sweep's name: its cells' last runs");
+  project
+      ->add_option("--sweep", options.sweeps,
+                   "a sweep's name: its cells' last runs (repeatable: several sweeps' runs)")
+      ->allow_extra_args(false);
   project->add_option("--db", options.database, "results database");
   project->add_option("--model", options.model,
                       "the full-size preset (default: the one each run's preset is scaled from)");
@@ -231,7 +234,7 @@ int project_command(const ProjectOptions& options, std::ostream& out) {
   // rows as they were.
   if (!fs::exists(options.database)) ResultsStore::open_read_only(options.database);
   const auto store = ResultsStore::open(options.database);
-  const std::vector<int64_t> runs = named_runs(*store, options.runs, options.sweep, "project");
+  const std::vector<int64_t> runs = named_runs(*store, options.runs, options.sweeps, "project");
   const fs::path folder = fs::temp_directory_path() / fmt::format("lrmoe-project-{}", ::getpid());
   fs::create_directories(folder);
   struct RemoveFolder {

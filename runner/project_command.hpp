@@ -1,5 +1,5 @@
 #pragma once
-// `lrmoe project (RUN... | --sweep NAME) [--db PATH] [--model PRESET] [--ranks N,...]
+// `lrmoe project (RUN... | --sweep NAME...) [--db PATH] [--model PRESET] [--ranks N,...]
 // [--tokens-per-rank T,...] [--profile NAME,...] [--samples K]`: each training run's MoE time to
 // target projected at its model's full dimensions (Note [Projection at full size] in
 // docs/notes.md). K of the run's steps up to its target, spread over them, are replayed from its
@@ -20,7 +20,7 @@ namespace lrmoe {
 
 struct ProjectOptions {
   std::vector<int64_t> runs;
-  std::optional<std::string> sweep;  // the last run of each of its cells
+  std::vector<std::string> sweeps;  // the last run of each of their cells
   std::string database = "lrmoe.db";
   std::optional<std::string> model;  // default: the full size of each run's preset
   std::vector<int64_t> ranks = {16, 64};

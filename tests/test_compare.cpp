@@ -7,6 +7,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "runner/compare_command.hpp"
 #include "runner/seed_statistics.hpp"
@@ -38,9 +39,12 @@ void record_run(lrmoe::ResultsStore& store, const lrmoe::SweepCellTag& cell,
 }
 
 std::string compare(const std::string& db, const std::string& format,
-                    std::optional<std::string> baseline = std::nullopt) {
+                    std::optional<std::string> baseline = std::nullopt,
+                    std::vector<std::string> sweeps = {"policies"},
+                    std::vector<int64_t> runs = {}) {
   lrmoe::CompareOptions options;
-  options.sweep = "policies";
+  options.sweeps = std::move(sweeps);
+  options.runs = std::move(runs);
   options.database = db;
   options.format = format;
   options.baseline = std::move(baseline);
@@ -132,4 +136,57 @@ TEST_CASE("lrmoe compare groups a sweep's runs by variant over seeds and shows m
                              "'bundle=fixed', 'bundle=lrmoe'"));
   CHECK_THROWS_WITH(compare(db, "yaml"),
                     Contains("--format yaml: use table, csv, json or markdown"));
+}
+
+TEST_CASE(
+    "runs of several sweeps pool by variant, so controls compare against a baseline from "
+    "another sweep; a run named twice counts once and one still running is left out",
+    "[compare][store]") {
+  TempFolder dir;
+  const std::string db = dir.file("c.db");
+  {
+    auto store = lrmoe::ResultsStore::open(db);
+    // The reproduction holds the default arm, the controls sweep only the changed ones.
+    const auto record = [&](const std::string& name,
+                            const std::vector<std::pair<std::string, std::string>>& change,
+                            const std::vector<int64_t>& steps) {
+      lrmoe::SweepRecord sweep{name, name + ".toml", {}};
+      for (const std::string seed : {"1", "2", "3"}) {
+        std::vector<std::pair<std::string, std::string>> values = change;
+        values.emplace_back("experiment.seed", seed);
+        sweep.cells.push_back({name + seed, name + seed, "h", values});
+      }
+      const lrmoe::SweepCellNumbers numbers = store->record_sweep(sweep);
+      for (std::size_t i = 0; i < steps.size(); ++i)
+        record_run(*store, {numbers.sweep, numbers.cells[i]}, steps[i]);
+    };
+    record("reproduction", {{"policies.bundle", "lrmoe"}}, {100, 110, 120});
+    record("controls", {{"policies.bundle", "lrmoe"}, {"policies.metric.name", "random"}},
+           {150, 160, 170});
+    // A fourth seed of the control, still training: not a miss.
+    lrmoe::SweepRecord late{"late", "late.toml", {}};
+    late.cells.push_back({"late4",
+                          "late4",
+                          "h",
+                          {{"policies.bundle", "lrmoe"},
+                           {"policies.metric.name", "random"},
+                           {"experiment.seed", "4"}}});
+    const lrmoe::SweepCellNumbers numbers = store->record_sweep(late);
+    lrmoe::RunInfo info = lrmoe_test::sample_run("late");
+    info.resolved_toml = "[model]\npreset = \"tiny-moe\"\n";
+    info.sweep_cell = lrmoe::SweepCellTag{numbers.sweep, numbers.cells[0]};
+    CHECK(store->begin_run(info) == 7);
+  }
+
+  const std::string both =
+      compare(db, "table", "bundle=lrmoe", {"reproduction", "controls", "late"}, {1});
+  CHECK_THAT(both, Contains("tiny-moe  bundle=lrmoe                  3        3  110 [100–120]"));
+  CHECK_THAT(both, Contains("tiny-moe  bundle=lrmoe, name=random     3        3  160 [150–170]"));
+  CHECK_THAT(both, Contains("-45% ["));  // 1 - 160 / 110
+  CHECK_THAT(both, Contains("left out, not finished: run 7 (running)"));
+  CHECK_THAT(compare(db, "markdown", std::nullopt, {"controls", "late"}),
+             Contains("left out, not finished: run 7 (running)"));
+
+  CHECK_THROWS_WITH(compare(db, "table", "bundle=lrmoe", {"controls"}),
+                    Contains("--baseline bundle=lrmoe: no variant of that name"));
 }
