@@ -140,7 +140,7 @@ TEST_CASE("lrmoe compare groups a sweep's runs by variant over seeds and shows m
 
 TEST_CASE(
     "runs of several sweeps pool by variant, so controls compare against a baseline from "
-    "another sweep; a run named twice counts once and one still running is left out",
+    "another sweep, a run named twice counts once and one still running is left out",
     "[compare][store]") {
   TempFolder dir;
   const std::string db = dir.file("c.db");
