@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iostream>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -260,7 +259,7 @@ void write_projection_table(const std::vector<VariantRuns>& variants,
 
 }  // namespace
 
-int compare_command(const CompareOptions& options, std::ostream& out) {
+int compare_command(const CompareOptions& options, std::ostream& out, std::ostream& notes) {
   if (std::find(kFormats.begin(), kFormats.end(), options.format) == kFormats.end())
     throw std::invalid_argument("--format " + options.format +
                                 ": use table, csv, json or markdown");
@@ -320,8 +319,7 @@ int compare_command(const CompareOptions& options, std::ostream& out) {
   const std::string left_out = unfinished.empty() ? std::string()
                                                   : fmt::format("left out, not finished: run {}\n",
                                                                 fmt::join(unfinished, ", run "));
-  // JSON and CSV stay machine-readable: the note goes to the diagnostics stream.
-  if (options.format == "json" || options.format == "csv") std::cerr << left_out;
+  if (options.format == "json" || options.format == "csv") notes << left_out;
 
   if (options.format == "json") {
     out << "[\n";

@@ -28,8 +28,9 @@ struct CompareOptions {
   std::optional<std::string> plot_dir;  // --plot: figures there (runner/compare_plots.hpp)
 };
 
-// Throws StoreError (database, unknown run or sweep) and std::invalid_argument (no runs, a
-// baseline no model has, an unknown format).
-int compare_command(const CompareOptions& options, std::ostream& out);
+// The comparison goes to `out`; with the machine formats (CSV, JSON), which must stay parseable,
+// the note naming runs left out goes to `notes`. Throws StoreError (database, unknown run or
+// sweep) and std::invalid_argument (no runs, a baseline no model has, an unknown format).
+int compare_command(const CompareOptions& options, std::ostream& out, std::ostream& notes);
 
 }  // namespace lrmoe

@@ -296,7 +296,7 @@ int main(int argc, char** argv) {
     if (parallel_worker->parsed())
       return lrmoe::parallel_bench_worker(source, parallel_steps, parallel_result);
     if (sweep->parsed()) return lrmoe::sweep_command(sweep_options);
-    if (compare->parsed()) return lrmoe::compare_command(compare_options, std::cout);
+    if (compare->parsed()) return lrmoe::compare_command(compare_options, std::cout, std::cerr);
     if (gate->parsed()) return lrmoe::gate_command(gate_options, std::cout);
     if (project->parsed()) return lrmoe::project_command(project_options, std::cout);
     if (replay->parsed()) return lrmoe::replay_command(replay_options, std::cout);

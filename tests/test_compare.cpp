@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <iostream>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -40,8 +41,8 @@ void record_run(lrmoe::ResultsStore& store, const lrmoe::SweepCellTag& cell,
 
 std::string compare(const std::string& db, const std::string& format,
                     std::optional<std::string> baseline = std::nullopt,
-                    std::vector<std::string> sweeps = {"policies"},
-                    std::vector<int64_t> runs = {}) {
+                    std::vector<std::string> sweeps = {"policies"}, std::vector<int64_t> runs = {},
+                    std::ostream& notes = std::cerr) {
   lrmoe::CompareOptions options;
   options.sweeps = std::move(sweeps);
   options.runs = std::move(runs);
@@ -49,7 +50,7 @@ std::string compare(const std::string& db, const std::string& format,
   options.format = format;
   options.baseline = std::move(baseline);
   std::ostringstream out;
-  lrmoe::compare_command(options, out);
+  lrmoe::compare_command(options, out, notes);
   return out.str();
 }
 
@@ -146,36 +147,38 @@ TEST_CASE(
   const std::string db = dir.file("c.db");
   {
     auto store = lrmoe::ResultsStore::open(db);
-    // The reproduction holds the default arm, the controls sweep only the changed ones.
+    // One sweep per call, a cell per seed from `first_seed`, its run finished at `steps` or,
+    // without steps, still running.
     const auto record = [&](const std::string& name,
                             const std::vector<std::pair<std::string, std::string>>& change,
-                            const std::vector<int64_t>& steps) {
+                            int first_seed, const std::vector<std::optional<int64_t>>& steps) {
       lrmoe::SweepRecord sweep{name, name + ".toml", {}};
-      for (const std::string seed : {"1", "2", "3"}) {
+      for (std::size_t i = 0; i < steps.size(); ++i) {
+        const std::string seed = std::to_string(first_seed + static_cast<int>(i));
         std::vector<std::pair<std::string, std::string>> values = change;
         values.emplace_back("experiment.seed", seed);
         sweep.cells.push_back({name + seed, name + seed, "h", values});
       }
       const lrmoe::SweepCellNumbers numbers = store->record_sweep(sweep);
-      for (std::size_t i = 0; i < steps.size(); ++i)
-        record_run(*store, {numbers.sweep, numbers.cells[i]}, steps[i]);
+      for (std::size_t i = 0; i < steps.size(); ++i) {
+        const lrmoe::SweepCellTag cell{numbers.sweep, numbers.cells[i]};
+        if (steps[i]) {
+          record_run(*store, cell, steps[i]);
+          continue;
+        }
+        lrmoe::RunInfo info = lrmoe_test::sample_run("late");
+        info.resolved_toml = "[model]\npreset = \"tiny-moe\"\n";
+        info.sweep_cell = cell;
+        CHECK(store->begin_run(info) == 7);
+      }
     };
-    record("reproduction", {{"policies.bundle", "lrmoe"}}, {100, 110, 120});
-    record("controls", {{"policies.bundle", "lrmoe"}, {"policies.metric.name", "random"}},
-           {150, 160, 170});
+    // The reproduction holds the default arm, the controls sweep only the changed ones.
+    const std::vector<std::pair<std::string, std::string>> random{
+        {"policies.bundle", "lrmoe"}, {"policies.metric.name", "random"}};
+    record("reproduction", {{"policies.bundle", "lrmoe"}}, 1, {100, 110, 120});
+    record("controls", random, 1, {150, 160, 170});
     // A fourth seed of the control, still training: not a miss.
-    lrmoe::SweepRecord late{"late", "late.toml", {}};
-    late.cells.push_back({"late4",
-                          "late4",
-                          "h",
-                          {{"policies.bundle", "lrmoe"},
-                           {"policies.metric.name", "random"},
-                           {"experiment.seed", "4"}}});
-    const lrmoe::SweepCellNumbers numbers = store->record_sweep(late);
-    lrmoe::RunInfo info = lrmoe_test::sample_run("late");
-    info.resolved_toml = "[model]\npreset = \"tiny-moe\"\n";
-    info.sweep_cell = lrmoe::SweepCellTag{numbers.sweep, numbers.cells[0]};
-    CHECK(store->begin_run(info) == 7);
+    record("late", random, 4, {std::nullopt});
   }
 
   const std::string both =
@@ -186,6 +189,10 @@ TEST_CASE(
   CHECK_THAT(both, Contains("left out, not finished: run 7 (running)"));
   CHECK_THAT(compare(db, "markdown", std::nullopt, {"controls", "late"}),
              Contains("left out, not finished: run 7 (running)"));
+  std::ostringstream notes;
+  CHECK_THAT(compare(db, "csv", std::nullopt, {"controls", "late"}, {}, notes),
+             !Contains("left out"));
+  CHECK_THAT(notes.str(), Contains("left out, not finished: run 7 (running)"));
 
   CHECK_THROWS_WITH(compare(db, "table", "bundle=lrmoe", {"controls"}),
                     Contains("--baseline bundle=lrmoe: no variant of that name"));
