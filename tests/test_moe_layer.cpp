@@ -1,11 +1,13 @@
 // The MoE layer's numerics: forward and every gradient against a naive per-expert reference and
-// against finite differences in double precision, the per-pair backward seam, the routers.
+// against finite differences in double precision, the per-pair backward seam, the routers; and
+// its experts' initialisation.
 
 #include <catch2/catch.hpp>
 
 #include "core/config/model_presets.hpp"
 #include "core/model/expert_pairs_function.hpp"
 #include "core/model/moe_layer.hpp"
+#include "core/model/transformer.hpp"
 #include "support/tensor_checks.hpp"
 
 using namespace lrmoe;
@@ -215,4 +217,35 @@ TEST_CASE("aux-loss-free bias update favours under-loaded experts and stays cent
   REQUIRE(bias[0].item<float>() < bias[2].item<float>());
   REQUIRE(bias[1].item<float>() > bias[2].item<float>());
   REQUIRE(std::abs(bias.mean().item<float>()) < 1e-7);
+}
+
+TEST_CASE("an expert's initial weights depend on the seed, its layer and its index alone",
+          "[moe]") {
+  // What lets a process draw only the experts it holds (docs/ARCHITECTURE.md, "Expert-sharded
+  // state"): the same expert of a model with more experts, another router, another width of
+  // everything else, is drawn alike.
+  ModelConfig small = *find_preset("tiny-moe");
+  small.vocab_size = 64;
+  small.num_experts = 4;
+  ModelConfig large = small;
+  large.num_experts = 8;
+  large.vocab_size = 96;
+  auto experts_of = [](const ModelConfig& c, uint64_t seed) {
+    torch::manual_seed(seed);
+    Transformer model(c);
+    std::vector<torch::Tensor> layers;
+    for (const MoELayer& layer : model->moe_layers())
+      layers.push_back(layer->expert_parameters().front().detach().clone());
+    return layers;
+  };
+  const auto a = experts_of(small, 5), b = experts_of(large, 5), other_seed = experts_of(small, 6);
+  REQUIRE(a.size() >= 2);
+  for (std::size_t l = 0; l < a.size(); ++l) {
+    REQUIRE(torch::equal(a[l], b[l].narrow(0, 0, small.num_experts)));
+    REQUIRE_FALSE(torch::equal(a[l], other_seed[l]));
+  }
+  REQUIRE_FALSE(torch::equal(a[0], a[1]));
+  // Drawn from N(0, init_std), every expert on its own stream.
+  REQUIRE_FALSE(torch::equal(a[0][0], a[0][1]));
+  REQUIRE(a[0].std().item<double>() == Approx(small.init_std).epsilon(0.05));
 }

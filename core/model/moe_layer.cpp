@@ -1,7 +1,10 @@
 #include "core/model/moe_layer.hpp"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include "core/model/expert_pairs_function.hpp"
 #include "core/model/mixed_precision.hpp"
+#include "lrmoe/counter_random.hpp"
 
 namespace lrmoe {
 
@@ -14,6 +17,16 @@ MoELayerImpl::MoELayerImpl(const ModelConfig& c) : num_experts_(c.num_experts), 
   if (c.shared_experts > 0) {
     shared_ = register_module("shared_experts",
                               SwiGLU(c.hidden_size, c.shared_experts * c.expert_ffn_size));
+  }
+}
+
+void MoELayerImpl::initialise_experts(double std, uint64_t layer_seed) {
+  torch::NoGradGuard no_grad;
+  for (int64_t e = 0; e < num_experts_; ++e) {
+    auto generator = at::make_generator<at::CPUGeneratorImpl>(
+        mix64(layer_seed ^ mix64(static_cast<uint64_t>(e))));
+    w_gate_up_[e].normal_(0.0, std, generator);
+    w_down_[e].normal_(0.0, std, generator);
   }
 }
 

@@ -27,6 +27,14 @@ class MoELayerImpl : public torch::nn::Module {
   // x: [..., hidden]
   MoEOutput forward(const torch::Tensor& x);
 
+  // Draws each expert's matrices from N(0, std) with a generator of its own, keyed by
+  // `layer_seed` and the expert's index alone: an expert's initial weights do not depend on the
+  // other experts, so a process that holds some of them draws the same (docs/ARCHITECTURE.md,
+  // "Expert-sharded state"). The layer must be on the CPU.
+  void initialise_experts(double std, uint64_t layer_seed);
+  // The experts' parameters, which initialise_experts draws.
+  std::vector<torch::Tensor> expert_parameters() const { return {w_gate_up_, w_down_}; }
+
   // Null: the exact single-rank layer.
   void set_pipeline(std::shared_ptr<ExpertPipeline> pipeline);
 

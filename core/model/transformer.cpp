@@ -1,8 +1,11 @@
 #include "core/model/transformer.hpp"
 
+#include <limits>
+#include <set>
 #include <string>
 
 #include "core/model/mixed_precision.hpp"
+#include "lrmoe/counter_random.hpp"
 
 namespace lrmoe {
 
@@ -26,6 +29,10 @@ MoEOutput BlockImpl::forward(const torch::Tensor& x) {
 }
 
 TransformerImpl::TransformerImpl(const ModelConfig& c) {
+  // Drawn before any module draws its own default initialisation, so that it depends on the
+  // seed alone, not on the model's shapes (an expert's weights then do not depend on E).
+  const auto expert_seed = static_cast<uint64_t>(
+      torch::randint(std::numeric_limits<int64_t>::max(), {1}, torch::kInt64).item<int64_t>());
   embedding_ = register_module("embedding", torch::nn::Embedding(c.vocab_size, c.hidden_size));
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const bool dense = i < c.first_k_dense;
@@ -41,14 +48,20 @@ TransformerImpl::TransformerImpl(const ModelConfig& c) {
         "lm_head",
         torch::nn::Linear(torch::nn::LinearOptions(c.hidden_size, c.vocab_size).bias(false)));
   }
-  initialise(c.init_std);
+  initialise(c.init_std, expert_seed);
 }
 
-void TransformerImpl::initialise(double std) {
-  // Matrices (and stacked expert matrices) from N(0, std); biases zero; norm weights one.
+void TransformerImpl::initialise(double std, uint64_t expert_seed) {
+  // Matrices from N(0, std); biases zero; norm weights one.
   torch::NoGradGuard no_grad;
+  std::set<const void*> experts;
+  for (std::size_t l = 0; l < moe_layers_.size(); ++l) {
+    moe_layers_[l]->initialise_experts(std, mix64(expert_seed ^ mix64(l + 1)));
+    for (const auto& p : moe_layers_[l]->expert_parameters()) experts.insert(p.data_ptr());
+  }
   for (auto& item : named_parameters()) {
     auto& p = item.value();
+    if (experts.count(p.data_ptr()) > 0) continue;
     if (p.dim() >= 2) {
       p.normal_(0.0, std);
     } else if (item.key().find("norm") == std::string::npos) {

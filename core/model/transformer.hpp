@@ -50,7 +50,9 @@ class TransformerImpl : public torch::nn::Module {
   const std::vector<int64_t>& moe_layer_indices() const { return moe_layer_indices_; }
 
  private:
-  void initialise(double std);
+  // Dense matrices from the global generator; each MoE layer's experts from generators keyed by
+  // `expert_seed`, the layer and the expert (MoELayerImpl::initialise_experts).
+  void initialise(double std, uint64_t expert_seed);
 
   torch::nn::Embedding embedding_{nullptr};
   std::vector<Block> blocks_;
