@@ -1,7 +1,8 @@
 // Expert parallelism over real processes (c10d Gloo on 127.0.0.1): the collectives, one run on
 // P = 1, 2 and 4 processes giving the same losses and one set of database rows (Note [Exact
-// multi-process plan] in docs/notes.md), every bundle reaching its target on two processes, and
-// a rank that dies or hangs ending the run as failed with its committed steps.
+// multi-process plan] in docs/notes.md), with experts replicated or sharded, every bundle reaching
+// its target on two processes, and a rank that dies or hangs ending the run as failed with its
+// committed steps.
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -136,6 +137,7 @@ TEST_CASE("one run on P = 1, 2 and 4 processes: the same losses and one set of r
     bool scalable =
         false;  // P = 2 and 4 plan from counts (Note [Scalable planning]), P = 1 exactly
   };
+  const std::vector<std::string> sharded{"--set", "cluster.expert_state=sharded"};
   // keep_all (fixed), deterministic quota top-k with replicas and capacity-aware routing
   // (lrmoe), and lrmoe with recomputation and exact input gradients for dropped pairs; lrmoe and
   // SYMI (forward capacity, round-robin routing) with the scalable plan.
@@ -148,6 +150,12 @@ TEST_CASE("one run on P = 1, 2 and 4 processes: the same losses and one set of r
       {"lrmoe, scalable plan", tiny_settings(4, 3, "lrmoe"), true},
       {"symi, recompute, scalable plan",
        with(tiny_settings(4, 3, "symi"), {"--set", "policies.recompute=true"}), true},
+      // Each process holding only its home experts and fetching the others it computes
+      // (docs/ARCHITECTURE.md, "Expert-sharded state"); SYMI's owners leave their homes.
+      {"fixed, sharded experts", with(tiny_settings(4, 3, "fixed"), sharded)},
+      {"symi, sharded experts", with(tiny_settings(4, 3, "symi"), sharded)},
+      {"lrmoe, sharded experts", with(tiny_settings(4, 3, "lrmoe"), sharded)},
+      {"lrmoe, sharded experts, scalable plan", with(tiny_settings(4, 3, "lrmoe"), sharded), true},
   };
   const std::vector<std::string> steps{"--set", "train.max_steps=12", "--set", "train.eval_every=6",
                                        "--set", "train.target_loss=0"};

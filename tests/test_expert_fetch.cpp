@@ -19,8 +19,8 @@ namespace {
 // as SYMI places owners), 2, 3 and a replica of 0.
 InstanceTable two_rank_table() {
   PlacementPlan plan;
-  plan.instances = {{0, 0, 0, true},  {3, 0, 1, false}, {1, 1, 0, true},
-                    {2, 1, 1, true},  {3, 1, 2, true},  {0, 1, 3, false}};
+  plan.instances = {{0, 0, 0, true}, {3, 0, 1, false}, {1, 1, 0, true},
+                    {2, 1, 1, true}, {3, 1, 2, true},  {0, 1, 3, false}};
   plan.quota = {8, 8, 8, 8};
   return build_instance_table(plan, 4, 2, 4, "test");
 }
@@ -105,7 +105,8 @@ TEST_CASE("fetched experts hold their home's weights, and their gradients come h
     ((fetched.gate_up.sum() + fetched.down.sum()) * weight + (gate_up.sum() + down.sum()) * 3)
         .backward();
     // Process 0 sends 0 and 1 to process 1 (weight 2); process 1 sends 3 to process 0 (weight 1).
-    const std::vector<double> expected = me == 0 ? std::vector<double>{5, 5} : std::vector<double>{3, 4};
+    const std::vector<double> expected =
+        me == 0 ? std::vector<double>{5, 5} : std::vector<double>{3, 4};
     for (std::size_t i = 0; ok && i < expected.size(); ++i) {
       const auto m = static_cast<int64_t>(i);
       ok = gate_up.grad()[m].eq(expected[i]).all().item<bool>() &&

@@ -12,6 +12,12 @@ namespace lrmoe {
 // auto is NCCL when training runs on CUDA, else Gloo (core/device/compute_device.hpp).
 enum class CollectiveBackend { Auto, Gloo, Nccl };
 
+// Where the experts' weights, gradients and optimizer state live in a multi-process run.
+// Replicated: every process holds every expert (the emulation of expert parallelism, until
+// sharding is complete). Sharded: each process holds its home experts only, and the others it
+// computes are fetched for the pass (docs/ARCHITECTURE.md, "Expert-sharded state").
+enum class ExpertState { Replicated, Sharded };
+
 struct ClusterConfig {
   int64_t ranks = 1;                      // expert-parallel ranks
   std::string memory_per_rank = "80GiB";  // a size, or "<f>x fixed" (core/config/memory_spec.hpp)
@@ -23,6 +29,7 @@ struct ClusterConfig {
   // seconds a process waits for a peer before failing
   double timeout = 30;
   CollectiveBackend backend = CollectiveBackend::Auto;
+  ExpertState expert_state = ExpertState::Replicated;
 };
 
 }  // namespace lrmoe

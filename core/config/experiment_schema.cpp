@@ -277,7 +277,12 @@ std::vector<FieldDescriptor> build_schema() {
             "run fails; `lrmoe launch` gives the others this long to stop after one rank fails")
       .choice("backend", &ClusterConfig::backend, {"auto", "gloo", "nccl"},
               "multi-process runs: c10d backend; auto: nccl when training runs on CUDA, else "
-              "gloo; nccl needs a build against a CUDA LibTorch (LRMOE_WITH_NCCL)");
+              "gloo; nccl needs a build against a CUDA LibTorch (LRMOE_WITH_NCCL)")
+      .choice("expert_state", &ClusterConfig::expert_state, {"replicated", "sharded"},
+              "multi-process runs: replicated: every process holds every expert's weights, "
+              "gradient and optimizer state; sharded (in progress: no checkpoints with several "
+              "processes yet): each holds its ranks' static owners' experts and fetches the "
+              "others it computes for each pass through c10d");
 
   SectionRows<PoliciesConfig>(rows, "policies", &Experiment::policies,
                               Defaults::FromMemberInitialisers)

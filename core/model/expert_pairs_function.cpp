@@ -21,6 +21,18 @@ using torch::autograd::variable_list;
 struct PairsContext : torch::CustomClassHolder {
   std::shared_ptr<ExpertPipeline> pipeline;  // null: one rank, keep every pair
   std::shared_ptr<const ForwardPass> forward;
+  std::vector<int64_t> bank_index;  // [experts]: each expert's weight matrix; empty: its index
+
+  // The weight matrix of each of one rank's instances: replicas read their expert's matrix where
+  // it is (Note [Grouped GEMM kernels]).
+  WeightIndex part_weights(const RankPart& part) const {
+    WeightIndex matrices;
+    for (int64_t i = part.first_instance; i < part.first_instance + part.instances; ++i) {
+      const int64_t e = forward->table->instances[static_cast<std::size_t>(i)].expert;
+      matrices.push_back(bank_index.empty() ? e : bank_index[static_cast<std::size_t>(e)]);
+    }
+    return matrices;
+  }
 
   PairExchange& exchange() {
     static PairExchange local(std::make_shared<Collectives>());
@@ -42,14 +54,6 @@ struct PairsContext : torch::CustomClassHolder {
   }
 };
 
-// The expert matrix of each of one rank's instances: replicas read their owner's parameters
-// where they are (Note [Grouped GEMM kernels]).
-WeightIndex part_weights(const InstanceTable& table, const RankPart& part) {
-  WeightIndex experts;
-  for (int64_t i = part.first_instance; i < part.first_instance + part.instances; ++i)
-    experts.push_back(table.instances[static_cast<std::size_t>(i)].expert);
-  return experts;
-}
 Tensor rows_of(const Tensor& rows, const RankPart& part) {
   return rows.narrow(0, part.first_row, part.rows);
 }
@@ -80,7 +84,7 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
         auto part_out = rows_of(out_rows, part);
         grouped_swiglu_forward_into(rows_of(pre, part), part_out.narrow(1, 0, width),
                                     part_out.select(1, width), rows_of(x_rows, part), part.offsets,
-                                    w_gate_up, w_down, part_weights(*pass.table, part));
+                                    w_gate_up, w_down, state->part_weights(part));
       });
     }
     auto home = exchange.combine(out_rows, here);
@@ -109,7 +113,6 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     auto state =
         c10::static_intrusive_pointer_cast<PairsContext>(ctx->saved_data["state"].toCapsule());
     const ForwardPass& forward = *state->forward;
-    const InstanceTable& table = *forward.table;
     PairExchange& exchange = state->exchange();
 
     const Tensor& upstream = grad_outputs[0];  // d at each token
@@ -168,7 +171,7 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     std::vector<Tensor> input_parts;
     for (const RankPart& part : parts) {
       state->run(kBackwardPhase, part, x.device(), [&] {
-        const WeightIndex weights = part_weights(table, part);
+        const WeightIndex weights = state->part_weights(part);
         auto part_x = rows_of(x_rows, part);
         auto pre = pre_rows.defined()
                        ? rows_of(pre_rows, part)
@@ -191,7 +194,7 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
       std::vector<Tensor> all_inputs;
       for (const RankPart& part : state->parts(computed_here)) {
         state->run(kBackwardPhase, part, x.device(), [&] {
-          const WeightIndex weights = part_weights(table, part);
+          const WeightIndex weights = state->part_weights(part);
           auto pre =
               saved_pre.defined()
                   ? rows_of(saved_pre, part)
@@ -257,10 +260,12 @@ std::shared_ptr<const ForwardPass> single_rank_pass(const ExpertPairs& pairs, in
 torch::Tensor routed_experts(const torch::Tensor& x, const torch::Tensor& gates,
                              const torch::Tensor& tokens, const torch::Tensor& w_gate_up,
                              const torch::Tensor& w_down, std::shared_ptr<ExpertPipeline> pipeline,
-                             std::shared_ptr<const ForwardPass> forward) {
+                             std::shared_ptr<const ForwardPass> forward,
+                             std::vector<int64_t> bank_index) {
   auto state = c10::make_intrusive<PairsContext>();
   state->pipeline = std::move(pipeline);
   state->forward = std::move(forward);
+  state->bank_index = std::move(bank_index);
   return ExpertPairsFunction::apply(x, gates, w_gate_up, w_down, tokens, std::move(state));
 }
 

@@ -3,17 +3,26 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "core/model/expert_pairs_function.hpp"
+#include "core/model/fetched_experts.hpp"
 #include "core/model/mixed_precision.hpp"
+#include "core/pipeline/home_pass.hpp"
 #include "lrmoe/counter_random.hpp"
 
 namespace lrmoe {
 
-MoELayerImpl::MoELayerImpl(const ModelConfig& c) : num_experts_(c.num_experts), top_k_(c.top_k) {
+MoELayerImpl::MoELayerImpl(const ModelConfig& c)
+    : MoELayerImpl(c, ExpertShard{0, c.num_experts}, /*sharded=*/false) {}
+
+MoELayerImpl::MoELayerImpl(const ModelConfig& c, ExpertShard shard)
+    : MoELayerImpl(c, shard, /*sharded=*/true) {}
+
+MoELayerImpl::MoELayerImpl(const ModelConfig& c, ExpertShard shard, bool sharded)
+    : num_experts_(c.num_experts), top_k_(c.top_k), shard_(shard), sharded_(sharded) {
   router_ = register_module("router", Router(c));
   w_gate_up_ = register_parameter(
-      "experts_gate_up", torch::empty({c.num_experts, 2 * c.expert_ffn_size, c.hidden_size}));
+      "experts_gate_up", torch::empty({shard.count, 2 * c.expert_ffn_size, c.hidden_size}));
   w_down_ = register_parameter("experts_down",
-                               torch::empty({c.num_experts, c.hidden_size, c.expert_ffn_size}));
+                               torch::empty({shard.count, c.hidden_size, c.expert_ffn_size}));
   if (c.shared_experts > 0) {
     shared_ = register_module("shared_experts",
                               SwiGLU(c.hidden_size, c.shared_experts * c.expert_ffn_size));
@@ -22,12 +31,27 @@ MoELayerImpl::MoELayerImpl(const ModelConfig& c) : num_experts_(c.num_experts), 
 
 void MoELayerImpl::initialise_experts(double std, uint64_t layer_seed) {
   torch::NoGradGuard no_grad;
-  for (int64_t e = 0; e < num_experts_; ++e) {
+  for (int64_t i = 0; i < shard_.count; ++i) {
     auto generator = at::make_generator<at::CPUGeneratorImpl>(
-        mix64(layer_seed ^ mix64(static_cast<uint64_t>(e))));
-    w_gate_up_[e].normal_(0.0, std, generator);
-    w_down_[e].normal_(0.0, std, generator);
+        mix64(layer_seed ^ mix64(static_cast<uint64_t>(shard_.first + i))));
+    w_gate_up_[i].normal_(0.0, std, generator);
+    w_down_[i].normal_(0.0, std, generator);
   }
+}
+
+MoELayerImpl::ExpertBank MoELayerImpl::bank_for(const ForwardPass& pass,
+                                                const torch::Tensor& like) {
+  if (!sharded_) return {as_compute(w_gate_up_, like), as_compute(w_down_, like), {}};
+  const PipelineSettings& settings = pipeline_->settings();
+  auto plan = std::make_shared<const ExpertFetchPlan>(
+      plan_expert_fetch(*pass.table, num_experts_, settings.ranks, settings.process));
+  std::vector<int64_t> index = plan->bank_index;
+  // Concatenated even when nothing was fetched: every process's fetch must take part in the
+  // backward's return exchange, so its outputs stay in the graph.
+  const FetchedExperts fetched =
+      fetch_experts(w_gate_up_, w_down_, std::move(plan), pipeline_->collectives());
+  return {as_compute(torch::cat({w_gate_up_, fetched.gate_up}), like),
+          as_compute(torch::cat({w_down_, fetched.down}), like), std::move(index)};
 }
 
 void MoELayerImpl::set_pipeline(std::shared_ptr<ExpertPipeline> pipeline) {
@@ -51,30 +75,43 @@ MoEOutput MoELayerImpl::forward(const torch::Tensor& input) {
   // The router and the plan work in fp32; the experts' outputs are weighted in the compute
   // dtype (Note [Mixed precision]).
   auto gates = routing.gates.reshape({-1}).index_select(0, order);
-  const torch::Tensor w_gate_up = as_compute(w_gate_up_, x), w_down = as_compute(w_down_, x);
 
   torch::Tensor out;
   // The balancing loss's routed counts: the batch's, over every process, in training.
   torch::Tensor routed;
   int64_t batch_tokens = tokens;
-  if (pipeline_ && torch::GradMode::is_enabled()) {
-    // This process's tokens are sharded contiguously over its logical ranks, as data-parallel
-    // batches are: the home ranks of one process holding every token (Note [Exact multi-process
-    // plan]).
+  // This process's tokens are sharded contiguously over its logical ranks, as data-parallel
+  // batches are: the home ranks of one process holding every token (Note [Exact multi-process
+  // plan]).
+  auto home_ranks = [&] {
     const ProcessView& process = pipeline_->settings().process;
-    auto home =
-        pairs.tokens.mul(process.ranks_per_process).div(tokens, "floor").add(process.first_rank());
-    auto pass = pipeline_->plan_forward(pairs.experts, gates, home, tokens);
+    return pairs.tokens.mul(process.ranks_per_process)
+        .div(tokens, "floor")
+        .add(process.first_rank());
+  };
+  if (pipeline_ && torch::GradMode::is_enabled()) {
+    const ProcessView& process = pipeline_->settings().process;
+    auto pass = pipeline_->plan_forward(pairs.experts, gates, home_ranks(), tokens);
     // The plan has summed them over the processes: no collective of the router's own.
     routed = torch::tensor(pass->routed_per_expert, torch::kInt64);
     batch_tokens *= process.processes;  // every process routes as many tokens
+    ExpertBank bank = bank_for(*pass, x);
     out = routed_experts(x, gates.index_select(0, pass->local_pairs).to(x.scalar_type()),
-                         pairs.tokens.index_select(0, pass->local_pairs), w_gate_up, w_down,
-                         pipeline_, pass);
+                         pairs.tokens.index_select(0, pass->local_pairs), bank.gate_up, bank.down,
+                         pipeline_, pass, std::move(bank.index));
   } else {
-    // Evaluation measures the model, so it computes every pair whatever the training policies.
-    out = routed_experts(x, gates.to(x.scalar_type()), pairs.tokens, w_gate_up, w_down, nullptr,
-                         single_rank_pass(pairs, num_experts_));
+    // Evaluation measures the model, so it computes every pair whatever the training policies:
+    // sharded, each at its expert's home; otherwise here.
+    const auto pass =
+        sharded_ ? home_pass(pairs.experts, home_ranks(), num_experts_, pipeline_->settings().ranks,
+                             pipeline_->settings().process, *pipeline_->collectives())
+                 : single_rank_pass(pairs, num_experts_);
+    std::vector<int64_t> index;
+    for (int64_t e = 0; sharded_ && e < num_experts_; ++e)
+      index.push_back(shard_.holds(e) ? e - shard_.first : -1);
+    out = routed_experts(x, gates.to(x.scalar_type()), pairs.tokens, as_compute(w_gate_up_, x),
+                         as_compute(w_down_, x), sharded_ ? pipeline_ : nullptr, pass,
+                         std::move(index));
     routed = torch::tensor(pairs.expert_offsets, torch::kInt64).diff();
   }
   if (torch::GradMode::is_enabled()) router_->count_step(routed);

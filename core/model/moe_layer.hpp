@@ -12,6 +12,7 @@
 #include "core/model/backward_stopwatch.hpp"
 #include "core/model/router.hpp"
 #include "core/model/swiglu.hpp"
+#include "core/pipeline/expert_fetch_plan.hpp"
 #include "core/pipeline/expert_pipeline.hpp"
 
 namespace lrmoe {
@@ -23,11 +24,18 @@ struct MoEOutput {
 
 class MoELayerImpl : public torch::nn::Module {
  public:
+  // Every expert's state, as a single process or a replicated run holds it.
   explicit MoELayerImpl(const ModelConfig& config);
+  // Only `shard`'s experts (docs/ARCHITECTURE.md, "Expert-sharded state"): in training the others
+  // its ranks host are fetched for each pass (core/model/fetched_experts.hpp), and evaluation
+  // computes every pair at its expert's home. Needs a pipeline in training and evaluation.
+  MoELayerImpl(const ModelConfig& config, ExpertShard shard);
   // x: [..., hidden]
   MoEOutput forward(const torch::Tensor& x);
 
-  // Draws each expert's matrices from N(0, std) with a generator of its own, keyed by
+  // The experts whose state this layer holds.
+  const ExpertShard& shard() const { return shard_; }
+  // Draws each held expert's matrices from N(0, std) with a generator of its own, keyed by
   // `layer_seed` and the expert's index alone: an expert's initial weights do not depend on the
   // other experts, so a process that holds some of them draws the same (docs/ARCHITECTURE.md,
   // "Expert-sharded state"). The layer must be on the CPU.
@@ -44,11 +52,24 @@ class MoELayerImpl : public torch::nn::Module {
   LayerStepStatistics take_statistics();
 
  private:
+  MoELayerImpl(const ModelConfig& config, ExpertShard shard, bool sharded);
+
+  // The layer's weights for one pass, in the compute dtype, and each expert's matrix in them
+  // (empty: matrix e is expert e). Sharded, in training: the home experts and those fetched for
+  // `pass`; otherwise the experts held.
+  struct ExpertBank {
+    torch::Tensor gate_up, down;
+    std::vector<int64_t> index;
+  };
+  ExpertBank bank_for(const ForwardPass& pass, const torch::Tensor& like);
+
   int64_t num_experts_;
   int64_t top_k_;
+  ExpertShard shard_;
+  bool sharded_;
   Router router_{nullptr};
-  torch::Tensor w_gate_up_;  // [experts, 2 * ffn, hidden]
-  torch::Tensor w_down_;     // [experts, hidden, ffn]
+  torch::Tensor w_gate_up_;  // [shard experts, 2 * ffn, hidden]
+  torch::Tensor w_down_;     // [shard experts, hidden, ffn]
   SwiGLU shared_{nullptr};
   std::shared_ptr<ExpertPipeline> pipeline_;
   BackwardStopwatch backward_clock_;

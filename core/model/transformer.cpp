@@ -9,14 +9,14 @@
 
 namespace lrmoe {
 
-BlockImpl::BlockImpl(const ModelConfig& c, bool dense) {
+BlockImpl::BlockImpl(const ModelConfig& c, bool dense, std::optional<ExpertShard> shard) {
   attention_norm_ = register_module("attention_norm", RMSNorm(c.hidden_size, c.rms_eps));
   attention_ = register_module("attention", Attention(c));
   ffn_norm_ = register_module("ffn_norm", RMSNorm(c.hidden_size, c.rms_eps));
   if (dense) {
     dense_ffn_ = register_module("dense_ffn", SwiGLU(c.hidden_size, c.dense_ffn_size));
   } else {
-    moe_ = register_module("moe", MoELayer(c));
+    moe_ = register_module("moe", shard ? MoELayer(c, *shard) : MoELayer(c));
   }
 }
 
@@ -28,7 +28,7 @@ MoEOutput BlockImpl::forward(const torch::Tensor& x) {
   return {h + moe.hidden, moe.aux_loss};
 }
 
-TransformerImpl::TransformerImpl(const ModelConfig& c) {
+TransformerImpl::TransformerImpl(const ModelConfig& c, std::optional<ExpertShard> shard) {
   // Drawn before any module draws its own default initialisation, so that it depends on the
   // seed alone, not on the model's shapes (an expert's weights then do not depend on E).
   const auto expert_seed = static_cast<uint64_t>(
@@ -36,7 +36,7 @@ TransformerImpl::TransformerImpl(const ModelConfig& c) {
   embedding_ = register_module("embedding", torch::nn::Embedding(c.vocab_size, c.hidden_size));
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const bool dense = i < c.first_k_dense;
-    blocks_.push_back(register_module("block" + std::to_string(i), Block(c, dense)));
+    blocks_.push_back(register_module("block" + std::to_string(i), Block(c, dense, shard)));
     if (!dense) {
       moe_layers_.push_back(blocks_.back()->moe());
       moe_layer_indices_.push_back(i);

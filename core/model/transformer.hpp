@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include <optional>
 #include <vector>
 
 #include "core/config/model_config.hpp"
@@ -23,7 +24,8 @@ struct ModelOutput {
 
 class BlockImpl : public torch::nn::Module {
  public:
-  BlockImpl(const ModelConfig& config, bool dense);
+  // `shard`: the experts an MoE block holds when expert state is sharded; none: every expert.
+  BlockImpl(const ModelConfig& config, bool dense, std::optional<ExpertShard> shard);
   MoEOutput forward(const torch::Tensor& x);
   MoELayer moe() const { return moe_; }  // null for a dense block
 
@@ -37,8 +39,10 @@ TORCH_MODULE(Block);
 
 class TransformerImpl : public torch::nn::Module {
  public:
-  // config.vocab_size must be resolved (non-zero) by the caller.
-  explicit TransformerImpl(const ModelConfig& config);
+  // config.vocab_size must be resolved (non-zero) by the caller. `shard`: the experts every MoE
+  // layer holds when expert state is sharded (MoELayerImpl); none: every expert, replicated.
+  explicit TransformerImpl(const ModelConfig& config,
+                           std::optional<ExpertShard> shard = std::nullopt);
   // tokens: [batch, seq] int64
   ModelOutput forward(const torch::Tensor& tokens);
   // The dtype of the activations and GEMMs (fp32 until set; Note [Mixed precision]).

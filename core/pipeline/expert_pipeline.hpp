@@ -147,6 +147,8 @@ class ExpertPipeline {
   BackwardPass plan_backward(const ForwardPass& forward, PairBatch signals);
 
   PairExchange& exchange() { return *exchange_; }
+  // The run's processes, for the layer's own collectives (the experts it fetches).
+  const std::shared_ptr<Collectives>& collectives() const { return collectives_; }
   const PipelineSettings& settings() const { return settings_; }
   bool recompute() const { return settings_.recompute; }
   bool dropped_pairs_keep_input_grad() const {

@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <vector>
 
 namespace lrmoe {
@@ -14,5 +15,13 @@ namespace lrmoe {
 // they are). Returns that norm before clipping: [] float32 on the gradients' device (0 on the
 // CPU when no parameter has a gradient).
 torch::Tensor clip_gradient_norm(const std::vector<torch::Tensor>& parameters, double max_norm);
+
+// The same over a model whose `sharded` parameters differ from process to process (each holds
+// its own experts) while the `replicated` ones are the same everywhere: the norm is that of every
+// process's parameters together, the sharded ones' squares summed over the processes by
+// `sum_over_processes` (in place; every process calls it), the replicated ones counted once.
+torch::Tensor clip_gradient_norm(const std::vector<torch::Tensor>& replicated,
+                                 const std::vector<torch::Tensor>& sharded, double max_norm,
+                                 const std::function<void(torch::Tensor&)>& sum_over_processes);
 
 }  // namespace lrmoe

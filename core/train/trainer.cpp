@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -70,11 +71,40 @@ Trainer::Trainer(const Experiment& experiment, const TokenSource& data,
   set_grouped_gemm_kernel(grouped_gemm_.kernel);
   // Initialised on the CPU, from the seeded CPU generator, then moved: the same weights on
   // every device. The optimizer's state is created on the device at its first step.
-  model_ = Transformer(model_config_);
+  const bool sharded = experiment.cluster.expert_state == ExpertState::Sharded;
+  if (sharded && !policies) {
+    throw std::invalid_argument(
+        "cluster.expert_state = \"sharded\" needs the policies' pipeline, which fetches the "
+        "experts a process does not hold: train with policies, or set it to \"replicated\"");
+  }
+  if (sharded && !collectives_->single() && experiment.train.checkpoint_every > 0) {
+    throw std::invalid_argument(
+        "cluster.expert_state = \"sharded\" does not write checkpoints with several processes "
+        "yet: set train.checkpoint_every = 0, or cluster.expert_state = \"replicated\"");
+  }
+  std::optional<ExpertShard> shard;
+  if (sharded) {
+    const ProcessView view{collectives_->rank(), collectives_->size(),
+                           experiment.cluster.ranks / collectives_->size()};
+    shard = home_shard(model_config_.num_experts, experiment.cluster.ranks, view, view.index);
+  }
+  model_ = Transformer(model_config_, shard);
   model_->to(device_);
+  split_parameters(sharded);
   model_->set_compute_dtype(dtype);
   optimizer_ = make_optimizer(*model_, experiment.train);
   if (policies) install_pipelines(std::move(policies), std::move(profile));
+}
+
+void Trainer::split_parameters(bool sharded) {
+  std::set<const torch::TensorImpl*> experts;
+  for (MoELayer layer : model_->moe_layers())
+    for (const torch::Tensor& p : layer->expert_parameters())
+      experts.insert(p.unsafeGetTensorImpl());
+  for (const torch::Tensor& p : model_->parameters()) {
+    const bool expert = experts.count(p.unsafeGetTensorImpl()) > 0;
+    (sharded && expert ? sharded_parameters_ : replicated_parameters_).push_back(p);
+  }
 }
 
 void Trainer::install_pipelines(std::shared_ptr<const PolicySet> policies,
@@ -131,7 +161,11 @@ Trainer::QueuedStep Trainer::train_step(int64_t step) {
   }
   sum_gradients();
   const double max_norm = t.grad_clip > 0 ? t.grad_clip : std::numeric_limits<double>::infinity();
-  const torch::Tensor grad_norm = clip_gradient_norm(model_->parameters(), max_norm);
+  const torch::Tensor grad_norm =
+      sharded_parameters_.empty()
+          ? clip_gradient_norm(model_->parameters(), max_norm)
+          : clip_gradient_norm(replicated_parameters_, sharded_parameters_, max_norm,
+                               [&](torch::Tensor& squares) { collectives_->sum(squares); });
   optimizer_->step();
 
   // The figures the report reads from the device, queued for the host in one copy: the losses,
@@ -187,10 +221,11 @@ StepReport Trainer::read_step(QueuedStep queued) {
 
 // Replica gradients are already in their experts'; the sum adds every process's contributions,
 // so every process takes the same step (Note [Exact multi-process plan] in docs/notes.md).
+// Sharded experts' gradients are summed at their homes already (fetch_experts) and stay out.
 void Trainer::sum_gradients() {
   if (collectives_->single()) return;
   std::vector<torch::Tensor> grads;
-  for (auto& p : model_->parameters()) {
+  for (auto& p : replicated_parameters_) {
     if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
     grads.push_back(p.grad().reshape({-1}));
   }
@@ -198,7 +233,7 @@ void Trainer::sum_gradients() {
   torch::Tensor flat = torch::cat(grads);
   collectives_->sum(flat);
   int64_t offset = 0;
-  for (auto& p : model_->parameters()) {
+  for (auto& p : replicated_parameters_) {
     p.mutable_grad().copy_(flat.narrow(0, offset, p.numel()).view_as(p));
     offset += p.numel();
   }

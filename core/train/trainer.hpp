@@ -10,8 +10,8 @@
 // contributions reduce into one gradient), so every process takes the same optimizer step and
 // the losses are those of one process reading the whole batch, within float rounding (Note [Exact
 // multi-process plan] in docs/notes.md). Expert weights and their optimizer state are held by
-// every process in this version: the per-rank memory the pipeline plans and records is the model
-// of an expert-sharded cluster.
+// every process unless cluster.expert_state = "sharded", where each process holds its home
+// experts and fetches the others for each pass (docs/ARCHITECTURE.md, "Expert-sharded state").
 
 #include <torch/torch.h>
 
@@ -131,7 +131,10 @@ class Trainer {
   // An ExpertPipeline for every MoE layer, sharing the policies.
   void install_pipelines(std::shared_ptr<const PolicySet> policies,
                          std::optional<HardwareProfile> profile);
-  // Sums every parameter's gradient over the processes.
+  // Sorts the model's parameters into those every process holds alike and, with sharded expert
+  // state, the experts each holds its own of.
+  void split_parameters(bool sharded);
+  // Sums every replicated parameter's gradient over the processes.
   void sum_gradients();
   // Every process's measured layer times, rank times and exchanges into `report` (the slowest
   // process's times become the layer's), and each layer's critical path.
@@ -158,6 +161,8 @@ class Trainer {
   RowShard shard_;
   ModelConfig model_config_;
   Transformer model_{nullptr};
+  std::vector<torch::Tensor> replicated_parameters_;  // the same on every process
+  std::vector<torch::Tensor> sharded_parameters_;     // this process's experts, when sharded
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::vector<std::shared_ptr<ExpertPipeline>> pipelines_;  // one per MoE layer
   RankBudget budget_;
