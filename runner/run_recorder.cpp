@@ -53,6 +53,9 @@ LayerStepRecord layer_step_record(int64_t step, const LayerStepStatistics& s) {
     record.measured_exchange_bytes += process.exchange.bytes_sent;
     record.measured_exchange_seconds =
         std::max(record.measured_exchange_seconds, process.exchange.seconds);
+    record.measured_parameter_bytes += process.parameters.bytes_sent;
+    record.measured_parameter_seconds =
+        std::max(record.measured_parameter_seconds, process.parameters.seconds);
   }
   return record;
 }
@@ -127,7 +130,8 @@ void RunRecorder::on_step(const StepReport& r) {
       store_.add_process_layer(
           run_, {r.step, layer.layer, p.process, p.exchange.bytes_sent, p.exchange.bytes_received,
                  p.exchange.seconds, p.exchange.calls, p.times.wall[kForwardPhase],
-                 p.times.wall[kBackwardPhase]});
+                 p.times.wall[kBackwardPhase], p.parameters.bytes_sent, p.parameters.bytes_received,
+                 p.parameters.seconds, p.parameters.calls});
     }
   }
   for (std::size_t rank = 0; rank < r.rank_memory.size(); ++rank) {

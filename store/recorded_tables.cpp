@@ -63,6 +63,8 @@ const ColumnList<LayerStepRecord>& moe_layer_steps_columns() {
                              {"compaction_seconds", &R::compaction_seconds},
                              {"measured_exchange_bytes", &R::measured_exchange_bytes},
                              {"measured_exchange_seconds", &R::measured_exchange_seconds},
+                             {"measured_parameter_bytes", &R::measured_parameter_bytes},
+                             {"measured_parameter_seconds", &R::measured_parameter_seconds},
                              {"critical_path_seconds", &R::critical_path_seconds},
                              {"rank_sum_seconds", &R::rank_sum_seconds},
                              {"modeled_compute_seconds", &R::modeled_compute_seconds},
@@ -129,6 +131,10 @@ const ColumnList<ProcessLayerRecord>& process_layer_steps_columns() {
                                          {"exchange_calls", &R::exchange_calls},
                                          {"forward_seconds", &R::forward_seconds},
                                          {"backward_seconds", &R::backward_seconds},
+                                         {"parameter_bytes_sent", &R::parameter_bytes_sent},
+                                         {"parameter_bytes_received", &R::parameter_bytes_received},
+                                         {"parameter_seconds", &R::parameter_seconds},
+                                         {"parameter_calls", &R::parameter_calls},
                                      });
   return columns;
 }

@@ -155,6 +155,11 @@ struct LayerStepRecord {
   // all-to-all-v time; zero with one process.
   int64_t measured_exchange_bytes = 0;
   double measured_exchange_seconds = 0;
+  // Measured, sharded expert state: expert weights fetched and gradients returned between
+  // processes, bytes (all processes; bytes_replica_sync is the cost model's for the same), and
+  // the slowest process's seconds in those exchanges; zero with replicated experts.
+  int64_t measured_parameter_bytes = 0;
+  double measured_parameter_seconds = 0;
   // What the placement planned from (lrmoe::PlanInformation, placement_information_name):
   // "this pass", "earlier passes", "warm-up" or "no counts".
   std::string placement_information;
@@ -175,6 +180,11 @@ struct ProcessLayerRecord {
   double exchange_seconds = 0;
   int64_t exchange_calls = 0;
   double forward_seconds = 0, backward_seconds = 0;
+  // Sharded expert state: the experts' weights fetched and gradients returned, bytes to and
+  // from other processes, host seconds, calls (zero with replicated experts).
+  int64_t parameter_bytes_sent = 0, parameter_bytes_received = 0;
+  double parameter_seconds = 0;
+  int64_t parameter_calls = 0;
 };
 
 // One expert instance of a step's placement in one MoE layer (Note [Placement trace]): a replica,

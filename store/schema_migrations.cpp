@@ -531,6 +531,17 @@ CREATE TABLE run_projections (
   PRIMARY KEY (run, model, ranks, tokens_per_rank, profile)
 );
 )sql"},
+    // Sharded expert state (cluster.expert_state = "sharded"): the expert weights each process
+    // fetched and the gradients it returned, measured per process and summed per layer step
+    // beside the cost model's bytes_replica_sync; zero for runs before and replicated ones.
+    Migration{14, R"sql(
+ALTER TABLE process_layer_steps ADD COLUMN parameter_bytes_sent INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE process_layer_steps ADD COLUMN parameter_bytes_received INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE process_layer_steps ADD COLUMN parameter_seconds REAL NOT NULL DEFAULT 0;
+ALTER TABLE process_layer_steps ADD COLUMN parameter_calls INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE moe_layer_steps ADD COLUMN measured_parameter_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE moe_layer_steps ADD COLUMN measured_parameter_seconds REAL NOT NULL DEFAULT 0;
+)sql"},
 };
 
 constexpr bool numbered_in_order() {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -219,6 +220,22 @@ TEST_CASE("one run on P = 1, 2 and 4 processes: the same losses and one set of r
         CHECK(column(d,
                      "SELECT min(exchange_calls), max(exchange_calls) "
                      "FROM process_layer_steps") == "4 4 \n");
+        // The experts fetched and their gradients returned: none when every process holds
+        // every expert; sharded, with one rank per process, exactly the cost model's parameter
+        // transfers, and with two ranks per process no more (its ranks share what they fetch).
+        const bool sharded = std::find(variant.settings.begin(), variant.settings.end(),
+                                       "cluster.expert_state=sharded") != variant.settings.end();
+        const double measured =
+            doubles(d, "SELECT sum(measured_parameter_bytes) FROM moe_layer_steps")[0];
+        const double modeled = doubles(d, "SELECT sum(bytes_replica_sync) FROM moe_layer_steps")[0];
+        if (!sharded) {
+          CHECK(measured == 0);
+        } else if (processes == 4) {
+          CHECK(measured == modeled);
+        } else {
+          CHECK(measured <= modeled);
+        }
+        if (sharded && variant.name.rfind("fixed", 0) != 0) CHECK(measured > 0);
       }
       CHECK(column(db[1], "SELECT count(*), sum(measured_exchange_bytes) FROM moe_layer_steps") ==
             "24 0 \n");

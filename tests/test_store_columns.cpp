@@ -211,6 +211,8 @@ TEST_CASE("every field of every recorded table reads back in its own column", "[
   layer.compaction_seconds = 30.75;
   layer.measured_exchange_bytes = 1006;
   layer.measured_exchange_seconds = 40.5;
+  layer.measured_parameter_bytes = 1007;
+  layer.measured_parameter_seconds = 41.0625;
   layer.critical_path_seconds = 40.25;
   layer.rank_sum_seconds = 40.125;
   layer.modeled_compute_seconds = 40.0625;
@@ -232,7 +234,8 @@ TEST_CASE("every field of every recorded table reads back in its own column", "[
   lrmoe::RankLayerRecord rank_layer{7, 5, 3, 301, 302, 303, 304};
   rank_layer.forward_seconds = 60.5;
   rank_layer.backward_seconds = 60.25;
-  const lrmoe::ProcessLayerRecord process_layer{7, 5, 4, 401, 402, 50.5, 403, 50.25, 50.125};
+  const lrmoe::ProcessLayerRecord process_layer{7,     5,      4,   401, 402,     50.5, 403,
+                                                50.25, 50.125, 404, 405, 50.0625, 406};
 
   TempFolder dir;
   const std::string db_path = dir.file("results.db");
@@ -305,6 +308,8 @@ TEST_CASE("every field of every recorded table reads back in its own column", "[
              {"compaction_seconds", "30.75"},
              {"measured_exchange_bytes", "1006"},
              {"measured_exchange_seconds", "40.5"},
+             {"measured_parameter_bytes", "1007"},
+             {"measured_parameter_seconds", "41.0625"},
              {"critical_path_seconds", "40.25"},
              {"rank_sum_seconds", "40.125"},
              {"modeled_compute_seconds", "40.0625"},
@@ -355,7 +360,11 @@ TEST_CASE("every field of every recorded table reads back in its own column", "[
              {"exchange_seconds", "50.5"},
              {"exchange_calls", "403"},
              {"forward_seconds", "50.25"},
-             {"backward_seconds", "50.125"}});
+             {"backward_seconds", "50.125"},
+             {"parameter_bytes_sent", "404"},
+             {"parameter_bytes_received", "405"},
+             {"parameter_seconds", "50.0625"},
+             {"parameter_calls", "406"}});
 
   // The time is stamped when the event is added; checked for its shape only.
   const std::string time =

@@ -216,11 +216,14 @@ TEST_CASE("layer statistics and rank memory round-trip, buffered until a flush",
                                                     "modeled_all_to_all_seconds",
                                                     "modeled_gather_seconds",
                                                     "modeled_replica_seconds",
-                                                    "placement_information"});
+                                                    "placement_information",
+                                                    "measured_parameter_bytes",
+                                                    "measured_parameter_seconds"});
     REQUIRE(layer.rows.size() == 1);
     CHECK(row_text(layer.rows[0]) ==
           id + "|3|1|100|3|90|2|40|24.25|30|22.5|1001|1002|1003|1004|1005|0.5|0.75|0.375|"
-               "0.0625|0.03125|0.015625|0.125|0.25|2048|0.5|0.0|0.0|0.0|0.0|0.0|0.0|this pass");
+               "0.0625|0.03125|0.015625|0.125|0.25|2048|0.5|0.0|0.0|0.0|0.0|0.0|0.0|this pass|0|"
+               "0.0");
 
     const lrmoe::QueryResult ranks = reader->query("SELECT * FROM rank_layer_steps");
     CHECK(ranks.columns == std::vector<std::string>{"run", "step", "layer", "rank", "forward_pairs",
@@ -231,12 +234,13 @@ TEST_CASE("layer statistics and rank memory round-trip, buffered until a flush",
     CHECK(row_text(ranks.rows[0]) == id + "|3|1|2|21|22|23|24|0.0|0.0");
 
     const lrmoe::QueryResult processes = reader->query("SELECT * FROM process_layer_steps");
-    CHECK(processes.columns == std::vector<std::string>{"run", "step", "layer", "process",
-                                                        "bytes_sent", "bytes_received",
-                                                        "exchange_seconds", "exchange_calls",
-                                                        "forward_seconds", "backward_seconds"});
+    CHECK(processes.columns ==
+          std::vector<std::string>{
+              "run", "step", "layer", "process", "bytes_sent", "bytes_received", "exchange_seconds",
+              "exchange_calls", "forward_seconds", "backward_seconds", "parameter_bytes_sent",
+              "parameter_bytes_received", "parameter_seconds", "parameter_calls"});
     REQUIRE(processes.rows.size() == 1);
-    CHECK(row_text(processes.rows[0]) == id + "|3|1|1|31|32|0.25|4|0.5|0.75");
+    CHECK(row_text(processes.rows[0]) == id + "|3|1|1|31|32|0.25|4|0.5|0.75|0|0|0.0|0");
     CHECK(scalar(*reader, "SELECT send_bytes_per_second FROM exchange_summary") == "124.0");
 
     const lrmoe::QueryResult memory = reader->query("SELECT * FROM rank_memory");

@@ -2,6 +2,8 @@
 
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <chrono>
+
 namespace lrmoe {
 namespace {
 
@@ -12,6 +14,7 @@ using torch::autograd::variable_list;
 struct FetchContext : torch::CustomClassHolder {
   std::shared_ptr<const ExpertFetchPlan> plan;
   std::shared_ptr<Collectives> collectives;
+  ExchangeMeasurement* tally = nullptr;
   // The home tensors' shapes and options, for their gradients.
   std::vector<int64_t> gate_up_shape, down_shape;
   torch::TensorOptions options;
@@ -31,6 +34,28 @@ Tensor sent_matrices(const ExpertFetchPlan& plan, const torch::Device& device) {
   return torch::tensor(matrices, torch::kInt64).to(device);
 }
 
+// Both messages' rows exchanged, tallied: bytes to and from the other processes (the counts for
+// this process itself are zero), host seconds, one call.
+std::vector<Tensor> exchange(FetchContext& state, const Tensor& gate_up, const Tensor& down,
+                             const std::vector<int64_t>& send_counts,
+                             const std::vector<int64_t>& recv_counts) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Tensor> arrived = state.collectives->exchange_messages(
+      {{gate_up, send_counts, recv_counts}, {down, send_counts, recv_counts}});
+  if (state.tally) {
+    const int64_t row_bytes = gate_up.size(1) * gate_up.size(2) * gate_up.element_size() +
+                              down.size(1) * down.size(2) * down.element_size();
+    for (std::size_t q = 0; q < send_counts.size(); ++q) {
+      state.tally->bytes_sent += send_counts[q] * row_bytes;
+      state.tally->bytes_received += recv_counts[q] * row_bytes;
+    }
+    state.tally->seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ++state.tally->calls;
+  }
+  return arrived;
+}
+
 // The gradient of fetched matrices, zeros where autograd brought none.
 Tensor or_zeros(const Tensor& grad, int64_t rows, const std::vector<int64_t>& home_shape,
                 const torch::TensorOptions& options) {
@@ -46,9 +71,9 @@ class FetchExpertsFunction : public torch::autograd::Function<FetchExpertsFuncti
     const Tensor sent = sent_matrices(plan, home_gate_up.device());
     const std::vector<int64_t> send_counts = sizes_of(plan.send);
     const std::vector<int64_t> recv_counts = sizes_of(plan.receive);
-    const std::vector<Tensor> arrived = state->collectives->exchange_messages(
-        {{home_gate_up.index_select(0, sent), send_counts, recv_counts},
-         {home_down.index_select(0, sent), send_counts, recv_counts}});
+    const std::vector<Tensor> arrived =
+        exchange(*state, home_gate_up.index_select(0, sent), home_down.index_select(0, sent),
+                 send_counts, recv_counts);
     state->gate_up_shape = home_gate_up.sizes().vec();
     state->down_shape = home_down.sizes().vec();
     state->options = home_gate_up.options();
@@ -64,11 +89,9 @@ class FetchExpertsFunction : public torch::autograd::Function<FetchExpertsFuncti
     // The reverse of the forward's exchange: what arrived from q goes back to q.
     const std::vector<int64_t> send_counts = sizes_of(plan.receive);
     const std::vector<int64_t> recv_counts = sizes_of(plan.send);
-    const std::vector<Tensor> returned = state->collectives->exchange_messages(
-        {{or_zeros(grads[0], fetched, state->gate_up_shape, state->options), send_counts,
-          recv_counts},
-         {or_zeros(grads[1], fetched, state->down_shape, state->options), send_counts,
-          recv_counts}});
+    const std::vector<Tensor> returned = exchange(
+        *state, or_zeros(grads[0], fetched, state->gate_up_shape, state->options),
+        or_zeros(grads[1], fetched, state->down_shape, state->options), send_counts, recv_counts);
     // An expert sent to several processes gets each one's gradient: index_add sums them.
     const Tensor sent = sent_matrices(plan, state->options.device());
     auto grad_gate_up = torch::zeros(state->gate_up_shape, state->options)
@@ -83,10 +106,11 @@ class FetchExpertsFunction : public torch::autograd::Function<FetchExpertsFuncti
 
 FetchedExperts fetch_experts(const torch::Tensor& home_gate_up, const torch::Tensor& home_down,
                              std::shared_ptr<const ExpertFetchPlan> plan,
-                             std::shared_ptr<Collectives> collectives) {
+                             std::shared_ptr<Collectives> collectives, ExchangeMeasurement* tally) {
   auto state = c10::make_intrusive<FetchContext>();
   state->plan = std::move(plan);
   state->collectives = std::move(collectives);
+  state->tally = tally;
   const variable_list fetched =
       FetchExpertsFunction::apply(home_gate_up, home_down, std::move(state));
   return {fetched[0], fetched[1]};

@@ -9,6 +9,7 @@
 
 #include "core/distributed/collectives.hpp"
 #include "core/pipeline/expert_fetch_plan.hpp"
+#include "core/pipeline/pair_exchange.hpp"
 
 namespace lrmoe {
 
@@ -22,8 +23,11 @@ struct FetchedExperts {
 // own plan: it is a collective, forward and backward. Differentiable: each fetched expert's
 // gradient goes back to its home and is added into the home expert's, so an expert's gradient
 // sums every process's contributions.
+// `tally`, when given, receives each exchange's bytes to and from other processes, its host
+// seconds and one call, forward and backward alike.
 FetchedExperts fetch_experts(const torch::Tensor& home_gate_up, const torch::Tensor& home_down,
                              std::shared_ptr<const ExpertFetchPlan> plan,
-                             std::shared_ptr<Collectives> collectives);
+                             std::shared_ptr<Collectives> collectives,
+                             ExchangeMeasurement* tally = nullptr);
 
 }  // namespace lrmoe

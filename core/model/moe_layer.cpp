@@ -49,7 +49,8 @@ MoELayerImpl::ExpertBank MoELayerImpl::bank_for(const ForwardPass& pass,
   // Concatenated even when nothing was fetched: every process's fetch must take part in the
   // backward's return exchange, so its outputs stay in the graph.
   const FetchedExperts fetched =
-      fetch_experts(w_gate_up_, w_down_, std::move(plan), pipeline_->collectives());
+      fetch_experts(w_gate_up_, w_down_, std::move(plan), pipeline_->collectives(),
+                    &pipeline_->parameter_transfers());
   return {as_compute(torch::cat({w_gate_up_, fetched.gate_up}), like),
           as_compute(torch::cat({w_down_, fetched.down}), like), std::move(index)};
 }

@@ -143,10 +143,6 @@ PlacementPlan ExpertPipeline::place(ForwardPass& pass, const std::vector<int64_t
   pass.step = step_;
   pass.table = table;
   pass.quota = plan.quota;
-  pass.previous_owner_rank = owner_rank_;
-  owner_rank_.assign(static_cast<std::size_t>(settings_.num_experts), 0);
-  for (std::size_t e = 0; e < owner_rank_.size(); ++e)
-    owner_rank_[e] = table->instance_rank[table->expert_instances[e].front()];
   // A step with any warm-up pass is a warm-up step.
   if (statistics_.information != PlanInformation::WarmUp)
     statistics_.information = plan.information;

@@ -84,9 +84,6 @@ struct ForwardPass {
   std::vector<int64_t> routed_counts;
   bool threshold_searched = false;
   std::shared_ptr<const InstanceTable> table;
-  // [experts]: each expert's owner rank in this layer's previous pass; empty on the first pass.
-  // An owner on another rank now moved its parameters (ModeledTime::replicas).
-  std::vector<int64_t> previous_owner_rank;
   std::vector<int64_t> quota;
   PairLayout layout;
   // [home rows of layout] int64: index of each computed pair homed here among this process's
@@ -132,10 +129,6 @@ class ExpertPipeline {
   void restore_history(const std::vector<std::vector<int64_t>>& history) {
     history_.assign(history.begin(), history.end());
   }
-  // [experts]: each expert's owner rank in the previous pass (empty before the first): what an
-  // owner that moves is charged from, saved in checkpoints beside the history.
-  const std::vector<int64_t>& owner_ranks() const { return owner_rank_; }
-  void restore_owner_ranks(std::vector<int64_t> ranks) { owner_rank_ = std::move(ranks); }
 
   // This process's routed pairs: `experts`, `gates` sorted by expert; `home`: home rank of each
   // pair, all on the training device; `tokens`: this process's tokens (every process has as
@@ -147,8 +140,10 @@ class ExpertPipeline {
   BackwardPass plan_backward(const ForwardPass& forward, PairBatch signals);
 
   PairExchange& exchange() { return *exchange_; }
-  // The run's processes, for the layer's own collectives (the experts it fetches).
+  // The run's processes, for the layer's own collectives (the experts it fetches), and where
+  // those transfers are tallied for the step's statistics.
   const std::shared_ptr<Collectives>& collectives() const { return collectives_; }
+  ExchangeMeasurement& parameter_transfers() { return statistics_.parameters; }
   const PipelineSettings& settings() const { return settings_; }
   bool recompute() const { return settings_.recompute; }
   bool dropped_pairs_keep_input_grad() const {
@@ -180,8 +175,8 @@ class ExpertPipeline {
   std::vector<int64_t> route_counts(Phase phase, const std::vector<int64_t>& groups,
                                     const InstanceTable& table, std::vector<int64_t> capacity);
   // The placement's plan for `pass`, with `counts` routed pairs per expert over every process of
-  // `tokens` tokens each: sets the pass's step, instance table (on `device`), quota and previous
-  // owners; the counts join the history.
+  // `tokens` tokens each: sets the pass's step, instance table (on `device`) and quota; the
+  // counts join the history.
   PlacementPlan place(ForwardPass& pass, const std::vector<int64_t>& counts, int64_t tokens,
                       const torch::Device& device);
   // Checks the plan as planned (loads split evenly over instances), for `computed` pairs per
@@ -234,7 +229,6 @@ class ExpertPipeline {
   // Earlier global counts, oldest first: the same on every process (Note [Exact multi-process
   // plan]).
   std::deque<std::vector<int64_t>> history_;
-  std::vector<int64_t> owner_rank_;  // [experts] the previous pass's owners; empty before it
   LayerStepStatistics statistics_;
 };
 

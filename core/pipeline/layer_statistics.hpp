@@ -56,6 +56,8 @@ struct ProcessStepMeasurement {
   ProcessPhaseTimes times;  // its wall and planning seconds of the layer, per phase
   // its all-to-all-v calls: bytes to and from other processes, wall time
   ExchangeMeasurement exchange;
+  // its expert fetches and gradient returns (sharded expert state), the same figures
+  ExchangeMeasurement parameters;
 };
 
 // The layer's timed spans of one step, unread (Note [Device timing]): on CUDA, events the
@@ -94,6 +96,9 @@ struct LayerStepStatistics {
   double forward_seconds = 0;  // measured wall time of the layer (the slowest process's)
   double backward_seconds = 0;
   ExchangeMeasurement exchange;  // this process's all-to-all-v calls
+  // This process's expert fetches and gradient returns (sharded expert state: fetch_experts),
+  // host-timed; none with replicated experts.
+  ExchangeMeasurement parameters;
   // every process's measurements (multi-process runs)
   std::vector<ProcessStepMeasurement> processes;
   PipelineOverhead overhead;                  // part of the two above

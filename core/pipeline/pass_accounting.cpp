@@ -4,6 +4,7 @@
 
 #include "core/pipeline/plan_budget.hpp"
 #include "core/pipeline/plan_collectives.hpp"
+#include "lrmoe/static_owners.hpp"
 
 namespace lrmoe {
 namespace {
@@ -92,30 +93,26 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
         model.exchange_seconds(scaled(call_elements, static_cast<double>(model.element_bytes())));
   }
 
-  // Parameter transfers (Note [Cost model]): a replica's parameters from its owner out and its
-  // gradients back, once per rank that hosts the expert without owning it (a second instance on
-  // that rank copies locally or shares the copy); and an owner on another rank than in the
-  // previous pass takes its parameters along (Note [SYMI as published]).
+  // Parameter transfers (Note [Cost model]): an expert's parameters from its home, the rank of
+  // its static owner, where its master weights and optimizer state live, out to every other rank
+  // that hosts an instance of it, owner or replica, and the gradients back, once per rank (a
+  // second instance on that rank copies locally or shares the copy).
   TrafficMatrix replica_out(R), replica_back(R);
   const double model_expert_bytes = static_cast<double>(3 * h * ffn * model.element_bytes());
   for (std::size_t e = 0; e < table.expert_instances.size(); ++e) {
-    const auto& instances = table.expert_instances[e];
-    const int64_t owner = table.instance_rank[instances[0]];
+    const int64_t home = static_owner(static_cast<int64_t>(e),
+                                      static_cast<int64_t>(table.expert_instances.size()), R)
+                             .rank;
     std::vector<bool> reached(r_size, false);
-    reached[static_cast<std::size_t>(owner)] = true;
-    for (std::size_t i = 1; i < instances.size(); ++i) {
-      const int64_t replica = table.instance_rank[instances[i]];
-      if (reached[static_cast<std::size_t>(replica)]) continue;
-      reached[static_cast<std::size_t>(replica)] = true;
+    reached[static_cast<std::size_t>(home)] = true;
+    for (const int64_t instance : table.expert_instances[e]) {
+      const int64_t rank = table.instance_rank[static_cast<std::size_t>(instance)];
+      if (reached[static_cast<std::size_t>(rank)]) continue;
+      reached[static_cast<std::size_t>(rank)] = true;
       account.traffic.replica_sync += 2 * c.expert_bytes;
-      replica_out.at(owner, replica) += model_expert_bytes;
-      replica_back.at(replica, owner) += model_expert_bytes;
+      replica_out.at(home, rank) += model_expert_bytes;
+      replica_back.at(rank, home) += model_expert_bytes;
     }
-    if (forward.previous_owner_rank.empty()) continue;
-    const int64_t before = forward.previous_owner_rank[e];
-    if (before == owner) continue;
-    account.traffic.replica_sync += c.expert_bytes;
-    replica_out.at(before, owner) += model_expert_bytes;
   }
   account.modeled.replicas =
       model.exchange_seconds(replica_out) + model.exchange_seconds(replica_back);

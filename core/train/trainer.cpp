@@ -260,9 +260,11 @@ void Trainer::gather_measurements(StepReport& report, std::optional<MeasuredPeak
   if (report.layers.empty()) return;
   const int64_t ranks = experiment_.cluster.ranks;
   const int64_t processes = collectives_->size();
-  // Per layer: wall and planning seconds by phase, exchange bytes, seconds and calls, then each
-  // rank's expert seconds by phase (zero for the ranks of other processes).
-  const int64_t fields = 8 + kPhases * ranks;
+  // Per layer: wall and planning seconds by phase, exchange bytes, seconds and calls, parameter
+  // transfer bytes, seconds and calls, then each rank's expert seconds by phase (zero for the
+  // ranks of other processes).
+  constexpr int64_t kProcessFields = 12;
+  const int64_t fields = kProcessFields + kPhases * ranks;
   const auto layers = static_cast<int64_t>(report.layers.size());
   // After the layers: the step's wall time and the device's measured peaks of the step, its
   // forward and its backward (-1: none).
@@ -279,9 +281,13 @@ void Trainer::gather_measurements(StepReport& report, std::optional<MeasuredPeak
     f[5] = static_cast<double>(s.exchange.bytes_received);
     f[6] = s.exchange.seconds;
     f[7] = static_cast<double>(s.exchange.calls);
+    f[8] = static_cast<double>(s.parameters.bytes_sent);
+    f[9] = static_cast<double>(s.parameters.bytes_received);
+    f[10] = s.parameters.seconds;
+    f[11] = static_cast<double>(s.parameters.calls);
     for (int phase = 0; phase < kPhases; ++phase) {
       const std::vector<double>& expert = s.rank_expert_seconds[phase];
-      std::copy(expert.begin(), expert.end(), f + 8 + phase * ranks);
+      std::copy(expert.begin(), expert.end(), f + kProcessFields + phase * ranks);
     }
   }
   values[layers * fields] = report.step_seconds;
@@ -315,9 +321,13 @@ void Trainer::gather_measurements(StepReport& report, std::optional<MeasuredPeak
       m.exchange.bytes_received = static_cast<int64_t>(f[5]);
       m.exchange.seconds = f[6];
       m.exchange.calls = static_cast<int64_t>(f[7]);
+      m.parameters.bytes_sent = static_cast<int64_t>(f[8]);
+      m.parameters.bytes_received = static_cast<int64_t>(f[9]);
+      m.parameters.seconds = f[10];
+      m.parameters.calls = static_cast<int64_t>(f[11]);
       for (int phase = 0; phase < kPhases; ++phase) {
         for (int64_t r = 0; r < ranks; ++r)
-          expert[phase][static_cast<std::size_t>(r)] += f[8 + phase * ranks + r];
+          expert[phase][static_cast<std::size_t>(r)] += f[kProcessFields + phase * ranks + r];
       }
       s.forward_seconds = std::max(s.forward_seconds, f[0]);
       s.backward_seconds = std::max(s.backward_seconds, f[1]);

@@ -91,8 +91,6 @@ void Trainer::save_checkpoint(int64_t step, const TrainingOutcome& outcome,
   for (std::size_t l = 0; l < pipelines_.size(); ++l) {
     archive.write(fmt::format("history_{}", l),
                   history_tensor(pipelines_[l]->history(), model_config_.num_experts));
-    archive.write(fmt::format("owner_ranks_{}", l),
-                  torch::tensor(pipelines_[l]->owner_ranks(), torch::kInt64));
   }
   if (policies_) {
     const std::vector<Policy*> policies = policies_of(*policies_);
@@ -144,10 +142,6 @@ int64_t Trainer::resume_from(const std::filesystem::path& file,
     for (std::size_t l = 0; l < pipelines_.size(); ++l) {
       pipelines_[l]->restore_history(
           history_rows(read_tensor(archive, fmt::format("history_{}", l))));
-      const torch::Tensor owners =
-          read_tensor(archive, fmt::format("owner_ranks_{}", l)).to(torch::kCPU).contiguous();
-      pipelines_[l]->restore_owner_ranks(std::vector<int64_t>(
-          owners.data_ptr<int64_t>(), owners.data_ptr<int64_t>() + owners.numel()));
     }
     if (policies_) {
       const std::vector<Policy*> policies = policies_of(*policies_);
