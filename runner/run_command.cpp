@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/config/byte_size.hpp"
 #include "core/config/experiment_loader.hpp"
 #include "core/config/parameter_count.hpp"
 #include "core/data/token_source.hpp"
@@ -35,6 +36,26 @@ namespace {
 std::string billions(int64_t count) {
   if (count >= 1'000'000'000) return fmt::format("{:.2f}B", static_cast<double>(count) / 1e9);
   return fmt::format("{:.2f}M", static_cast<double>(count) / 1e6);
+}
+
+// Logs and records what each process holds of the model (table process_state): with sharded
+// expert state, its home experts only.
+void record_process_states(ResultsStore& store, int64_t run,
+                           const std::vector<ProcessState>& states) {
+  std::vector<ProcessStateRecord> rows;
+  for (std::size_t p = 0; p < states.size(); ++p) {
+    const ProcessState& s = states[p];
+    spdlog::info(
+        "process {} holds {} dense and {} expert parameters: {} and {} with their gradients, {} "
+        "of optimizer state",
+        p, billions(s.dense_parameters), billions(s.expert_parameters),
+        readable_byte_size(static_cast<double>(s.dense_bytes())),
+        readable_byte_size(static_cast<double>(s.expert_bytes())),
+        readable_byte_size(static_cast<double>(s.optimizer_bytes())));
+    rows.push_back({static_cast<int64_t>(p), s.dense_parameters, s.expert_parameters,
+                    s.dense_bytes(), s.expert_bytes(), s.optimizer_bytes()});
+  }
+  store.add_process_states(run, rows);
 }
 
 BlasReport log_blas(const ThreadSetting& threads) {
@@ -223,7 +244,8 @@ int run_command(const ExperimentSource& source) {
     const GroupedGemmSelection kernel =
         choose_grouped_gemm_kernel(experiment.train.grouped_gemm, device,
                                    compute_dtype(experiment.train.precision), experiment.model);
-    check_footprint_fits(process_footprint(experiment.model, experiment.train, launch.world_size),
+    check_footprint_fits(process_footprint(experiment.model, experiment.train, experiment.cluster,
+                                           launch.world_size),
                          device, launch.local_world_size);
     device_line =
         fmt::format("device {}, precision {}, grouped GEMM {} ({}), LibTorch {}",
@@ -304,6 +326,7 @@ int run_command(const ExperimentSource& source) {
     std::unique_ptr<Trainer> trainer = std::move(resumed);
     if (!trainer)
       trainer = std::make_unique<Trainer>(experiment, *data, policies, collectives, profile);
+    record_process_states(*store, run, trainer->process_states());
     if (experiment.train.checkpoint_every > 0)
       trainer->enable_checkpoints(
           {checkpoint_folder(store->path(), run), checkpoint_identity(experiment)});

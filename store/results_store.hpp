@@ -98,6 +98,14 @@ struct PluginRecordRow {
   std::string sha256;      // of that library
 };
 
+// What one process of a run holds of the model (table process_state): parameter counts, and
+// bytes of fp32 parameters with their gradients, and of the optimizer's state.
+struct ProcessStateRecord {
+  int64_t process = 0;
+  int64_t dense_parameters = 0, expert_parameters = 0;
+  int64_t dense_bytes = 0, expert_bytes = 0, optimizer_bytes = 0;
+};
+
 // What a run trained on (table run_data; Note [Data provenance] in docs/notes.md): the file's
 // fields are NULL for synthetic data, the corpus's without a tokens file's manifest.
 struct RunDataRow {
@@ -329,6 +337,8 @@ class ResultsStore {
   // its first step.
   virtual void add_plugins(int64_t run, const std::vector<PluginRecordRow>& plugins) = 0;
   virtual void add_data(int64_t run, const RunDataRow& data) = 0;
+  // Every process's holding, at once; a resumed run's replace its earlier ones.
+  virtual void add_process_states(int64_t run, const std::vector<ProcessStateRecord>& states) = 0;
   virtual void add_step(int64_t run, const StepRecord& step) = 0;
   // pairs_per_expert[e]: token-expert pairs routed to expert e of `layer` in `step`.
   virtual void add_expert_load(int64_t run, int64_t step, int64_t layer,

@@ -542,6 +542,20 @@ ALTER TABLE process_layer_steps ADD COLUMN parameter_calls INTEGER NOT NULL DEFA
 ALTER TABLE moe_layer_steps ADD COLUMN measured_parameter_bytes INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE moe_layer_steps ADD COLUMN measured_parameter_seconds REAL NOT NULL DEFAULT 0;
 )sql"},
+    // What each process of a run holds of the model (cluster.expert_state): parameters, bytes of
+    // fp32 parameters with their gradients, and of AdamW's moments.
+    Migration{15, R"sql(
+CREATE TABLE process_state (
+  run               INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  process           INTEGER NOT NULL,
+  dense_parameters  INTEGER NOT NULL,
+  expert_parameters INTEGER NOT NULL,
+  dense_bytes       INTEGER NOT NULL,
+  expert_bytes      INTEGER NOT NULL,
+  optimizer_bytes   INTEGER NOT NULL,
+  PRIMARY KEY (run, process)
+);
+)sql"},
 };
 
 constexpr bool numbered_in_order() {

@@ -4,6 +4,7 @@
 // its target on two processes, and a rank that dies or hangs ending the run as failed with its
 // committed steps.
 
+#include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <catch2/catch.hpp>
@@ -236,6 +237,18 @@ TEST_CASE("one run on P = 1, 2 and 4 processes: the same losses and one set of r
           CHECK(measured <= modeled);
         }
         if (sharded && variant.name.rfind("fixed", 0) != 0) CHECK(measured > 0);
+        // Each process's holding: sharded, 1/P of the experts each (tiny-moe's 8 experts divide
+        // evenly), every dense parameter everywhere; replicated, the whole model everywhere.
+        const double experts = doubles(db[1], "SELECT expert_parameters FROM process_state")[0];
+        const double dense = doubles(db[1], "SELECT dense_parameters FROM process_state")[0];
+        const double held = sharded ? experts / processes : experts;
+        CHECK(column(d,
+                     "SELECT count(*), min(expert_parameters), max(expert_parameters), "
+                     "min(dense_parameters), max(dense_parameters), "
+                     "min(optimizer_bytes = 8 * (dense_parameters + expert_parameters)) "
+                     "FROM process_state") == fmt::format("{0} {1} {1} {2} {2} 1 \n", processes,
+                                                          static_cast<int64_t>(held),
+                                                          static_cast<int64_t>(dense)));
       }
       CHECK(column(db[1], "SELECT count(*), sum(measured_exchange_bytes) FROM moe_layer_steps") ==
             "24 0 \n");

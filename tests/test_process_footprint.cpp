@@ -17,13 +17,21 @@ TEST_CASE("a process holds 16 bytes per parameter and the activations of its row
   TrainConfig train;
   train.batch_size = 8;
   train.seq_len = 32;
-  const ProcessFootprint one = process_footprint(model, train, 1);
+  ClusterConfig cluster;
+  cluster.ranks = 4;
+  const ProcessFootprint one = process_footprint(model, train, cluster, 1);
   CHECK(one.model_state_bytes == 16.0 * static_cast<double>(count_parameters(model).total));
   CHECK(one.activation_bytes == static_cast<double>(dense_activation_bytes(model, 8 * 32, 32, 4)));
   // Two processes read half the rows each and hold the whole model each.
-  const ProcessFootprint two = process_footprint(model, train, 2);
+  const ProcessFootprint two = process_footprint(model, train, cluster, 2);
   CHECK(two.model_state_bytes == one.model_state_bytes);
   CHECK(two.activation_bytes == static_cast<double>(dense_activation_bytes(model, 4 * 32, 32, 4)));
+  // Sharded, each of two processes holds half of the 8 routed experts.
+  cluster.expert_state = ExpertState::Sharded;
+  const ProcessFootprint sharded = process_footprint(model, train, cluster, 2);
+  CHECK(sharded.model_state_bytes ==
+        one.model_state_bytes - 16.0 * 4 * static_cast<double>(routed_expert_parameters(model)));
+  CHECK(process_footprint(model, train, cluster, 1).model_state_bytes == one.model_state_bytes);
 }
 
 TEST_CASE("a footprint larger than the host's memory limit is refused with the numbers",

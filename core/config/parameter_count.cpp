@@ -34,4 +34,8 @@ ParameterCount count_parameters(const ModelConfig& c) {
   return count;
 }
 
+int64_t routed_expert_parameters(const ModelConfig& c) {
+  return (c.num_layers - c.first_k_dense) * 3 * c.hidden_size * c.expert_ffn_size;
+}
+
 }  // namespace lrmoe

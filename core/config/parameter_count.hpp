@@ -18,4 +18,8 @@ struct ParameterCount {
 
 ParameterCount count_parameters(const ModelConfig& config);
 
+// The parameters of one routed expert over every MoE layer (what a process that does not hold
+// the expert saves with sharded expert state).
+int64_t routed_expert_parameters(const ModelConfig& config);
+
 }  // namespace lrmoe

@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 
 #include "core/config/byte_size.hpp"
 #include "core/config/parameter_count.hpp"
 #include "core/device/cuda_runtime.hpp"
+#include "core/pipeline/expert_fetch_plan.hpp"
 #include "core/pipeline/instance_table.hpp"
 #include "core/pipeline/rank_budget.hpp"
 #include "core/system/machine_memory.hpp"
@@ -14,10 +16,18 @@
 namespace lrmoe {
 
 ProcessFootprint process_footprint(const ModelConfig& model, const TrainConfig& train,
-                                   int64_t processes) {
+                                   const ClusterConfig& cluster, int64_t processes) {
+  int64_t parameters = count_parameters(model).total;
+  if (cluster.expert_state == ExpertState::Sharded) {
+    // The process holding the most experts: the others hold no more.
+    const ProcessView view{0, processes, cluster.ranks / processes};
+    int64_t most = 0;
+    for (int64_t p = 0; p < processes; ++p)
+      most = std::max(most, home_shard(model.num_experts, cluster.ranks, view, p).count);
+    parameters -= (model.num_experts - most) * routed_expert_parameters(model);
+  }
   ProcessFootprint footprint;
-  footprint.model_state_bytes =
-      16.0 * static_cast<double>(count_parameters(model).total);  // 4 fp32 copies
+  footprint.model_state_bytes = 16.0 * static_cast<double>(parameters);  // 4 fp32 copies
   const int64_t rows = train.batch_size / processes;
   footprint.activation_bytes = static_cast<double>(dense_activation_bytes(
       model, rows * train.seq_len, train.seq_len, element_sizes(train.precision).activation));

@@ -8,14 +8,16 @@
 
 #include <torch/torch.h>
 
+#include "core/config/cluster_config.hpp"
 #include "core/config/model_config.hpp"
 #include "core/config/train_config.hpp"
 
 namespace lrmoe {
 
 struct ProcessFootprint {
-  // Every process builds the whole model: fp32 parameters, their gradients and Adam's two
-  // moments, 16 bytes per parameter once the first step has run.
+  // The parameters the process holds (every one, or with sharded expert state the dense ones and
+  // the largest process's home experts), fp32, with their gradients and Adam's two moments: 16
+  // bytes per parameter once the first step has run.
   double model_state_bytes = 0;
   // The activations autograd saves outside the experts for the process's rows of one micro-batch
   // (dense_activation_bytes). The experts' token buffers come on top.
@@ -23,9 +25,10 @@ struct ProcessFootprint {
   double total() const { return model_state_bytes + activation_bytes; }
 };
 
-// `processes`: the launch's processes, which share every micro-batch's rows equally.
+// `processes`: the launch's processes, which share every micro-batch's rows equally and, with
+// cluster.expert_state = "sharded", the experts.
 ProcessFootprint process_footprint(const ModelConfig& model, const TrainConfig& train,
-                                   int64_t processes);
+                                   const ClusterConfig& cluster, int64_t processes);
 
 // Throws PlanError, with the numbers and what to lower, when the footprint does not fit: on a
 // GPU its memory; on the CPU the host's memory limit shared by `processes_on_host` processes.

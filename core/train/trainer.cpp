@@ -101,10 +101,17 @@ void Trainer::split_parameters(bool sharded) {
   for (MoELayer layer : model_->moe_layers())
     for (const torch::Tensor& p : layer->expert_parameters())
       experts.insert(p.unsafeGetTensorImpl());
+  int64_t counts[2] = {0, 0};  // dense, experts
   for (const torch::Tensor& p : model_->parameters()) {
     const bool expert = experts.count(p.unsafeGetTensorImpl()) > 0;
     (sharded && expert ? sharded_parameters_ : replicated_parameters_).push_back(p);
+    counts[expert ? 1 : 0] += p.numel();
   }
+  const torch::Tensor mine = torch::tensor({counts[0], counts[1]}, torch::kInt64).reshape({1, 2});
+  const torch::Tensor all =
+      collectives_->gather_rows(mine, std::vector<int64_t>(collectives_->size(), 1));
+  for (int64_t p = 0; p < all.size(0); ++p)
+    process_states_.push_back({all[p][0].item<int64_t>(), all[p][1].item<int64_t>()});
 }
 
 void Trainer::install_pipelines(std::shared_ptr<const PolicySet> policies,

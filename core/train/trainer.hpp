@@ -61,6 +61,18 @@ struct CheckpointSettings {
   CheckpointIdentity identity;
 };
 
+// What one process holds of the model, counted from its parameters (docs/ARCHITECTURE.md,
+// "Expert-sharded state"): fp32 parameters with their gradients, 8 bytes each, and AdamW's two
+// moments, 8 bytes more once the first step has run.
+struct ProcessState {
+  int64_t dense_parameters = 0;   // every parameter but the routed experts' (alike everywhere)
+  int64_t expert_parameters = 0;  // the routed experts' parameters it holds
+
+  int64_t dense_bytes() const { return 8 * dense_parameters; }
+  int64_t expert_bytes() const { return 8 * expert_parameters; }
+  int64_t optimizer_bytes() const { return 8 * (dense_parameters + expert_parameters); }
+};
+
 // The model's configuration with the vocabulary taken from the data when it is 0. Throws
 // std::invalid_argument when the data's vocabulary does not fit the model's.
 ModelConfig resolve_model_vocabulary(const ModelConfig& model, int64_t data_vocab_size);
@@ -98,6 +110,8 @@ class Trainer {
   const RankBudget& rank_budget() const { return budget_; }
   // The model's parameters: fp32 master weights whatever train.precision.
   std::vector<torch::Tensor> parameters() const { return model_->parameters(); }
+  // Every process's holding, in process order (gathered at construction).
+  const std::vector<ProcessState>& process_states() const { return process_states_; }
   // Where the model, batches and optimizer state live (train.device resolved).
   const torch::Device& device() const { return device_; }
   // The grouped GEMM kernel chosen at construction, and why (installed for the whole process).
@@ -132,7 +146,7 @@ class Trainer {
   void install_pipelines(std::shared_ptr<const PolicySet> policies,
                          std::optional<HardwareProfile> profile);
   // Sorts the model's parameters into those every process holds alike and, with sharded expert
-  // state, the experts each holds its own of.
+  // state, the experts each holds its own of; gathers every process's ProcessState.
   void split_parameters(bool sharded);
   // Sums every replicated parameter's gradient over the processes.
   void sum_gradients();
@@ -163,6 +177,7 @@ class Trainer {
   Transformer model_{nullptr};
   std::vector<torch::Tensor> replicated_parameters_;  // the same on every process
   std::vector<torch::Tensor> sharded_parameters_;     // this process's experts, when sharded
+  std::vector<ProcessState> process_states_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::vector<std::shared_ptr<ExpertPipeline>> pipelines_;  // one per MoE layer
   RankBudget budget_;
