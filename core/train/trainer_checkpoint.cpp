@@ -15,7 +15,7 @@ namespace lrmoe {
 namespace {
 
 // Raised when what a checkpoint holds changes; a checkpoint of another format is refused.
-constexpr int64_t kCheckpointFormat = 2;  // 2: every MoE layer's previous owners
+constexpr int64_t kCheckpointFormat = 3;  // 3: no previous owners (2 had them)
 constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
 
 // The run's totals and last evaluation loss as one float64 tensor: bit for bit, NaN for none.
