@@ -63,11 +63,34 @@ Tensor concat_parts(const std::vector<Tensor>& parts) {
   return parts.size() == 1 ? parts.front() : torch::cat(parts);
 }
 
+// The weights of a pass: the held experts' matrices, then the fetched ones (maybe none),
+// concatenated for the grouped GEMMs. Built anew in forward and backward, never saved: between
+// the two, autograd keeps only the held and fetched tensors, not a copy of both.
+Tensor bank_of(const Tensor& held, const Tensor& fetched) {
+  return fetched.size(0) > 0 ? torch::cat({held, fetched}) : held;
+}
+
+// A bank's gradient split into the held experts' and the fetched ones'.
+std::pair<Tensor, Tensor> split_bank_grad(const Tensor& grad, const Tensor& held,
+                                          const Tensor& fetched) {
+  if (fetched.size(0) == 0) return {grad, torch::zeros_like(fetched)};
+  return {grad.narrow(0, 0, held.size(0)), grad.narrow(0, held.size(0), fetched.size(0))};
+}
+
+// No fetched experts: zero matrices shaped like `held`'s, outside the graph (LibTorch 1.13's
+// custom functions take no undefined tensor).
+Tensor none_fetched(const Tensor& fetched, const Tensor& held) {
+  return fetched.defined() ? fetched : held.detach().narrow(0, 0, 0);
+}
+
 class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction> {
  public:
   static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& gates,
-                        const Tensor& w_gate_up, const Tensor& w_down, const Tensor& tokens,
-                        c10::intrusive_ptr<PairsContext> state) {
+                        const Tensor& held_gate_up, const Tensor& held_down,
+                        const Tensor& fetched_gate_up, const Tensor& fetched_down,
+                        const Tensor& tokens, c10::intrusive_ptr<PairsContext> state) {
+    const Tensor w_gate_up = bank_of(held_gate_up, fetched_gate_up);
+    const Tensor w_down = bank_of(held_down, fetched_down);
     const ForwardPass& pass = *state->forward;
     const ProcessSlice& here = pass.layout.local;
     PairExchange& exchange = state->exchange();
@@ -94,8 +117,8 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     scatter_add_rows(out, tokens, y_home, gates);
 
     const bool recompute = state->pipeline && state->pipeline->recompute();
-    ctx->save_for_backward(
-        {x, gates, w_gate_up, w_down, tokens, y_home, hidden_norm, recompute ? Tensor() : pre});
+    ctx->save_for_backward({x, gates, held_gate_up, held_down, tokens, y_home, hidden_norm,
+                            recompute ? Tensor() : pre, fetched_gate_up, fetched_down});
     ctx->saved_data["state"] = c10::IValue::make_capsule(std::move(state));
     return out;
   }
@@ -104,8 +127,12 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     auto saved = ctx->get_saved_variables();
     const Tensor& x = saved[0];
     const Tensor& gates = saved[1];
-    const Tensor& w_gate_up = saved[2];
-    const Tensor& w_down = saved[3];
+    const Tensor& held_gate_up = saved[2];
+    const Tensor& held_down = saved[3];
+    const Tensor& fetched_gate_up = saved[8];
+    const Tensor& fetched_down = saved[9];
+    const Tensor w_gate_up = bank_of(held_gate_up, fetched_gate_up);
+    const Tensor w_down = bank_of(held_down, fetched_down);
     const Tensor& tokens = saved[4];
     const Tensor& y_home = saved[5];
     const Tensor& hidden_norm = saved[6];
@@ -207,8 +234,18 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
       }
       exchange.combine_add(grad_x, tokens, concat_parts(all_inputs), computed_here);
     }
-    return {grad_x,   grad_gates, weight_grads.w_gate_up.finish(), weight_grads.w_down.finish(),
-            Tensor(), Tensor()};
+    const auto [grad_held_gate_up, grad_fetched_gate_up] =
+        split_bank_grad(weight_grads.w_gate_up.finish(), held_gate_up, fetched_gate_up);
+    const auto [grad_held_down, grad_fetched_down] =
+        split_bank_grad(weight_grads.w_down.finish(), held_down, fetched_down);
+    return {grad_x,
+            grad_gates,
+            grad_held_gate_up,
+            grad_held_down,
+            grad_fetched_gate_up,
+            grad_fetched_down,
+            Tensor(),
+            Tensor()};
   }
 };
 
@@ -261,12 +298,15 @@ torch::Tensor routed_experts(const torch::Tensor& x, const torch::Tensor& gates,
                              const torch::Tensor& tokens, const torch::Tensor& w_gate_up,
                              const torch::Tensor& w_down, std::shared_ptr<ExpertPipeline> pipeline,
                              std::shared_ptr<const ForwardPass> forward,
-                             std::vector<int64_t> bank_index) {
+                             std::vector<int64_t> bank_index, const torch::Tensor& fetched_gate_up,
+                             const torch::Tensor& fetched_down) {
   auto state = c10::make_intrusive<PairsContext>();
   state->pipeline = std::move(pipeline);
   state->forward = std::move(forward);
   state->bank_index = std::move(bank_index);
-  return ExpertPairsFunction::apply(x, gates, w_gate_up, w_down, tokens, std::move(state));
+  return ExpertPairsFunction::apply(x, gates, w_gate_up, w_down,
+                                    none_fetched(fetched_gate_up, w_gate_up),
+                                    none_fetched(fetched_down, w_down), tokens, std::move(state));
 }
 
 }  // namespace lrmoe

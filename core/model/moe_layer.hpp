@@ -54,11 +54,12 @@ class MoELayerImpl : public torch::nn::Module {
  private:
   MoELayerImpl(const ModelConfig& config, ExpertShard shard, bool sharded);
 
-  // The layer's weights for one pass, in the compute dtype, and each expert's matrix in them
-  // (empty: matrix e is expert e). Sharded, in training: the home experts and those fetched for
-  // `pass`; otherwise the experts held.
+  // The layer's weights for one pass, in the compute dtype: the experts held and, sharded in
+  // training, those fetched for `pass` (undefined otherwise); and each expert's matrix among held
+  // then fetched (empty: matrix e is expert e).
   struct ExpertBank {
     torch::Tensor gate_up, down;
+    torch::Tensor fetched_gate_up, fetched_down;
     std::vector<int64_t> index;
   };
   ExpertBank bank_for(const ForwardPass& pass, const torch::Tensor& like);
