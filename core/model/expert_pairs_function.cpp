@@ -77,8 +77,8 @@ std::pair<Tensor, Tensor> split_bank_grad(const Tensor& grad, const Tensor& held
   return {grad.narrow(0, 0, held.size(0)), grad.narrow(0, held.size(0), fetched.size(0))};
 }
 
-// No fetched experts: zero matrices shaped like `held`'s, outside the graph (LibTorch 1.13's
-// custom functions take no undefined tensor).
+// No fetched experts: an empty tensor of `held`'s matrix shape, outside the graph (LibTorch
+// 1.13's custom functions take no undefined tensor).
 Tensor none_fetched(const Tensor& fetched, const Tensor& held) {
   return fetched.defined() ? fetched : held.detach().narrow(0, 0, 0);
 }

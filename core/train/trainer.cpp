@@ -170,7 +170,7 @@ Trainer::QueuedStep Trainer::train_step(int64_t step) {
   const double max_norm = t.grad_clip > 0 ? t.grad_clip : std::numeric_limits<double>::infinity();
   const torch::Tensor grad_norm =
       sharded_parameters_.empty()
-          ? clip_gradient_norm(model_->parameters(), max_norm)
+          ? clip_gradient_norm(replicated_parameters_, max_norm)
           : clip_gradient_norm(replicated_parameters_, sharded_parameters_, max_norm,
                                [&](torch::Tensor& squares) { collectives_->sum(squares); });
   optimizer_->step();
