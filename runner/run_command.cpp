@@ -130,6 +130,8 @@ int follow_run(const Experiment& experiment, const TokenSource& data,
   Trainer trainer(experiment, data, std::move(policies), std::move(collectives),
                   std::move(profile));
   if (resume) trainer.resume_from(resume->checkpoint, checkpoint_identity(experiment));
+  // Process 0 names the folder; with sharded experts this process writes its part there.
+  if (experiment.train.checkpoint_every > 0) trainer.enable_checkpoints(std::nullopt);
   return trainer.run(observer).reason == StopReason::Stopped ? 130 : 0;
 }
 
@@ -328,8 +330,8 @@ int run_command(const ExperimentSource& source) {
       trainer = std::make_unique<Trainer>(experiment, *data, policies, collectives, profile);
     record_process_states(*store, run, trainer->process_states());
     if (experiment.train.checkpoint_every > 0)
-      trainer->enable_checkpoints(
-          {checkpoint_folder(store->path(), run), checkpoint_identity(experiment)});
+      trainer->enable_checkpoints(CheckpointSettings{checkpoint_folder(store->path(), run),
+                                                     checkpoint_identity(experiment)});
     outcome = trainer->run(recorder);
   } catch (const std::exception& error) {
     progress.finish();

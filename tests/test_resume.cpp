@@ -109,7 +109,7 @@ void check_same_training(const std::vector<StepRecord>& a, const std::vector<Ste
 RecordingObserver train_with_checkpoints(const Experiment& e, const TokenSource& data,
                                          const fs::path& folder) {
   Trainer whole(e, data, counting_policies());
-  whole.enable_checkpoints({folder, kIdentity});
+  whole.enable_checkpoints(CheckpointSettings{folder, kIdentity});
   RecordingObserver losses;
   whole.run(losses);
   return losses;
@@ -155,6 +155,41 @@ TEST_CASE(
         *std::max_element(uninterrupted.kept.begin(), uninterrupted.kept.end()));
 }
 
+TEST_CASE(
+    "with sharded expert state the experts are saved in the process's part of the checkpoint, "
+    "and a resume from both trains on bit for bit",
+    "[resume]") {
+  TempFolder dir;
+  Experiment e = tiny_experiment();
+  e.cluster.expert_state = ExpertState::Sharded;
+  auto data = make_token_source(e.data, e.experiment.seed, e.train.seq_len);
+
+  const RecordingObserver uninterrupted = train_with_checkpoints(e, *data, dir.path());
+  REQUIRE(fs::exists(checkpoint_part_path(dir.path(), 3, 0)));
+
+  Trainer resumed(e, *data, counting_policies());
+  CHECK(resumed.resume_from(checkpoint_path(dir.path(), 3), kIdentity) == 3);
+  RecordingObserver rest;
+  resumed.run(rest);
+  CHECK(rest.losses ==
+        std::vector<double>(uninterrupted.losses.begin() + 3, uninterrupted.losses.end()));
+  CHECK(rest.grad_norms ==
+        std::vector<double>(uninterrupted.grad_norms.begin() + 3, uninterrupted.grad_norms.end()));
+
+  // The experts are in the part only: without it the checkpoint is refused, saying so.
+  fs::remove(checkpoint_part_path(dir.path(), 6, 0));
+  Trainer other(e, *data, counting_policies());
+  CHECK_THROWS_WITH(other.resume_from(checkpoint_path(dir.path(), 6), kIdentity),
+                    Contains("this process's part of the checkpoint, step-00000006.process-0.pt, "
+                             "is missing"));
+  // A replicated run's checkpoint holds the experts in its main file, not a sharded run's.
+  Experiment replicated = e;
+  replicated.cluster.expert_state = ExpertState::Replicated;
+  Trainer dense(replicated, *data, counting_policies());
+  CHECK_THROWS_WITH(dense.resume_from(checkpoint_path(dir.path(), 3), kIdentity),
+                    Contains("holds other tensors than this model's"));
+}
+
 TEST_CASE("a checkpoint of another experiment or build is refused with what differs", "[resume]") {
   TempFolder dir;
   const Experiment e = tiny_experiment();
@@ -189,10 +224,19 @@ TEST_CASE("checkpoints are written whole or not at all, and only the newest are 
                      [](const std::string& temporary) { std::ofstream(temporary) << "whole"; });
   }
   std::ofstream(folder / "notes.txt") << "not a checkpoint";
+  // Parts of each step's processes, and of step 16, whose main file was never written: a
+  // checkpoint cut short, which is not one.
+  for (int64_t step : {4, 8, 12, 16}) {
+    for (int64_t process : {0, 1}) std::ofstream(checkpoint_part_path(folder, step, process));
+  }
   CHECK(latest_checkpoint(folder) == checkpoint_path(folder, 12));
   prune_checkpoints(folder, 2);
   CHECK_FALSE(fs::exists(checkpoint_path(folder, 4)));
+  CHECK_FALSE(fs::exists(checkpoint_part_path(folder, 4, 1)));
   CHECK(fs::exists(checkpoint_path(folder, 8)));
+  CHECK(fs::exists(checkpoint_part_path(folder, 8, 0)));
+  CHECK(fs::exists(checkpoint_part_path(folder, 12, 1)));
+  CHECK_FALSE(fs::exists(checkpoint_part_path(folder, 16, 0)));
   CHECK(fs::exists(folder / "notes.txt"));
 }
 
@@ -288,22 +332,15 @@ TEST_CASE("a checkpoint that is not the run's is refused and the run's rows are 
 
 TEST_CASE("lrmoe resume continues a stopped two-process run as if it had not stopped",
           "[resume][slow]") {
+  const std::string state = GENERATE("replicated", "sharded");
+  INFO("cluster.expert_state " << state);
   TempFolder dir;
-  const std::vector<std::string> settings{kTinyExperiment,
-                                          "--set",
-                                          "train.max_steps=14",
-                                          "--set",
-                                          "train.warmup_steps=2",
-                                          "--set",
-                                          "train.target_loss=0",
-                                          "--set",
-                                          "train.checkpoint_every=5",
-                                          "--set",
-                                          "cluster.ranks=4",
-                                          "--set",
-                                          "cluster.slots_per_rank=3",
-                                          "--set",
-                                          "policies.bundle=lrmoe"};
+  const std::vector<std::string> settings{
+      kTinyExperiment,        "--set", "cluster.expert_state=" + state, "--set",
+      "train.max_steps=14",   "--set", "train.warmup_steps=2",          "--set",
+      "train.target_loss=0",  "--set", "train.checkpoint_every=5",      "--set",
+      "cluster.ranks=4",      "--set", "cluster.slots_per_rank=3",      "--set",
+      "policies.bundle=lrmoe"};
   auto launch = [&](const std::string& db) {
     std::vector<std::string> args{"launch", "-n", "2"};
     args.insert(args.end(), settings.begin(), settings.end());
@@ -321,6 +358,21 @@ TEST_CASE("lrmoe resume continues a stopped two-process run as if it had not sto
     CHECK(child.wait(std::chrono::seconds(60)) == 130);
   }
   CHECK(scalar(*ResultsStore::open_read_only(cut_db), "SELECT status FROM runs") == "stopped");
+  const fs::path folder = cut_db + "-checkpoints/run-1";
+  if (state == "sharded") {
+    // Each process wrote its own experts; they are not resharded over another count.
+    const std::optional<fs::path> latest = latest_checkpoint(folder);
+    REQUIRE(latest);
+    CHECK(fs::exists(latest->parent_path() / (latest->stem().string() + ".process-1.pt")));
+    std::vector<std::string> one{"run"};
+    one.insert(one.end(), settings.begin(), settings.end());
+    one.insert(one.end(),
+               {"--db", cut_db, "--resume-run", "1", "--resume-checkpoint", latest->string()});
+    const auto [refused, says] = run_lrmoe(one, dir.file("one.log"));
+    CHECK(refused == 1);
+    CHECK_THAT(says, Contains("written by 2 processes, each holding its own experts, and this "
+                              "run has 1"));
+  }
   const auto [code, output] = run_lrmoe({"resume", "1", "--db", cut_db}, dir.file("resume.log"));
   INFO(output);
   REQUIRE(code == 0);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <set>
 #include <vector>
 
 namespace lrmoe {
@@ -17,30 +18,53 @@ namespace fs = std::filesystem;
 constexpr const char* kPrefix = "step-";
 constexpr const char* kSuffix = ".pt";
 
-// The step of a checkpoint file name, none for any other file.
-std::optional<int64_t> step_of(const fs::path& file) {
+constexpr const char* kPart = ".process-";
+
+bool all_digits(const std::string& text) {
+  return !text.empty() && text.size() <= 18 &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// A file of a checkpoint: its step, and the process for a part (none for the main file).
+struct CheckpointFile {
+  int64_t step = 0;
+  std::optional<int64_t> process;
+  fs::path path;
+};
+
+// What a file name says it is: a checkpoint's main file or part, or none for any other file.
+std::optional<CheckpointFile> parse_checkpoint_name(const fs::path& file) {
   const std::string name = file.filename().string();
   const std::string prefix = kPrefix, suffix = kSuffix;
   if (name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0 ||
       name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
     return std::nullopt;
   }
-  const std::string digits =
-      name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return std::nullopt;
-  return std::stoll(digits);
+  std::string stem = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  CheckpointFile parsed{0, std::nullopt, file};
+  if (const std::size_t part = stem.find(kPart); part != std::string::npos) {
+    const std::string process = stem.substr(part + std::strlen(kPart));
+    if (!all_digits(process)) return std::nullopt;
+    parsed.process = std::stoll(process);
+    stem.resize(part);
+  }
+  if (!all_digits(stem)) return std::nullopt;
+  parsed.step = std::stoll(stem);
+  return parsed;
 }
 
-// Every checkpoint of `folder`, oldest first.
-std::vector<std::pair<int64_t, fs::path>> checkpoints(const fs::path& folder) {
-  std::vector<std::pair<int64_t, fs::path>> found;
+// Every main file (`parts` false) or every part (true) of `folder`, oldest first.
+std::vector<CheckpointFile> checkpoint_files(const fs::path& folder, bool parts) {
+  std::vector<CheckpointFile> found;
   std::error_code error;
   for (const fs::directory_entry& entry : fs::directory_iterator(folder, error)) {
-    if (const auto step = step_of(entry.path()); step && entry.is_regular_file())
-      found.emplace_back(*step, entry.path());
+    const auto parsed = parse_checkpoint_name(entry.path());
+    if (parsed && parsed->process.has_value() == parts && entry.is_regular_file())
+      found.push_back(*parsed);
   }
-  std::sort(found.begin(), found.end());
+  std::sort(found.begin(), found.end(), [](const CheckpointFile& a, const CheckpointFile& b) {
+    return a.step < b.step || (a.step == b.step && a.process < b.process);
+  });
   return found;
 }
 
@@ -60,10 +84,14 @@ fs::path checkpoint_path(const fs::path& folder, int64_t step) {
   return folder / fmt::format("{}{:08d}{}", kPrefix, step, kSuffix);
 }
 
+fs::path checkpoint_part_path(const fs::path& folder, int64_t step, int64_t process) {
+  return folder / fmt::format("{}{:08d}{}{}{}", kPrefix, step, kPart, process, kSuffix);
+}
+
 std::optional<fs::path> latest_checkpoint(const fs::path& folder) {
-  const auto found = checkpoints(folder);
+  const auto found = checkpoint_files(folder, /*parts=*/false);
   if (found.empty()) return std::nullopt;
-  return found.back().second;
+  return found.back().path;
 }
 
 void write_atomically(const fs::path& file,
@@ -87,11 +115,17 @@ void write_atomically(const fs::path& file,
 }
 
 void prune_checkpoints(const fs::path& folder, int64_t keep) {
-  const auto found = checkpoints(folder);
-  for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < found.size(); ++i) {
-    std::error_code ignored;
-    fs::remove(found[i].second, ignored);
+  const auto found = checkpoint_files(folder, /*parts=*/false);
+  std::set<int64_t> kept;
+  std::error_code ignored;
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    if (i + static_cast<std::size_t>(keep) < found.size())
+      fs::remove(found[i].path, ignored);
+    else
+      kept.insert(found[i].step);
   }
+  for (const CheckpointFile& part : checkpoint_files(folder, /*parts=*/true))
+    if (kept.count(part.step) == 0) fs::remove(part.path, ignored);
 }
 
 void check_checkpoint_identity(const fs::path& file, const CheckpointIdentity& found,

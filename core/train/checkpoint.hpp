@@ -25,10 +25,16 @@ struct CheckpointIdentity {
   std::string code_version;
 };
 
-// `folder`/step-00000012.pt
+// `folder`/step-00000012.pt: the checkpoint's main file, written last (Note [Checkpoints]).
 std::filesystem::path checkpoint_path(const std::filesystem::path& folder, int64_t step);
 
-// The newest checkpoint of `folder` by step; none when it has none (or does not exist).
+// `folder`/step-00000012.process-1.pt: what process 1 of a run with expert-sharded state holds
+// alone (its experts and their optimizer state), written before the main file.
+std::filesystem::path checkpoint_part_path(const std::filesystem::path& folder, int64_t step,
+                                           int64_t process);
+
+// The newest checkpoint of `folder` by step (its main file); none when it has none (or does not
+// exist). A step whose parts were written but not its main file is not a checkpoint.
 std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& folder);
 
 // Calls `write` with a temporary file name beside `file`, flushes what it wrote to the disk, then
@@ -37,7 +43,8 @@ std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::pa
 void write_atomically(const std::filesystem::path& file,
                       const std::function<void(const std::string& temporary)>& write);
 
-// Removes all but the newest `keep` checkpoints of `folder`.
+// Removes all but the newest `keep` checkpoints of `folder`, with their parts, and every part of
+// a step that is not a checkpoint (a write cut short).
 void prune_checkpoints(const std::filesystem::path& folder, int64_t keep);
 
 // Throws CheckpointError naming `file` and what differs when `found` is not `expected`.

@@ -22,11 +22,13 @@ torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& ta
       logits.reshape({-1, logits.size(-1)}).to(torch::kFloat32), targets.reshape({-1}));
 }
 
-// Weight decay applies to matrices only, not to norms, biases or the router's buffers.
-std::unique_ptr<torch::optim::AdamW> make_optimizer(torch::nn::Module& model,
+// Weight decay applies to matrices only, not to norms, biases or the router's buffers. None
+// without parameters.
+std::unique_ptr<torch::optim::AdamW> make_optimizer(const std::vector<torch::Tensor>& parameters,
                                                     const TrainConfig& t) {
+  if (parameters.empty()) return nullptr;
   std::vector<torch::Tensor> decayed, plain;
-  for (auto& p : model.parameters()) (p.dim() >= 2 ? decayed : plain).push_back(p);
+  for (const auto& p : parameters) (p.dim() >= 2 ? decayed : plain).push_back(p);
   auto options = torch::optim::AdamWOptions(t.lr)
                      .betas({t.beta1, t.beta2})
                      .eps(t.eps)
@@ -34,8 +36,10 @@ std::unique_ptr<torch::optim::AdamW> make_optimizer(torch::nn::Module& model,
   auto no_decay = options;
   no_decay.weight_decay(0.0);
   std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(decayed, std::make_unique<torch::optim::AdamWOptions>(options));
-  groups.emplace_back(plain, std::make_unique<torch::optim::AdamWOptions>(no_decay));
+  if (!decayed.empty())
+    groups.emplace_back(decayed, std::make_unique<torch::optim::AdamWOptions>(options));
+  if (!plain.empty())
+    groups.emplace_back(plain, std::make_unique<torch::optim::AdamWOptions>(no_decay));
   return std::make_unique<torch::optim::AdamW>(std::move(groups), options);
 }
 
@@ -77,11 +81,6 @@ Trainer::Trainer(const Experiment& experiment, const TokenSource& data,
         "cluster.expert_state = \"sharded\" needs the policies' pipeline, which fetches the "
         "experts a process does not hold: train with policies, or set it to \"replicated\"");
   }
-  if (sharded && !collectives_->single() && experiment.train.checkpoint_every > 0) {
-    throw std::invalid_argument(
-        "cluster.expert_state = \"sharded\" does not write checkpoints with several processes "
-        "yet: set train.checkpoint_every = 0, or cluster.expert_state = \"replicated\"");
-  }
   std::optional<ExpertShard> shard;
   if (sharded) {
     const ProcessView view{collectives_->rank(), collectives_->size(),
@@ -92,7 +91,8 @@ Trainer::Trainer(const Experiment& experiment, const TokenSource& data,
   model_->to(device_);
   split_parameters(sharded);
   model_->set_compute_dtype(dtype);
-  optimizer_ = make_optimizer(*model_, experiment.train);
+  optimizer_ = make_optimizer(replicated_parameters_, experiment.train);
+  expert_optimizer_ = make_optimizer(sharded_parameters_, experiment.train);
   if (policies) install_pipelines(std::move(policies), std::move(profile));
 }
 
@@ -142,13 +142,14 @@ Trainer::QueuedStep Trainer::train_step(int64_t step) {
   QueuedStep queued;
   queued.report.step = step;
   queued.report.lr = learning_rate(t, step);
-  for (auto& group : optimizer_->param_groups()) {
-    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(queued.report.lr);
+  for (torch::optim::Optimizer* optimizer : optimizers()) {
+    for (auto& group : optimizer->param_groups())
+      static_cast<torch::optim::AdamWOptions&>(group.options()).lr(queued.report.lr);
   }
 
   for (const auto& pipeline : pipelines_) pipeline->set_step(step);
   StepPeaks peaks(device_);
-  optimizer_->zero_grad();
+  for (torch::optim::Optimizer* optimizer : optimizers()) optimizer->zero_grad();
   // Each process's loss is the mean over its shard; their mean is the batch's. The losses stay
   // on the device: [train, aux] float64, the means over the micro-batches.
   const auto processes = static_cast<double>(collectives_->size());
@@ -173,7 +174,7 @@ Trainer::QueuedStep Trainer::train_step(int64_t step) {
           ? clip_gradient_norm(replicated_parameters_, max_norm)
           : clip_gradient_norm(replicated_parameters_, sharded_parameters_, max_norm,
                                [&](torch::Tensor& squares) { collectives_->sum(squares); });
-  optimizer_->step();
+  for (torch::optim::Optimizer* optimizer : optimizers()) optimizer->step();
 
   // The figures the report reads from the device, queued for the host in one copy: the losses,
   // the gradient norm, then every MoE layer's per-expert pair counts.
@@ -244,6 +245,12 @@ void Trainer::sum_gradients() {
     p.mutable_grad().copy_(flat.narrow(0, offset, p.numel()).view_as(p));
     offset += p.numel();
   }
+}
+
+std::vector<torch::optim::Optimizer*> Trainer::optimizers() const {
+  std::vector<torch::optim::Optimizer*> all{optimizer_.get()};
+  if (expert_optimizer_) all.push_back(expert_optimizer_.get());
+  return all;
 }
 
 bool Trainer::stop_requested(const TrainingObserver& observer) {

@@ -95,12 +95,17 @@ class Trainer {
   // max_steps or a stop. Every train.checkpoint_every steps, and at a stop, every process reads
   // the step at once (not one step late); a process given enable_checkpoints then writes it.
   TrainingOutcome run(TrainingObserver& observer);
-  // Makes this process write the checkpoints (process 0 of a run: every process holds the same
-  // state). Keeps the newest train.checkpoint_keep.
-  void enable_checkpoints(CheckpointSettings settings) { checkpoints_ = std::move(settings); }
+  // Makes the run write checkpoints into `settings`' folder, keeping the newest
+  // train.checkpoint_keep (Note [Checkpoints]). Every process calls it, process 0 with the
+  // settings and the others with none: with replicated expert state process 0 alone writes
+  // (every process holds the same state); with sharded state on several processes the call is
+  // collective, and each process writes its own experts into process 0's folder.
+  void enable_checkpoints(std::optional<CheckpointSettings> settings);
   // Restores the model, optimizer, random generator, pipelines' histories, policies' states and
-  // the run's totals from `file`; run() then continues after its step, which is returned.
-  // Throws CheckpointError when the file cannot be read or is not of `expected`.
+  // the run's totals from `file` (and, with sharded expert state, this process's experts from
+  // its part beside it); run() then continues after its step, which is returned. Throws
+  // CheckpointError when a file cannot be read, is not of `expected`, or was written by another
+  // number of processes with sharded state.
   int64_t resume_from(const std::filesystem::path& file, const CheckpointIdentity& expected);
   // Mean cross-entropy over train.eval_batches validation batches.
   double evaluate();
@@ -159,9 +164,22 @@ class Trainer {
   // before's, none at the first step), `last_eval` the last evaluation's.
   bool evaluates(int64_t step, std::optional<double> train_loss,
                  std::optional<double> last_eval) const;
-  // Writes the state after `step` (its report read) as a checkpoint, atomically.
+  // Writes the state after `step` (its report read) as a checkpoint, atomically: with sharded
+  // expert state every process's part first, then process 0's main file.
   void save_checkpoint(int64_t step, const TrainingOutcome& outcome,
                        std::optional<double> last_eval) const;
+  // What process 0 alone writes: every replicated parameter, buffer and their optimizer state,
+  // the generator, histories, policies' states and totals.
+  void save_main_checkpoint(int64_t step, const TrainingOutcome& outcome,
+                            std::optional<double> last_eval) const;
+  // This process's part of a checkpoint: its experts and their optimizer state.
+  void save_checkpoint_part(int64_t step) const;
+  void restore_checkpoint_part(const std::filesystem::path& main, int64_t step,
+                               const CheckpointIdentity& expected);
+  // Whether every process's `done` holds; collective with several processes.
+  bool on_every_process(bool done) const;
+  // The optimizers: the replicated parameters', then the sharded experts' (when sharded).
+  std::vector<torch::optim::Optimizer*> optimizers() const;
   // Whether any process's observer asks to stop.
   bool stop_requested(const TrainingObserver& observer);
   // The means over processes of values each computed on its shard, in one collective.
@@ -178,7 +196,10 @@ class Trainer {
   std::vector<torch::Tensor> replicated_parameters_;  // the same on every process
   std::vector<torch::Tensor> sharded_parameters_;     // this process's experts, when sharded
   std::vector<ProcessState> process_states_;
-  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  // Two optimizers with one update rule: the sharded experts' state is saved in each process's
+  // part of a checkpoint, the rest once (Note [Checkpoints]).
+  std::unique_ptr<torch::optim::AdamW> optimizer_;          // replicated_parameters_
+  std::unique_ptr<torch::optim::AdamW> expert_optimizer_;   // sharded_parameters_, when sharded
   std::vector<std::shared_ptr<ExpertPipeline>> pipelines_;  // one per MoE layer
   RankBudget budget_;
   CostModel cost_model_;

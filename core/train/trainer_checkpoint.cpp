@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <mutex>
+#include <set>
 
 #include "core/plugins/plugin_boundary.hpp"
 #include "core/train/trainer.hpp"
@@ -15,7 +16,8 @@ namespace lrmoe {
 namespace {
 
 // Raised when what a checkpoint holds changes; a checkpoint of another format is refused.
-constexpr int64_t kCheckpointFormat = 3;  // 3: no previous owners (2 had them)
+// 4: named tensors, and the sharded experts in parts; 3: no previous owners (2 had them).
+constexpr int64_t kCheckpointFormat = 4;
 constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
 
 // The run's totals and last evaluation loss as one float64 tensor: bit for bit, NaN for none.
@@ -66,19 +68,221 @@ torch::Tensor read_tensor(torch::serialize::InputArchive& archive, const std::st
   return tensor.to(torch::kCPU);
 }
 
+using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
+
+// The model's parameters and buffers by name: the sharded experts' (`experts`), or every other.
+NamedTensors named_state(const torch::nn::Module& model, const std::vector<torch::Tensor>& sharded,
+                         bool experts) {
+  std::set<const torch::TensorImpl*> in_shard;
+  for (const torch::Tensor& p : sharded) in_shard.insert(p.unsafeGetTensorImpl());
+  NamedTensors state;
+  for (const auto& item : model.named_parameters()) {
+    if ((in_shard.count(item.value().unsafeGetTensorImpl()) > 0) == experts)
+      state.emplace_back(item.key(), item.value());
+  }
+  if (!experts) {
+    for (const auto& item : model.named_buffers()) state.emplace_back(item.key(), item.value());
+  }
+  return state;
+}
+
+std::string joined_names(const NamedTensors& tensors) {
+  std::string names;
+  for (const auto& [name, tensor] : tensors) names += name + "\n";
+  return names;
+}
+
+// Tensors under their index, their names in one string (archive keys are not dotted paths).
+void write_named(torch::serialize::OutputArchive& archive, const NamedTensors& tensors) {
+  archive.write("names", c10::IValue(joined_names(tensors)));
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    archive.write(fmt::format("tensor_{}", i), tensors[i].second.detach());
+}
+
+// Copies the archive's tensors into `into`, in place; throws CheckpointError naming `file` and
+// the tensor when the names or a shape differ.
+void read_named(torch::serialize::InputArchive& archive, const NamedTensors& into,
+                const std::filesystem::path& file) {
+  if (read_value(archive, "names").toStringRef() != joined_names(into)) {
+    throw CheckpointError(fmt::format(
+        "{}: holds other tensors than this model's {} (another model or expert shard); resume "
+        "with the run's own experiment and number of processes",
+        file.string(), into.size()));
+  }
+  torch::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < into.size(); ++i) {
+    torch::Tensor saved;
+    archive.read(fmt::format("tensor_{}", i), saved);
+    if (saved.sizes() != into[i].second.sizes()) {
+      throw CheckpointError(fmt::format("{}: tensor {} has shape {}, this model's is {}",
+                                        file.string(), into[i].first, c10::str(saved.sizes()),
+                                        c10::str(into[i].second.sizes())));
+    }
+    into[i].second.copy_(saved);
+  }
+}
+
+void write_identity(torch::serialize::OutputArchive& archive, int64_t step,
+                    const CheckpointIdentity& identity) {
+  archive.write("format", c10::IValue(kCheckpointFormat));
+  archive.write("step", c10::IValue(step));
+  archive.write("experiment_sha256", c10::IValue(identity.experiment_sha256));
+  archive.write("code_version", c10::IValue(identity.code_version));
+}
+
+// Checks a file's format and identity; returns its step.
+int64_t read_identity(torch::serialize::InputArchive& archive, const std::filesystem::path& file,
+                      const CheckpointIdentity& expected) {
+  const int64_t format = read_value(archive, "format").toInt();
+  if (format != kCheckpointFormat) {
+    throw CheckpointError(fmt::format(
+        "{}: checkpoint format {}, this build reads format {}; resume it with the build that "
+        "wrote it",
+        file.string(), format, kCheckpointFormat));
+  }
+  check_checkpoint_identity(file,
+                            {read_value(archive, "experiment_sha256").toStringRef(),
+                             read_value(archive, "code_version").toStringRef()},
+                            expected);
+  return read_value(archive, "step").toInt();
+}
+
+// A c10::Error while reading `file`, as the one line a user acts on.
+CheckpointError unreadable(const std::filesystem::path& file, const c10::Error& error) {
+  return CheckpointError(fmt::format(
+      "{}: cannot read this checkpoint ({}); it is damaged or of another model: resume from an "
+      "earlier one by removing it",
+      file.string(), error.what_without_backtrace()));
+}
+
 }  // namespace
+
+void Trainer::enable_checkpoints(std::optional<CheckpointSettings> settings) {
+  if (expert_optimizer_ && !collectives_->single()) {
+    // Process 0's settings on every process: the others write their parts into its folder.
+    std::string text;
+    if (settings) {
+      text = fmt::format("{}\n{}\n{}", settings->folder.string(),
+                         settings->identity.experiment_sha256, settings->identity.code_version);
+    }
+    const torch::Tensor mine =
+        torch::tensor(std::vector<int64_t>(text.begin(), text.end()), torch::kInt64)
+            .reshape({-1, 1});
+    std::vector<int64_t> counts;
+    const torch::Tensor all = collectives_->gather_rows(mine, &counts).contiguous();
+    const int64_t* bytes = all.data_ptr<int64_t>();
+    std::vector<std::string> lines(1);
+    for (int64_t i = 0; i < counts.front(); ++i) {
+      if (bytes[i] == '\n')
+        lines.emplace_back();
+      else
+        lines.back().push_back(static_cast<char>(bytes[i]));
+    }
+    settings.reset();
+    if (lines.size() == 3) settings = CheckpointSettings{lines[0], {lines[1], lines[2]}};
+  }
+  checkpoints_ = std::move(settings);
+}
+
+bool Trainer::on_every_process(bool done) const {
+  if (collectives_->single()) return done;
+  torch::Tensor failed = torch::tensor({done ? 0 : 1}, torch::kInt64);
+  collectives_->max(failed);
+  return failed.item<int64_t>() == 0;
+}
+
+void Trainer::save_checkpoint_part(int64_t step) const {
+  torch::serialize::OutputArchive archive;
+  write_identity(archive, step, checkpoints_->identity);
+  archive.write("process", c10::IValue(collectives_->rank()));
+  torch::serialize::OutputArchive experts;
+  write_named(experts, named_state(*model_, sharded_parameters_, /*experts=*/true));
+  archive.write("experts", experts);
+  torch::serialize::OutputArchive optimizer;
+  expert_optimizer_->save(optimizer);
+  archive.write("optimizer", optimizer);
+  write_atomically(checkpoint_part_path(checkpoints_->folder, step, collectives_->rank()),
+                   [&](const std::string& temporary) { archive.save_to(temporary); });
+}
+
+void Trainer::restore_checkpoint_part(const std::filesystem::path& main, int64_t step,
+                                      const CheckpointIdentity& expected) {
+  const std::filesystem::path file =
+      checkpoint_part_path(main.parent_path(), step, collectives_->rank());
+  if (!std::filesystem::exists(file)) {
+    throw CheckpointError(fmt::format(
+        "{}: this process's part of the checkpoint, {}, is missing; resume from an earlier "
+        "checkpoint by removing this one",
+        main.string(), file.filename().string()));
+  }
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(file.string(), device_);
+    const int64_t part_step = read_identity(archive, file, expected);
+    const int64_t process = read_value(archive, "process").toInt();
+    if (part_step != step || process != collectives_->rank()) {
+      throw CheckpointError(
+          fmt::format("{}: holds step {} of process {}, not step {} of process {}", file.string(),
+                      part_step, process, step, collectives_->rank()));
+    }
+    torch::serialize::InputArchive experts;
+    archive.read("experts", experts);
+    read_named(experts, named_state(*model_, sharded_parameters_, /*experts=*/true), file);
+    torch::serialize::InputArchive optimizer;
+    archive.read("optimizer", optimizer);
+    expert_optimizer_->load(optimizer);
+  } catch (const c10::Error& error) {
+    throw unreadable(file, error);
+  }
+}
 
 void Trainer::save_checkpoint(int64_t step, const TrainingOutcome& outcome,
                               std::optional<double> last_eval) const {
   if (!checkpoints_) return;
+  const bool parts = expert_optimizer_ != nullptr;
+  // Parts first, each whole or absent; the main file only once every part is on the disk, so a
+  // checkpoint's main file means its set is whole (Note [Checkpoints]).
+  if (parts) {
+    std::optional<CheckpointError> failed;
+    try {
+      save_checkpoint_part(step);
+    } catch (const CheckpointError& error) {
+      failed = error;
+    }
+    if (!on_every_process(!failed)) {
+      if (failed) throw *failed;
+      throw CheckpointError(fmt::format(
+          "cannot write checkpoint {}: another process could not write its part (its log says "
+          "why); the previous checkpoint is kept",
+          checkpoint_path(checkpoints_->folder, step).string()));
+    }
+  }
+  std::optional<CheckpointError> failed;
+  if (collectives_->rank() == 0) {
+    try {
+      save_main_checkpoint(step, outcome, last_eval);
+      prune_checkpoints(checkpoints_->folder, experiment_.train.checkpoint_keep);
+    } catch (const CheckpointError& error) {
+      failed = error;
+    }
+  }
+  // With parts every process writes, and they stop together when process 0 could not.
+  if (parts ? !on_every_process(!failed) : failed.has_value()) {
+    if (failed) throw *failed;
+    throw CheckpointError(
+        fmt::format("cannot write checkpoint {}: process 0 could not (its log says why)",
+                    checkpoint_path(checkpoints_->folder, step).string()));
+  }
+}
+
+void Trainer::save_main_checkpoint(int64_t step, const TrainingOutcome& outcome,
+                                   std::optional<double> last_eval) const {
   torch::serialize::OutputArchive archive;
-  archive.write("format", c10::IValue(kCheckpointFormat));
-  archive.write("step", c10::IValue(step));
-  archive.write("experiment_sha256", c10::IValue(checkpoints_->identity.experiment_sha256));
-  archive.write("code_version", c10::IValue(checkpoints_->identity.code_version));
+  write_identity(archive, step, checkpoints_->identity);
+  archive.write("processes", c10::IValue(collectives_->size()));
   archive.write("totals", totals_tensor(outcome, last_eval));
   torch::serialize::OutputArchive model;
-  model_->save(model);
+  write_named(model, named_state(*model_, sharded_parameters_, /*experts=*/false));
   archive.write("model", model);
   torch::serialize::OutputArchive optimizer;
   optimizer_->save(optimizer);
@@ -105,7 +309,6 @@ void Trainer::save_checkpoint(int64_t step, const TrainingOutcome& outcome,
   }
   write_atomically(checkpoint_path(checkpoints_->folder, step),
                    [&](const std::string& temporary) { archive.save_to(temporary); });
-  prune_checkpoints(checkpoints_->folder, experiment_.train.checkpoint_keep);
 }
 
 int64_t Trainer::resume_from(const std::filesystem::path& file,
@@ -115,21 +318,17 @@ int64_t Trainer::resume_from(const std::filesystem::path& file,
   try {
     // Tensors come to the training device: parameters and optimizer state are read in place.
     archive.load_from(file.string(), device_);
-    const int64_t format = read_value(archive, "format").toInt();
-    if (format != kCheckpointFormat) {
+    step = read_identity(archive, file, expected);
+    const int64_t processes = read_value(archive, "processes").toInt();
+    if (expert_optimizer_ && processes != collectives_->size()) {
       throw CheckpointError(fmt::format(
-          "{}: checkpoint format {}, this build reads format {}; resume it with the build that "
-          "wrote it",
-          file.string(), format, kCheckpointFormat));
+          "{}: written by {} processes, each holding its own experts, and this run has {}: "
+          "resume it on {} (lrmoe resume does); experts are not resharded",
+          file.string(), processes, collectives_->size(), processes));
     }
-    check_checkpoint_identity(file,
-                              {read_value(archive, "experiment_sha256").toStringRef(),
-                               read_value(archive, "code_version").toStringRef()},
-                              expected);
-    step = read_value(archive, "step").toInt();
     torch::serialize::InputArchive model;
     archive.read("model", model);
-    model_->load(model);
+    read_named(model, named_state(*model_, sharded_parameters_, /*experts=*/false), file);
     torch::serialize::InputArchive optimizer;
     archive.read("optimizer", optimizer);
     optimizer_->load(optimizer);
@@ -169,11 +368,9 @@ int64_t Trainer::resume_from(const std::filesystem::path& file,
     resumed_.final_eval_loss = unless_nan(t[7]);
     resumed_last_eval_ = unless_nan(t[8]);
   } catch (const c10::Error& error) {
-    throw CheckpointError(fmt::format(
-        "{}: cannot read this checkpoint ({}); it is damaged or of another model: resume from "
-        "an earlier one by removing it",
-        file.string(), error.what_without_backtrace()));
+    throw unreadable(file, error);
   }
+  if (expert_optimizer_) restore_checkpoint_part(file, step, expected);
   first_step_ = step + 1;
   return step;
 }
