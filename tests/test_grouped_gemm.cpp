@@ -86,8 +86,8 @@ void check_swiglu_experts(GroupedGemmKernel kernel, const torch::Device& device,
   const torch::Tensor input_grad =
       grouped_swiglu_backward(grad_out.to(dtype), x_c, pre, kOffsets, gate_up_c, down_c, {},
                               &weight_grads, /*input_grads=*/true);
-  const torch::Tensor w_gate_up_grad = weight_grads.w_gate_up.finish();
-  const torch::Tensor w_down_grad = weight_grads.w_down.finish();
+  const torch::Tensor w_gate_up_grad = weight_grads.w_gate_up.finish().first();
+  const torch::Tensor w_down_grad = weight_grads.w_down.finish().first();
   require_close(input_grad, xr.grad(), tolerance);
   require_close(w_gate_up_grad, gr.grad(), tolerance);
   require_close(w_down_grad, dr.grad(), tolerance);
@@ -150,7 +150,7 @@ TEST_CASE("replica groups read their expert's matrix and sum their weight gradie
     WeightGradSum sum(w);
     sum.add(grad_out, x, offsets, index);
     sum.add(extra_grad, extra_x, {0, 4}, {0});
-    const torch::Tensor grad = sum.finish();
+    const torch::Tensor grad = sum.finish().first();
     require_close(grad, expected_grad, 1e-4);
     REQUIRE(grad[3].abs().max().item<double>() == 0.0);
   }
@@ -175,7 +175,7 @@ struct ReplicaRun {
 // Forward and backward of SwiGLU groups whose weight index names matrix 2 twice in one call,
 // then a second call on matrix 0, on `threads` intra-op threads.
 ReplicaRun replica_groups(const torch::Tensor& x, const torch::Tensor& grad_out,
-                          const torch::Tensor& w_gate_up, const torch::Tensor& w_down,
+                          const WeightBank& w_gate_up, const WeightBank& w_down,
                           const std::vector<int64_t>& offsets, const WeightIndex& index,
                           int threads) {
   const int previous = at::get_num_threads();
@@ -192,8 +192,10 @@ ReplicaRun replica_groups(const torch::Tensor& x, const torch::Tensor& grad_out,
   grouped_swiglu_backward(grad_out.narrow(0, 0, 2), extra,
                           grouped_pre_activations(extra, {0, 2}, w_gate_up, {0}), {0, 2}, w_gate_up,
                           w_down, {0}, &grads, /*input_grads=*/false);
-  run.w_gate_up_grad = grads.w_gate_up.finish();
-  run.w_down_grad = grads.w_down.finish();
+  // A split bank's gradient, its parts one after the other.
+  auto whole = [](const WeightBank& grad) { return torch::cat({grad.first(), grad.second()}); };
+  run.w_gate_up_grad = whole(grads.w_gate_up.finish());
+  run.w_down_grad = whole(grads.w_down.finish());
   at::set_num_threads(previous);
   return run;
 }
@@ -243,6 +245,16 @@ TEST_CASE(
     CHECK(one.input_grad.equal(two.input_grad));
     CHECK(one.w_gate_up_grad.equal(two.w_gate_up_grad));
     CHECK(one.w_down_grad.equal(two.w_down_grad));
+
+    // The same matrices in a bank of two tensors (held experts, then fetched ones): the same
+    // products and gradients bit for bit, each part's gradient in a tensor of its own.
+    const ReplicaRun split = replica_groups(
+        x, grad_out, WeightBank(w_gate_up.narrow(0, 0, 3), w_gate_up.narrow(0, 3, 1)),
+        WeightBank(w_down.narrow(0, 0, 1), w_down.narrow(0, 1, 3)), offsets, index, 2);
+    CHECK(split.out.equal(two.out));
+    CHECK(split.input_grad.equal(two.input_grad));
+    CHECK(split.w_gate_up_grad.equal(two.w_gate_up_grad));
+    CHECK(split.w_down_grad.equal(two.w_down_grad));
   }
 }
 

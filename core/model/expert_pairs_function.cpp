@@ -63,20 +63,6 @@ Tensor concat_parts(const std::vector<Tensor>& parts) {
   return parts.size() == 1 ? parts.front() : torch::cat(parts);
 }
 
-// The weights of a pass: the held experts' matrices, then the fetched ones (maybe none),
-// concatenated for the grouped GEMMs. Built anew in forward and backward, never saved: between
-// the two, autograd keeps only the held and fetched tensors, not a copy of both.
-Tensor bank_of(const Tensor& held, const Tensor& fetched) {
-  return fetched.size(0) > 0 ? torch::cat({held, fetched}) : held;
-}
-
-// A bank's gradient split into the held experts' and the fetched ones'.
-std::pair<Tensor, Tensor> split_bank_grad(const Tensor& grad, const Tensor& held,
-                                          const Tensor& fetched) {
-  if (fetched.size(0) == 0) return {grad, torch::zeros_like(fetched)};
-  return {grad.narrow(0, 0, held.size(0)), grad.narrow(0, held.size(0), fetched.size(0))};
-}
-
 // No fetched experts: an empty tensor of `held`'s matrix shape, outside the graph (LibTorch
 // 1.13's custom functions take no undefined tensor).
 Tensor none_fetched(const Tensor& fetched, const Tensor& held) {
@@ -89,8 +75,9 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
                         const Tensor& held_gate_up, const Tensor& held_down,
                         const Tensor& fetched_gate_up, const Tensor& fetched_down,
                         const Tensor& tokens, c10::intrusive_ptr<PairsContext> state) {
-    const Tensor w_gate_up = bank_of(held_gate_up, fetched_gate_up);
-    const Tensor w_down = bank_of(held_down, fetched_down);
+    // The held experts' matrices, then the fetched ones (maybe none), each read where it is.
+    const WeightBank w_gate_up(held_gate_up, fetched_gate_up);
+    const WeightBank w_down(held_down, fetched_down);
     const ForwardPass& pass = *state->forward;
     const ProcessSlice& here = pass.layout.local;
     PairExchange& exchange = state->exchange();
@@ -131,8 +118,9 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     const Tensor& held_down = saved[3];
     const Tensor& fetched_gate_up = saved[8];
     const Tensor& fetched_down = saved[9];
-    const Tensor w_gate_up = bank_of(held_gate_up, fetched_gate_up);
-    const Tensor w_down = bank_of(held_down, fetched_down);
+    // The held experts' matrices, then the fetched ones (maybe none), each read where it is.
+    const WeightBank w_gate_up(held_gate_up, fetched_gate_up);
+    const WeightBank w_down(held_down, fetched_down);
     const Tensor& tokens = saved[4];
     const Tensor& y_home = saved[5];
     const Tensor& hidden_norm = saved[6];
@@ -234,16 +222,16 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
       }
       exchange.combine_add(grad_x, tokens, concat_parts(all_inputs), computed_here);
     }
-    const auto [grad_held_gate_up, grad_fetched_gate_up] =
-        split_bank_grad(weight_grads.w_gate_up.finish(), held_gate_up, fetched_gate_up);
-    const auto [grad_held_down, grad_fetched_down] =
-        split_bank_grad(weight_grads.w_down.finish(), held_down, fetched_down);
+    // Held and fetched experts' gradients in tensors of their own: the held ones become the
+    // parameters' gradients without keeping the fetched ones' memory alive.
+    const WeightBank grad_gate_up = weight_grads.w_gate_up.finish();
+    const WeightBank grad_down = weight_grads.w_down.finish();
     return {grad_x,
             grad_gates,
-            grad_held_gate_up,
-            grad_held_down,
-            grad_fetched_gate_up,
-            grad_fetched_down,
+            grad_gate_up.first(),
+            grad_down.first(),
+            grad_gate_up.second(),
+            grad_down.second(),
             Tensor(),
             Tensor()};
   }

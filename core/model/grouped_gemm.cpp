@@ -19,17 +19,17 @@ torch::Tensor group_ends(const std::vector<int64_t>& offsets, const torch::Devic
   return torch::tensor(ends, torch::kInt32).to(device, /*non_blocking=*/true);
 }
 
-// [groups, ...]: the matrix of each group, a copy only where an index is given.
-torch::Tensor indexed_weights(const torch::Tensor& weights, const WeightIndex& weight_index) {
-  if (weight_index.empty()) return weights;
-  return weights.index_select(0, torch::tensor(weight_index, torch::kInt64).to(weights.device()));
+// [groups, n, k]: each group's grad_out^T @ input in one at::_grouped_mm call, grouped along the
+// contraction, zero where a group is empty.
+torch::Tensor grouped_mm_weight_grads(const torch::Tensor& grad_out, const torch::Tensor& input,
+                                      const std::vector<int64_t>& offsets,
+                                      torch::ScalarType dtype) {
+  return compat::grouped_mm(grad_out.contiguous().t(), input.contiguous(),
+                            group_ends(offsets, input.device()))
+      .to(dtype);
 }
 
 }  // namespace
-
-int64_t matrix_of(const WeightIndex& weight_index, int64_t group) {
-  return weight_index.empty() ? group : weight_index[static_cast<std::size_t>(group)];
-}
 
 bool slice_tasks_on_host(const torch::Tensor& like) {
   return grouped_gemm_kernel() == GroupedGemmKernel::SliceLoop && like.device().is_cpu();
@@ -61,9 +61,9 @@ void for_each_slice(const torch::Tensor& like, const std::vector<int64_t>& offse
   });
 }
 
-void slice_mm_out(const torch::Tensor& out, const torch::Tensor& input,
-                  const torch::Tensor& weights, int64_t matrix, bool transpose_weights) {
-  const torch::Tensor w = weights[matrix];
+void slice_mm_out(const torch::Tensor& out, const torch::Tensor& input, const WeightBank& weights,
+                  int64_t matrix, bool transpose_weights) {
+  const torch::Tensor w = weights.matrix(matrix);
   torch::Tensor target = out;  // the same storage; mm_out takes a non-const reference
   torch::mm_out(target, input, transpose_weights ? w.t() : w);
 }
@@ -86,7 +86,7 @@ std::vector<GroupedGemmKernel> available_grouped_gemm_kernels() {
 }
 
 torch::Tensor grouped_mm(const torch::Tensor& input, const std::vector<int64_t>& offsets,
-                         const torch::Tensor& weights, bool transpose_weights,
+                         const WeightBank& weights, bool transpose_weights,
                          const WeightIndex& weight_index) {
   const int64_t width = weights.size(transpose_weights ? 1 : 2);
   auto out = torch::empty({input.size(0), width}, input.options());
@@ -95,11 +95,11 @@ torch::Tensor grouped_mm(const torch::Tensor& input, const std::vector<int64_t>&
 }
 
 void grouped_mm_out(const torch::Tensor& out, const torch::Tensor& input,
-                    const std::vector<int64_t>& offsets, const torch::Tensor& weights,
+                    const std::vector<int64_t>& offsets, const WeightBank& weights,
                     bool transpose_weights, const WeightIndex& weight_index) {
   if (grouped_gemm_kernel() == GroupedGemmKernel::GroupedMm) {
-    // at::_grouped_mm takes one matrix per group: the indexed ones are gathered for it.
-    const torch::Tensor per_group = indexed_weights(weights, weight_index);
+    // at::_grouped_mm takes one matrix per group: indexed or split banks are gathered for it.
+    const torch::Tensor per_group = weights.per_group(weight_index);
     const torch::Tensor b = transpose_weights ? per_group.transpose(1, 2) : per_group;
     out.copy_(compat::grouped_mm(input.contiguous(), b, group_ends(offsets, input.device())));
     return;
@@ -113,13 +113,8 @@ void grouped_mm_out(const torch::Tensor& out, const torch::Tensor& input,
 torch::Tensor grouped_weight_grad(const torch::Tensor& grad_out, const torch::Tensor& input,
                                   const std::vector<int64_t>& offsets,
                                   const torch::Tensor& like_weights) {
-  if (grouped_gemm_kernel() == GroupedGemmKernel::GroupedMm) {
-    // Groups along the contraction: [n, rows] x [rows, k] -> [experts, n, k], zero where a group
-    // is empty.
-    return compat::grouped_mm(grad_out.contiguous().t(), input.contiguous(),
-                              group_ends(offsets, input.device()))
-        .to(like_weights.scalar_type());
-  }
+  if (grouped_gemm_kernel() == GroupedGemmKernel::GroupedMm)
+    return grouped_mm_weight_grads(grad_out, input, offsets, like_weights.scalar_type());
   // Every expert with rows is overwritten whole; only those without rows need zeros.
   auto grad = torch::empty_like(like_weights);
   for (std::size_t e = 0; e + 1 < offsets.size(); ++e) {
@@ -136,23 +131,23 @@ torch::Tensor grouped_weight_grad(const torch::Tensor& grad_out, const torch::Te
 
 namespace lrmoe {
 
-WeightGradSum::WeightGradSum(const torch::Tensor& like_weights)
-    : grad_(torch::empty_like(like_weights)),
-      written_(static_cast<std::size_t>(like_weights.size(0)), 0) {}
+WeightGradSum::WeightGradSum(const WeightBank& like_weights)
+    : grad_(like_weights.empty_like()),
+      written_(static_cast<std::size_t>(like_weights.count()), 0) {}
 
 void WeightGradSum::add(const torch::Tensor& grad_out, const torch::Tensor& input,
                         const std::vector<int64_t>& offsets, const WeightIndex& weight_index) {
   if (grouped_gemm_kernel() == GroupedGemmKernel::GroupedMm) {
     const auto groups = static_cast<int64_t>(offsets.size()) - 1;
     const torch::Tensor per_group =
-        grouped_weight_grad(grad_out, input, offsets, indexed_weights(grad_, weight_index));
+        grouped_mm_weight_grads(grad_out, input, offsets, grad_.options().dtype().toScalarType());
     for (int64_t g = 0; g < groups; ++g) {
       if (offsets[g + 1] == offsets[g]) continue;
       const int64_t m = matrix_of(weight_index, g);
       if (written_[static_cast<std::size_t>(m)]) {
-        grad_[m].add_(per_group[g]);
+        grad_.matrix(m).add_(per_group[g]);
       } else {
-        grad_[m].copy_(per_group[g]);
+        grad_.matrix(m).copy_(per_group[g]);
         written_[static_cast<std::size_t>(m)] = 1;
       }
     }
@@ -189,7 +184,7 @@ void WeightGradSum::add_group(int64_t g, const torch::Tensor& grad_out_rows,
     later_[group] = torch::mm(grad_out_rows.t(), input_rows);
     return;
   }
-  torch::Tensor target = grad_[m];
+  torch::Tensor target = grad_.matrix(m);
   if (written_[static_cast<std::size_t>(m)]) {
     target.addmm_(grad_out_rows.t(), input_rows);
   } else {
@@ -200,15 +195,15 @@ void WeightGradSum::add_group(int64_t g, const torch::Tensor& grad_out_rows,
 void WeightGradSum::end_call() {
   for (std::size_t g = 0; g < call_matrices_.size(); ++g) {
     const int64_t m = call_matrices_[g];
-    if (later_[g].defined()) grad_[m].add_(later_[g]);
+    if (later_[g].defined()) grad_.matrix(m).add_(later_[g]);
     if (first_in_call_[g] || later_[g].defined()) written_[static_cast<std::size_t>(m)] = 1;
   }
   later_.clear();
 }
 
-torch::Tensor WeightGradSum::finish() {
+WeightBank WeightGradSum::finish() {
   for (std::size_t m = 0; m < written_.size(); ++m) {
-    if (!written_[m]) grad_[static_cast<int64_t>(m)].zero_();
+    if (!written_[m]) grad_.matrix(static_cast<int64_t>(m)).zero_();
   }
   return grad_;
 }

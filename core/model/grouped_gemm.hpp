@@ -11,6 +11,8 @@
 
 #include <vector>
 
+#include "core/model/weight_bank.hpp"
+
 namespace lrmoe {
 
 enum class GroupedGemmKernel { SliceLoop, GroupedMm };
@@ -23,21 +25,16 @@ void set_grouped_gemm_kernel(GroupedGemmKernel kernel);
 // The kernels this LibTorch has: slice-loop always, grouped-mm from 2.9 on.
 std::vector<GroupedGemmKernel> available_grouped_gemm_kernels();
 
-// Which matrix of a weights tensor each group multiplies: weight_index[g] for group g, or
-// weights[g] where the index is empty. Replicas of one expert name the same matrix, so that
-// their groups read it where it is instead of from a per-instance copy.
-using WeightIndex = std::vector<int64_t>;
-
 // input[slice g] @ W[w(g)]^T (transpose_weights) or input[slice g] @ W[w(g)], one row per input
-// row, w(g) from weight_index. input: [rows, k]; weights: [*, n, k] (transposed) or [*, k, n];
+// row, w(g) from weight_index. input: [rows, k]; weights: matrices [n, k] (transposed) or [k, n];
 // offsets: groups + 1 row offsets, offsets[0] = 0, offsets.back() = rows. Returns [rows, n] in
 // input's dtype.
 torch::Tensor grouped_mm(const torch::Tensor& input, const std::vector<int64_t>& offsets,
-                         const torch::Tensor& weights, bool transpose_weights,
+                         const WeightBank& weights, bool transpose_weights,
                          const WeightIndex& weight_index = {});
 // The same into `out` ([rows, n], rows contiguous, e.g. a row range of a larger tensor).
 void grouped_mm_out(const torch::Tensor& out, const torch::Tensor& input,
-                    const std::vector<int64_t>& offsets, const torch::Tensor& weights,
+                    const std::vector<int64_t>& offsets, const WeightBank& weights,
                     bool transpose_weights, const WeightIndex& weight_index = {});
 
 // Whether grouped work on tensors like `like` runs as one task per slice on the host's threads
@@ -54,11 +51,8 @@ void for_each_slice(const torch::Tensor& like, const std::vector<int64_t>& offse
                     c10::function_ref<void(int64_t, int64_t, int64_t)> fn);
 
 // out = input @ W[matrix]^T (transpose_weights) or input @ W[matrix], for one group's rows.
-void slice_mm_out(const torch::Tensor& out, const torch::Tensor& input,
-                  const torch::Tensor& weights, int64_t matrix, bool transpose_weights);
-
-// The matrix group g multiplies: weight_index[g], or g where the index is empty.
-int64_t matrix_of(const WeightIndex& weight_index, int64_t group);
+void slice_mm_out(const torch::Tensor& out, const torch::Tensor& input, const WeightBank& weights,
+                  int64_t matrix, bool transpose_weights);
 
 // grad_weights[e] = grad_out[slice e]^T @ input[slice e]; experts without rows get zeros.
 // Returns a tensor shaped and typed like `like_weights` ([experts, n, k]).
@@ -66,12 +60,13 @@ torch::Tensor grouped_weight_grad(const torch::Tensor& grad_out, const torch::Te
                                   const std::vector<int64_t>& offsets,
                                   const torch::Tensor& like_weights);
 
-// A weights tensor's gradient summed over every group that multiplied one of its matrices (an
-// expert's owner and replicas, over several calls): the first group writes a matrix's gradient,
-// the others add to it, and matrices no group wrote are zeroed by finish().
+// A bank's gradient summed over every group that multiplied one of its matrices (an expert's
+// owner and replicas, over several calls): the first group writes a matrix's gradient, the
+// others add to it, and matrices no group wrote are zeroed by finish(). The gradient is a bank
+// split into parts as the weights are, each part its own tensor.
 class WeightGradSum {
  public:
-  explicit WeightGradSum(const torch::Tensor& like_weights);  // [*, n, k]
+  explicit WeightGradSum(const WeightBank& like_weights);
   // Adds grad_out[slice g]^T @ input[slice g] to matrix w(g) for every group with rows.
   void add(const torch::Tensor& grad_out, const torch::Tensor& input,
            const std::vector<int64_t>& offsets, const WeightIndex& weight_index);
@@ -81,10 +76,10 @@ class WeightGradSum {
   void begin_call(const std::vector<int64_t>& offsets, const WeightIndex& weight_index);
   void add_group(int64_t g, const torch::Tensor& grad_out_rows, const torch::Tensor& input_rows);
   void end_call();
-  torch::Tensor finish();
+  WeightBank finish();
 
  private:
-  torch::Tensor grad_;
+  WeightBank grad_;
   std::vector<char> written_;  // [matrices]
   // The call in progress: its groups' matrices, whether each group is the first of the call to
   // write its matrix (a matrix named twice would otherwise be written by two threads at once),

@@ -7,16 +7,15 @@ namespace lrmoe {
 
 torch::Tensor grouped_pre_activations(const torch::Tensor& x_rows,
                                       const std::vector<int64_t>& offsets,
-                                      const torch::Tensor& w_gate_up,
+                                      const WeightBank& w_gate_up,
                                       const WeightIndex& weight_index) {
   return grouped_mm(x_rows, offsets, w_gate_up, /*transpose_weights=*/true, weight_index);
 }
 
 void grouped_swiglu_forward_into(const torch::Tensor& pre_out, const torch::Tensor& out,
                                  const torch::Tensor& row_norm, const torch::Tensor& x_rows,
-                                 const std::vector<int64_t>& offsets,
-                                 const torch::Tensor& w_gate_up, const torch::Tensor& w_down,
-                                 const WeightIndex& weight_index) {
+                                 const std::vector<int64_t>& offsets, const WeightBank& w_gate_up,
+                                 const WeightBank& w_down, const WeightIndex& weight_index) {
   if (!slice_tasks_on_host(x_rows)) {
     grouped_mm_out(pre_out, x_rows, offsets, w_gate_up, /*transpose_weights=*/true, weight_index);
     const SwiGLUActivation activation = swiglu_activation(pre_out, row_norm.defined());
@@ -43,7 +42,7 @@ void grouped_swiglu_forward_into(const torch::Tensor& pre_out, const torch::Tens
 torch::Tensor grouped_swiglu_backward(const torch::Tensor& grad_out, const torch::Tensor& x_rows,
                                       const torch::Tensor& pre_activations,
                                       const std::vector<int64_t>& offsets,
-                                      const torch::Tensor& w_gate_up, const torch::Tensor& w_down,
+                                      const WeightBank& w_gate_up, const WeightBank& w_down,
                                       const WeightIndex& weight_index,
                                       SwiGLUWeightGrads* weight_grads, bool input_grads) {
   if (!slice_tasks_on_host(grad_out)) {

@@ -16,7 +16,7 @@ namespace lrmoe {
 // multiplying the matrix weight_index names (core/model/grouped_gemm.hpp).
 torch::Tensor grouped_pre_activations(const torch::Tensor& x_rows,
                                       const std::vector<int64_t>& offsets,
-                                      const torch::Tensor& w_gate_up,
+                                      const WeightBank& w_gate_up,
                                       const WeightIndex& weight_index = {});
 // The forward of the rows in one pass: pre_out [rows, 2*ffn] receives the pre-activations (saved
 // for the backward), out [rows, hidden] the output rows and row_norm [rows] (any stride; may be
@@ -26,9 +26,8 @@ torch::Tensor grouped_pre_activations(const torch::Tensor& x_rows,
 // three grouped steps.
 void grouped_swiglu_forward_into(const torch::Tensor& pre_out, const torch::Tensor& out,
                                  const torch::Tensor& row_norm, const torch::Tensor& x_rows,
-                                 const std::vector<int64_t>& offsets,
-                                 const torch::Tensor& w_gate_up, const torch::Tensor& w_down,
-                                 const WeightIndex& weight_index = {});
+                                 const std::vector<int64_t>& offsets, const WeightBank& w_gate_up,
+                                 const WeightBank& w_down, const WeightIndex& weight_index = {});
 
 // The experts' weight gradients, summed over the groups (instances) of every call that adds to
 // them.
@@ -45,7 +44,7 @@ struct SwiGLUWeightGrads {
 torch::Tensor grouped_swiglu_backward(const torch::Tensor& grad_out, const torch::Tensor& x_rows,
                                       const torch::Tensor& pre_activations,
                                       const std::vector<int64_t>& offsets,
-                                      const torch::Tensor& w_gate_up, const torch::Tensor& w_down,
+                                      const WeightBank& w_gate_up, const WeightBank& w_down,
                                       const WeightIndex& weight_index,
                                       SwiGLUWeightGrads* weight_grads, bool input_grads);
 

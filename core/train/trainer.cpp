@@ -149,7 +149,11 @@ Trainer::QueuedStep Trainer::train_step(int64_t step) {
 
   for (const auto& pipeline : pipelines_) pipeline->set_step(step);
   StepPeaks peaks(device_);
-  for (torch::optim::Optimizer* optimizer : optimizers()) optimizer->zero_grad();
+  // Gradients start undefined, in both LibTorch versions (1.13's zero_grad zeroes them in place,
+  // 2.x's drops them): the first micro-batch's backward then takes each gradient as computed
+  // instead of adding it into a zeroed buffer, which held a second copy of every weight
+  // gradient at once (Note [Memory model]).
+  for (const torch::Tensor& p : model_->parameters()) p.mutable_grad().reset();
   // Each process's loss is the mean over its shard; their mean is the batch's. The losses stay
   // on the device: [train, aux] float64, the means over the micro-batches.
   const auto processes = static_cast<double>(collectives_->size());
