@@ -127,19 +127,19 @@ int bench_command(const ExperimentSource& source, int64_t steps) {
     const std::optional<MeasuredPeaks> measured =
         last.rank_measured_peak.empty() ? std::nullopt : last.rank_measured_peak.front();
     const MemoryPeak& modeled = last.rank_memory.front();
-    // The model is of an expert-sharded cluster; this process holds every expert's weights and
-    // optimizer state, so the two differ by construction (Note [Device timing]).
+    // The model is of one rank holding its own experts; this process holds every expert's
+    // weights and optimizer state unless they are sharded (Note [Memory model]).
     fmt::print(
         "peak memory, rank 0 {:.1f} MiB modeled (liveness timeline, at the {} of MoE layer "
         "{}); {}\n",
         static_cast<double>(modeled.at_peak.total()) / mib, phase_name(modeled.peak.phase),
         modeled.peak.layer,
-        measured ? fmt::format("{:.1f} MiB measured on the device (caching allocator, "
-                               "every expert held here; forward {:.1f}, backward {:.1f})",
+        measured ? fmt::format("{:.1f} MiB measured (the process's caching allocator; forward "
+                               "{:.1f}, backward {:.1f})",
                                static_cast<double>(measured->step) / mib,
                                static_cast<double>(measured->forward) / mib,
                                static_cast<double>(measured->backward) / mib)
-                 : std::string("not measured on the CPU"));
+                 : std::string("not measured (no caching allocator installed)"));
   }
   if (!last.expert_load.empty())
     bench_grouped_gemm(trainer.model_config(), last.expert_load.front().pairs_per_expert,

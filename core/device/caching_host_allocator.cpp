@@ -21,7 +21,8 @@ constexpr std::size_t kPage = 4096;
 struct CachingHostAllocator::State {
   struct Block {
     void* data;
-    std::size_t bytes;
+    std::size_t bytes;      // its size class
+    std::size_t requested;  // what the tensor asked for
     std::shared_ptr<State> owner;
   };
 
@@ -83,6 +84,9 @@ c10::DataPtr CachingHostAllocator::allocate(std::size_t bytes) LRMOE_ALLOCATE_CO
     }
     stats.live_bytes += static_cast<int64_t>(size);
     stats.peak_live_bytes = std::max(stats.peak_live_bytes, stats.live_bytes);
+    stats.requested_bytes += static_cast<int64_t>(bytes);
+    stats.window_peak_requested_bytes =
+        std::max(stats.window_peak_requested_bytes, stats.requested_bytes);
     if (!data) state_->trim_locked();
   }
   if (!data) {
@@ -90,10 +94,11 @@ c10::DataPtr CachingHostAllocator::allocate(std::size_t bytes) LRMOE_ALLOCATE_CO
     if (!data) {
       std::lock_guard<std::mutex> lock(state_->mutex);
       state_->stats.live_bytes -= static_cast<int64_t>(size);
+      state_->stats.requested_bytes -= static_cast<int64_t>(bytes);
       TORCH_CHECK(false, "out of host memory allocating ", bytes, " bytes");
     }
   }
-  auto* block = new State::Block{data, size, state_};
+  auto* block = new State::Block{data, size, bytes, state_};
   return {data, block, &CachingHostAllocator::release, c10::Device(c10::DeviceType::CPU)};
 }
 
@@ -102,6 +107,7 @@ void CachingHostAllocator::release(void* context) {
   State& state = *block->owner;
   std::lock_guard<std::mutex> lock(state.mutex);
   state.stats.live_bytes -= static_cast<int64_t>(block->bytes);
+  state.stats.requested_bytes -= static_cast<int64_t>(block->requested);
   state.stats.cached_bytes += static_cast<int64_t>(block->bytes);
   state.free_blocks[block->bytes].push_back(block->data);
 }
@@ -117,14 +123,33 @@ HostCacheStatistics CachingHostAllocator::statistics() const {
   return state_->stats;
 }
 
+int64_t CachingHostAllocator::take_peak_requested() {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  HostCacheStatistics& stats = state_->stats;
+  const int64_t peak = stats.window_peak_requested_bytes;
+  stats.window_peak_requested_bytes = stats.requested_bytes;
+  return peak;
+}
+
+namespace {
+
+CachingHostAllocator* installed_allocator = nullptr;  // set once, never destroyed
+
+}  // namespace
+
 void install_caching_host_allocator() {
   static std::once_flag installed;
   std::call_once(installed, [] {
     // Never destroyed: tensors freed during exit still reach it.
-    static auto* allocator = new CachingHostAllocator(c10::GetCPUAllocator());
+    installed_allocator = new CachingHostAllocator(c10::GetCPUAllocator());
     // Above the priority LibTorch registers its own default with.
-    c10::SetCPUAllocator(allocator, /*priority=*/1);
+    c10::SetCPUAllocator(installed_allocator, /*priority=*/1);
   });
+}
+
+std::optional<int64_t> take_host_peak_requested() {
+  if (!installed_allocator) return std::nullopt;
+  return installed_allocator->take_peak_requested();
 }
 
 }  // namespace lrmoe

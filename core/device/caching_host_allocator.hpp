@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -26,6 +27,10 @@ struct HostCacheStatistics {
   int64_t peak_live_bytes = 0;
   int64_t reused = 0;  // allocations served from the cache
   int64_t fresh = 0;   // allocations that asked the C library
+  // The bytes the live blocks were asked for (the tensors' own sizes), and their peak since
+  // take_peak_requested last ran: what a step's measured memory reads (Note [Memory model]).
+  int64_t requested_bytes = 0;
+  int64_t window_peak_requested_bytes = 0;
 };
 
 class CachingHostAllocator final : public c10::Allocator {
@@ -40,6 +45,9 @@ class CachingHostAllocator final : public c10::Allocator {
   void copy_data(void* dest, const void* src, std::size_t count) const override;
 #endif
   HostCacheStatistics statistics() const;
+  // The peak of requested_bytes since the last call (or since the allocator was made), and
+  // starts the next window at the bytes live now.
+  int64_t take_peak_requested();
 
   // The most bytes live and cached blocks may come to: a quarter above the peak of live bytes.
   // At the peak itself, a pass whose size classes differ from the last pass's by a block or two
@@ -62,5 +70,8 @@ class CachingHostAllocator final : public c10::Allocator {
 // Makes a CachingHostAllocator LibTorch's CPU allocator for the rest of the process (once; later
 // calls do nothing). The `lrmoe` program calls it at start; the tests use LibTorch's own.
 void install_caching_host_allocator();
+
+// The installed allocator's take_peak_requested; none when none was installed.
+std::optional<int64_t> take_host_peak_requested();
 
 }  // namespace lrmoe
