@@ -152,12 +152,16 @@ int main(int argc, char** argv) {
   int64_t parallel_steps = 20;
   bench_parallel->add_option("--steps", parallel_steps, "training steps to time")
       ->check(CLI::PositiveNumber);
-  int64_t parallel_processes = 2;
-  bench_parallel->add_option("-n,--processes", parallel_processes, "processes to compare with one")
+  std::vector<int64_t> parallel_processes{2};
+  bench_parallel
+      ->add_option("-n,--processes", parallel_processes,
+                   "process counts to compare with one (e.g. 2,4)")
+      ->delimiter(',')
       ->check(CLI::PositiveNumber);
   int64_t parallel_rounds = 3;
   bench_parallel
-      ->add_option("--rounds", parallel_rounds, "interleaved rounds of 1 and N processes (medians)")
+      ->add_option("--rounds", parallel_rounds,
+                   "interleaved rounds of 1 and each N processes (medians)")
       ->check(CLI::PositiveNumber);
   // What each process of bench-parallel runs; not for users.
   auto* parallel_worker = app.add_subcommand("bench-parallel-worker", "")->group("");

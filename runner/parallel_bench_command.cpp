@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,22 +38,31 @@ Figures read_figures(const std::string& path) {
   return figures;
 }
 
-// This process's own all-to-all-v calls over the timed steps, in the order it made them. A step's
-// report lists them layer by layer, and a layer's calls interleave with the other layers' (the
-// forward runs layers up, the backward down, per micro-batch): in entry order they are the
-// collective's order, the same on every process, and each follows the one before it in time, as
-// the paced replay needs.
-std::vector<ExchangeCall> exchange_calls(const std::vector<StepReport>& reports) {
-  std::vector<ExchangeCall> calls;
-  for (const StepReport& report : reports) {
-    for (const LayerStepStatistics& layer : report.layers) {
-      calls.insert(calls.end(), layer.exchange.call_log.begin(), layer.exchange.call_log.end());
-    }
-  }
+// This process's own all-to-all-v calls, in the order it made them. A step's report lists them
+// layer by layer, and a layer's calls interleave with the other layers' (the forward runs layers
+// up, the backward down, per micro-batch): in entry order they are the collective's order, the
+// same on every process, and each follows the one before it in time, as the paced replay needs.
+std::vector<ExchangeCall> in_entry_order(std::vector<ExchangeCall> calls) {
   std::stable_sort(calls.begin(), calls.end(), [](const ExchangeCall& a, const ExchangeCall& b) {
     return a.entered_ns < b.entered_ns;
   });
   return calls;
+}
+
+// This process's peak resident set, in bytes.
+double resident_peak_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return 1024.0 * static_cast<double>(usage.ru_maxrss);  // Linux reports KiB
+}
+
+// The largest of every process's `value`. Collective.
+double largest_over_processes(Collectives& collectives, double value) {
+  const torch::Tensor mine = torch::tensor({value}, torch::kFloat64).reshape({1, 1});
+  return collectives
+      .gather_rows(mine, std::vector<int64_t>(static_cast<std::size_t>(collectives.size()), 1))
+      .max()
+      .item<double>();
 }
 
 int64_t total(const std::vector<int64_t>& values) {
@@ -146,6 +156,26 @@ std::vector<ExchangeCall> bare_exchange_calls(Collectives& collectives,
   return bare;
 }
 
+// Process 0's side of one kind of transfer under names `kind`.*: the pipeline's calls, then the
+// same calls bare, back to back and paced as in training. Collective.
+void add_transfer_figures(Figures& figures, const std::string& kind, Collectives& collectives,
+                          const std::vector<ExchangeCall>& pipeline) {
+  auto set = [&](const std::string& name, double value) { figures[kind + "." + name] = value; };
+  set("bytes", static_cast<double>(bytes_to_others(pipeline, collectives.rank())));
+  set("calls", static_cast<double>(pipeline.size()));
+  const std::vector<double> pipeline_own = seconds_after_last_entry(collectives, pipeline);
+  set("pipeline_seconds", call_seconds(pipeline));
+  set("pipeline_own_seconds", sum(pipeline_own));
+  for (const Pacing pacing : {Pacing::BackToBack, Pacing::AsInTraining}) {
+    const std::string name = pacing == Pacing::BackToBack ? "bare" : "paced";
+    const std::vector<ExchangeCall> bare = bare_exchange_calls(collectives, pipeline, pacing);
+    const std::vector<double> bare_own = seconds_after_last_entry(collectives, bare);
+    set(name + "_seconds", call_seconds(bare));
+    set(name + "_own_seconds", sum(bare_own));
+    set(name + "_median_call_ratio", median_call_ratio(pipeline_own, bare_own));
+  }
+}
+
 std::vector<std::string> worker_arguments(const ExperimentSource& source, int64_t steps,
                                           const std::string& result) {
   std::vector<std::string> args{"bench-parallel-worker"};
@@ -190,28 +220,36 @@ int parallel_bench_worker(const ExperimentSource& source, int64_t steps,
 
   const std::vector<StepReport> timed = observer.timed();
   double step_seconds = 0;
-  for (const StepReport& report : timed) step_seconds += report.step_seconds;
-  Figures figures{{"steps", static_cast<double>(timed.size())}, {"step_seconds", step_seconds}};
+  double measured_peak = -1;  // the largest over the timed steps and every process
+  for (const StepReport& report : timed) {
+    step_seconds += report.step_seconds;
+    for (const std::optional<MeasuredPeaks>& peaks : report.rank_measured_peak)
+      if (peaks) measured_peak = std::max(measured_peak, static_cast<double>(peaks->step));
+  }
+  const ProcessState& holding = trainer.process_states().front();
+  Figures figures{{"steps", static_cast<double>(timed.size())},
+                  {"step_seconds", step_seconds},
+                  {"measured_peak_bytes", measured_peak},
+                  {"max_rss_bytes", largest_over_processes(*collectives, resident_peak_bytes())},
+                  {"dense_bytes", static_cast<double>(holding.dense_bytes())},
+                  {"expert_bytes", static_cast<double>(holding.expert_bytes())},
+                  {"optimizer_bytes", static_cast<double>(holding.optimizer_bytes())}};
   if (!collectives->single()) {
-    // Process 0's side of both: the pipeline's calls, then the same calls bare.
-    const std::vector<ExchangeCall> pipeline = exchange_calls(timed);
-    const std::vector<ExchangeCall> bare =
-        bare_exchange_calls(*collectives, pipeline, Pacing::BackToBack);
-    const std::vector<ExchangeCall> paced =
-        bare_exchange_calls(*collectives, pipeline, Pacing::AsInTraining);
-    figures["pipeline_bytes"] = static_cast<double>(bytes_to_others(pipeline, collectives->rank()));
-    figures["calls"] = static_cast<double>(pipeline.size());
-    figures["pipeline_seconds"] = call_seconds(pipeline);
-    const std::vector<double> pipeline_own = seconds_after_last_entry(*collectives, pipeline);
-    const std::vector<double> bare_own = seconds_after_last_entry(*collectives, bare);
-    const std::vector<double> paced_own = seconds_after_last_entry(*collectives, paced);
-    figures["pipeline_own_seconds"] = sum(pipeline_own);
-    figures["bare_seconds"] = call_seconds(bare);
-    figures["bare_own_seconds"] = sum(bare_own);
-    figures["bare_median_call_ratio"] = median_call_ratio(pipeline_own, bare_own);
-    figures["paced_seconds"] = call_seconds(paced);
-    figures["paced_own_seconds"] = sum(paced_own);
-    figures["paced_median_call_ratio"] = median_call_ratio(pipeline_own, paced_own);
+    std::vector<ExchangeCall> exchange, parameters;
+    for (const StepReport& report : timed) {
+      for (const LayerStepStatistics& layer : report.layers) {
+        exchange.insert(exchange.end(), layer.exchange.call_log.begin(),
+                        layer.exchange.call_log.end());
+        parameters.insert(parameters.end(), layer.parameters.call_log.begin(),
+                          layer.parameters.call_log.end());
+      }
+    }
+    add_transfer_figures(figures, "exchange", *collectives, in_entry_order(std::move(exchange)));
+    // Every process fetches in every pass (even nothing), so all have calls or none.
+    if (!parameters.empty()) {
+      add_transfer_figures(figures, "parameters", *collectives,
+                           in_entry_order(std::move(parameters)));
+    }
   }
   if (collectives->rank() == 0) {
     std::ofstream out(result_path);
@@ -221,85 +259,112 @@ int parallel_bench_worker(const ExperimentSource& source, int64_t steps,
   return 0;
 }
 
-int parallel_bench_command(const ExperimentSource& source, int64_t steps, int64_t processes,
-                           int64_t rounds) {
-  if (processes < 2)
-    throw std::runtime_error("bench-parallel: -n must be at least 2 (it compares with 1 process)");
+namespace {
+
+// One kind of transfer of a P-process run, against bare c10d: bus bandwidth and time per call,
+// medians over the rounds.
+void print_transfers(const std::string& title, const std::string& kind,
+                     const std::vector<Figures>& rounds, int64_t processes, int64_t steps) {
+  const Figures& any = rounds.front();
+  if (!any.count(kind + ".calls")) return;
+  auto median = [&](const std::string& name) {
+    std::vector<double> values;
+    for (const Figures& round : rounds) values.push_back(round.at(kind + "." + name));
+    return upper_median(values);
+  };
+  const double calls = any.at(kind + ".calls");
+  const double bytes = any.at(kind + ".bytes");  // the same every round: the plan is exact
+  auto column = [&](const std::string& name) {
+    return fmt::format("{} {:6.0f} us per call", rate(bytes / median(name)),
+                       1e6 * median(name) / calls);
+  };
+  fmt::print(
+      "{:<20}process 0 of {} on 127.0.0.1 (c10d gloo): {:.0f} calls, {:.1f} KiB sent to other "
+      "processes per call; bus bandwidth and time per call\n",
+      title, processes, calls, bytes / calls / 1024.0);
+  fmt::print("                                {:<36}{}\n", "whole call",
+             "from the last process's entry");
+  fmt::print("  pipeline (in training)        {:<36}{}\n", column("pipeline_seconds"),
+             column("pipeline_own_seconds"));
+  for (const std::string bare : {"bare", "paced"}) {
+    const std::string label = bare == "bare" ? "back to back" : "paced as training";
+    fmt::print("  bare c10d, {:<19}{:<36}{}\n", label, column(bare + "_seconds"),
+               column(bare + "_own_seconds"));
+    fmt::print("  ratio pipeline / {:<13}{:<36.3f}{:.3f} (median call {:.3f})\n",
+               bare == "bare" ? "back to back" : "paced",
+               median(bare + "_seconds") / median("pipeline_seconds"),
+               median(bare + "_own_seconds") / median("pipeline_own_seconds"),
+               median(bare + "_median_call_ratio"));
+  }
+  fmt::print("  per step                      {:.0f} calls, {:.1f} ms in them (whole calls)\n",
+             calls / static_cast<double>(steps),
+             1e3 * median("pipeline_seconds") / static_cast<double>(steps));
+}
+
+}  // namespace
+
+int parallel_bench_command(const ExperimentSource& source, int64_t steps,
+                           const std::vector<int64_t>& processes, int64_t rounds) {
   const Experiment e = timed_training_experiment(source, steps);
-  LaunchEnvironment launch;
-  launch.launcher = "bench-parallel";
-  launch.world_size = processes;
-  check_processes_fit(e, launch);
+  for (const int64_t p : processes) {
+    if (p < 2) {
+      throw std::runtime_error(
+          "bench-parallel: every -n must be at least 2 (each is compared with 1 process)");
+    }
+    LaunchEnvironment launch;
+    launch.launcher = "bench-parallel";
+    launch.world_size = p;
+    check_processes_fit(e, launch);
+  }
   // The plugins are checked here, once, rather than in every child process.
   load_located_policy_set(e.policies, experiment_place(source));
 
   const std::filesystem::path folder =
       std::filesystem::temp_directory_path() / fmt::format("lrmoe-bench-parallel-{}", getpid());
   std::filesystem::create_directories(folder);
-  // One process, then P, `rounds` times: the same experiment and steps in fresh processes each
-  // time, interleaved so that the machine's noise hits both alike; medians are reported.
-  std::vector<double> step_one, step_many;
-  // Per round, process 0's exchange seconds and median call ratios under these names.
-  const std::vector<std::string> exchange_figures{
-      "pipeline_seconds",  "pipeline_own_seconds",   "bare_seconds",
-      "bare_own_seconds",  "bare_median_call_ratio", "paced_seconds",
-      "paced_own_seconds", "paced_median_call_ratio"};
-  std::map<std::string, std::vector<double>> exchange_rounds;
-  Figures many;
-  for (int64_t round = 0; round < rounds; ++round) {
-    const Figures one = measure(source, steps, 1, folder.string());
-    many = measure(source, steps, processes, folder.string());
-    step_one.push_back(one.at("step_seconds") / one.at("steps"));
-    step_many.push_back(many.at("step_seconds") / many.at("steps"));
-    for (const std::string& name : exchange_figures) exchange_rounds[name].push_back(many.at(name));
-  }
+  // One process, then each P, `rounds` times: the same experiment and steps in fresh processes
+  // each time, interleaved so that the machine's noise hits all alike; medians are reported.
+  std::vector<int64_t> counts{1};
+  counts.insert(counts.end(), processes.begin(), processes.end());
+  std::map<int64_t, std::vector<Figures>> measured;
+  for (int64_t round = 0; round < rounds; ++round)
+    for (const int64_t p : counts)
+      measured[p].push_back(measure(source, steps, p, folder.string()));
   std::filesystem::remove_all(folder);
 
-  // The bytes and calls are the same in every round: the plan is deterministic.
-  const double calls = many.at("calls");
-  const double bytes = many.at("pipeline_bytes");
-  auto rate_of = [&](const std::string& name) {
-    return bytes / upper_median(exchange_rounds[name]);
+  auto median = [&](int64_t p, const std::string& name) {
+    std::vector<double> values;
+    for (const Figures& round : measured.at(p)) values.push_back(round.at(name));
+    return upper_median(values);
   };
-  auto column = [&](const std::string& name) {
-    return fmt::format("{} {:6.0f} us per call", rate(rate_of(name)),
-                       1e6 * upper_median(exchange_rounds[name]) / calls);
+  auto step_seconds = [&](int64_t p) {
+    return median(p, "step_seconds") / measured.at(p).front().at("steps");
   };
+  const double mib = 1 << 20;
   fmt::print(
-      "\nexperiment          {} (model {}), {} ranks, {} timed steps after {} warm-up steps, "
-      "median of {} rounds\n",
-      e.experiment.name, e.model.preset, e.cluster.ranks, steps, kWarmupSteps, rounds);
+      "\nexperiment          {} (model {}), {} ranks, expert state {}, {} timed steps after {} "
+      "warm-up steps, median of {} rounds\n",
+      e.experiment.name, e.model.preset, e.cluster.ranks,
+      e.cluster.expert_state == ExpertState::Sharded ? "sharded" : "replicated", steps,
+      kWarmupSteps, rounds);
+  fmt::print("{:>9}  {:>8}  {:>7}  {:>17}  {:>17}  {:>24}\n", "processes", "step ms", "vs 1",
+             "peak MiB/process", "max RSS MiB", "held MiB: dense/experts");
+  for (const int64_t p : counts) {
+    const double peak = median(p, "measured_peak_bytes");
+    fmt::print("{:>9}  {:>8.1f}  {:>7.3f}  {:>17}  {:>17.0f}  {:>24}\n", p, 1e3 * step_seconds(p),
+               step_seconds(p) / step_seconds(1),
+               peak < 0 ? std::string("-") : fmt::format("{:.0f}", peak / mib),
+               median(p, "max_rss_bytes") / mib,
+               fmt::format("{:.1f} / {:.1f}", measured.at(p).front().at("dense_bytes") / mib,
+                           measured.at(p).front().at("expert_bytes") / mib));
+  }
   fmt::print(
-      "all-to-all-v        process 0 of {} on 127.0.0.1 (c10d gloo): {:.0f} calls, {:.1f} KiB sent "
-      "to other processes per call; bus bandwidth and time per call\n",
-      processes, calls, bytes / calls / 1024.0);
-  fmt::print("                                {:<36}{}\n", "whole call",
-             "from the last process's entry");
-  fmt::print("  pipeline (in training)        {:<36}{}\n", column("pipeline_seconds"),
-             column("pipeline_own_seconds"));
-  fmt::print("  bare c10d, back to back       {:<36}{}\n", column("bare_seconds"),
-             column("bare_own_seconds"));
-  fmt::print("  bare c10d, paced as training  {:<36}{}\n", column("paced_seconds"),
-             column("paced_own_seconds"));
-  auto ratio = [&](const std::string& bare) {
-    return fmt::format("{:<36.3f}{:.3f} (median call {:.3f})",
-                       rate_of("pipeline_seconds") / rate_of(bare + "_seconds"),
-                       rate_of("pipeline_own_seconds") / rate_of(bare + "_own_seconds"),
-                       upper_median(exchange_rounds[bare + "_median_call_ratio"]));
-  };
-  fmt::print("  ratio pipeline / back to back {}\n", ratio("bare"));
-  fmt::print("  ratio pipeline / paced        {}\n", ratio("paced"));
-  // What fusing calls cuts: the exchange's time per step, not per call.
-  fmt::print(
-      "per step            {:.0f} all-to-all-v calls, {:.1f} ms in them (whole calls), {:.1f} ms "
-      "from the last process's entry\n",
-      calls / static_cast<double>(steps),
-      1e3 * upper_median(exchange_rounds["pipeline_seconds"]) / static_cast<double>(steps),
-      1e3 * upper_median(exchange_rounds["pipeline_own_seconds"]) / static_cast<double>(steps));
-  fmt::print(
-      "step time           1 process {:.1f} ms, {} processes {:.1f} ms: ratio {} / 1 = {:.3f}\n",
-      1e3 * upper_median(step_one), processes, 1e3 * upper_median(step_many), processes,
-      upper_median(step_many) / upper_median(step_one));
+      "                    (peak: the caching allocator's, largest process and timed step; "
+      "held: parameters and gradients of process 0, optimizer state beside them)\n");
+  for (const int64_t p : processes) {
+    print_transfers("all-to-all-v", "exchange", measured.at(p), p, steps);
+    print_transfers("expert transfers", "parameters", measured.at(p), p, steps);
+  }
   return 0;
 }
 

@@ -1,21 +1,25 @@
 #pragma once
-// `lrmoe bench-parallel [EXP.toml] [--set k=v]... [--steps N] [-n P] [--rounds K]`: the cost of
-// running the pipeline over processes, measured side by side in one run on this machine (loopback):
-//  - the bus bandwidth of the pipeline's all-to-all-v calls while training on P processes,
-//    against a bare c10d all-to-all-v moving the same bytes in as many calls between the same
-//    processes right after (ratio pipeline / bare);
-//  - the training step time on P processes against one process (ratio P / 1).
+// `lrmoe bench-parallel [EXP.toml] [--set k=v]... [--steps N] [-n P,...] [--rounds K]`: the cost
+// and the gain of running the pipeline over processes, measured side by side in one run on this
+// machine (loopback), for one process and each P:
+//  - the training step time against one process (ratio P / 1);
+//  - each process's peak memory (its caching allocator's, and its resident set) and what it
+//    holds of the model (with cluster.expert_state = "sharded", 1/P of the experts);
+//  - the bus bandwidth of the pipeline's all-to-all-v calls while training, and of its expert
+//    weight transfers (sharded state), each against bare c10d calls moving the same bytes
+//    between the same processes right after (ratio pipeline / bare).
 // Each measurement runs in fresh processes started like `lrmoe launch`; nothing is recorded.
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "run_command.hpp"
 
 namespace lrmoe {
 
-int parallel_bench_command(const ExperimentSource& source, int64_t steps, int64_t processes,
-                           int64_t rounds);
+int parallel_bench_command(const ExperimentSource& source, int64_t steps,
+                           const std::vector<int64_t>& processes, int64_t rounds);
 
 // The hidden worker each of those processes runs: trains `steps` timed steps, then (with more
 // than one process) times the bare all-to-all-v; process 0 writes its figures to `result_path`.

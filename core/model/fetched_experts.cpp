@@ -2,8 +2,6 @@
 
 #include <torch/csrc/autograd/custom_function.h>
 
-#include <chrono>
-
 namespace lrmoe {
 namespace {
 
@@ -39,19 +37,22 @@ Tensor sent_matrices(const ExpertFetchPlan& plan, const torch::Device& device) {
 std::vector<Tensor> exchange(FetchContext& state, const Tensor& gate_up, const Tensor& down,
                              const std::vector<int64_t>& send_counts,
                              const std::vector<int64_t>& recv_counts) {
-  const auto start = std::chrono::steady_clock::now();
+  const int64_t entered = host_clock_ns();
   std::vector<Tensor> arrived = state.collectives->exchange_messages(
       {{gate_up, send_counts, recv_counts}, {down, send_counts, recv_counts}});
   if (state.tally) {
     const int64_t row_bytes = gate_up.size(1) * gate_up.size(2) * gate_up.element_size() +
                               down.size(1) * down.size(2) * down.element_size();
+    ExchangeCall call{{}, {}, entered, host_clock_ns()};
     for (std::size_t q = 0; q < send_counts.size(); ++q) {
-      state.tally->bytes_sent += send_counts[q] * row_bytes;
-      state.tally->bytes_received += recv_counts[q] * row_bytes;
+      call.sent_bytes.push_back(send_counts[q] * row_bytes);
+      call.received_bytes.push_back(recv_counts[q] * row_bytes);
+      state.tally->bytes_sent += call.sent_bytes.back();
+      state.tally->bytes_received += call.received_bytes.back();
     }
-    state.tally->seconds +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    state.tally->seconds += 1e-9 * static_cast<double>(call.left_ns - call.entered_ns);
     ++state.tally->calls;
+    state.tally->call_log.push_back(std::move(call));
   }
   return arrived;
 }
