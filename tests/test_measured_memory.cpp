@@ -23,13 +23,17 @@ namespace {
 
 // Large enough that the tensors the model counts are the caching host allocator's (256 KiB and
 // more) and the activations weigh beside the weights and optimizer state.
-const std::vector<std::string> kSizes{
-    "--set", "model.hidden_size=256",  "--set", "model.expert_ffn_size=512",
-    "--set", "model.dense_ffn_size=512", "--set", "train.batch_size=32",
-    "--set", "train.seq_len=64",       "--set", "train.max_steps=4",
-    "--set", "train.warmup_steps=1",   "--set", "train.target_loss=0",
-    "--set", "train.threads=1",        "--set", "cluster.expert_state=sharded",
-    "--set", "cluster.memory_per_rank=2.0x fixed"};
+const std::vector<std::string> kSizes{"--set", "model.hidden_size=256",
+                                      "--set", "model.expert_ffn_size=512",
+                                      "--set", "model.dense_ffn_size=512",
+                                      "--set", "train.batch_size=32",
+                                      "--set", "train.seq_len=64",
+                                      "--set", "train.max_steps=4",
+                                      "--set", "train.warmup_steps=1",
+                                      "--set", "train.target_loss=0",
+                                      "--set", "train.threads=1",
+                                      "--set", "cluster.expert_state=sharded",
+                                      "--set", "cluster.memory_per_rank=2.0x fixed"};
 
 }  // namespace
 
@@ -43,11 +47,18 @@ TEST_CASE(
   INFO(bundle << " on " << processes << " processes");
   TempFolder dir;
   const std::string db = dir.file("m.db");
-  std::vector<std::string> args{"launch", "-n", std::to_string(processes), kTinyExperiment,
-                                "--set",  fmt::format("cluster.ranks={}", processes),
-                                "--set",  fmt::format("cluster.slots_per_rank={}", 12 / processes),
-                                "--set",  "policies.bundle=" + bundle,
-                                "--db",   db};
+  std::vector<std::string> args{"launch",
+                                "-n",
+                                std::to_string(processes),
+                                kTinyExperiment,
+                                "--set",
+                                fmt::format("cluster.ranks={}", processes),
+                                "--set",
+                                fmt::format("cluster.slots_per_rank={}", 12 / processes),
+                                "--set",
+                                "policies.bundle=" + bundle,
+                                "--db",
+                                db};
   args.insert(args.end(), kSizes.begin(), kSizes.end());
   const auto [code, output] = run_lrmoe(args, dir.file("run.log"));
   INFO(output);

@@ -18,16 +18,17 @@ TEST_CASE(
     "transfer against bare c10d",
     "[bench][slow]") {
   TempFolder dir;
-  const auto [code, output] = run_lrmoe(
-      {"bench-parallel", kTinyExperiment, "--set", "cluster.ranks=4", "--set",
-       "cluster.slots_per_rank=3", "--set", "cluster.expert_state=sharded", "--steps", "1", "-n",
-       "2,4", "--rounds", "1"},
-      dir.file("bench.log"));
+  const auto [code, output] =
+      run_lrmoe({"bench-parallel", kTinyExperiment, "--set", "cluster.ranks=4", "--set",
+                 "cluster.slots_per_rank=3", "--set", "cluster.expert_state=sharded", "--steps",
+                 "1", "-n", "2,4", "--rounds", "1"},
+                dir.file("bench.log"));
   INFO(output);
   REQUIRE(code == 0);
   CHECK_THAT(output, Contains("expert state sharded"));
   CHECK_THAT(output, Contains("processes   step ms"));
-  for (const char* p : {"\n        1  ", "\n        2  ", "\n        4  "}) CHECK_THAT(output, Contains(p));
+  for (const char* p : {"\n        1  ", "\n        2  ", "\n        4  "})
+    CHECK_THAT(output, Contains(p));
   CHECK_THAT(output, Contains("all-to-all-v        process 0 of 2"));
   CHECK_THAT(output, Contains("expert transfers    process 0 of 4"));
   CHECK_THAT(output, Contains("ratio pipeline / back to back"));

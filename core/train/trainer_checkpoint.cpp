@@ -122,6 +122,28 @@ void read_named(torch::serialize::InputArchive& archive, const NamedTensors& int
   }
 }
 
+// `tensors` under `key`, and `optimizer`'s state (of those tensors) under "optimizer".
+void write_state(torch::serialize::OutputArchive& archive, const std::string& key,
+                 const NamedTensors& tensors, const torch::optim::Optimizer& optimizer) {
+  torch::serialize::OutputArchive named;
+  write_named(named, tensors);
+  archive.write(key, named);
+  torch::serialize::OutputArchive state;
+  optimizer.save(state);
+  archive.write("optimizer", state);
+}
+
+void read_state(torch::serialize::InputArchive& archive, const std::string& key,
+                const NamedTensors& into, torch::optim::Optimizer& optimizer,
+                const std::filesystem::path& file) {
+  torch::serialize::InputArchive named;
+  archive.read(key, named);
+  read_named(named, into, file);
+  torch::serialize::InputArchive state;
+  archive.read("optimizer", state);
+  optimizer.load(state);
+}
+
 void write_identity(torch::serialize::OutputArchive& archive, int64_t step,
                     const CheckpointIdentity& identity) {
   archive.write("format", c10::IValue(kCheckpointFormat));
@@ -195,12 +217,8 @@ void Trainer::save_checkpoint_part(int64_t step) const {
   torch::serialize::OutputArchive archive;
   write_identity(archive, step, checkpoints_->identity);
   archive.write("process", c10::IValue(collectives_->rank()));
-  torch::serialize::OutputArchive experts;
-  write_named(experts, named_state(*model_, sharded_parameters_, /*experts=*/true));
-  archive.write("experts", experts);
-  torch::serialize::OutputArchive optimizer;
-  expert_optimizer_->save(optimizer);
-  archive.write("optimizer", optimizer);
+  write_state(archive, "experts", named_state(*model_, sharded_parameters_, /*experts=*/true),
+              *expert_optimizer_);
   write_atomically(checkpoint_part_path(checkpoints_->folder, step, collectives_->rank()),
                    [&](const std::string& temporary) { archive.save_to(temporary); });
 }
@@ -225,12 +243,8 @@ void Trainer::restore_checkpoint_part(const std::filesystem::path& main, int64_t
           fmt::format("{}: holds step {} of process {}, not step {} of process {}", file.string(),
                       part_step, process, step, collectives_->rank()));
     }
-    torch::serialize::InputArchive experts;
-    archive.read("experts", experts);
-    read_named(experts, named_state(*model_, sharded_parameters_, /*experts=*/true), file);
-    torch::serialize::InputArchive optimizer;
-    archive.read("optimizer", optimizer);
-    expert_optimizer_->load(optimizer);
+    read_state(archive, "experts", named_state(*model_, sharded_parameters_, /*experts=*/true),
+               *expert_optimizer_, file);
   } catch (const c10::Error& error) {
     throw unreadable(file, error);
   }
@@ -281,12 +295,8 @@ void Trainer::save_main_checkpoint(int64_t step, const TrainingOutcome& outcome,
   write_identity(archive, step, checkpoints_->identity);
   archive.write("processes", c10::IValue(collectives_->size()));
   archive.write("totals", totals_tensor(outcome, last_eval));
-  torch::serialize::OutputArchive model;
-  write_named(model, named_state(*model_, sharded_parameters_, /*experts=*/false));
-  archive.write("model", model);
-  torch::serialize::OutputArchive optimizer;
-  optimizer_->save(optimizer);
-  archive.write("optimizer", optimizer);
+  write_state(archive, "model", named_state(*model_, sharded_parameters_, /*experts=*/false),
+              *optimizer_);
   {
     at::Generator generator = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(generator.mutex());
@@ -326,12 +336,8 @@ int64_t Trainer::resume_from(const std::filesystem::path& file,
           "resume it on {} (lrmoe resume does); experts are not resharded",
           file.string(), processes, collectives_->size(), processes));
     }
-    torch::serialize::InputArchive model;
-    archive.read("model", model);
-    read_named(model, named_state(*model_, sharded_parameters_, /*experts=*/false), file);
-    torch::serialize::InputArchive optimizer;
-    archive.read("optimizer", optimizer);
-    optimizer_->load(optimizer);
+    read_state(archive, "model", named_state(*model_, sharded_parameters_, /*experts=*/false),
+               *optimizer_, file);
     {
       const torch::Tensor state = read_tensor(archive, "cpu_generator");
       at::Generator generator = at::detail::getDefaultCPUGenerator();
