@@ -280,8 +280,8 @@ std::vector<FieldDescriptor> build_schema() {
               "gloo; nccl needs a build against a CUDA LibTorch (LRMOE_WITH_NCCL)")
       .choice("expert_state", &ClusterConfig::expert_state, {"replicated", "sharded"},
               "multi-process runs: replicated: every process holds every expert's weights, "
-              "gradient and optimizer state; sharded (in progress: no checkpoints with several "
-              "processes yet): each holds its ranks' static owners' experts and fetches the "
+              "gradient and optimizer state; sharded: each holds only its ranks' static owners' "
+              "experts with their state (and checkpoints them in its own part) and fetches the "
               "others it computes for each pass through c10d");
 
   SectionRows<PoliciesConfig>(rows, "policies", &Experiment::policies,
