@@ -2,6 +2,8 @@
 
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <algorithm>
+
 namespace lrmoe {
 namespace {
 
@@ -93,6 +95,12 @@ class FetchExpertsFunction : public torch::autograd::Function<FetchExpertsFuncti
     const std::vector<Tensor> returned = exchange(
         *state, or_zeros(grads[0], fetched, state->gate_up_shape, state->options),
         or_zeros(grads[1], fetched, state->down_shape, state->options), send_counts, recv_counts);
+    // Nothing sent from here: no gradient comes home (not a zero tensor the size of every home
+    // expert, which a single process would allocate and add for each layer and step).
+    const bool sent_any =
+        std::any_of(plan.send.begin(), plan.send.end(),
+                    [](const std::vector<int64_t>& experts) { return !experts.empty(); });
+    if (!sent_any) return {Tensor(), Tensor(), Tensor()};
     // An expert sent to several processes gets each one's gradient: index_add sums them.
     const Tensor sent = sent_matrices(plan, state->options.device());
     auto grad_gate_up = torch::zeros(state->gate_up_shape, state->options)
