@@ -155,19 +155,19 @@ class SqliteResultsStore final : public ResultsStore {
   void add_process_states(int64_t run, const std::vector<ProcessStateRecord>& states) override {
     require_writable();
     sqlite::Transaction transaction(db_);
+    sqlite::Statement insert = db_.prepare(
+        "INSERT OR REPLACE INTO process_state (run, process, dense_parameters, "
+        "expert_parameters, dense_bytes, expert_bytes, optimizer_bytes) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
     for (const ProcessStateRecord& s : states) {
-      db_.prepare(
-             "INSERT OR REPLACE INTO process_state (run, process, dense_parameters, "
-             "expert_parameters, dense_bytes, expert_bytes, optimizer_bytes) "
-             "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
-          .bind_int64(1, run)
+      insert.bind_int64(1, run)
           .bind_int64(2, s.process)
           .bind_int64(3, s.dense_parameters)
           .bind_int64(4, s.expert_parameters)
           .bind_int64(5, s.dense_bytes)
           .bind_int64(6, s.expert_bytes)
-          .bind_int64(7, s.optimizer_bytes)
-          .execute();
+          .bind_int64(7, s.optimizer_bytes);
+      insert.execute();
     }
     transaction.commit();
   }

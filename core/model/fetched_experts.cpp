@@ -2,8 +2,6 @@
 
 #include <torch/csrc/autograd/custom_function.h>
 
-#include <algorithm>
-
 namespace lrmoe {
 namespace {
 
@@ -97,12 +95,9 @@ class FetchExpertsFunction : public torch::autograd::Function<FetchExpertsFuncti
         or_zeros(grads[1], fetched, state->down_shape, state->options), send_counts, recv_counts);
     // Nothing sent from here: no gradient comes home (not a zero tensor the size of every home
     // expert, which a single process would allocate and add for each layer and step).
-    const bool sent_any =
-        std::any_of(plan.send.begin(), plan.send.end(),
-                    [](const std::vector<int64_t>& experts) { return !experts.empty(); });
-    if (!sent_any) return {Tensor(), Tensor(), Tensor()};
-    // An expert sent to several processes gets each one's gradient: index_add sums them.
     const Tensor sent = sent_matrices(plan, state->options.device());
+    if (sent.numel() == 0) return {Tensor(), Tensor(), Tensor()};
+    // An expert sent to several processes gets each one's gradient: index_add sums them.
     auto grad_gate_up = torch::zeros(state->gate_up_shape, state->options)
                             .index_add_(0, sent, returned[0].to(state->options.dtype()));
     auto grad_down = torch::zeros(state->down_shape, state->options)
