@@ -4,7 +4,7 @@
 // machine (loopback), for one process and each P:
 //  - the training step time against one process (ratio P / 1);
 //  - each process's peak memory (its caching allocator's, and its resident set) and what it
-//    holds of the model (with cluster.expert_state = "sharded", 1/P of the experts);
+//    holds of the model (sharded expert state, the default: 1/P of the experts);
 //  - the bus bandwidth of the pipeline's all-to-all-v calls while training, and of its expert
 //    weight transfers (sharded state), each against bare c10d calls moving the same bytes
 //    between the same processes right after (ratio pipeline / bare).

@@ -139,25 +139,30 @@ TEST_CASE("one run on P = 1, 2 and 4 processes: the same losses and one set of r
     bool scalable =
         false;  // P = 2 and 4 plan from counts (Note [Scalable planning]), P = 1 exactly
   };
-  const std::vector<std::string> sharded{"--set", "cluster.expert_state=sharded"};
+  const std::vector<std::string> replicated{"--set", "cluster.expert_state=replicated"};
+  // Each process holding only its home experts and fetching the others it computes
+  // (docs/ARCHITECTURE.md, "Expert-sharded state"; SYMI's owners leave their homes):
   // keep_all (fixed), deterministic quota top-k with replicas and capacity-aware routing
-  // (lrmoe), and lrmoe with recomputation and exact input gradients for dropped pairs; lrmoe and
-  // SYMI (forward capacity, round-robin routing) with the scalable plan.
+  // (lrmoe), lrmoe with recomputation and exact input gradients for dropped pairs, and with its
+  // fetch waited for before the dispatch; lrmoe and SYMI (forward capacity, round-robin
+  // routing) with the scalable plan. Then every process holding every expert (the replicated
+  // variant).
   const std::vector<Variant> variants{
       {"fixed", tiny_settings(4, 3, "fixed")},
+      {"symi", tiny_settings(4, 3, "symi")},
       {"lrmoe", tiny_settings(4, 3, "lrmoe")},
       {"lrmoe, recompute, input_grad",
        with(tiny_settings(4, 3, "lrmoe"), {"--set", "policies.recompute=true", "--set",
                                            "policies.dropped_pair_keeps=input_grad"})},
+      {"lrmoe, fetch not overlapped",
+       with(tiny_settings(4, 3, "lrmoe"), {"--set", "cluster.overlap_expert_fetch=false"})},
       {"lrmoe, scalable plan", tiny_settings(4, 3, "lrmoe"), true},
       {"symi, recompute, scalable plan",
        with(tiny_settings(4, 3, "symi"), {"--set", "policies.recompute=true"}), true},
-      // Each process holding only its home experts and fetching the others it computes
-      // (docs/ARCHITECTURE.md, "Expert-sharded state"); SYMI's owners leave their homes.
-      {"fixed, sharded experts", with(tiny_settings(4, 3, "fixed"), sharded)},
-      {"symi, sharded experts", with(tiny_settings(4, 3, "symi"), sharded)},
-      {"lrmoe, sharded experts", with(tiny_settings(4, 3, "lrmoe"), sharded)},
-      {"lrmoe, sharded experts, scalable plan", with(tiny_settings(4, 3, "lrmoe"), sharded), true},
+      {"fixed, replicated experts", with(tiny_settings(4, 3, "fixed"), replicated)},
+      {"lrmoe, replicated experts", with(tiny_settings(4, 3, "lrmoe"), replicated)},
+      {"lrmoe, replicated experts, scalable plan", with(tiny_settings(4, 3, "lrmoe"), replicated),
+       true},
   };
   const std::vector<std::string> steps{"--set", "train.max_steps=12", "--set", "train.eval_every=6",
                                        "--set", "train.target_loss=0"};
@@ -225,7 +230,7 @@ TEST_CASE("one run on P = 1, 2 and 4 processes: the same losses and one set of r
         // every expert; sharded, with one rank per process, exactly the cost model's parameter
         // transfers, and with two ranks per process no more (its ranks share what they fetch).
         const bool sharded = std::find(variant.settings.begin(), variant.settings.end(),
-                                       "cluster.expert_state=sharded") != variant.settings.end();
+                                       "cluster.expert_state=replicated") == variant.settings.end();
         const double measured =
             doubles(d, "SELECT sum(measured_parameter_bytes) FROM moe_layer_steps")[0];
         const double modeled = doubles(d, "SELECT sum(bytes_replica_sync) FROM moe_layer_steps")[0];

@@ -75,9 +75,13 @@ TEST_CASE("home shards are contiguous, cover every expert once, and follow the s
   CHECK(home_shard(2, 4, process(0, 4, 4), 3).count == 0);
 }
 
-TEST_CASE("fetched experts hold their home's weights, and their gradients come home summed",
-          "[fetch][distributed]") {
-  const std::vector<int> codes = in_processes(2, [](Collectives& collectives) {
+TEST_CASE(
+    "fetched experts hold their home's weights in the compute dtype, a collective issued while "
+    "they travel runs, and their gradients come home summed in the master dtype",
+    "[fetch][distributed]") {
+  const torch::ScalarType compute = GENERATE(torch::kFloat32, torch::kBFloat16);
+  INFO("compute dtype " << compute);
+  const std::vector<int> codes = in_processes(2, [compute](Collectives& collectives) {
     const int64_t me = collectives.rank();
     auto plan = std::make_shared<const ExpertFetchPlan>(
         plan_expert_fetch(two_rank_table(), 4, 2, process(me, 2, 2)));
@@ -89,10 +93,16 @@ TEST_CASE("fetched experts hold their home's weights, and their gradients come h
       return torch::stack(matrices).requires_grad_();
     };
     const torch::Tensor gate_up = weights(1, {4, 3}), down = weights(-1, {3, 2});
-    const FetchedExperts fetched = fetch_experts(
-        gate_up, down, plan, std::shared_ptr<Collectives>(&collectives, [](Collectives*) {}));
+    const FetchedExperts fetched =
+        fetch_experts(gate_up, down, plan,
+                      std::shared_ptr<Collectives>(&collectives, [](Collectives*) {}), compute);
+    // Issued after the fetch started and before it is waited for, as the pairs' dispatch is.
+    torch::Tensor between = torch::full({1}, static_cast<double>(me + 1));
+    collectives.sum(between);
+    fetched.arrival->wait();
 
-    bool ok = fetched.gate_up.size(0) == static_cast<int64_t>(plan->fetched.size()) &&
+    bool ok = between.item<double>() == 3 && fetched.gate_up.scalar_type() == compute &&
+              fetched.gate_up.size(0) == static_cast<int64_t>(plan->fetched.size()) &&
               fetched.down.size(0) == fetched.gate_up.size(0);
     for (std::size_t i = 0; ok && i < plan->fetched.size(); ++i) {
       const auto value = static_cast<double>(plan->fetched[i] + 1);
@@ -109,7 +119,8 @@ TEST_CASE("fetched experts hold their home's weights, and their gradients come h
         me == 0 ? std::vector<double>{5, 5} : std::vector<double>{3, 4};
     for (std::size_t i = 0; ok && i < expected.size(); ++i) {
       const auto m = static_cast<int64_t>(i);
-      ok = gate_up.grad()[m].eq(expected[i]).all().item<bool>() &&
+      ok = gate_up.grad().scalar_type() == torch::kFloat32 &&
+           gate_up.grad()[m].eq(expected[i]).all().item<bool>() &&
            down.grad()[m].eq(expected[i]).all().item<bool>();
     }
     return ok;

@@ -19,6 +19,7 @@ TEST_CASE("a process holds 16 bytes per parameter and the activations of its row
   train.seq_len = 32;
   ClusterConfig cluster;
   cluster.ranks = 4;
+  cluster.expert_state = ExpertState::Replicated;
   const ProcessFootprint one = process_footprint(model, train, cluster, 1);
   CHECK(one.model_state_bytes == 16.0 * static_cast<double>(count_parameters(model).total));
   CHECK(one.activation_bytes == static_cast<double>(dense_activation_bytes(model, 8 * 32, 32, 4)));

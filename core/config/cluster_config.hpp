@@ -29,7 +29,10 @@ struct ClusterConfig {
   // seconds a process waits for a peer before failing
   double timeout = 30;
   CollectiveBackend backend = CollectiveBackend::Auto;
-  ExpertState expert_state = ExpertState::Replicated;
+  ExpertState expert_state = ExpertState::Sharded;
+  // sharded: a pass's replica weights travel while its pairs are dispatched (Note [Overlapped
+  // expert fetch]); false: they arrive before the pairs leave
+  bool overlap_expert_fetch = true;
 };
 
 }  // namespace lrmoe

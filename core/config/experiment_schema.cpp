@@ -279,10 +279,14 @@ std::vector<FieldDescriptor> build_schema() {
               "multi-process runs: c10d backend; auto: nccl when training runs on CUDA, else "
               "gloo; nccl needs a build against a CUDA LibTorch (LRMOE_WITH_NCCL)")
       .choice("expert_state", &ClusterConfig::expert_state, {"replicated", "sharded"},
-              "multi-process runs: replicated: every process holds every expert's weights, "
-              "gradient and optimizer state; sharded: each holds only its ranks' static owners' "
-              "experts with their state (and checkpoints them in its own part) and fetches the "
-              "others it computes for each pass through c10d");
+              "multi-process runs: sharded: each process holds only its ranks' static owners' "
+              "experts with their gradients and optimizer state (and checkpoints them in its "
+              "own part) and fetches the others it computes for each pass through c10d; "
+              "replicated (a harness-made variant: data parallelism emulating expert "
+              "parallelism): every process holds and updates every expert")
+      .boolean("overlap_expert_fetch", &ClusterConfig::overlap_expert_fetch,
+               "sharded: fetch a pass's replica weights while its pairs are dispatched, waiting "
+               "for them only before the expert compute; false: before the dispatch");
 
   SectionRows<PoliciesConfig>(rows, "policies", &Experiment::policies,
                               Defaults::FromMemberInitialisers)

@@ -16,8 +16,10 @@
 #include <fstream>
 #include <functional>
 #include <numeric>
+#include <optional>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "core/device/compute_device.hpp"
 #include "core/distributed/message_layout.hpp"
@@ -129,26 +131,46 @@ struct Collectives::Group {
     return gone;
   }
 
-  // Runs one collective; a failure is a peer's failure.
+  // Issues one collective without waiting for it; a failure is a peer's failure.
+  template <typename Call>
+  auto start(const char* what, Call&& call) {
+    try {
+      return call();
+    } catch (const std::exception& error) {
+      throw peer_error(what, error);
+    }
+  }
+
+  // Waits for a collective issued by start(); a failure is a peer's failure.
+  template <typename Work>
+  void finish(const char* what, const Work& work) {
+    try {
+      work->wait();
+    } catch (const std::exception& error) {
+      throw peer_error(what, error);
+    }
+  }
+
+  // Runs one collective.
   template <typename Call>
   void run(const char* what, Call&& call) {
-    try {
-      call()->wait();
-    } catch (const std::exception& error) {
-      // A killed peer's sockets close while its process is still exiting: look again for a
-      // moment before saying that no peer is gone.
-      std::string gone = gone_peers();
-      for (int look = 0; gone.empty() && look < 20; ++look) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        gone = gone_peers();
-      }
-      throw PeerError(fmt::format(
-          "{} across processes failed: {} ({})", what,
-          gone.empty() ? "another process of this run failed, was killed or stopped answering "
-                         "for cluster.timeout"
-                       : gone,
-          message_of(error)));
+    finish(what, start(what, std::forward<Call>(call)));
+  }
+
+  PeerError peer_error(const char* what, const std::exception& error) {
+    // A killed peer's sockets close while its process is still exiting: look again for a
+    // moment before saying that no peer is gone.
+    std::string gone = gone_peers();
+    for (int look = 0; gone.empty() && look < 20; ++look) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      gone = gone_peers();
     }
+    return PeerError(fmt::format(
+        "{} across processes failed: {} ({})", what,
+        gone.empty() ? "another process of this run failed, was killed or stopped answering "
+                       "for cluster.timeout"
+                     : gone,
+        message_of(error)));
   }
 
  private:
@@ -304,31 +326,78 @@ torch::Tensor Collectives::exchange_rows(const torch::Tensor& send,
   return output.to(send.device()).view(send.scalar_type()).reshape(shape);
 }
 
-std::vector<torch::Tensor> Collectives::exchange_messages(const std::vector<RowMessage>& messages) {
-  std::vector<torch::Tensor> received;
-  if (single()) {
-    for (const RowMessage& m : messages) received.push_back(m.rows);
-    return received;
+// An exchange under way: the packed buffers and the c10d work, kept until it is waited for.
+struct Collectives::PendingMessages::State {
+  Collectives::Group* group = nullptr;  // null once waited for, or with one process
+  decltype(std::declval<compat::C10dBackend&>().barrier()) work;
+  std::optional<MessageLayout> layout;
+  std::size_t messages = 0;
+  torch::Tensor send, arrived;  // [bytes, 1] uint8 on the backend's device
+  std::vector<int64_t> send_bytes, recv_bytes;
+  torch::Device device = torch::kCPU;   // the messages' device, where they arrive
+  std::vector<torch::Tensor> received;  // once waited for (at once with one process)
+};
+
+Collectives::PendingMessages::PendingMessages(std::unique_ptr<State> state)
+    : state_(std::move(state)) {}
+Collectives::PendingMessages::PendingMessages(PendingMessages&&) noexcept = default;
+Collectives::PendingMessages& Collectives::PendingMessages::operator=(PendingMessages&&) noexcept =
+    default;
+// c10d's work holds the buffers it reads and writes: one left unwaited-for (its caller failed)
+// frees nothing under the exchange.
+Collectives::PendingMessages::~PendingMessages() = default;
+
+std::vector<torch::Tensor> Collectives::PendingMessages::wait() {
+  State& s = *state_;
+  if (s.group) {
+    s.group->finish("all-to-all-v", s.work);
+    s.group = nullptr;
+    const torch::Tensor arrived = s.arrived.to(s.device);
+    for (std::size_t m = 0; m < s.messages; ++m)
+      s.received.push_back(unpack_message(*s.layout, arrived, m, torch::Tensor()));
   }
-  if (messages.size() == 1) {  // as it is, without packing it into runs
-    received.push_back(
-        exchange_rows(messages[0].rows, messages[0].send_rows, messages[0].recv_rows));
-    return received;
+  return s.received;
+}
+
+Collectives::PendingMessages Collectives::start_exchange_messages(
+    const std::vector<RowMessage>& messages) {
+  auto state = std::make_unique<PendingMessages::State>();
+  if (single()) {
+    for (const RowMessage& m : messages) state->received.push_back(m.rows);
+    return PendingMessages(std::move(state));
   }
   std::vector<MessageShape> shapes;
   for (const RowMessage& m : messages)
     shapes.push_back(message_shape(m.rows, m.send_rows, m.recv_rows));
-  const MessageLayout layout(shapes);
-  const torch::Tensor send = layout.send_buffer(messages.front().rows.device());
+  const MessageLayout& layout = state->layout.emplace(shapes);
+  state->messages = messages.size();
+  state->device = messages.front().rows.device();
+  const torch::Tensor send = layout.send_buffer(state->device);
   for (std::size_t i = 0; i < messages.size(); ++i) {
     layout.fill_send_parts(send, i, [&](torch::Tensor& part, int64_t first) {
       part.copy_(messages[i].rows.narrow(0, first, part.size(0)));
     });
   }
-  const torch::Tensor arrived = exchange_rows(send, layout.send_bytes(), layout.recv_bytes());
-  for (std::size_t i = 0; i < messages.size(); ++i)
-    received.push_back(unpack_message(layout, arrived, i, torch::Tensor()));
-  return received;
+  const Group::Route route = group_->route(send);
+  state->send = send.to(route.device);
+  state->send_bytes = layout.send_bytes();
+  state->recv_bytes = layout.recv_bytes();
+  const int64_t received =
+      std::accumulate(state->recv_bytes.begin(), state->recv_bytes.end(), int64_t{0});
+  state->arrived = torch::empty({received, 1}, state->send.options());
+  PendingMessages::State& s = *state;
+  s.work = group_->start("all-to-all-v", [&] {
+    return route.backend->alltoall_base(s.arrived, s.send, s.recv_bytes, s.send_bytes);
+  });
+  s.group = group_.get();
+  return PendingMessages(std::move(state));
+}
+
+std::vector<torch::Tensor> Collectives::exchange_messages(const std::vector<RowMessage>& messages) {
+  if (messages.size() == 1 && !single()) {  // as it is, without packing it into runs
+    return {exchange_rows(messages[0].rows, messages[0].send_rows, messages[0].recv_rows)};
+  }
+  return start_exchange_messages(messages).wait();
 }
 
 void Collectives::barrier() {

@@ -79,6 +79,25 @@ class Collectives {
     std::vector<int64_t> recv_rows;
   };
   std::vector<torch::Tensor> exchange_messages(const std::vector<RowMessage>& messages);
+  // exchange_messages in two halves, so that the caller computes while the messages travel
+  // (Note [Overlapped expert fetch]): start_exchange_messages issues the exchange, whose wait()
+  // returns what exchange_messages returns. Every process starts it where it would call
+  // exchange_messages; collectives issued before the wait run after it, in order.
+  class PendingMessages {
+   public:
+    PendingMessages(PendingMessages&&) noexcept;
+    PendingMessages& operator=(PendingMessages&&) noexcept;
+    ~PendingMessages();
+    // Blocks until the exchange is done; later calls return the same tensors.
+    std::vector<torch::Tensor> wait();
+
+   private:
+    friend class Collectives;
+    struct State;
+    explicit PendingMessages(std::unique_ptr<State> state);
+    std::unique_ptr<State> state_;
+  };
+  PendingMessages start_exchange_messages(const std::vector<RowMessage>& messages);
   void barrier();
 
  private:

@@ -22,6 +22,7 @@ struct PairsContext : torch::CustomClassHolder {
   std::shared_ptr<ExpertPipeline> pipeline;  // null: one rank, keep every pair
   std::shared_ptr<const ForwardPass> forward;
   std::vector<int64_t> bank_index;  // [experts]: each expert's weight matrix; empty: its index
+  std::shared_ptr<FetchArrival> fetch_arrival;  // the fetched experts' (sharded state), or null
 
   // The weight matrix of each of one rank's instances: replicas read their expert's matrix where
   // it is (Note [Grouped GEMM kernels]).
@@ -83,6 +84,8 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     PairExchange& exchange = state->exchange();
 
     auto x_rows = exchange.dispatch(x, tokens, here);
+    // The fetched experts travelled while the pairs did; the compute below reads them.
+    if (state->fetch_arrival) state->fetch_arrival->wait();
     // Each rank's part writes its rows of both in place: the pre-activations, saved for the
     // backward, and the output rows with each hidden row's norm beside them (a metric signal),
     // which go home together.
@@ -286,15 +289,15 @@ torch::Tensor routed_experts(const torch::Tensor& x, const torch::Tensor& gates,
                              const torch::Tensor& tokens, const torch::Tensor& w_gate_up,
                              const torch::Tensor& w_down, std::shared_ptr<ExpertPipeline> pipeline,
                              std::shared_ptr<const ForwardPass> forward,
-                             std::vector<int64_t> bank_index, const torch::Tensor& fetched_gate_up,
-                             const torch::Tensor& fetched_down) {
+                             std::vector<int64_t> bank_index, FetchedExperts fetched) {
   auto state = c10::make_intrusive<PairsContext>();
   state->pipeline = std::move(pipeline);
   state->forward = std::move(forward);
   state->bank_index = std::move(bank_index);
+  state->fetch_arrival = std::move(fetched.arrival);
   return ExpertPairsFunction::apply(x, gates, w_gate_up, w_down,
-                                    none_fetched(fetched_gate_up, w_gate_up),
-                                    none_fetched(fetched_down, w_down), tokens, std::move(state));
+                                    none_fetched(fetched.gate_up, w_gate_up),
+                                    none_fetched(fetched.down, w_down), tokens, std::move(state));
 }
 
 }  // namespace lrmoe

@@ -17,6 +17,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/model/fetched_experts.hpp"
 #include "core/pipeline/expert_pipeline.hpp"
 
 namespace lrmoe {
@@ -40,16 +41,15 @@ std::shared_ptr<const ForwardPass> single_rank_pass(const ExpertPairs& pairs, in
 
 // x: [tokens, hidden]; gates and tokens: [pairs] the computed pairs in expert order, as
 // `forward` describes them; w_gate_up: [held, 2*ffn, hidden]; w_down: [held, hidden, ffn]; and,
-// with sharded expert state, the fetched experts' matrices after them (fetched_*, [fetched, ...];
-// undefined: none): expert e's matrix is the bank_index[e]-th of held then fetched (empty: the
-// e-th). Returns [tokens, hidden] = sum over a token's pairs of gate * expert(x). Without a
-// pipeline every pair keeps its exact backward.
+// with sharded expert state, the experts fetched for the pass after them (`fetched`, undefined
+// tensors: none), whose arrival is waited for after the pairs' dispatch (Note [Overlapped expert
+// fetch]): expert e's matrix is the bank_index[e]-th of held then fetched (empty: the e-th).
+// Returns [tokens, hidden] = sum over a token's pairs of gate * expert(x). Without a pipeline
+// every pair keeps its exact backward.
 torch::Tensor routed_experts(const torch::Tensor& x, const torch::Tensor& gates,
                              const torch::Tensor& tokens, const torch::Tensor& w_gate_up,
                              const torch::Tensor& w_down, std::shared_ptr<ExpertPipeline> pipeline,
                              std::shared_ptr<const ForwardPass> forward,
-                             std::vector<int64_t> bank_index = {},
-                             const torch::Tensor& fetched_gate_up = {},
-                             const torch::Tensor& fetched_down = {});
+                             std::vector<int64_t> bank_index = {}, FetchedExperts fetched = {});
 
 }  // namespace lrmoe

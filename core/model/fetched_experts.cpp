@@ -2,6 +2,8 @@
 
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <functional>
+
 namespace lrmoe {
 namespace {
 
@@ -12,7 +14,9 @@ using torch::autograd::variable_list;
 struct FetchContext : torch::CustomClassHolder {
   std::shared_ptr<const ExpertFetchPlan> plan;
   std::shared_ptr<Collectives> collectives;
+  torch::ScalarType compute_dtype = torch::kFloat32;  // of the fetched matrices
   ExchangeMeasurement* tally = nullptr;
+  std::shared_ptr<FetchArrival> arrival;  // the forward's exchange, once started
   // The home tensors' shapes and options, for their gradients.
   std::vector<int64_t> gate_up_shape, down_shape;
   torch::TensorOptions options;
@@ -32,30 +36,64 @@ Tensor sent_matrices(const ExpertFetchPlan& plan, const torch::Device& device) {
   return torch::tensor(matrices, torch::kInt64).to(device);
 }
 
-// Both messages' rows exchanged, tallied: bytes to and from the other processes (the counts for
-// this process itself are zero), host seconds, one call.
-std::vector<Tensor> exchange(FetchContext& state, const Tensor& gate_up, const Tensor& down,
-                             const std::vector<int64_t>& send_counts,
-                             const std::vector<int64_t>& recv_counts) {
-  const int64_t entered = host_clock_ns();
-  std::vector<Tensor> arrived = state.collectives->exchange_messages(
-      {{gate_up, send_counts, recv_counts}, {down, send_counts, recv_counts}});
-  if (state.tally) {
-    const int64_t row_bytes = gate_up.size(1) * gate_up.size(2) * gate_up.element_size() +
-                              down.size(1) * down.size(2) * down.element_size();
-    ExchangeCall call{{}, {}, entered, host_clock_ns()};
-    for (std::size_t q = 0; q < send_counts.size(); ++q) {
-      call.sent_bytes.push_back(send_counts[q] * row_bytes);
-      call.received_bytes.push_back(recv_counts[q] * row_bytes);
-      state.tally->bytes_sent += call.sent_bytes.back();
-      state.tally->bytes_received += call.received_bytes.back();
-    }
-    state.tally->seconds += 1e-9 * static_cast<double>(call.left_ns - call.entered_ns);
-    ++state.tally->calls;
-    state.tally->call_log.push_back(std::move(call));
+// Adds one exchange to the tally: bytes to and from the other processes (the counts for this
+// process itself are zero), host seconds from its start to its arrival, one call.
+void tally_exchange(ExchangeMeasurement* tally, int64_t row_bytes,
+                    const std::vector<int64_t>& send_counts,
+                    const std::vector<int64_t>& recv_counts, int64_t entered_ns) {
+  if (!tally) return;
+  ExchangeCall call{{}, {}, entered_ns, host_clock_ns()};
+  for (std::size_t q = 0; q < send_counts.size(); ++q) {
+    call.sent_bytes.push_back(send_counts[q] * row_bytes);
+    call.received_bytes.push_back(recv_counts[q] * row_bytes);
+    tally->bytes_sent += call.sent_bytes.back();
+    tally->bytes_received += call.received_bytes.back();
   }
-  return arrived;
+  tally->seconds += 1e-9 * static_cast<double>(call.left_ns - call.entered_ns);
+  ++tally->calls;
+  tally->call_log.push_back(std::move(call));
 }
+
+// Both messages' rows, one all-to-all-v, started: `row_bytes` is one expert's two matrices.
+Collectives::PendingMessages start_exchange(Collectives& collectives, const Tensor& gate_up,
+                                            const Tensor& down,
+                                            const std::vector<int64_t>& send_counts,
+                                            const std::vector<int64_t>& recv_counts) {
+  return collectives.start_exchange_messages(
+      {{gate_up, send_counts, recv_counts}, {down, send_counts, recv_counts}});
+}
+
+int64_t expert_bytes(const Tensor& gate_up, const Tensor& down) {
+  return gate_up.size(1) * gate_up.size(2) * gate_up.element_size() +
+         down.size(1) * down.size(2) * down.element_size();
+}
+
+// The forward's exchange under way, and the fetched matrices it writes when waited for.
+class PendingFetch : public FetchArrival {
+ public:
+  PendingFetch(Collectives::PendingMessages exchange, Tensor gate_up, Tensor down,
+               std::function<void()> arrived)
+      : exchange_(std::move(exchange)),
+        gate_up_(std::move(gate_up)),
+        down_(std::move(down)),
+        arrived_(std::move(arrived)) {}
+
+  void wait() override {
+    if (done_) return;
+    const std::vector<Tensor> rows = exchange_.wait();
+    torch::NoGradGuard no_grad;
+    gate_up_.copy_(rows[0]);  // to the compute dtype
+    down_.copy_(rows[1]);
+    done_ = true;
+    arrived_();
+  }
+
+ private:
+  Collectives::PendingMessages exchange_;
+  Tensor gate_up_, down_;  // the function's outputs' storage, outside the graph
+  std::function<void()> arrived_;
+  bool done_ = false;
+};
 
 // The gradient of fetched matrices, zeros where autograd brought none.
 Tensor or_zeros(const Tensor& grad, int64_t rows, const std::vector<int64_t>& home_shape,
@@ -66,20 +104,31 @@ Tensor or_zeros(const Tensor& grad, int64_t rows, const std::vector<int64_t>& ho
 
 class FetchExpertsFunction : public torch::autograd::Function<FetchExpertsFunction> {
  public:
+  // Returns the fetched matrices, empty until `state->arrival` is waited for.
   static variable_list forward(AutogradContext* ctx, const Tensor& home_gate_up,
                                const Tensor& home_down, c10::intrusive_ptr<FetchContext> state) {
     const ExpertFetchPlan& plan = *state->plan;
     const Tensor sent = sent_matrices(plan, home_gate_up.device());
     const std::vector<int64_t> send_counts = sizes_of(plan.send);
     const std::vector<int64_t> recv_counts = sizes_of(plan.receive);
-    const std::vector<Tensor> arrived =
-        exchange(*state, home_gate_up.index_select(0, sent), home_down.index_select(0, sent),
-                 send_counts, recv_counts);
+    const auto fetched = static_cast<int64_t>(plan.fetched.size());
+    const auto compute = home_gate_up.options().dtype(state->compute_dtype);
+    Tensor gate_up = torch::empty({fetched, home_gate_up.size(1), home_gate_up.size(2)}, compute);
+    Tensor down = torch::empty({fetched, home_down.size(1), home_down.size(2)}, compute);
+    const int64_t entered = host_clock_ns();
+    const int64_t row_bytes = expert_bytes(home_gate_up, home_down);
+    state->arrival = std::make_shared<PendingFetch>(
+        start_exchange(*state->collectives, home_gate_up.index_select(0, sent),
+                       home_down.index_select(0, sent), send_counts, recv_counts),
+        gate_up.detach(), down.detach(),
+        [tally = state->tally, row_bytes, send_counts, recv_counts, entered] {
+          tally_exchange(tally, row_bytes, send_counts, recv_counts, entered);
+        });
     state->gate_up_shape = home_gate_up.sizes().vec();
     state->down_shape = home_down.sizes().vec();
     state->options = home_gate_up.options();
     ctx->saved_data["state"] = c10::IValue::make_capsule(std::move(state));
-    return {arrived[0], arrived[1]};
+    return {gate_up, down};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -87,21 +136,29 @@ class FetchExpertsFunction : public torch::autograd::Function<FetchExpertsFuncti
         c10::static_intrusive_pointer_cast<FetchContext>(ctx->saved_data["state"].toCapsule());
     const ExpertFetchPlan& plan = *state->plan;
     const auto fetched = static_cast<int64_t>(plan.fetched.size());
-    // The reverse of the forward's exchange: what arrived from q goes back to q.
+    // The reverse of the forward's exchange, in the master dtype: what arrived from q goes back
+    // to q.
     const std::vector<int64_t> send_counts = sizes_of(plan.receive);
     const std::vector<int64_t> recv_counts = sizes_of(plan.send);
-    const std::vector<Tensor> returned = exchange(
-        *state, or_zeros(grads[0], fetched, state->gate_up_shape, state->options),
-        or_zeros(grads[1], fetched, state->down_shape, state->options), send_counts, recv_counts);
+    const Tensor grad_gate_up_rows =
+        or_zeros(grads[0], fetched, state->gate_up_shape, state->options).to(state->options);
+    const Tensor grad_down_rows =
+        or_zeros(grads[1], fetched, state->down_shape, state->options).to(state->options);
+    const int64_t entered = host_clock_ns();
+    const std::vector<Tensor> returned = start_exchange(*state->collectives, grad_gate_up_rows,
+                                                        grad_down_rows, send_counts, recv_counts)
+                                             .wait();
+    tally_exchange(state->tally, expert_bytes(grad_gate_up_rows, grad_down_rows), send_counts,
+                   recv_counts, entered);
     // Nothing sent from here: no gradient comes home (not a zero tensor the size of every home
     // expert, which a single process would allocate and add for each layer and step).
     const Tensor sent = sent_matrices(plan, state->options.device());
     if (sent.numel() == 0) return {Tensor(), Tensor(), Tensor()};
     // An expert sent to several processes gets each one's gradient: index_add sums them.
-    auto grad_gate_up = torch::zeros(state->gate_up_shape, state->options)
-                            .index_add_(0, sent, returned[0].to(state->options.dtype()));
-    auto grad_down = torch::zeros(state->down_shape, state->options)
-                         .index_add_(0, sent, returned[1].to(state->options.dtype()));
+    auto grad_gate_up =
+        torch::zeros(state->gate_up_shape, state->options).index_add_(0, sent, returned[0]);
+    auto grad_down =
+        torch::zeros(state->down_shape, state->options).index_add_(0, sent, returned[1]);
     return {grad_gate_up, grad_down, Tensor()};
   }
 };
@@ -110,14 +167,15 @@ class FetchExpertsFunction : public torch::autograd::Function<FetchExpertsFuncti
 
 FetchedExperts fetch_experts(const torch::Tensor& home_gate_up, const torch::Tensor& home_down,
                              std::shared_ptr<const ExpertFetchPlan> plan,
-                             std::shared_ptr<Collectives> collectives, ExchangeMeasurement* tally) {
+                             std::shared_ptr<Collectives> collectives,
+                             torch::ScalarType compute_dtype, ExchangeMeasurement* tally) {
   auto state = c10::make_intrusive<FetchContext>();
   state->plan = std::move(plan);
   state->collectives = std::move(collectives);
+  state->compute_dtype = compute_dtype;
   state->tally = tally;
-  const variable_list fetched =
-      FetchExpertsFunction::apply(home_gate_up, home_down, std::move(state));
-  return {fetched[0], fetched[1]};
+  const variable_list fetched = FetchExpertsFunction::apply(home_gate_up, home_down, state);
+  return {fetched[0], fetched[1], state->arrival};
 }
 
 }  // namespace lrmoe

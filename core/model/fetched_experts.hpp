@@ -13,21 +13,35 @@
 
 namespace lrmoe {
 
+// The fetch of one pass under way: the fetched matrices are written when it arrives.
+class FetchArrival {
+ public:
+  // Blocks until the fetched matrices are written; later calls return at once.
+  virtual void wait() = 0;
+  virtual ~FetchArrival() = default;
+};
+
 struct FetchedExperts {
-  torch::Tensor gate_up;  // [fetched, 2f, h]: plan.fetched's matrices, in its order
-  torch::Tensor down;     // [fetched, h, f]
+  // [fetched, 2f, h] and [fetched, h, f]: plan.fetched's matrices, in its order, in the compute
+  // dtype; their values are there once `arrival` has been waited for.
+  torch::Tensor gate_up;
+  torch::Tensor down;
+  std::shared_ptr<FetchArrival> arrival;  // never null
 };
 
 // home_gate_up [home experts, 2f, h] and home_down [home experts, h, f]: this process's home
-// experts (plan.home). Every process of `collectives` calls it for the same pass, each with its
-// own plan: it is a collective, forward and backward. Differentiable: each fetched expert's
-// gradient goes back to its home and is added into the home expert's, so an expert's gradient
-// sums every process's contributions.
+// experts (plan.home), in their master dtype, which is what travels. Every process of
+// `collectives` calls it for the same pass, each with its own plan: it is a collective, forward
+// and backward. The exchange is started here and finished by `arrival->wait()`, which the caller
+// puts as late as the data allows (Note [Overlapped expert fetch]); collectives issued in between
+// run while the experts travel. Differentiable: each fetched expert's gradient goes back to its
+// home, in the master dtype, and is added into the home expert's, so an expert's gradient sums
+// every process's contributions.
 // `tally`, when given, receives each exchange's bytes to and from other processes, its host
-// seconds and one call, forward and backward alike.
+// seconds from start to arrival and one call, forward and backward alike.
 FetchedExperts fetch_experts(const torch::Tensor& home_gate_up, const torch::Tensor& home_down,
                              std::shared_ptr<const ExpertFetchPlan> plan,
                              std::shared_ptr<Collectives> collectives,
-                             ExchangeMeasurement* tally = nullptr);
+                             torch::ScalarType compute_dtype, ExchangeMeasurement* tally = nullptr);
 
 }  // namespace lrmoe

@@ -41,18 +41,20 @@ void MoELayerImpl::initialise_experts(double std, uint64_t layer_seed) {
 
 MoELayerImpl::ExpertBank MoELayerImpl::bank_for(const ForwardPass& pass,
                                                 const torch::Tensor& like) {
-  if (!sharded_) return {as_compute(w_gate_up_, like), as_compute(w_down_, like), {}, {}, {}};
+  if (!sharded_) return {as_compute(w_gate_up_, like), as_compute(w_down_, like), {}, {}};
   const PipelineSettings& settings = pipeline_->settings();
   auto plan = std::make_shared<const ExpertFetchPlan>(
       plan_expert_fetch(*pass.table, num_experts_, settings.ranks, settings.process));
   std::vector<int64_t> index = plan->bank_index;
   // Passed on even when nothing was fetched: every process's fetch must take part in the
   // backward's return exchange, so its outputs stay in the graph.
-  const FetchedExperts fetched =
+  FetchedExperts fetched =
       fetch_experts(w_gate_up_, w_down_, std::move(plan), pipeline_->collectives(),
-                    &pipeline_->parameter_transfers());
-  return {as_compute(w_gate_up_, like), as_compute(w_down_, like),
-          as_compute(fetched.gate_up, like), as_compute(fetched.down, like), std::move(index)};
+                    like.scalar_type(), &pipeline_->parameter_transfers());
+  // Not overlapped: the experts arrive before the pairs leave.
+  if (!settings.overlap_expert_fetch) fetched.arrival->wait();
+  return {as_compute(w_gate_up_, like), as_compute(w_down_, like), std::move(fetched),
+          std::move(index)};
 }
 
 void MoELayerImpl::set_pipeline(std::shared_ptr<ExpertPipeline> pipeline) {
@@ -99,8 +101,7 @@ MoEOutput MoELayerImpl::forward(const torch::Tensor& input) {
     ExpertBank bank = bank_for(*pass, x);
     out = routed_experts(x, gates.index_select(0, pass->local_pairs).to(x.scalar_type()),
                          pairs.tokens.index_select(0, pass->local_pairs), bank.gate_up, bank.down,
-                         pipeline_, pass, std::move(bank.index), bank.fetched_gate_up,
-                         bank.fetched_down);
+                         pipeline_, pass, std::move(bank.index), std::move(bank.fetched));
   } else {
     // Evaluation measures the model, so it computes every pair whatever the training policies:
     // sharded, each at its expert's home; otherwise here.

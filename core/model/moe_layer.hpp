@@ -10,6 +10,7 @@
 #include "core/config/model_config.hpp"
 #include "core/device/span_timer.hpp"
 #include "core/model/backward_stopwatch.hpp"
+#include "core/model/fetched_experts.hpp"
 #include "core/model/router.hpp"
 #include "core/model/swiglu.hpp"
 #include "core/pipeline/expert_fetch_plan.hpp"
@@ -59,7 +60,7 @@ class MoELayerImpl : public torch::nn::Module {
   // then fetched (empty: matrix e is expert e).
   struct ExpertBank {
     torch::Tensor gate_up, down;
-    torch::Tensor fetched_gate_up, fetched_down;
+    FetchedExperts fetched;  // with sharded state; its arrival is waited for by the experts
     std::vector<int64_t> index;
   };
   ExpertBank bank_for(const ForwardPass& pass, const torch::Tensor& like);

@@ -111,6 +111,7 @@ PipelineSettings pipeline_settings(const Experiment& experiment, const ModelConf
                                 : owned_experts_per_rank(model.num_experts, cluster.ranks);
   settings.budget_bytes = budget.layer_bytes;
   settings.recompute = experiment.policies.recompute;
+  settings.overlap_expert_fetch = cluster.overlap_expert_fetch;
   settings.costs = pair_costs(model, experiment);
   settings.dropped_pair_keeps = experiment.policies.dropped_pair_keeps;
   settings.check_plugin_outputs = experiment.policies.check_plugin_outputs;

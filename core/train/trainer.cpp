@@ -75,8 +75,11 @@ Trainer::Trainer(const Experiment& experiment, const TokenSource& data,
   set_grouped_gemm_kernel(grouped_gemm_.kernel);
   // Initialised on the CPU, from the seeded CPU generator, then moved: the same weights on
   // every device. The optimizer's state is created on the device at its first step.
-  const bool sharded = experiment.cluster.expert_state == ExpertState::Sharded;
-  if (sharded && !policies) {
+  // Without the policies' pipeline nothing fetches an expert a process does not hold: one
+  // process holds every expert either way, several must replicate them.
+  const bool sharded = experiment.cluster.expert_state == ExpertState::Sharded && policies;
+  if (experiment.cluster.expert_state == ExpertState::Sharded && !policies &&
+      !collectives_->single()) {
     throw std::invalid_argument(
         "cluster.expert_state = \"sharded\" needs the policies' pipeline, which fetches the "
         "experts a process does not hold: train with policies, or set it to \"replicated\"");

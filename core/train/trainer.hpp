@@ -5,13 +5,13 @@
 // losses bit for bit on the same machine.
 //
 // With P processes (core/distributed/collectives.hpp), each process reads its 1/P of every batch
-// and hosts R/P of the logical ranks; gradients are summed over the processes after the last
-// micro-batch (data parallel for the dense parameters; for the experts, replica and per-process
-// contributions reduce into one gradient), so every process takes the same optimizer step and
-// the losses are those of one process reading the whole batch, within float rounding (Note [Exact
-// multi-process plan] in docs/notes.md). Expert weights and their optimizer state are held by
-// every process unless cluster.expert_state = "sharded", where each process holds its home
-// experts and fetches the others for each pass (docs/ARCHITECTURE.md, "Expert-sharded state").
+// and hosts R/P of the logical ranks. Each process holds its home experts with their optimizer
+// state and fetches the others it computes for each pass, their gradients going home
+// (docs/ARCHITECTURE.md, "Expert-sharded state"); dense gradients are summed over the processes
+// after the last micro-batch (data parallel), so the losses are those of one process reading the
+// whole batch, within float rounding (Note [Exact multi-process plan] in docs/notes.md). With
+// cluster.expert_state = "replicated" every process holds and steps every expert, their
+// gradients summed with the dense ones.
 
 #include <torch/torch.h>
 
