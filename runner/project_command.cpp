@@ -4,13 +4,19 @@
 #include <toml++/toml.h>
 #include <unistd.h>
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "core/config/model_presets.hpp"
 #include "core/pipeline/instance_table.hpp"
@@ -225,13 +231,18 @@ CLI::App* add_project_command(CLI::App& app, ProjectOptions& options) {
       ->delimiter(',');
   project->add_option("--samples", options.samples, "steps replayed per run, spread to its target")
       ->check(CLI::Range(int64_t{1}, int64_t{64}));
+  project
+      ->add_option("--jobs", options.jobs,
+                   "projections made at once (each replays on a thread of its own)")
+      ->check(CLI::Range(int64_t{1}, int64_t{64}));
+  project->add_flag("--again", options.again,
+                    "remake projections the database holds already for the same sampled steps");
   return project;
 }
 
 int project_command(const ProjectOptions& options, std::ostream& out) {
   // A database that is not there is not made (open_read_only says so); one of an older schema
-  // is upgraded. Nothing is written until every projection is made, so a user error leaves its
-  // rows as they were.
+  // is upgraded. Every user error is found before the first projection is written.
   if (!fs::exists(options.database)) ResultsStore::open_read_only(options.database);
   const auto store = ResultsStore::open(options.database);
   const std::vector<int64_t> runs = named_runs(*store, options.runs, options.sweeps, "project");
@@ -260,29 +271,84 @@ int project_command(const ProjectOptions& options, std::ostream& out) {
   for (const int64_t id : runs)
     prepared.push_back(prepare_run(*store, id, options.model, options.samples, folder));
 
-  QueryResult table;
-  table.columns = {"run",   "model",   "ranks",      "tokens/rank", "profile",   "budget", "steps",
-                   "MoE s", "compute", "all-to-all", "plan coll.",  "transfers", "note"};
-  std::vector<ProjectionRecord> made;
+  // Every (run, ranks, tokens, profile), in the table's order; those the database holds for
+  // the same sampled steps are kept unless --again.
+  struct Cell {
+    const ProjectedRun* run;
+    int64_t ranks, tokens;
+    std::string profile;
+    std::optional<ProjectionRecord> made;
+  };
+  std::vector<Cell> cells;
+  const std::vector<ProjectionRecord> held = store->projections(runs);
   for (const ProjectedRun& run : prepared) {
+    const std::string sampled =
+        fmt::format("{}", fmt::join(sampled_steps(run.steps, options.samples), ","));
     for (const int64_t ranks : options.ranks) {
       for (const int64_t tokens : options.tokens_per_rank) {
         for (const std::string& profile : options.profiles) {
-          const ProjectionRecord& p =
-              made.emplace_back(project(run, ranks, tokens, profile, options.samples));
-          table.rows.push_back(
-              {std::to_string(p.run), p.model, std::to_string(ranks), std::to_string(tokens),
-               profile, p.memory_per_rank,
-               fmt::format("{}{}", p.steps, p.reached ? "" : " (missed)"),
-               p.failed ? std::string("-") : fmt::format("{:.1f}", p.projected_seconds),
-               share(p.compute_seconds, p), share(p.all_to_all_seconds, p),
-               share(p.gather_seconds, p), share(p.transfer_seconds, p),
-               p.failed ? "does not fit: " + *p.failed : std::string()});
+          Cell& cell = cells.emplace_back(Cell{&run, ranks, tokens, profile, std::nullopt});
+          for (const ProjectionRecord& p : held) {
+            if (!options.again && p.run == run.summary.id && p.model == run.full_model &&
+                p.ranks == ranks && p.tokens_per_rank == tokens && p.profile == profile &&
+                p.sampled_steps == sampled)
+              cell.made = p;
+          }
         }
       }
     }
   }
-  for (const ProjectionRecord& p : made) store->add_projection(p);
+  const auto kept = static_cast<int64_t>(
+      std::count_if(cells.begin(), cells.end(), [](const Cell& c) { return c.made.has_value(); }));
+  if (kept > 0) {
+    spdlog::info("project: {} of {} projections are in {} already and kept (--again remakes them)",
+                 kept, cells.size(), options.database);
+  }
+  // Workers take the cells in order; each projection is recorded as it is made, under the lock.
+  std::mutex lock;
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;
+  int64_t done = kept;
+  auto work = [&] {
+    for (std::size_t i = next++; i < cells.size() && !failed; i = next++) {
+      Cell& cell = cells[i];
+      if (cell.made) continue;
+      try {
+        ProjectionRecord p =
+            project(*cell.run, cell.ranks, cell.tokens, cell.profile, options.samples);
+        const std::lock_guard<std::mutex> guard(lock);
+        store->add_projection(p);
+        spdlog::info("project: {} of {}: run {}, {} x {}, {}: {}", ++done, cells.size(), p.run,
+                     cell.ranks, cell.tokens, cell.profile,
+                     p.failed ? "does not fit" : fmt::format("{:.1f} s", p.projected_seconds));
+        cell.made = std::move(p);
+      } catch (...) {
+        const std::lock_guard<std::mutex> guard(lock);
+        if (!error) error = std::current_exception();
+        failed = true;
+      }
+    }
+  };
+  std::vector<std::thread> workers;
+  for (int64_t j = 1; j < options.jobs; ++j) workers.emplace_back(work);
+  work();
+  for (std::thread& worker : workers) worker.join();
+  if (error) std::rethrow_exception(error);
+
+  QueryResult table;
+  table.columns = {"run",   "model",   "ranks",      "tokens/rank", "profile",   "budget", "steps",
+                   "MoE s", "compute", "all-to-all", "plan coll.",  "transfers", "note"};
+  for (const Cell& cell : cells) {
+    const ProjectionRecord& p = *cell.made;
+    table.rows.push_back({std::to_string(p.run), p.model, std::to_string(cell.ranks),
+                          std::to_string(cell.tokens), cell.profile, p.memory_per_rank,
+                          fmt::format("{}{}", p.steps, p.reached ? "" : " (missed)"),
+                          p.failed ? std::string("-") : fmt::format("{:.1f}", p.projected_seconds),
+                          share(p.compute_seconds, p), share(p.all_to_all_seconds, p),
+                          share(p.gather_seconds, p), share(p.transfer_seconds, p),
+                          p.failed ? "does not fit: " + *p.failed : std::string()});
+  }
   out << render_text_table(table, 60, "-");
   out << "MoE s: modeled MoE seconds per step, the mean over the sampled steps, times the steps "
          "to target (all the run's steps when it missed); the parts are shares of it "

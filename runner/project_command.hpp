@@ -27,6 +27,8 @@ struct ProjectOptions {
   std::vector<int64_t> tokens_per_rank = {1024, 4096};
   std::vector<std::string> profiles = {"h100-sxm-8gpu-ib400", "h200-sxm-8gpu-ib400"};
   int64_t samples = 4;
+  int64_t jobs = 1;    // projections made at once, each on a thread of its own
+  bool again = false;  // remake projections the database holds already
 };
 
 // Registers `lrmoe project` and its options, which fill `options`.
@@ -34,8 +36,9 @@ CLI::App* add_project_command(CLI::App& app, ProjectOptions& options);
 
 // Throws on user errors (the database, a run that is not a training run or has no loads, a model
 // with no full size, settings the experiment refuses at a configuration) before anything is
-// written: the projections are recorded together at the end. A plan that does not fit at full
-// size is a finding: recorded with its reason.
+// written. Each projection is recorded as it is made, so a grid that is stopped keeps what it
+// made; one the database holds already for the same sampled steps is kept, not made again,
+// unless `again`. A plan that does not fit at full size is a finding: recorded with its reason.
 int project_command(const ProjectOptions& options, std::ostream& out);
 
 }  // namespace lrmoe

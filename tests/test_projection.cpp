@@ -96,3 +96,45 @@ TEST_CASE("a full-size projection covers the full model's layers and compare sho
   // The run missed its target (0): the headline column shows it did not reach it.
   CHECK_THAT(table, Contains("∞"));
 }
+
+TEST_CASE(
+    "a projection grid made on two threads records what one thread makes, and a second run keeps "
+    "it",
+    "[projection][slow]") {
+  TempFolder dir;
+  const std::string db = dir.file("results.db");
+  train_tiny_run(dir, db);
+  const std::vector<std::string> grid{
+      "project",           "1",        "--db",      db,
+      "--model",           "tiny-moe", "--ranks",   "2,4",
+      "--tokens-per-rank", "32,64",    "--profile", "h100-sxm-8gpu-ib400,h200-sxm-8gpu-ib400",
+      "--samples",         "2"};
+  const std::string rows =
+      "SELECT group_concat(ranks || ' ' || tokens_per_rank || ' ' || profile || ' ' || "
+      "projected_seconds, '; ') FROM (SELECT * FROM run_projections ORDER BY ranks, "
+      "tokens_per_rank, profile)";
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> command = grid;
+    command.insert(command.end(), extra.begin(), extra.end());
+    return command;
+  };
+  const auto [parallel, parallel_log] = run_lrmoe(with({"--jobs", "2"}), dir.file("jobs2.log"));
+  INFO(parallel_log);
+  REQUIRE(parallel == 0);
+  const std::string made_in_parallel = scalar(*lrmoe::ResultsStore::open_read_only(db), rows);
+  CHECK(scalar(*lrmoe::ResultsStore::open_read_only(db), "SELECT count(*) FROM run_projections") ==
+        "8");
+
+  // Run again: every projection is in the database for the same sampled steps, and kept.
+  const auto [kept, kept_log] = run_lrmoe(grid, dir.file("kept.log"));
+  INFO(kept_log);
+  REQUIRE(kept == 0);
+  CHECK_THAT(kept_log, Contains("8 of 8 projections are in"));
+
+  // Remade on one thread: the same figures, to the last digit.
+  const auto [again, again_log] = run_lrmoe(with({"--again"}), dir.file("again.log"));
+  INFO(again_log);
+  REQUIRE(again == 0);
+  CHECK_THAT(again_log, !Contains("projections are in"));
+  CHECK(scalar(*lrmoe::ResultsStore::open_read_only(db), rows) == made_in_parallel);
+}
