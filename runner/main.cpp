@@ -163,6 +163,11 @@ int main(int argc, char** argv) {
       ->add_option("--rounds", parallel_rounds,
                    "interleaved rounds of 1 and each N processes (medians)")
       ->check(CLI::PositiveNumber);
+  std::vector<std::string> parallel_versus;
+  repeatable(bench_parallel->add_option(
+      "--versus", parallel_versus,
+      "section.key=value: a second variant, measured in the same rounds (repeatable: one "
+      "variant of several settings)"));
   // What each process of bench-parallel runs; not for users.
   auto* parallel_worker = app.add_subcommand("bench-parallel-worker", "")->group("");
   add_experiment_options(parallel_worker, source, false);
@@ -296,7 +301,7 @@ int main(int argc, char** argv) {
     if (bench_pipeline->parsed()) return lrmoe::pipeline_bench_command(pipeline_bench);
     if (bench_parallel->parsed())
       return lrmoe::parallel_bench_command(source, parallel_steps, parallel_processes,
-                                           parallel_rounds);
+                                           parallel_rounds, parallel_versus);
     if (parallel_worker->parsed())
       return lrmoe::parallel_bench_worker(source, parallel_steps, parallel_result);
     if (sweep->parsed()) return lrmoe::sweep_command(sweep_options);

@@ -279,7 +279,7 @@ void print_transfers(const std::string& title, const std::string& kind,
                        1e6 * median(name) / calls);
   };
   fmt::print(
-      "{:<20}process 0 of {} on 127.0.0.1 (c10d gloo): {:.0f} calls, {:.1f} KiB sent to other "
+      "{:<19} process 0 of {} on 127.0.0.1 (c10d gloo): {:.0f} calls, {:.1f} KiB sent to other "
       "processes per call; bus bandwidth and time per call\n",
       title, processes, calls, bytes / calls / 1024.0);
   fmt::print("                                {:<36}{}\n", "whole call",
@@ -304,66 +304,95 @@ void print_transfers(const std::string& title, const std::string& kind,
 }  // namespace
 
 int parallel_bench_command(const ExperimentSource& source, int64_t steps,
-                           const std::vector<int64_t>& processes, int64_t rounds) {
-  const Experiment e = timed_training_experiment(source, steps);
+                           const std::vector<int64_t>& processes, int64_t rounds,
+                           const std::vector<std::string>& versus) {
+  // The experiment as given, and the --versus variant when there is one.
+  struct Arm {
+    std::string label;
+    ExperimentSource source;
+  };
+  std::vector<Arm> arms{{"as given", source}};
+  if (!versus.empty()) {
+    Arm variant{fmt::format("{}", fmt::join(versus, ", ")), source};
+    variant.source.overrides.insert(variant.source.overrides.end(), versus.begin(), versus.end());
+    arms.push_back(std::move(variant));
+  }
   for (const int64_t p : processes) {
     if (p < 2) {
       throw std::runtime_error(
           "bench-parallel: every -n must be at least 2 (each is compared with 1 process)");
     }
-    LaunchEnvironment launch;
-    launch.launcher = "bench-parallel";
-    launch.world_size = p;
-    check_processes_fit(e, launch);
   }
-  // The plugins are checked here, once, rather than in every child process.
-  load_located_policy_set(e.policies, experiment_place(source));
+  for (const Arm& arm : arms) {
+    const Experiment e = timed_training_experiment(arm.source, steps);
+    for (const int64_t p : processes) {
+      LaunchEnvironment launch;
+      launch.launcher = "bench-parallel";
+      launch.world_size = p;
+      check_processes_fit(e, launch);
+    }
+    // The plugins are checked here, once, rather than in every child process.
+    load_located_policy_set(e.policies, experiment_place(arm.source));
+  }
 
   const std::filesystem::path folder =
       std::filesystem::temp_directory_path() / fmt::format("lrmoe-bench-parallel-{}", getpid());
   std::filesystem::create_directories(folder);
-  // One process, then each P, `rounds` times: the same experiment and steps in fresh processes
-  // each time, interleaved so that the machine's noise hits all alike; medians are reported.
+  // One process, then each P, each arm, `rounds` times: the same steps in fresh processes each
+  // time, interleaved so that the machine's noise hits all alike; medians are reported.
   std::vector<int64_t> counts{1};
   counts.insert(counts.end(), processes.begin(), processes.end());
-  std::map<int64_t, std::vector<Figures>> measured;
+  std::map<std::pair<std::size_t, int64_t>, std::vector<Figures>> measured;  // (arm, P)
   for (int64_t round = 0; round < rounds; ++round)
     for (const int64_t p : counts)
-      measured[p].push_back(measure(source, steps, p, folder.string()));
+      for (std::size_t a = 0; a < arms.size(); ++a)
+        measured[{a, p}].push_back(measure(arms[a].source, steps, p, folder.string()));
   std::filesystem::remove_all(folder);
 
-  auto median = [&](int64_t p, const std::string& name) {
+  auto median = [&](std::size_t a, int64_t p, const std::string& name) {
     std::vector<double> values;
-    for (const Figures& round : measured.at(p)) values.push_back(round.at(name));
+    for (const Figures& round : measured.at({a, p})) values.push_back(round.at(name));
     return upper_median(values);
   };
-  auto step_seconds = [&](int64_t p) {
-    return median(p, "step_seconds") / measured.at(p).front().at("steps");
+  auto step_seconds = [&](std::size_t a, int64_t p) {
+    return median(a, p, "step_seconds") / measured.at({a, p}).front().at("steps");
   };
   const double mib = 1 << 20;
-  fmt::print(
-      "\nexperiment          {} (model {}), {} ranks, expert state {}, {} timed steps after {} "
-      "warm-up steps, median of {} rounds\n",
-      e.experiment.name, e.model.preset, e.cluster.ranks,
-      e.cluster.expert_state == ExpertState::Sharded ? "sharded" : "replicated", steps,
-      kWarmupSteps, rounds);
-  fmt::print("{:>9}  {:>8}  {:>7}  {:>17}  {:>17}  {:>24}\n", "processes", "step ms", "vs 1",
-             "peak MiB/process", "max RSS MiB", "held MiB: dense/experts");
-  for (const int64_t p : counts) {
-    const double peak = median(p, "measured_peak_bytes");
-    fmt::print("{:>9}  {:>8.1f}  {:>7.3f}  {:>17}  {:>17.0f}  {:>24}\n", p, 1e3 * step_seconds(p),
-               step_seconds(p) / step_seconds(1),
-               peak < 0 ? std::string("-") : fmt::format("{:.0f}", peak / mib),
-               median(p, "max_rss_bytes") / mib,
-               fmt::format("{:.1f} / {:.1f}", measured.at(p).front().at("dense_bytes") / mib,
-                           measured.at(p).front().at("expert_bytes") / mib));
+  for (std::size_t a = 0; a < arms.size(); ++a) {
+    const Experiment e = timed_training_experiment(arms[a].source, steps);
+    fmt::print(
+        "\n{}experiment {} (model {}), {} ranks, expert state {}, {} timed steps after {} "
+        "warm-up steps, median of {} rounds\n",
+        arms.size() > 1 ? fmt::format("[{}] ", arms[a].label) : std::string(), e.experiment.name,
+        e.model.preset, e.cluster.ranks,
+        e.cluster.expert_state == ExpertState::Sharded ? "sharded" : "replicated", steps,
+        kWarmupSteps, rounds);
+    fmt::print("{:>9}  {:>8}  {:>7}  {:>9}  {:>17}  {:>17}  {:>24}\n", "processes", "step ms",
+               "vs 1", a > 0 ? "vs given" : "", "peak MiB/process", "max RSS MiB",
+               "held MiB: dense/experts");
+    for (const int64_t p : counts) {
+      const double peak = median(a, p, "measured_peak_bytes");
+      const Figures& any = measured.at({a, p}).front();
+      fmt::print(
+          "{:>9}  {:>8.1f}  {:>7.3f}  {:>9}  {:>17}  {:>17.0f}  {:>24}\n", p,
+          1e3 * step_seconds(a, p), step_seconds(a, p) / step_seconds(a, 1),
+          a > 0 ? fmt::format("{:.3f}", step_seconds(a, p) / step_seconds(0, p)) : std::string(),
+          peak < 0 ? std::string("-") : fmt::format("{:.0f}", peak / mib),
+          median(a, p, "max_rss_bytes") / mib,
+          fmt::format("{:.1f} / {:.1f}", any.at("dense_bytes") / mib,
+                      any.at("expert_bytes") / mib));
+    }
   }
   fmt::print(
       "                    (peak: the caching allocator's, largest process and timed step; "
-      "held: parameters and gradients of process 0, optimizer state beside them)\n");
-  for (const int64_t p : processes) {
-    print_transfers("all-to-all-v", "exchange", measured.at(p), p, steps);
-    print_transfers("expert transfers", "parameters", measured.at(p), p, steps);
+      "held: parameters and gradients of process 0, optimizer state beside them; vs given: "
+      "the variant's step time over the experiment's as given, same P)\n");
+  for (std::size_t a = 0; a < arms.size(); ++a) {
+    const std::string tag = arms.size() > 1 ? fmt::format("[{}] ", arms[a].label) : std::string();
+    for (const int64_t p : processes) {
+      print_transfers(tag + "all-to-all-v", "exchange", measured.at({a, p}), p, steps);
+      print_transfers(tag + "expert transfers", "parameters", measured.at({a, p}), p, steps);
+    }
   }
   return 0;
 }

@@ -33,3 +33,20 @@ TEST_CASE(
   CHECK_THAT(output, Contains("expert transfers    process 0 of 4"));
   CHECK_THAT(output, Contains("ratio pipeline / back to back"));
 }
+
+TEST_CASE("bench-parallel --versus measures a second variant in the same rounds, beside the first",
+          "[bench][slow]") {
+  TempFolder dir;
+  const auto [code, output] =
+      run_lrmoe({"bench-parallel", kTinyExperiment, "--set", "cluster.ranks=2", "--set",
+                 "cluster.slots_per_rank=5", "--versus", "cluster.overlap_expert_fetch=false",
+                 "--steps", "1", "-n", "2", "--rounds", "1"},
+                dir.file("bench.log"));
+  INFO(output);
+  REQUIRE(code == 0);
+  CHECK_THAT(output, Contains("[as given] experiment"));
+  CHECK_THAT(output, Contains("[cluster.overlap_expert_fetch=false] experiment"));
+  CHECK_THAT(output, Contains("vs given"));
+  CHECK_THAT(output,
+             Contains("[cluster.overlap_expert_fetch=false] expert transfers process 0 of 2"));
+}
