@@ -236,8 +236,10 @@ int parallel_bench_worker(const ExperimentSource& source, int64_t steps,
                   {"optimizer_bytes", static_cast<double>(holding.optimizer_bytes())}};
   if (!collectives->single()) {
     std::vector<ExchangeCall> exchange, parameters;
+    double parameters_blocked = 0;
     for (const StepReport& report : timed) {
       for (const LayerStepStatistics& layer : report.layers) {
+        parameters_blocked += layer.parameters.blocked_seconds;
         exchange.insert(exchange.end(), layer.exchange.call_log.begin(),
                         layer.exchange.call_log.end());
         parameters.insert(parameters.end(), layer.parameters.call_log.begin(),
@@ -249,6 +251,7 @@ int parallel_bench_worker(const ExperimentSource& source, int64_t steps,
     if (!parameters.empty()) {
       add_transfer_figures(figures, "parameters", *collectives,
                            in_entry_order(std::move(parameters)));
+      figures["parameters.blocked_seconds"] = parameters_blocked;
     }
   }
   if (collectives->rank() == 0) {
@@ -296,9 +299,15 @@ void print_transfers(const std::string& title, const std::string& kind,
                median(bare + "_own_seconds") / median("pipeline_own_seconds"),
                median(bare + "_median_call_ratio"));
   }
-  fmt::print("  per step                      {:.0f} calls, {:.1f} ms in them (whole calls)\n",
+  // Where a transfer travels while the process computes, it is blocked for less than the call.
+  const std::string blocked =
+      any.count(kind + ".blocked_seconds")
+          ? fmt::format(", {:.1f} ms blocked in them",
+                        1e3 * median("blocked_seconds") / static_cast<double>(steps))
+          : std::string();
+  fmt::print("  per step                      {:.0f} calls, {:.1f} ms in them (whole calls){}\n",
              calls / static_cast<double>(steps),
-             1e3 * median("pipeline_seconds") / static_cast<double>(steps));
+             1e3 * median("pipeline_seconds") / static_cast<double>(steps), blocked);
 }
 
 }  // namespace

@@ -131,7 +131,7 @@ void RunRecorder::on_step(const StepReport& r) {
           run_, {r.step, layer.layer, p.process, p.exchange.bytes_sent, p.exchange.bytes_received,
                  p.exchange.seconds, p.exchange.calls, p.times.wall[kForwardPhase],
                  p.times.wall[kBackwardPhase], p.parameters.bytes_sent, p.parameters.bytes_received,
-                 p.parameters.seconds, p.parameters.calls});
+                 p.parameters.seconds, p.parameters.calls, p.parameters.blocked_seconds});
     }
   }
   for (std::size_t rank = 0; rank < r.rank_memory.size(); ++rank) {

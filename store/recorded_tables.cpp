@@ -120,22 +120,23 @@ const ColumnList<RankLayerRecord>& rank_layer_steps_columns() {
 
 const ColumnList<ProcessLayerRecord>& process_layer_steps_columns() {
   using R = ProcessLayerRecord;
-  static const ColumnList<R> columns("process_layer_steps",
-                                     {
-                                         {"step", &R::step},
-                                         {"layer", &R::layer},
-                                         {"process", &R::process},
-                                         {"bytes_sent", &R::bytes_sent},
-                                         {"bytes_received", &R::bytes_received},
-                                         {"exchange_seconds", &R::exchange_seconds},
-                                         {"exchange_calls", &R::exchange_calls},
-                                         {"forward_seconds", &R::forward_seconds},
-                                         {"backward_seconds", &R::backward_seconds},
-                                         {"parameter_bytes_sent", &R::parameter_bytes_sent},
-                                         {"parameter_bytes_received", &R::parameter_bytes_received},
-                                         {"parameter_seconds", &R::parameter_seconds},
-                                         {"parameter_calls", &R::parameter_calls},
-                                     });
+  static const ColumnList<R> columns(
+      "process_layer_steps", {
+                                 {"step", &R::step},
+                                 {"layer", &R::layer},
+                                 {"process", &R::process},
+                                 {"bytes_sent", &R::bytes_sent},
+                                 {"bytes_received", &R::bytes_received},
+                                 {"exchange_seconds", &R::exchange_seconds},
+                                 {"exchange_calls", &R::exchange_calls},
+                                 {"forward_seconds", &R::forward_seconds},
+                                 {"backward_seconds", &R::backward_seconds},
+                                 {"parameter_bytes_sent", &R::parameter_bytes_sent},
+                                 {"parameter_bytes_received", &R::parameter_bytes_received},
+                                 {"parameter_seconds", &R::parameter_seconds},
+                                 {"parameter_calls", &R::parameter_calls},
+                                 {"parameter_blocked_seconds", &R::parameter_blocked_seconds},
+                             });
   return columns;
 }
 

@@ -189,10 +189,13 @@ struct ProcessLayerRecord {
   int64_t exchange_calls = 0;
   double forward_seconds = 0, backward_seconds = 0;
   // Sharded expert state: the experts' weights fetched and gradients returned, bytes to and
-  // from other processes, host seconds, calls (zero with replicated experts).
+  // from other processes, host seconds from each call's start to its arrival, calls (zero with
+  // replicated experts), and of those seconds the ones the process was blocked in them (less
+  // where a fetch travelled while the pairs were dispatched).
   int64_t parameter_bytes_sent = 0, parameter_bytes_received = 0;
   double parameter_seconds = 0;
   int64_t parameter_calls = 0;
+  double parameter_blocked_seconds = 0;
 };
 
 // One expert instance of a step's placement in one MoE layer (Note [Placement trace]): a replica,

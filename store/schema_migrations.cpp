@@ -556,6 +556,11 @@ CREATE TABLE process_state (
   PRIMARY KEY (run, process)
 );
 )sql"},
+    // Of each process's expert-transfer seconds, those it was blocked in them (Note [Overlapped
+    // expert fetch]); zero for runs before.
+    Migration{16, R"sql(
+ALTER TABLE process_layer_steps ADD COLUMN parameter_blocked_seconds REAL NOT NULL DEFAULT 0;
+)sql"},
 };
 
 constexpr bool numbered_in_order() {

@@ -242,6 +242,15 @@ TEST_CASE("one run on P = 1, 2 and 4 processes: the same losses and one set of r
           CHECK(measured <= modeled);
         }
         if (sharded && variant.name.rfind("fixed", 0) != 0) CHECK(measured > 0);
+        // A process is blocked in its transfers at most as long as they take from start to
+        // arrival (less where the fetch travelled during the dispatch).
+        CHECK(column(d,
+                     "SELECT count(*) FROM process_layer_steps WHERE parameter_blocked_seconds < 0 "
+                     "OR parameter_blocked_seconds > parameter_seconds") == "0 \n");
+        if (sharded && processes == 4) {
+          CHECK(doubles(d, "SELECT sum(parameter_blocked_seconds) FROM process_layer_steps")[0] >
+                0);
+        }
         // Each process's holding: sharded, 1/P of the experts each (tiny-moe's 8 experts divide
         // evenly), every dense parameter everywhere; replicated, the whole model everywhere.
         const double experts = doubles(db[1], "SELECT expert_parameters FROM process_state")[0];

@@ -235,7 +235,7 @@ TEST_CASE("every field of every recorded table reads back in its own column", "[
   rank_layer.forward_seconds = 60.5;
   rank_layer.backward_seconds = 60.25;
   const lrmoe::ProcessLayerRecord process_layer{7,     5,      4,   401, 402,     50.5, 403,
-                                                50.25, 50.125, 404, 405, 50.0625, 406};
+                                                50.25, 50.125, 404, 405, 50.0625, 406,  50.03125};
 
   TempFolder dir;
   const std::string db_path = dir.file("results.db");
@@ -364,7 +364,8 @@ TEST_CASE("every field of every recorded table reads back in its own column", "[
              {"parameter_bytes_sent", "404"},
              {"parameter_bytes_received", "405"},
              {"parameter_seconds", "50.0625"},
-             {"parameter_calls", "406"}});
+             {"parameter_calls", "406"},
+             {"parameter_blocked_seconds", "50.03125"}});
 
   // The time is stamped when the event is added; checked for its shape only.
   const std::string time =

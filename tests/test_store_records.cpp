@@ -235,12 +235,13 @@ TEST_CASE("layer statistics and rank memory round-trip, buffered until a flush",
 
     const lrmoe::QueryResult processes = reader->query("SELECT * FROM process_layer_steps");
     CHECK(processes.columns ==
-          std::vector<std::string>{
-              "run", "step", "layer", "process", "bytes_sent", "bytes_received", "exchange_seconds",
-              "exchange_calls", "forward_seconds", "backward_seconds", "parameter_bytes_sent",
-              "parameter_bytes_received", "parameter_seconds", "parameter_calls"});
+          std::vector<std::string>{"run", "step", "layer", "process", "bytes_sent",
+                                   "bytes_received", "exchange_seconds", "exchange_calls",
+                                   "forward_seconds", "backward_seconds", "parameter_bytes_sent",
+                                   "parameter_bytes_received", "parameter_seconds",
+                                   "parameter_calls", "parameter_blocked_seconds"});
     REQUIRE(processes.rows.size() == 1);
-    CHECK(row_text(processes.rows[0]) == id + "|3|1|1|31|32|0.25|4|0.5|0.75|0|0|0.0|0");
+    CHECK(row_text(processes.rows[0]) == id + "|3|1|1|31|32|0.25|4|0.5|0.75|0|0|0.0|0|0.0");
     CHECK(scalar(*reader, "SELECT send_bytes_per_second FROM exchange_summary") == "124.0");
 
     const lrmoe::QueryResult memory = reader->query("SELECT * FROM rank_memory");

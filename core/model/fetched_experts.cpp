@@ -37,10 +37,12 @@ Tensor sent_matrices(const ExpertFetchPlan& plan, const torch::Device& device) {
 }
 
 // Adds one exchange to the tally: bytes to and from the other processes (the counts for this
-// process itself are zero), host seconds from its start to its arrival, one call.
+// process itself are zero), host seconds from its start to its arrival and, of those, the ones
+// spent blocked in it, one call.
 void tally_exchange(ExchangeMeasurement* tally, int64_t row_bytes,
                     const std::vector<int64_t>& send_counts,
-                    const std::vector<int64_t>& recv_counts, int64_t entered_ns) {
+                    const std::vector<int64_t>& recv_counts, int64_t entered_ns,
+                    int64_t blocked_ns) {
   if (!tally) return;
   ExchangeCall call{{}, {}, entered_ns, host_clock_ns()};
   for (std::size_t q = 0; q < send_counts.size(); ++q) {
@@ -50,6 +52,7 @@ void tally_exchange(ExchangeMeasurement* tally, int64_t row_bytes,
     tally->bytes_received += call.received_bytes.back();
   }
   tally->seconds += 1e-9 * static_cast<double>(call.left_ns - call.entered_ns);
+  tally->blocked_seconds += 1e-9 * static_cast<double>(blocked_ns);
   ++tally->calls;
   tally->call_log.push_back(std::move(call));
 }
@@ -71,8 +74,9 @@ int64_t expert_bytes(const Tensor& gate_up, const Tensor& down) {
 // The forward's exchange under way, and the fetched matrices it writes when waited for.
 class PendingFetch : public FetchArrival {
  public:
+  // `arrived` is told the nanoseconds the wait blocked.
   PendingFetch(Collectives::PendingMessages exchange, Tensor gate_up, Tensor down,
-               std::function<void()> arrived)
+               std::function<void(int64_t)> arrived)
       : exchange_(std::move(exchange)),
         gate_up_(std::move(gate_up)),
         down_(std::move(down)),
@@ -80,18 +84,20 @@ class PendingFetch : public FetchArrival {
 
   void wait() override {
     if (done_) return;
+    const int64_t entered = host_clock_ns();
     const std::vector<Tensor> rows = exchange_.wait();
+    const int64_t blocked = host_clock_ns() - entered;
     torch::NoGradGuard no_grad;
     gate_up_.copy_(rows[0]);  // to the compute dtype
     down_.copy_(rows[1]);
     done_ = true;
-    arrived_();
+    arrived_(blocked);
   }
 
  private:
   Collectives::PendingMessages exchange_;
   Tensor gate_up_, down_;  // the function's outputs' storage, outside the graph
-  std::function<void()> arrived_;
+  std::function<void(int64_t)> arrived_;
   bool done_ = false;
 };
 
@@ -116,13 +122,16 @@ class FetchExpertsFunction : public torch::autograd::Function<FetchExpertsFuncti
     Tensor gate_up = torch::empty({fetched, home_gate_up.size(1), home_gate_up.size(2)}, compute);
     Tensor down = torch::empty({fetched, home_down.size(1), home_down.size(2)}, compute);
     const int64_t entered = host_clock_ns();
+    Collectives::PendingMessages exchange =
+        start_exchange(*state->collectives, home_gate_up.index_select(0, sent),
+                       home_down.index_select(0, sent), send_counts, recv_counts);
+    const int64_t issuing = host_clock_ns() - entered;
     const int64_t row_bytes = expert_bytes(home_gate_up, home_down);
     state->arrival = std::make_shared<PendingFetch>(
-        start_exchange(*state->collectives, home_gate_up.index_select(0, sent),
-                       home_down.index_select(0, sent), send_counts, recv_counts),
-        gate_up.detach(), down.detach(),
-        [tally = state->tally, row_bytes, send_counts, recv_counts, entered] {
-          tally_exchange(tally, row_bytes, send_counts, recv_counts, entered);
+        std::move(exchange), gate_up.detach(), down.detach(),
+        [tally = state->tally, row_bytes, send_counts, recv_counts, entered,
+         issuing](int64_t waited) {
+          tally_exchange(tally, row_bytes, send_counts, recv_counts, entered, issuing + waited);
         });
     state->gate_up_shape = home_gate_up.sizes().vec();
     state->down_shape = home_down.sizes().vec();
@@ -149,7 +158,7 @@ class FetchExpertsFunction : public torch::autograd::Function<FetchExpertsFuncti
                                                         grad_down_rows, send_counts, recv_counts)
                                              .wait();
     tally_exchange(state->tally, expert_bytes(grad_gate_up_rows, grad_down_rows), send_counts,
-                   recv_counts, entered);
+                   recv_counts, entered, host_clock_ns() - entered);
     // Nothing sent from here: no gradient comes home (not a zero tensor the size of every home
     // expert, which a single process would allocate and add for each layer and step).
     const Tensor sent = sent_matrices(plan, state->options.device());

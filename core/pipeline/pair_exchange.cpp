@@ -14,6 +14,7 @@ ExchangeMeasurement& ExchangeMeasurement::operator+=(const ExchangeMeasurement& 
   bytes_sent += other.bytes_sent;
   bytes_received += other.bytes_received;
   seconds += other.seconds;
+  blocked_seconds += other.blocked_seconds;
   calls += other.calls;
   call_log.insert(call_log.end(), other.call_log.begin(), other.call_log.end());
   return *this;

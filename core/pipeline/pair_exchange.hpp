@@ -37,6 +37,9 @@ struct ExchangeMeasurement {
   int64_t bytes_sent = 0;
   int64_t bytes_received = 0;
   double seconds = 0;
+  // Of `seconds`, those this process spent blocked in the calls: less where it computed while
+  // they travelled (Note [Overlapped expert fetch]), else all of them.
+  double blocked_seconds = 0;
   int64_t calls = 0;
   std::vector<ExchangeCall> call_log;  // one per call, in call order (this process only)
 

@@ -13,7 +13,7 @@ void Trainer::gather_measurements(StepReport& report, std::optional<MeasuredPeak
   // Per layer: wall and planning seconds by phase, exchange bytes, seconds and calls, parameter
   // transfer bytes, seconds and calls, then each rank's expert seconds by phase (zero for the
   // ranks of other processes).
-  constexpr int64_t kProcessFields = 12;
+  constexpr int64_t kProcessFields = 13;
   const int64_t fields = kProcessFields + kPhases * ranks;
   const auto layers = static_cast<int64_t>(report.layers.size());
   // After the layers: the step's wall time and the device's measured peaks of the step, its
@@ -35,6 +35,7 @@ void Trainer::gather_measurements(StepReport& report, std::optional<MeasuredPeak
     f[9] = static_cast<double>(s.parameters.bytes_received);
     f[10] = s.parameters.seconds;
     f[11] = static_cast<double>(s.parameters.calls);
+    f[12] = s.parameters.blocked_seconds;
     for (int phase = 0; phase < kPhases; ++phase) {
       const std::vector<double>& expert = s.rank_expert_seconds[phase];
       std::copy(expert.begin(), expert.end(), f + kProcessFields + phase * ranks);
@@ -75,6 +76,7 @@ void Trainer::gather_measurements(StepReport& report, std::optional<MeasuredPeak
       m.parameters.bytes_received = static_cast<int64_t>(f[9]);
       m.parameters.seconds = f[10];
       m.parameters.calls = static_cast<int64_t>(f[11]);
+      m.parameters.blocked_seconds = f[12];
       for (int phase = 0; phase < kPhases; ++phase) {
         for (int64_t r = 0; r < ranks; ++r)
           expert[phase][static_cast<std::size_t>(r)] += f[kProcessFields + phase * ranks + r];
