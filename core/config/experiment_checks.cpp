@@ -89,9 +89,6 @@ void check_consistency(const Experiment& experiment, const FieldPlaces& places) 
 
   require(train.min_lr <= train.lr, {"train.min_lr", "train.lr"},
           fmt::format("train.min_lr ({}) must be <= train.lr ({})", train.min_lr, train.lr));
-  require(train.warmup_steps <= train.max_steps, {"train.warmup_steps", "train.max_steps"},
-          fmt::format("train.warmup_steps ({}) must be <= train.max_steps ({})", train.warmup_steps,
-                      train.max_steps));
 
   const std::string kind = std::get<std::string>(find_field("data", "kind")->read(experiment));
   require(data.kind == DataKind::Synthetic || !data.path.empty(), {"data.kind", "data.path"},

@@ -1,5 +1,7 @@
 #include "core/config/experiment_loader.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <optional>
 
 #include "core/config/did_you_mean.hpp"
@@ -31,6 +33,19 @@ ConfigError missing_preset(const ExperimentSources& sources) {
   }
   return ConfigError(place + ": set model.preset to one of " +
                      quoted_list(model_preset_field().choices));
+}
+
+// A warm-up longer than the run is shortened to the run, with a note, rather than refused: a short
+// run (`--set train.max_steps=5`) keeps every other setting, and the resolved experiment recorded
+// with it says what it trained with. The learning rate then peaks at the last step.
+void shorten_warmup(TrainConfig& train, const FieldPlaces& places) {
+  if (train.warmup_steps <= train.max_steps) return;
+  spdlog::warn(
+      "{}: train.warmup_steps ({}) is longer than the run (train.max_steps = {}): shortened to "
+      "{}, so the learning rate reaches train.lr only at the last step",
+      places.latest({"train.warmup_steps", "train.max_steps"}), train.warmup_steps, train.max_steps,
+      train.max_steps);
+  train.warmup_steps = train.max_steps;
 }
 
 // Applies the assignments in order onto a default Experiment, the model preset first, and
@@ -70,6 +85,7 @@ Experiment resolve(const ExperimentSources& sources) {
         PolicySetting{setting_value(*setting.value, setting.place), setting.place};
   }
   apply_bundle(experiment.policies);
+  shorten_warmup(experiment.train, places);
   check_consistency(experiment, places);
   return experiment;
 }

@@ -214,7 +214,8 @@ std::vector<FieldDescriptor> build_schema() {
       .integer("seq_len", &TrainConfig::seq_len, at_least(1), "tokens per sequence")
       .integer("max_steps", &TrainConfig::max_steps, at_least(1), "optimiser steps at most")
       .integer("warmup_steps", &TrainConfig::warmup_steps, at_least(0),
-               "steps of linear learning-rate warm-up")
+               "steps of linear learning-rate warm-up; one longer than train.max_steps is "
+               "shortened to it, with a warning")
       .real("lr", &TrainConfig::lr, above(0), "peak learning rate")
       .real("min_lr", &TrainConfig::min_lr, at_least(0), "learning rate at the end of the decay")
       .real("weight_decay", &TrainConfig::weight_decay, at_least(0), "AdamW weight decay")
