@@ -11,6 +11,7 @@
 #include "core/config/experiment_loader.hpp"
 #include "core/config/toml_text.hpp"
 #include "runner/capacity_calibration.hpp"
+#include "runner/database_option.hpp"
 #include "runner/seed_statistics.hpp"
 #include "runner/sweep_command.hpp"
 #include "runner/text_table.hpp"
@@ -167,8 +168,8 @@ CLI::App* add_gate_command(CLI::App& app, GateOptions& options) {
   gate->add_option("--seeds", options.seeds, "seeds per arm: 1 to N")->check(CLI::Range(3, 100));
   gate->add_option("-j,--jobs", options.jobs, "runs at once (cores split evenly)")
       ->check(CLI::PositiveNumber);
-  gate->add_option("--db", options.database,
-                   "results database (default: the experiment's store.path)");
+  add_database_option(gate, options.database,
+                      "results database (default: the experiment's store.path)");
   return gate;
 }
 

@@ -16,6 +16,7 @@
 #include "core/config/experiment_loader.hpp"
 #include "core/device/caching_host_allocator.hpp"
 #include "core/system/one_line.hpp"
+#include "database_option.hpp"
 #include "gate_command.hpp"
 #include "inspect_commands.hpp"
 #include "launch_command.hpp"
@@ -85,7 +86,7 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand(
       "run", "train an experiment (no file: the built-in default) and record it");
   add_experiment_options(run, source, false);
-  run->add_option("--db", source.database, "results database (overrides store.path)");
+  lrmoe::add_database_option(run, source.database, "results database (overrides store.path)");
   // Which sweep cell a run is: given by `lrmoe sweep` to the runs it starts; not for users.
   std::string sweep_cell;
   run->add_option("--sweep-cell", sweep_cell)->group("");
@@ -99,7 +100,7 @@ int main(int argc, char** argv) {
                                     "train an experiment on N local processes over loopback "
                                     "(c10d), each hosting ranks/N logical ranks");
   add_experiment_options(launch, source, false);
-  launch->add_option("--db", source.database, "results database (overrides store.path)");
+  lrmoe::add_database_option(launch, source.database, "results database (overrides store.path)");
   launch->add_option("--sweep-cell", sweep_cell)->group("");
   launch->add_option("--resume-run", resume_run)->group("");
   launch->add_option("--resume-checkpoint", resume_checkpoint)->group("");
@@ -181,8 +182,8 @@ int main(int argc, char** argv) {
       "resumable");
   lrmoe::SweepOptions sweep_options;
   sweep->add_option("sweep", sweep_options.file, "sweep TOML file")->required();
-  sweep->add_option("--db", sweep_options.database,
-                    "results database (default: the base experiment's store.path)");
+  lrmoe::add_database_option(sweep, sweep_options.database,
+                             "results database (default: the base experiment's store.path)");
   sweep->add_option("-j,--jobs", sweep_options.jobs, "cells to run at once (cores split evenly)")
       ->check(CLI::PositiveNumber);
   sweep->add_flag("--retry-failed", sweep_options.retry_failed,
@@ -203,7 +204,7 @@ int main(int argc, char** argv) {
   repeatable(compare->add_option("--sweep", compare_options.sweeps,
                                  "a sweep's name: its cells' last runs (repeatable: several "
                                  "sweeps' runs, grouped by variant together)"));
-  compare->add_option("--db", compare_options.database, "results database");
+  lrmoe::add_database_option(compare, compare_options.database, "results database");
   compare->add_option("--baseline", compare_options.baseline,
                       "the variant to compare against, as the table names it");
   compare->add_option("--format", compare_options.format, "table, csv, json or markdown");
@@ -216,8 +217,9 @@ int main(int argc, char** argv) {
       "modeled MoE time per policy variant");
   lrmoe::ReplayOptions replay_options;
   add_experiment_options(replay, replay_options.source, false);
-  replay->add_option("--db", replay_options.source.database,
-                     "results database for --loads-from and --record (overrides store.path)");
+  lrmoe::add_database_option(
+      replay, replay_options.source.database,
+      "results database for --loads-from and --record (overrides store.path)");
   replay->add_option("--skew", replay_options.skew,
                      "synthetic routing: zipf:S, expert shares proportional to 1/rank^S");
   replay->add_option("--loads-from", replay_options.loads_from,
@@ -257,19 +259,19 @@ int main(int argc, char** argv) {
       "resume", "continue a stopped, interrupted or failed run from its newest checkpoint");
   int64_t resume_id = 0;
   resume->add_option("run", resume_id, "run id")->required();
-  resume->add_option("--db", db, "results database");
+  lrmoe::add_database_option(resume, db, "results database");
 
   auto* runs = app.add_subcommand("runs", "list the runs in the results database");
-  runs->add_option("--db", db, "results database");
+  lrmoe::add_database_option(runs, db, "results database");
 
   auto* show = app.add_subcommand("show", "summary and loss curve of one run");
   show->add_option("run", run_id, "run id")->required();
-  show->add_option("--db", db, "results database");
+  lrmoe::add_database_option(show, db, "results database");
 
   auto* query =
       app.add_subcommand("query", "run one read-only SQL statement on the results database");
   query->add_option("sql", sql, "SQL statement")->required();
-  query->add_option("--db", db, "results database");
+  lrmoe::add_database_option(query, db, "results database");
 
   auto* plugins = app.add_subcommand(
       "plugins", "list the policy plugins found, with their parameters and defaults");

@@ -21,6 +21,7 @@
 #include "core/config/model_presets.hpp"
 #include "core/pipeline/instance_table.hpp"
 #include "core/replay/plan_replay.hpp"
+#include "runner/database_option.hpp"
 #include "runner/named_runs.hpp"
 #include "runner/replay_command.hpp"
 #include "runner/text_table.hpp"
@@ -216,7 +217,7 @@ CLI::App* add_project_command(CLI::App& app, ProjectOptions& options) {
       ->add_option("--sweep", options.sweeps,
                    "a sweep's name: its cells' last runs (repeatable: several sweeps' runs)")
       ->allow_extra_args(false);
-  project->add_option("--db", options.database, "results database");
+  add_database_option(project, options.database, "results database");
   project->add_option("--model", options.model,
                       "the full-size preset (default: the one each run's preset is scaled from)");
   project->add_option("--ranks", options.ranks, "expert-parallel ranks (comma-separated)")

@@ -313,3 +313,30 @@ TEST_CASE("a results database on a read-only mount can be read", "[e2e]") {
   CHECK(reader_code == 0);
   CHECK(listing.find("finished") != std::string::npos);
 }
+
+TEST_CASE("LRMOE_DB names the results database of every command run without --db", "[e2e]") {
+  TempFolder dir;
+  const std::string db = dir.file("from-environment.db");
+  const ScopedEnvironment variable({{"LRMOE_DB", db}});
+  // Two steps: the experiment's 20-step warm-up is shortened to them.
+  auto [code, output] =
+      run_lrmoe({"run", kTinyExperiment, "--set", "train.max_steps=2"}, dir.file("run.log"));
+  INFO(output);
+  REQUIRE(code == 0);
+  CHECK(std::filesystem::exists(db));
+  auto [listed, listing] = run_lrmoe({"runs"}, dir.file("runs.log"));
+  INFO(listing);
+  CHECK(listed == 0);
+  CHECK(listing.find("finished") != std::string::npos);
+  auto [queried, answer] =
+      run_lrmoe({"query", "SELECT 'steps=' || count(*) FROM steps"}, dir.file("query.log"));
+  INFO(answer);
+  CHECK(queried == 0);
+  CHECK(answer.find("steps=2") != std::string::npos);
+  // --db on the command line wins over the variable.
+  auto [elsewhere, refused] =
+      run_lrmoe({"runs", "--db", dir.file("not-there.db")}, dir.file("elsewhere.log"));
+  INFO(refused);
+  CHECK(elsewhere != 0);
+  CHECK(refused.find("not-there.db") != std::string::npos);
+}
