@@ -12,6 +12,7 @@
 #include "runner/compare_plots.hpp"
 #include "runner/json_text.hpp"
 #include "runner/named_runs.hpp"
+#include "runner/query_result_text.hpp"
 #include "runner/seed_statistics.hpp"
 #include "runner/text_table.hpp"
 #include "store/results_store.hpp"
@@ -146,13 +147,6 @@ std::string reduction_text(const std::optional<Reduction>& r) {
     return std::isinf(v) ? std::string(v > 0 ? "+∞" : "-∞") : fmt::format("{:+.0f}%", 100 * v);
   };
   return fmt::format("{} [{}, {}]", pct(r->estimate), pct(r->low), pct(r->high));
-}
-
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
 }
 
 std::string json_number(double value, const Figure& f) {

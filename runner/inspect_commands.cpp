@@ -6,8 +6,10 @@
 #include <cmath>
 #include <iterator>
 #include <optional>
+#include <stdexcept>
 #include <vector>
 
+#include "runner/query_result_text.hpp"
 #include "runner/sparkline.hpp"
 #include "runner/text_table.hpp"
 #include "store/results_store.hpp"
@@ -179,11 +181,22 @@ int run_show_command(const std::string& db_path, int64_t run_id, std::ostream& o
   return 0;
 }
 
-int run_query_command(const std::string& db_path, const std::string& sql, std::ostream& out) {
+int run_query_command(const std::string& db_path, const std::string& sql, const QueryOutput& output,
+                      std::ostream& out) {
+  if (output.format != "table" && output.format != "csv" && output.format != "json") {
+    throw std::invalid_argument(
+        fmt::format("query: --format {}: use table, csv or json", output.format));
+  }
   const auto store = ResultsStore::open_read_only(db_path);
   const QueryResult result = store->query(sql);
-  out << render_text_table(result);
-  out << fmt::format("({} {})\n", result.rows.size(), result.rows.size() == 1 ? "row" : "rows");
+  if (output.format == "csv") {
+    out << render_csv(result);
+  } else if (output.format == "json") {
+    out << render_json(result);
+  } else {
+    out << render_text_table(result, output.max_width == 0 ? std::string::npos : output.max_width);
+    out << fmt::format("({} {})\n", result.rows.size(), result.rows.size() == 1 ? "row" : "rows");
+  }
   return 0;
 }
 

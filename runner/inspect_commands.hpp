@@ -17,8 +17,16 @@ int run_runs_command(const std::string& db_path, std::ostream& out = std::cout);
 // id is reported on standard error and returns 1.
 int run_show_command(const std::string& db_path, int64_t run_id, std::ostream& out = std::cout);
 
-// One read-only SQL statement: its rows as a table, then the row count.
+// How `lrmoe query` prints its answer: a terminal table (cells cut to `max_width` characters;
+// 0: never cut) followed by the row count, or CSV or JSON with every cell in full.
+struct QueryOutput {
+  std::string format = "table";  // table | csv | json
+  std::size_t max_width = 40;
+};
+
+// One read-only SQL statement, its rows printed as `output` says. An unknown format is a
+// std::invalid_argument naming the choices.
 int run_query_command(const std::string& db_path, const std::string& sql,
-                      std::ostream& out = std::cout);
+                      const QueryOutput& output = {}, std::ostream& out = std::cout);
 
 }  // namespace lrmoe

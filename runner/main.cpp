@@ -271,6 +271,15 @@ int main(int argc, char** argv) {
   auto* query =
       app.add_subcommand("query", "run one read-only SQL statement on the results database");
   query->add_option("sql", sql, "SQL statement")->required();
+  lrmoe::QueryOutput query_output;
+  query
+      ->add_option("--format", query_output.format,
+                   "table (cells cut to --max-width), csv or json (every cell in full)")
+      ->capture_default_str();
+  query
+      ->add_option("--max-width", query_output.max_width,
+                   "table: characters a cell shows before it is cut (0: never cut)")
+      ->capture_default_str();
   lrmoe::add_database_option(query, db, "results database");
 
   auto* plugins = app.add_subcommand(
@@ -315,7 +324,7 @@ int main(int argc, char** argv) {
     if (resume->parsed()) return lrmoe::resume_command(resume_id, db);
     if (runs->parsed()) return lrmoe::run_runs_command(db);
     if (show->parsed()) return lrmoe::run_show_command(db, run_id);
-    if (query->parsed()) return lrmoe::run_query_command(db, sql);
+    if (query->parsed()) return lrmoe::run_query_command(db, sql, query_output);
     if (plugins->parsed()) return lrmoe::plugins_command(plugin_folders);
     std::cout << lrmoe::schema_markdown();
     return 0;

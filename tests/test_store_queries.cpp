@@ -102,8 +102,29 @@ TEST_CASE("the runs, show and query commands print a database", "[store][runner]
   CHECK(unknown.str().empty());
 
   std::ostringstream query;
-  CHECK(lrmoe::run_query_command(db_path, "SELECT count(*) AS n FROM steps", query) == 0);
+  CHECK(lrmoe::run_query_command(db_path, "SELECT count(*) AS n FROM steps", {}, query) == 0);
   CHECK(query.str() == " n\n--\n50\n(1 row)\n");
+
+  // CSV and JSON carry every cell in full: long text, commas, quotes, line breaks, NULL and
+  // numbers as numbers; the table cuts long cells unless --max-width is 0.
+  const std::string awkward =
+      "SELECT 'a text of more than forty characters, with \"quotes\"' || char(10) || 'and a line' "
+      "AS note, NULL AS none, 7 AS n, 2.5 AS x, '007' AS code";
+  std::ostringstream csv, json, table, wide;
+  CHECK(lrmoe::run_query_command(db_path, awkward, {"csv", 40}, csv) == 0);
+  CHECK(csv.str() ==
+        "note,none,n,x,code\n"
+        "\"a text of more than forty characters, with \"\"quotes\"\"\nand a line\",,7,2.5,007\n");
+  CHECK(lrmoe::run_query_command(db_path, awkward, {"json", 40}, json) == 0);
+  CHECK(json.str() ==
+        "[\n {\"note\": \"a text of more than forty characters, with \\\"quotes\\\"\\u000aand a "
+        "line\", \"none\": null, \"n\": 7, \"x\": 2.5, \"code\": \"007\"}\n]\n");
+  CHECK(lrmoe::run_query_command(db_path, awkward, {"table", 40}, table) == 0);
+  CHECK_THAT(table.str(), Contains("…") && !Contains("and a line"));
+  CHECK(lrmoe::run_query_command(db_path, awkward, {"table", 0}, wide) == 0);
+  CHECK_THAT(wide.str(), Contains("↵and a line"));
+  CHECK_THROWS_WITH(lrmoe::run_query_command(db_path, awkward, {"xml", 40}, wide),
+                    Contains("--format xml: use table, csv or json"));
 
   CHECK_THAT(store_error_of([&] { lrmoe::run_runs_command(dir.file("missing.db"), runs); }),
              Contains("no such file"));
