@@ -29,7 +29,8 @@ std::string render_csv(const QueryResult& table) {
     out << (c ? "," : "") << csv_field(table.columns[c]);
   out << "\n";
   for (const auto& row : table.rows) {
-    for (std::size_t c = 0; c < row.size(); ++c) out << (c ? "," : "") << csv_field(row[c].value_or(""));
+    for (std::size_t c = 0; c < row.size(); ++c)
+      out << (c ? "," : "") << csv_field(row[c].value_or(""));
     out << "\n";
   }
   return out.str();

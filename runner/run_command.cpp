@@ -21,6 +21,7 @@
 #include "core/system/blas_probe.hpp"
 #include "core/system/host_info.hpp"
 #include "core/system/threads.hpp"
+#include "core/train/checkpoint.hpp"
 #include "core/train/process_footprint.hpp"
 #include "core/train/trainer.hpp"
 #include "default_experiment.hpp"
@@ -112,6 +113,20 @@ void print_summary(const Experiment& e, const TrainingOutcome& o, const std::str
                                             resolve_device(e.train.device, /*local_rank=*/0))));
   fmt::print("database            {} (run id {})\n", db, run);
   fmt::print("inspect with        lrmoe show {} --db {}\n", run, db);
+  // A stopped run says whether it can go on, and how.
+  if (o.reason == StopReason::Stopped) {
+    const std::optional<std::filesystem::path> checkpoint =
+        e.train.checkpoint_every > 0 ? latest_checkpoint(checkpoint_folder(db, run)) : std::nullopt;
+    if (checkpoint) {
+      fmt::print("resume with         lrmoe resume {} --db {} (from {})\n", run, db,
+                 checkpoint->string());
+    } else {
+      fmt::print(
+          "resume              not possible: the run wrote no checkpoint{} (train.checkpoint_every "
+          "= N writes one every N steps and at a stop)\n",
+          e.train.checkpoint_every > 0 ? " before it stopped" : "");
+    }
+  }
 }
 
 // Steps the run beside process 0, which alone records it. Ctrl-C here asks every process to

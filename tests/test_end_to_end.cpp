@@ -264,6 +264,9 @@ TEST_CASE("Ctrl-C stops a run cleanly, and a killed run is marked interrupted wi
     wait_for_steps(12);
     child.signal(SIGINT);
     CHECK(child.wait(std::chrono::seconds(60)) == 130);
+    // No checkpoint_every: the summary says the run cannot be resumed, and why.
+    CHECK(child.output().find("resume              not possible: the run wrote no checkpoint "
+                              "(train.checkpoint_every") != std::string::npos);
   }
   auto store = lrmoe::ResultsStore::open(db);
   auto stopped = store->list_runs().back();

@@ -356,6 +356,8 @@ TEST_CASE("lrmoe resume continues a stopped two-process run as if it had not sto
     REQUIRE(wait_for(checkpoint_path(cut_db + "-checkpoints/run-1", 5)));
     child.signal(SIGINT);
     CHECK(child.wait(std::chrono::seconds(60)) == 130);
+    // The stopped run's summary says how to go on.
+    CHECK_THAT(child.output(), Contains("resume with         lrmoe resume 1 --db " + cut_db));
   }
   CHECK(scalar(*ResultsStore::open_read_only(cut_db), "SELECT status FROM runs") == "stopped");
   const fs::path folder = cut_db + "-checkpoints/run-1";
