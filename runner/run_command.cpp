@@ -111,6 +111,15 @@ void print_summary(const Experiment& e, const TrainingOutcome& o, const std::str
     fmt::print("processes           {} (c10d {})\n", processes,
                backend_name(resolve_backend(e.cluster.backend,
                                             resolve_device(e.train.device, /*local_rank=*/0))));
+  // Where nothing was dropped or left out, the policies changed no pair's work: a comparison of
+  // them on this run measures placement and routing only.
+  if (o.pairs_routed > 0 && o.pairs_dropped == 0 && o.pairs_kept == o.pairs_routed) {
+    fmt::print(
+        "note                every routed pair was computed in forward and kept in backward: no "
+        "forward capacity bound and the selection kept every pair, so the policies changed no "
+        "pair's work; a cluster.memory_per_rank that binds, or a keep_fraction below 1, lets "
+        "them\n");
+  }
   fmt::print("database            {} (run id {})\n", db, run);
   fmt::print("inspect with        lrmoe show {} --db {}\n", run, db);
   // A stopped run says whether it can go on, and how.

@@ -207,6 +207,12 @@ TEST_CASE("the three bundles train the tiny model to its target and record what 
     INFO(output);
     REQUIRE(code == 0);
     CHECK(output.find("target eval loss    0.7500: reached") != std::string::npos);
+    // Fixed ownership drops nothing here, and its summary says so; SYMI's forward capacity and
+    // LRMoE's quotas (keep_fraction 0.5) leave pairs' work out.
+    const bool noted = output.find(
+                           "every routed pair was computed in forward and kept in "
+                           "backward") != std::string::npos;
+    CHECK(noted == (bundle == "fixed"));
   }
   auto store = lrmoe::ResultsStore::open_read_only(db);
   for (const lrmoe::RunSummary& run : store->list_runs()) {

@@ -308,6 +308,11 @@ void Trainer::add_to_outcome(StepReport& report, TrainingOutcome& outcome) const
   outcome.moe_critical_seconds += report.moe_critical_seconds;
   outcome.moe_modeled_seconds += report.moe_modeled_seconds;
   outcome.tokens += report.tokens;
+  for (const LayerStepStatistics& layer : report.layers) {
+    outcome.pairs_routed += layer.pairs_routed;
+    outcome.pairs_dropped += layer.pairs_dropped;
+    outcome.pairs_kept += layer.pairs_kept;
+  }
   outcome.final_train_loss = report.train_loss;
   report.cumulative_step_seconds = outcome.step_seconds;
   report.cumulative_moe_seconds = outcome.moe_seconds;

@@ -53,6 +53,9 @@ struct TrainingOutcome {
   double moe_critical_seconds = 0;
   double moe_modeled_seconds = 0;
   int64_t tokens = 0;
+  // Over the MoE layers and the steps this process trained (a resumed run's since its resume):
+  // routed pairs, those dropped in forward and those kept in backward. Not checkpointed.
+  int64_t pairs_routed = 0, pairs_dropped = 0, pairs_kept = 0;
 };
 
 // Where and as what this process writes its run's checkpoints (Note [Checkpoints]).
