@@ -319,12 +319,14 @@ int parallel_bench_command(const ExperimentSource& source, int64_t steps,
   struct Arm {
     std::string label;
     ExperimentSource source;
+    Experiment experiment;
   };
-  std::vector<Arm> arms{{"as given", source}};
+  std::vector<Arm> arms{{"as given", source, timed_training_experiment(source, steps)}};
   if (!versus.empty()) {
-    Arm variant{fmt::format("{}", fmt::join(versus, ", ")), source};
-    variant.source.overrides.insert(variant.source.overrides.end(), versus.begin(), versus.end());
-    arms.push_back(std::move(variant));
+    ExperimentSource variant = source;
+    variant.overrides.insert(variant.overrides.end(), versus.begin(), versus.end());
+    arms.push_back({fmt::format("{}", fmt::join(versus, ", ")), variant,
+                    timed_training_experiment(variant, steps)});
   }
   for (const int64_t p : processes) {
     if (p < 2) {
@@ -333,7 +335,7 @@ int parallel_bench_command(const ExperimentSource& source, int64_t steps,
     }
   }
   for (const Arm& arm : arms) {
-    const Experiment e = timed_training_experiment(arm.source, steps);
+    const Experiment& e = arm.experiment;
     for (const int64_t p : processes) {
       LaunchEnvironment launch;
       launch.launcher = "bench-parallel";
@@ -368,7 +370,7 @@ int parallel_bench_command(const ExperimentSource& source, int64_t steps,
   };
   const double mib = 1 << 20;
   for (std::size_t a = 0; a < arms.size(); ++a) {
-    const Experiment e = timed_training_experiment(arms[a].source, steps);
+    const Experiment& e = arms[a].experiment;
     fmt::print(
         "\n{}experiment {} (model {}), {} ranks, expert state {}, {} timed steps after {} "
         "warm-up steps, median of {} rounds\n",

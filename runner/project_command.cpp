@@ -281,7 +281,8 @@ int project_command(const ProjectOptions& options, std::ostream& out) {
     std::optional<ProjectionRecord> made;
   };
   std::vector<Cell> cells;
-  const std::vector<ProjectionRecord> held = store->projections(runs);
+  const std::vector<ProjectionRecord> held =
+      options.again ? std::vector<ProjectionRecord>{} : store->projections(runs);
   for (const ProjectedRun& run : prepared) {
     const std::string sampled =
         fmt::format("{}", fmt::join(sampled_steps(run.steps, options.samples), ","));
@@ -290,9 +291,8 @@ int project_command(const ProjectOptions& options, std::ostream& out) {
         for (const std::string& profile : options.profiles) {
           Cell& cell = cells.emplace_back(Cell{&run, ranks, tokens, profile, std::nullopt});
           for (const ProjectionRecord& p : held) {
-            if (!options.again && p.run == run.summary.id && p.model == run.full_model &&
-                p.ranks == ranks && p.tokens_per_rank == tokens && p.profile == profile &&
-                p.sampled_steps == sampled)
+            if (p.run == run.summary.id && p.model == run.full_model && p.ranks == ranks &&
+                p.tokens_per_rank == tokens && p.profile == profile && p.sampled_steps == sampled)
               cell.made = p;
           }
         }

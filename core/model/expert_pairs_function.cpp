@@ -84,8 +84,12 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     PairExchange& exchange = state->exchange();
 
     auto x_rows = exchange.dispatch(x, tokens, here);
-    // The fetched experts travelled while the pairs did; the compute below reads them.
-    if (state->fetch_arrival) state->fetch_arrival->wait();
+    // The fetched experts travelled while the pairs did; the compute below reads them. Once
+    // arrived, the exchange's buffers go: the context lives until the backward.
+    if (state->fetch_arrival) {
+      state->fetch_arrival->wait();
+      state->fetch_arrival.reset();
+    }
     // Each rank's part writes its rows of both in place: the pre-activations, saved for the
     // backward, and the output rows with each hidden row's norm beside them (a metric signal),
     // which go home together.

@@ -16,7 +16,9 @@ struct FetchContext : torch::CustomClassHolder {
   std::shared_ptr<Collectives> collectives;
   torch::ScalarType compute_dtype = torch::kFloat32;  // of the fetched matrices
   ExchangeMeasurement* tally = nullptr;
-  std::shared_ptr<FetchArrival> arrival;  // the forward's exchange, once started
+  // The forward's exchange, once started; fetch_experts hands it to the caller, so that its
+  // buffers are not kept with the context until the backward.
+  std::shared_ptr<FetchArrival> arrival;
   // The home tensors' shapes and options, for their gradients.
   std::vector<int64_t> gate_up_shape, down_shape;
   torch::TensorOptions options;
@@ -184,7 +186,7 @@ FetchedExperts fetch_experts(const torch::Tensor& home_gate_up, const torch::Ten
   state->compute_dtype = compute_dtype;
   state->tally = tally;
   const variable_list fetched = FetchExpertsFunction::apply(home_gate_up, home_down, state);
-  return {fetched[0], fetched[1], state->arrival};
+  return {fetched[0], fetched[1], std::move(state->arrival)};
 }
 
 }  // namespace lrmoe

@@ -77,9 +77,9 @@ Trainer::Trainer(const Experiment& experiment, const TokenSource& data,
   // every device. The optimizer's state is created on the device at its first step.
   // Without the policies' pipeline nothing fetches an expert a process does not hold: one
   // process holds every expert either way, several must replicate them.
-  const bool sharded = experiment.cluster.expert_state == ExpertState::Sharded && policies;
-  if (experiment.cluster.expert_state == ExpertState::Sharded && !policies &&
-      !collectives_->single()) {
+  const bool sharded_asked = experiment.cluster.expert_state == ExpertState::Sharded;
+  const bool sharded = sharded_asked && policies;
+  if (sharded_asked && !policies && !collectives_->single()) {
     throw std::invalid_argument(
         "cluster.expert_state = \"sharded\" needs the policies' pipeline, which fetches the "
         "experts a process does not hold: train with policies, or set it to \"replicated\"");
