@@ -118,7 +118,6 @@ ProjectedRun prepare_run(const ResultsStore& store, int64_t id,
   // projection gives the full-size model room to spare instead.
   const std::string budget = experiment["cluster"]["memory_per_rank"].value_or(std::string());
   p.memory_per_rank = budget.find("x fixed") != std::string::npos ? budget : "100x fixed";
-  p.loads = store.expert_load_history(id, std::numeric_limits<int64_t>::max());
   p.reached = summary->time_to_target.has_value();
   p.steps = p.reached ? summary->time_to_target->step : summary->steps;
   if (p.steps <= kLeadSteps) {
@@ -126,6 +125,7 @@ ProjectedRun prepare_run(const ResultsStore& store, int64_t id,
         "project: run {} has {} step(s); a projection replays {} steps before each sampled one", id,
         p.steps, kLeadSteps));
   }
+  p.loads = store.expert_load_history(id, std::numeric_limits<int64_t>::max());
   p.experiment_file = folder / fmt::format("run-{}-{}.toml", id, p.full_model);
   std::ofstream(p.experiment_file) << experiment_at(summary->resolved_toml, p.full_model);
   for (const int64_t step : sampled_steps(p.steps, samples)) steps_up_to(p.loads, step, id);
@@ -269,8 +269,17 @@ int project_command(const ProjectOptions& options, std::ostream& out) {
     }
   }
   std::vector<ProjectedRun> prepared;
-  for (const int64_t id : runs)
+  for (const int64_t id : runs) {
+    // A run that failed in its first steps (a plan that never fit) has no loads to replay; it
+    // never reaches its target, as lrmoe compare shows without a projection.
+    const std::optional<RunSummary> summary = store->find_run(id);
+    if (summary && summary->status == "failed" && summary->steps <= kLeadSteps) {
+      spdlog::info("project: run {} failed after {} step(s): nothing to replay, skipped", id,
+                   summary->steps);
+      continue;
+    }
     prepared.push_back(prepare_run(*store, id, options.model, options.samples, folder));
+  }
 
   // Every (run, ranks, tokens, profile), in the table's order; those the database holds for
   // the same sampled steps are kept unless --again.

@@ -138,3 +138,24 @@ TEST_CASE(
   CHECK_THAT(again_log, !Contains("projections are in"));
   CHECK(scalar(*lrmoe::ResultsStore::open_read_only(db), rows) == made_in_parallel);
 }
+
+TEST_CASE("a run that failed before its first steps is skipped by project, with a line saying so",
+          "[projection][slow]") {
+  TempFolder dir;
+  const std::string db = dir.file("results.db");
+  train_tiny_run(dir, db);
+  // Run 2: its first plan does not fit, so it records no loads.
+  const auto [failed, failed_log] =
+      run_lrmoe({"run", kTinyExperiment, "--db", db, "--set", "cluster.ranks=2", "--set",
+                 "cluster.memory_per_rank=2500KB"},
+                dir.file("failed.log"));
+  REQUIRE(failed == 1);
+  const auto [code, log] = run_lrmoe({"project", "1", "2", "--db", db, "--model", "tiny-moe",
+                                      "--ranks", "4", "--tokens-per-rank", "32"},
+                                     dir.file("project.log"));
+  INFO(log);
+  REQUIRE(code == 0);
+  CHECK_THAT(log, Contains("run 2 failed after 0 step(s): nothing to replay, skipped"));
+  CHECK(scalar(*lrmoe::ResultsStore::open_read_only(db),
+               "SELECT group_concat(DISTINCT run) FROM run_projections") == "1");
+}
