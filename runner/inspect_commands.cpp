@@ -46,6 +46,8 @@ QueryResult runs_table(const std::vector<RunSummary>& runs) {
   QueryResult table;
   table.columns = {"id",
                    "name",
+                   "model",
+                   "sweep cell",
                    "policies",
                    "ranks",
                    "kind",
@@ -65,6 +67,8 @@ QueryResult runs_table(const std::vector<RunSummary>& runs) {
     table.rows.push_back({
         std::to_string(run.id),
         run.name,
+        run.model,
+        run.sweep ? std::optional(fmt::format("{} {}", *run.sweep, *run.cell)) : std::nullopt,
         run.policies,
         std::to_string(run.ranks),
         std::string(run.replay ? "replay" : "train"),
@@ -116,6 +120,8 @@ void print_run(std::ostream& out, const RunSummary& run, const std::vector<StepR
   const auto or_dash = [](const std::optional<std::string>& text) { return text.value_or("-"); };
 
   out << fmt::format("run {}: {}\n", run.id, run.name);
+  print_field(out, "model", run.model);
+  if (run.sweep) print_field(out, "sweep cell", fmt::format("{} {}", *run.sweep, *run.cell));
   print_field(out, "status", run.status);
   if (run.replay) print_field(out, "replay of", run.load_source);
   print_field(out, "started", readable_time(run.started_at) + " UTC");
@@ -158,11 +164,28 @@ void print_run(std::ostream& out, const RunSummary& run, const std::vector<StepR
 
 }  // namespace
 
-int run_runs_command(const std::string& db_path, std::ostream& out) {
+int run_runs_command(const std::string& db_path, const RunFilter& filter, std::ostream& out) {
+  const std::vector<std::string> statuses = {"running", "finished", "failed", "stopped",
+                                             "interrupted"};
+  if (filter.status &&
+      std::find(statuses.begin(), statuses.end(), *filter.status) == statuses.end())
+    throw std::invalid_argument(
+        fmt::format("runs: --status {}: use one of {}", *filter.status, fmt::join(statuses, ", ")));
   const auto store = ResultsStore::open_read_only(db_path);
-  const std::vector<RunSummary> runs = store->list_runs();
+  std::vector<RunSummary> runs = store->list_runs();
+  const std::size_t all = runs.size();
+  runs.erase(std::remove_if(runs.begin(), runs.end(),
+                            [&](const RunSummary& run) {
+                              return (filter.status && run.status != *filter.status) ||
+                                     (filter.sweep && run.sweep != filter.sweep) ||
+                                     (filter.model && run.model != *filter.model);
+                            }),
+             runs.end());
+  if (filter.last && static_cast<int64_t>(runs.size()) > *filter.last)
+    runs.erase(runs.begin(), runs.end() - *filter.last);
   if (runs.empty()) {
-    out << fmt::format("no runs in {}\n", db_path);
+    out << (all == 0 ? fmt::format("no runs in {}\n", db_path)
+                     : fmt::format("none of the {} runs in {} passes the filters\n", all, db_path));
     return 0;
   }
   out << render_text_table(runs_table(runs), 40, "-");

@@ -6,12 +6,23 @@
 
 #include <cstdint>
 #include <iostream>
+#include <optional>
 #include <string>
 
 namespace lrmoe {
 
-// One line per run: id, name, status, start, steps, final losses, target and time to target.
-int run_runs_command(const std::string& db_path, std::ostream& out = std::cout);
+// Which runs `lrmoe runs` lists: every filter given must hold.
+struct RunFilter {
+  std::optional<std::string> status;  // running | finished | failed | stopped | interrupted
+  std::optional<std::string> sweep;   // runs of this sweep's cells
+  std::optional<std::string> model;   // runs of this model, by name (RunInfo::model)
+  std::optional<int64_t> last;        // of those, the newest N
+};
+
+// One line per run: id, name, model, sweep cell, status, start, steps, final losses, target
+// and time to target. An unknown status is a std::invalid_argument naming the statuses.
+int run_runs_command(const std::string& db_path, const RunFilter& filter = {},
+                     std::ostream& out = std::cout);
 
 // One run in full (all but its TOML) with sparklines of its train and eval loss. An unknown
 // id is reported on standard error and returns 1.

@@ -110,7 +110,9 @@ std::vector<SweepCellTag> record_as_sweep(ResultsStore& store, const std::string
     SweepCellRecord cell{fmt::format("{}", fmt::join(p.variant.settings, ", ")),
                          p.variant.label,
                          experiment_identity(p.experiment),
-                         {}};
+                         {},
+                         "",
+                         p.variant.label};
     for (const std::string& setting : p.variant.settings)
       cell.values.push_back(key_and_value(setting));
     record.cells.push_back(std::move(cell));

@@ -14,6 +14,7 @@ RunInfo run_info(const Experiment& experiment, const HardwareProfile& profile,
                  int64_t memory_per_rank, const std::string& blas, int64_t processes) {
   RunInfo info;
   info.name = experiment.experiment.name;
+  info.model = experiment.model.preset.empty() ? "custom" : experiment.model.preset;
   info.resolved_toml = to_toml(experiment);
   info.toml_sha256 = sha256_hex(info.resolved_toml);
   info.code_version = code_version();

@@ -144,11 +144,12 @@ int sweep_command(const SweepOptions& options) {
       launch.world_size = spec.processes;
       check_processes_fit(experiments.back(), launch);
     } catch (const std::exception& error) {
-      throw ConfigError(
-          fmt::format("{}: cell {} ({}): {}", spec.file, cell.index, cell.label(), error.what()));
+      throw ConfigError(fmt::format("{}: cell {} ({}): {}", spec.place_of(cell, error.what()),
+                                    cell.index, cell.label(), error.what()));
     }
     SweepCellRecord row{
-        settings_text(cell), cell.label(), experiment_identity(experiments.back()), {}};
+        settings_text(cell), cell.label(), experiment_identity(experiments.back()), {},
+        cell.model,          cell.variant};
     for (const SweepSetting& s : cell.settings) row.values.emplace_back(s.key, s.text);
     record.cells.push_back(std::move(row));
   }

@@ -70,8 +70,8 @@ class SqliteResultsStore final : public ResultsStore {
         "INSERT INTO runs (name, status, started_at, resolved_toml, toml_sha256, code_version, "
         "host, pid, torch_version, blas, seed, params_total, params_active, target_loss, ranks, "
         "policies, processes, hardware_profile, memory_per_rank, kind, load_source, "
-        "process_start) VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-        "?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)");
+        "process_start, model) VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+        "?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)");
     const int64_t pid = info.pid != 0 ? info.pid : store::this_process_id();
     insert.bind_text(1, info.name)
         .bind_text(2, store::utc_timestamp_now())
@@ -91,7 +91,8 @@ class SqliteResultsStore final : public ResultsStore {
         .bind_int64(16, info.processes)
         .bind_text(17, info.hardware_profile)
         .bind_int64(18, info.memory_per_rank)
-        .bind_text(19, info.replay ? "replay" : "train");
+        .bind_text(19, info.replay ? "replay" : "train")
+        .bind_text(22, info.model);
     if (info.replay) {
       insert.bind_text(20, info.load_source);
     } else {

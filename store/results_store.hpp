@@ -33,7 +33,8 @@ struct SweepCellTag {
 };
 
 struct RunInfo {
-  std::string name;
+  std::string name;   // a sweep's cell names its run "SWEEP/CELL" when it is recorded
+  std::string model;  // the model by name: its preset, "custom" without one
   std::string resolved_toml;
   std::string toml_sha256;
   std::string code_version;
@@ -65,6 +66,8 @@ struct SweepCellRecord {
   // resolves differently (its base file changed) is not the cell recorded.
   std::string experiment_sha256;
   std::vector<std::pair<std::string, std::string>> values;  // (key, value as written)
+  std::string model;    // the cell's model label (sweep_spec.hpp); empty without a model axis
+  std::string variant;  // its variant label; empty without a variant axis
 };
 
 struct SweepRecord {
@@ -236,6 +239,9 @@ struct TimeToTarget {
 struct RunSummary {
   int64_t id = 0;
   std::string name;
+  std::string model;                 // by name (RunInfo::model); empty for replays
+  std::optional<std::string> sweep;  // the sweep of which the run is a cell's run
+  std::optional<int64_t> cell;
   std::string status;  // running | finished | failed | stopped | interrupted
   std::string started_at;
   std::optional<std::string> ended_at;
@@ -282,6 +288,14 @@ struct RunFigures {
   std::optional<double> modeled_seconds_per_step;
   // The run's sweep cell's settings (key, value) in axis order; empty outside a sweep.
   std::vector<std::pair<std::string, std::string>> cell_values;
+  std::string model;          // by name (RunInfo::model); empty for runs before schema 17
+  std::string sweep_model;    // its sweep cell's model label; empty outside a sweep or without
+  std::string sweep_variant;  // its sweep cell's variant label; likewise
+  std::vector<PluginRecordRow> plugins;  // with every parameter's value
+  // Means over the run's steps and MoE layers: replica instances, and the busiest rank's
+  // forward pairs over the mean rank's; none without the pipeline.
+  std::optional<double> replicas;
+  std::optional<double> forward_imbalance;
 };
 
 // A training run's MoE time to target projected at a model's full dimensions (table

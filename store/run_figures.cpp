@@ -16,13 +16,21 @@ std::vector<RunFigures> read_run_figures(const sqlite::Database& db,
       "       sr.sweep, sr.cell, "
       "       (SELECT avg(moe_modeled_seconds) FROM steps s WHERE s.run = r.id AND NOT EXISTS "
       "          (SELECT 1 FROM moe_layer_steps w WHERE w.run = s.run AND w.step = s.step "
-      "           AND w.placement_information = 'warm-up')) "
+      "           AND w.placement_information = 'warm-up')), "
+      "       coalesce(r.model, ''), coalesce(c.model, ''), coalesce(c.variant, ''), "
+      "       l.replicas, l.imbalance "
       "FROM runs r "
       "LEFT JOIN (SELECT run, sum(pairs_routed) AS routed, sum(pairs_dropped) AS dropped, "
-      "                  sum(pairs_kept) AS kept FROM moe_layer_steps WHERE run = ?1) l "
+      "                  sum(pairs_kept) AS kept, avg(replicas) AS replicas, "
+      "                  avg(forward_load_max / nullif(forward_load_mean, 0)) AS imbalance "
+      "           FROM moe_layer_steps WHERE run = ?1) l "
       "  ON l.run = r.id "
       "LEFT JOIN sweep_runs sr ON sr.run = r.id "
+      "LEFT JOIN sweep_cells c ON c.sweep = sr.sweep AND c.cell = sr.cell "
       "WHERE r.id = ?1");
+  sqlite::Statement plugins = db.prepare(
+      "SELECT kind, name, version, parameters, path, sha256 FROM run_plugins WHERE run = ?1 "
+      "ORDER BY kind");
   sqlite::Statement values = db.prepare(
       "SELECT key, value FROM sweep_cell_values WHERE sweep = ?1 AND cell = ?2 ORDER BY position");
   std::vector<RunFigures> figures;
@@ -49,7 +57,18 @@ std::vector<RunFigures> read_run_figures(const sqlite::Database& db,
     const std::optional<int64_t> sweep = select.column_optional_int64(16);
     const std::optional<int64_t> cell = select.column_optional_int64(17);
     f.modeled_seconds_per_step = select.column_optional_double(18);
+    f.model = select.column_text(19);
+    f.sweep_model = select.column_text(20);
+    f.sweep_variant = select.column_text(21);
+    f.replicas = select.column_optional_double(22);
+    f.forward_imbalance = select.column_optional_double(23);
     select.reset();
+    plugins.bind_int64(1, run);
+    while (plugins.step()) {
+      f.plugins.push_back({plugins.column_text(0), plugins.column_text(1), plugins.column_text(2),
+                           plugins.column_text(3), plugins.column_text(4), plugins.column_text(5)});
+    }
+    plugins.reset();
     if (sweep && cell) {
       values.bind_int64(1, *sweep).bind_int64(2, *cell);
       while (values.step())

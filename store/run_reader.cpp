@@ -34,6 +34,9 @@ RunSummary summary_from_row(const sqlite::Statement& row) {
   run.processes = row.column_int64(24);
   run.replay = row.column_text(26) == "replay";
   run.load_source = row.column_optional_text(27).value_or("");
+  run.model = row.column_optional_text(28).value_or("");
+  run.sweep = row.column_optional_text(29);
+  run.cell = row.column_optional_int64(30);
   return run;
 }
 
@@ -47,7 +50,7 @@ std::vector<RunSummary> read_run_summaries(const sqlite::Database& db, std::opti
       "       r.ttt_step_seconds, r.ttt_moe_seconds, r.ttt_moe_modeled_seconds, s.steps, "
       "       s.final_train_loss, s.final_eval_loss, r.processes, r.ttt_moe_critical_seconds, "
       "r.kind, "
-      "       r.load_source "
+      "       r.load_source, r.model, s.sweep, s.cell "
       "FROM runs r JOIN run_summary s ON s.id = r.id "
       "WHERE ?1 IS NULL OR r.id = ?1 "
       "ORDER BY r.id");

@@ -561,6 +561,71 @@ CREATE TABLE process_state (
     Migration{16, R"sql(
 ALTER TABLE process_layer_steps ADD COLUMN parameter_blocked_seconds REAL NOT NULL DEFAULT 0;
 )sql"},
+    // Sweeps across models: each cell's model and variant labels (from the sweep file's axis
+    // kinds and labels; '' for cells recorded before), and each run's model by name: its sweep
+    // cell's model label, else its preset. Runs recorded before get their preset, read from
+    // their resolved experiment as lrmoe writes it ("[model]" then "preset = ...").
+    Migration{17, R"sql(
+ALTER TABLE sweep_cells ADD COLUMN model TEXT NOT NULL DEFAULT '';
+ALTER TABLE sweep_cells ADD COLUMN variant TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN model TEXT;
+
+UPDATE runs
+SET model = (SELECT CASE WHEN at > 0 THEN substr(rest, 1, instr(rest, '"') - 1) END
+             FROM (SELECT instr(resolved_toml, '[model]' || char(10) || 'preset = "') AS at,
+                          substr(resolved_toml,
+                                 instr(resolved_toml, '[model]' || char(10) || 'preset = "') + 18)
+                            AS rest));
+
+DROP VIEW run_summary;
+CREATE VIEW run_summary AS
+SELECT r.id,
+       r.name,
+       r.model,
+       sw.name AS sweep,
+       sr.cell,
+       r.status,
+       r.started_at,
+       r.ended_at,
+       r.ranks,
+       r.processes,
+       r.policies,
+       (SELECT count(*) FROM steps s WHERE s.run = r.id) AS steps,
+       (SELECT s.train_loss FROM steps s WHERE s.run = r.id
+        ORDER BY s.step DESC LIMIT 1) AS final_train_loss,
+       (SELECT s.eval_loss FROM steps s WHERE s.run = r.id AND s.eval_loss IS NOT NULL
+        ORDER BY s.step DESC LIMIT 1) AS final_eval_loss,
+       r.target_loss,
+       r.ttt_step,
+       r.ttt_step_seconds,
+       r.ttt_moe_seconds,
+       r.ttt_moe_critical_seconds,
+       r.ttt_moe_modeled_seconds,
+       r.memory_per_rank,
+       r.params_total,
+       r.params_active
+FROM runs r
+LEFT JOIN sweep_runs sr ON sr.run = r.id
+LEFT JOIN sweeps sw ON sw.id = sr.sweep;
+
+DROP VIEW sweep_results;
+CREATE VIEW sweep_results AS
+SELECT s.name AS sweep,
+       c.cell,
+       c.model,
+       c.variant,
+       c.label,
+       c.settings,
+       last.run,
+       r.status,
+       last.runs
+FROM sweep_cells c
+JOIN sweeps s ON s.id = c.sweep
+LEFT JOIN (SELECT sweep, cell, max(run) AS run, count(*) AS runs
+           FROM sweep_runs GROUP BY sweep, cell) last
+  ON last.sweep = c.sweep AND last.cell = c.cell
+LEFT JOIN runs r ON r.id = last.run;
+)sql"},
 };
 
 constexpr bool numbered_in_order() {

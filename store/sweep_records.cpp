@@ -32,11 +32,14 @@ SweepCellNumbers record_sweep(sqlite::Database& db, const SweepRecord& sweep) {
   }
   sqlite::Statement find = db.prepare(
       "SELECT cell, experiment_sha256 FROM sweep_cells WHERE sweep = ?1 AND settings = ?2");
+  // A cell's labels are names, not part of its identity: the sweep file's latest ones hold.
+  sqlite::Statement relabel =
+      db.prepare("UPDATE sweep_cells SET model = ?3, variant = ?4 WHERE sweep = ?1 AND cell = ?2");
   sqlite::Statement next =
       db.prepare("SELECT coalesce(max(cell) + 1, 0) FROM sweep_cells WHERE sweep = ?1");
   sqlite::Statement insert_cell = db.prepare(
-      "INSERT INTO sweep_cells (sweep, cell, settings, label, experiment_sha256) "
-      "VALUES (?1, ?2, ?3, ?4, ?5)");
+      "INSERT INTO sweep_cells (sweep, cell, settings, label, experiment_sha256, model, variant) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
   sqlite::Statement insert_value = db.prepare(
       "INSERT INTO sweep_cell_values (sweep, cell, key, value, position) "
       "VALUES (?1, ?2, ?3, ?4, ?5)");
@@ -53,6 +56,11 @@ SweepCellNumbers record_sweep(sqlite::Database& db, const SweepRecord& sweep) {
             "another name (name = \"...\" in the sweep file) or use another --db",
             sweep.name, number, cell.label));
       }
+      relabel.bind_int64(1, numbers.sweep)
+          .bind_int64(2, number)
+          .bind_text(3, cell.model)
+          .bind_text(4, cell.variant);
+      relabel.execute();
       numbers.cells.push_back(number);
       continue;
     }
@@ -65,7 +73,9 @@ SweepCellNumbers record_sweep(sqlite::Database& db, const SweepRecord& sweep) {
         .bind_int64(2, number)
         .bind_text(3, cell.settings)
         .bind_text(4, cell.label)
-        .bind_text(5, cell.experiment_sha256);
+        .bind_text(5, cell.experiment_sha256)
+        .bind_text(6, cell.model)
+        .bind_text(7, cell.variant);
     insert_cell.execute();
     for (std::size_t i = 0; i < cell.values.size(); ++i) {
       insert_value.bind_int64(1, numbers.sweep)
@@ -109,6 +119,15 @@ void add_sweep_run(sqlite::Database& db, int64_t run, const SweepCellTag& tag) {
       db.prepare("INSERT INTO sweep_runs (run, sweep, cell) VALUES (?1, ?2, ?3)");
   insert.bind_int64(1, run).bind_int64(2, tag.sweep).bind_int64(3, tag.cell);
   insert.execute();
+  // Every cell shares the base experiment's name: the run goes by its sweep and cell, and by
+  // the cell's model label where the sweep names one.
+  sqlite::Statement name = db.prepare(
+      "UPDATE runs SET name = (SELECT name FROM sweeps WHERE id = ?2) || '/' || ?3, "
+      "model = coalesce((SELECT nullif(model, '') FROM sweep_cells WHERE sweep = ?2 AND cell = "
+      "?3), "
+      "model) WHERE id = ?1");
+  name.bind_int64(1, run).bind_int64(2, tag.sweep).bind_int64(3, tag.cell);
+  name.execute();
 }
 
 }  // namespace lrmoe::store

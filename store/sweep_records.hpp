@@ -14,7 +14,8 @@ namespace lrmoe::store {
 SweepCellNumbers record_sweep(sqlite::Database& db, const SweepRecord& sweep);
 // The sweep's cells in number order, each with its last run.
 std::vector<SweepCellState> read_sweep_cells(const sqlite::Database& db, int64_t sweep);
-// Tags `run` as a run of the cell (within the caller's transaction).
+// Tags `run` as a run of the cell and names it "SWEEP/CELL", its model the cell's model label
+// where it has one (within the caller's transaction).
 void add_sweep_run(sqlite::Database& db, int64_t run, const SweepCellTag& tag);
 
 }  // namespace lrmoe::store

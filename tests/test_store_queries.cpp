@@ -84,7 +84,7 @@ TEST_CASE("the runs, show and query commands print a database", "[store][runner]
   }
 
   std::ostringstream runs;
-  CHECK(lrmoe::run_runs_command(db_path, runs) == 0);
+  CHECK(lrmoe::run_runs_command(db_path, {}, runs) == 0);
   CHECK_THAT(runs.str(), Contains("started (UTC)") && Contains("demo") && Contains("finished") &&
                              Contains("9.5000") && Contains("2.5000") && Contains("20.0"));
 
@@ -126,6 +126,46 @@ TEST_CASE("the runs, show and query commands print a database", "[store][runner]
   CHECK_THROWS_WITH(lrmoe::run_query_command(db_path, awkward, {"xml", 40}, wide),
                     Contains("--format xml: use table, csv or json"));
 
-  CHECK_THAT(store_error_of([&] { lrmoe::run_runs_command(dir.file("missing.db"), runs); }),
+  CHECK_THAT(store_error_of([&] { lrmoe::run_runs_command(dir.file("missing.db"), {}, runs); }),
              Contains("no such file"));
+}
+
+TEST_CASE("lrmoe runs keeps the runs every filter given holds for, the newest last N of them",
+          "[store][runner]") {
+  TempFolder dir;
+  const std::string db_path = dir.file("results.db");
+  {
+    auto store = ResultsStore::open(db_path);
+    for (const std::string model : {"qwen3-mini", "glm45-mini", "qwen3-mini", "qwen3-mini"}) {
+      lrmoe::RunInfo info = sample_run("run-" + model);
+      info.model = model;
+      const int64_t run = store->begin_run(info);
+      if (run != 4) store->finish_run(run, "finished", std::nullopt);
+    }
+  }
+  auto ids = [&](const lrmoe::RunFilter& filter) {
+    std::ostringstream out;
+    lrmoe::run_runs_command(db_path, filter, out);
+    std::string shown;
+    for (const std::string id : {"1", "2", "3", "4"})
+      if (out.str().find("\n " + id + "  ") != std::string::npos) shown += id;
+    return shown;
+  };
+  lrmoe::RunFilter filter;
+  CHECK(ids(filter) == "1234");
+  filter.model = "qwen3-mini";
+  CHECK(ids(filter) == "134");
+  filter.status = "finished";
+  CHECK(ids(filter) == "13");
+  filter.last = 1;
+  CHECK(ids(filter) == "3");
+  filter.sweep = "none";
+  std::ostringstream nothing;
+  lrmoe::run_runs_command(db_path, filter, nothing);
+  CHECK_THAT(nothing.str(), Contains("none of the 4 runs in " + db_path + " passes the filters"));
+  filter = {};
+  filter.status = "done";
+  std::ostringstream refused;
+  CHECK_THROWS_WITH(lrmoe::run_runs_command(db_path, filter, refused),
+                    Contains("--status done: use one of running, finished"));
 }

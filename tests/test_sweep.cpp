@@ -63,7 +63,7 @@ lrmoe::SweepRecord sweep_record(const std::vector<std::string>& seeds, const std
   lrmoe::SweepRecord record{"seeds", "seeds.toml", {}};
   for (const std::string& seed : seeds) {
     record.cells.push_back(
-        {"experiment.seed=" + seed, "seed=" + seed, hash, {{"experiment.seed", seed}}});
+        {"experiment.seed=" + seed, "seed=" + seed, hash, {{"experiment.seed", seed}}, "", ""});
   }
   return record;
 }
@@ -105,6 +105,96 @@ values = [1e-3]
         std::vector<std::string>{"train.max_steps=5", "policies.bundle=\"lrmoe\"",
                                  "cluster.slots_per_rank=3", "experiment.seed=2",
                                  "train.lr=0.001"});
+}
+
+TEST_CASE(
+    "a model axis names each cell's model and stays out of its variant, and labels name values",
+    "[sweep]") {
+  TempFolder dir;
+  const auto file = dir.write("m.toml", R"(
+experiment = "base.toml"
+[[axis]]
+key = "model.preset"
+values = ["qwen3-mini", "glm45-mini"]
+[[axis]]
+kind = "model"
+variants = [
+  { label = "narrow", "model.expert_ffn_size" = 64 },
+  { "model.expert_ffn_size" = 128 },
+]
+[[axis]]
+key = "experiment.seed"
+values = [1]
+[[axis]]
+key = "policies.bundle"
+values = ["symi", "lrmoe"]
+labels = ["SYMI", "LRMoE"]
+)");
+  const SweepSpec spec = lrmoe::load_sweep_spec(file);
+  REQUIRE(spec.cells.size() == 8);
+  CHECK(spec.cells[0].model == "qwen3-mini, narrow");
+  CHECK(spec.cells[0].variant == "SYMI");
+  CHECK(spec.cells[7].model == "glm45-mini, expert_ffn_size=128");
+  CHECK(spec.cells[7].variant == "LRMoE");
+  // The label is a name, not a setting.
+  CHECK(spec.overrides(spec.cells[0]) ==
+        std::vector<std::string>{"model.preset=\"qwen3-mini\"", "model.expert_ffn_size=64",
+                                 "experiment.seed=1", "policies.bundle=\"symi\""});
+
+  CHECK_THAT(config_error_of(dir,
+                             "experiment = \"b.toml\"\n[[axis]]\nkey = \"a.b\"\n"
+                             "values = [1, 2]\nlabels = [\"one\"]\n"),
+             Contains("sweep.toml:5:10: labels must be an array of 2 strings, one per value"));
+  CHECK_THAT(config_error_of(dir,
+                             "experiment = \"b.toml\"\n[[axis]]\nkey = \"a.b\"\n"
+                             "values = [1]\nkind = \"modle\"\n"),
+             Contains("sweep.toml:5:8: unknown kind 'modle'") && Contains("did you mean 'model'"));
+  CHECK_THAT(config_error_of(dir,
+                             "experiment = \"b.toml\"\n[[axis]]\n"
+                             "variants = [{ label = \"x\" }]\n"),
+             Contains("the variant 'x' sets nothing"));
+}
+
+TEST_CASE(
+    "a variant may span lines, as an inline table over several lines or as [[axis.variants]] "
+    "tables",
+    "[sweep]") {
+  TempFolder dir;
+  const auto inline_tables = dir.write("inline.toml", R"(
+experiment = "base.toml"
+[[axis]]
+variants = [
+  { "policies.bundle" = "lrmoe",   # the default metric
+    "policies.placement.lrmoe.keep_fraction" = 0.5,
+  },
+  { "policies.bundle" = "fixed" },
+]
+[[axis]]
+key = "experiment.seed"
+values = [1, 2]
+)");
+  const auto tables = dir.write("tables.toml", R"(
+experiment = "base.toml"
+[[axis]]
+[[axis.variants]]
+"policies.bundle" = "lrmoe"
+"policies.placement.lrmoe.keep_fraction" = 0.5
+[[axis.variants]]
+"policies.bundle" = "fixed"
+[[axis]]
+key = "experiment.seed"
+values = [1, 2]
+)");
+  const std::vector<std::string> expected{"bundle=lrmoe, keep_fraction=0.5, seed=1",
+                                          "bundle=lrmoe, keep_fraction=0.5, seed=2",
+                                          "bundle=fixed, seed=1", "bundle=fixed, seed=2"};
+  CHECK(labels(lrmoe::load_sweep_spec(inline_tables)) == expected);
+  CHECK(labels(lrmoe::load_sweep_spec(tables)) == expected);
+  // Lines after a joined inline table keep their numbers.
+  CHECK_THAT(config_error_of(dir,
+                             "experiment = \"b.toml\"\n[[axis]]\nvariants = [\n"
+                             "  { \"a.b\" = 1,\n    \"c.d\" = 2 },\n]\nbogus = 1\n"),
+             Contains("sweep.toml:7:") && Contains("unknown key 'bogus'"));
 }
 
 TEST_CASE("a variants axis gives each value its own keys, nested tables flattened", "[sweep]") {
@@ -233,6 +323,11 @@ values = [1, 2]
                              "SELECT policies FROM runs WHERE id = (SELECT run FROM "
                              "sweep_results WHERE cell = 0)") ==
           "fixed_ownership/gate/keep_all/owner");
+    // Runs go by their sweep and cell, and say which model they trained.
+    CHECK(lrmoe_test::scalar(*store,
+                             "SELECT name || ' ' || model || ' ' || sweep || ' ' || cell FROM "
+                             "run_summary WHERE id = (SELECT run FROM sweep_results WHERE cell = "
+                             "3)") == "grid/3 tiny-moe grid 3");
   }
   // An interrupted cell (its process died) runs again; the finished ones are skipped.
   {
@@ -263,7 +358,24 @@ values = [0.01, -1.0]
   const std::string db = dir.file("bad.db");
   const auto [code, output] = run_lrmoe({"sweep", sweep.string(), "--db", db}, dir.file("o.log"));
   CHECK(code == 1);
-  CHECK_THAT(output, Contains("lrmoe: " + sweep.string() + ": cell 1 (lr=-1.0): --set train.lr"));
+  // The place is the value's in the sweep file, not the base experiment's.
+  CHECK_THAT(output,
+             Contains("lrmoe: " + sweep.string() + ":5:17: cell 1 (lr=-1.0): --set train.lr"));
+  CHECK_FALSE(std::filesystem::exists(db));
+
+  // A misspelt plugin parameter in the sweep's `set`: found before any cell runs.
+  const auto misspelt = dir.write("misspelt.toml", "experiment = \"" + kTinyExperiment + "\"\n" +
+                                                       R"(set = ["train.max_steps=2",
+       "policies.placement.lrmoe.keep_fractio=0.5"]
+[[axis]]
+key = "policies.bundle"
+values = ["fixed", "lrmoe"]
+)");
+  const auto [misspelt_code, misspelt_output] =
+      run_lrmoe({"sweep", misspelt.string(), "--db", db}, dir.file("m.log"));
+  CHECK(misspelt_code == 1);
+  CHECK_THAT(misspelt_output,
+             Contains("lrmoe: " + misspelt.string() + ":3:8: cell 0") && Contains("keep_fractio"));
   CHECK_FALSE(std::filesystem::exists(db));
 }
 

@@ -9,6 +9,7 @@
 #include "core/config/did_you_mean.hpp"
 #include "core/config/experiment_loader.hpp"
 #include "core/config/field_value.hpp"
+#include "core/config/multiline_inline_tables.hpp"
 #include "core/config/toml_document.hpp"
 #include "core/config/toml_text.hpp"
 
@@ -18,13 +19,35 @@ namespace lrmoe {
 namespace {
 
 const std::vector<std::string> kTopKeys = {"name", "experiment", "set", "processes", "axis"};
-const std::vector<std::string> kAxisKeys = {"key", "keys", "values", "variants"};
+const std::vector<std::string> kAxisKeys = {"key", "keys", "values", "labels", "variants", "kind"};
+const std::vector<std::string> kAxisKinds = {"model", "variant", "seed"};
+constexpr const char* kSeedKey = "experiment.seed";
+// In a variant's table, the variant's name rather than a setting (settings are section.key).
+constexpr const char* kLabelKey = "label";
 
-// One axis: its keys and, per value, one setting per key.
+enum class AxisKind { Model, Variant, Seed };
+
+// One axis: its keys, its kind and, per value, one setting per key and the value's label.
 struct Axis {
   std::vector<std::string> keys;
   std::vector<std::vector<SweepSetting>> values;
+  std::vector<std::string> labels;  // one per value; empty: none given
+  AxisKind kind = AxisKind::Variant;
 };
+
+// "keep_fraction=0.5, seed=2": the keys' last parts and the values.
+std::string settings_label(const std::vector<SweepSetting>& settings) {
+  std::string label;
+  for (const SweepSetting& s : settings) {
+    const std::string last = s.key.substr(s.key.rfind('.') + 1);
+    label += (label.empty() ? "" : ", ") + last + "=" + s.text;
+  }
+  return label;
+}
+
+bool is_model_key(const std::string& key) {
+  return key.rfind("model.", 0) == 0;
+}
 
 class SweepReader {
  public:
@@ -50,19 +73,22 @@ class SweepReader {
     return *node.value<std::string>();
   }
 
+  std::string place(const toml::node& node) const { return place_in(file_, node.source()); }
+
   SweepSetting setting(const std::string& key, const toml::node& node) const {
-    if (const auto* s = node.as_string()) return {key, toml_string(s->get()), s->get()};
+    if (const auto* s = node.as_string())
+      return {key, toml_string(s->get()), s->get(), place(node)};
     if (const auto* i = node.as_integer()) {
       const std::string text = std::to_string(i->get());
-      return {key, text, text};
+      return {key, text, text, place(node)};
     }
     if (const auto* f = node.as_floating_point()) {
       const std::string text = toml_float(f->get());
-      return {key, text, text};
+      return {key, text, text, place(node)};
     }
     if (const auto* b = node.as_boolean()) {
       const std::string text = b->get() ? "true" : "false";
-      return {key, text, text};
+      return {key, text, text, place(node)};
     }
     fail(node, "a value of " + key + " must be a string, integer, float or boolean, got " +
                    toml_type_name(node));
@@ -95,11 +121,20 @@ class SweepReader {
       fail(*node, "variants must be a non-empty array of tables: [{ \"section.key\" = value }]");
     Axis axis;
     for (const toml::node& variant : *variants) {
-      const toml::table* settings_table = variant.as_table();
-      if (!settings_table || settings_table->empty())
+      const toml::table* given = variant.as_table();
+      if (!given || given->empty())
         fail(variant, "each of variants must be a non-empty table of section.key = value");
+      toml::table settings_table = *given;
+      std::string label;
+      if (const toml::node* name = given->get(kLabelKey)) {
+        label = string_of(*name, "a variant's label");
+        if (label.empty()) fail(*name, "a variant's label must not be empty");
+        settings_table.erase(kLabelKey);
+        if (settings_table.empty()) fail(variant, "the variant '" + label + "' sets nothing");
+      }
+      axis.labels.push_back(label);
       std::vector<SweepSetting> settings;
-      flatten(*settings_table, "", settings);
+      flatten(settings_table, "", settings);
       for (const SweepSetting& s : settings) {
         if (std::find(axis.keys.begin(), axis.keys.end(), s.key) == axis.keys.end())
           axis.keys.push_back(s.key);
@@ -111,7 +146,33 @@ class SweepReader {
 
   Axis axis(const toml::table& table) const {
     require_known_keys(table, kAxisKeys, "in [[axis]]");
-    if (table.get("variants")) return variants_axis(table);
+    Axis axis = table.get("variants") ? variants_axis(table) : values_axis(table);
+    axis.kind = kind_of(table, axis.keys);
+    return axis;
+  }
+
+ private:
+  // The axis's kind: as given, else from its keys.
+  AxisKind kind_of(const toml::table& table, const std::vector<std::string>& keys) const {
+    if (const toml::node* node = table.get("kind")) {
+      const std::string kind = string_of(*node, "kind");
+      if (kind == "model") return AxisKind::Model;
+      if (kind == "variant") return AxisKind::Variant;
+      if (kind == "seed") {
+        if (keys.size() != 1 || keys.front() != kSeedKey)
+          fail(*node, std::string("a seed axis has the one key ") + kSeedKey);
+        return AxisKind::Seed;
+      }
+      fail(*node, "unknown kind '" + kind + "'; use " + quoted_list(kAxisKinds) +
+                      did_you_mean(kind, kAxisKinds));
+    }
+    if (keys.size() == 1 && keys.front() == kSeedKey) return AxisKind::Seed;
+    if (std::all_of(keys.begin(), keys.end(), is_model_key)) return AxisKind::Model;
+    return AxisKind::Variant;
+  }
+
+  // key = "..." or keys = [...], values = [...] and, optionally, labels = [...].
+  Axis values_axis(const toml::table& table) const {
     Axis axis;
     const toml::node* key = table.get("key");
     const toml::node* keys = table.get("keys");
@@ -143,12 +204,36 @@ class SweepReader {
       }
       axis.values.push_back(std::move(settings));
     }
+    axis.labels.assign(axis.values.size(), "");
+    if (const toml::node* labels_node = table.get("labels")) {
+      const toml::array* labels = labels_node->as_array();
+      if (!labels || labels->size() != axis.values.size())
+        fail(*labels_node, fmt::format("labels must be an array of {} strings, one per value",
+                                       axis.values.size()));
+      for (std::size_t i = 0; i < labels->size(); ++i) {
+        axis.labels[i] = string_of(*labels->get(i), "each of labels");
+        if (axis.labels[i].empty()) fail(*labels->get(i), "a label must not be empty");
+      }
+    }
     return axis;
   }
 
- private:
   std::string file_;
 };
+
+// A value's label: as given, else its settings (a model preset alone: the preset's name).
+std::string value_label(const Axis& axis, std::size_t value) {
+  if (!axis.labels[value].empty()) return axis.labels[value];
+  const std::vector<SweepSetting>& settings = axis.values[value];
+  if (axis.kind == AxisKind::Model && settings.size() == 1 &&
+      settings.front().key == "model.preset")
+    return settings.front().text;
+  return settings_label(settings);
+}
+
+void append_label(std::string& labels, const std::string& label) {
+  labels += (labels.empty() ? "" : ", ") + label;
+}
 
 // The cells of the axes' product, the first axis varying slowest.
 std::vector<SweepCell> product(const std::vector<Axis>& axes) {
@@ -156,9 +241,11 @@ std::vector<SweepCell> product(const std::vector<Axis>& axes) {
   for (const Axis& axis : axes) {
     std::vector<SweepCell> grown;
     for (const SweepCell& cell : cells) {
-      for (const std::vector<SweepSetting>& value : axis.values) {
+      for (std::size_t v = 0; v < axis.values.size(); ++v) {
         SweepCell next = cell;
-        next.settings.insert(next.settings.end(), value.begin(), value.end());
+        next.settings.insert(next.settings.end(), axis.values[v].begin(), axis.values[v].end());
+        if (axis.kind == AxisKind::Model) append_label(next.model, value_label(axis, v));
+        if (axis.kind == AxisKind::Variant) append_label(next.variant, value_label(axis, v));
         grown.push_back(std::move(next));
       }
     }
@@ -171,12 +258,7 @@ std::vector<SweepCell> product(const std::vector<Axis>& axes) {
 }  // namespace
 
 std::string SweepCell::label() const {
-  std::string label;
-  for (const SweepSetting& s : settings) {
-    const std::string last = s.key.substr(s.key.rfind('.') + 1);
-    label += (label.empty() ? "" : ", ") + last + "=" + s.text;
-  }
-  return label;
+  return settings_label(settings);
 }
 
 std::vector<std::string> SweepSpec::overrides(const SweepCell& cell) const {
@@ -185,10 +267,27 @@ std::vector<std::string> SweepSpec::overrides(const SweepCell& cell) const {
   return all;
 }
 
+std::string SweepSpec::place_of(const SweepCell& cell, const std::string& error) const {
+  // Loading reports an override's mistake as "--set KEY: ..." (or "--set KEY=...").
+  auto names = [&](const std::string& key) {
+    const std::string quoted = "--set " + key;
+    const std::size_t at = error.find(quoted);
+    if (at == std::string::npos) return false;
+    const std::size_t end = at + quoted.size();
+    return end == error.size() || error[end] == ':' || error[end] == '=' || error[end] == ' ';
+  };
+  for (const SweepSetting& s : cell.settings)
+    if (names(s.key)) return s.place;
+  for (std::size_t i = 0; i < set.size(); ++i)
+    if (names(set[i].substr(0, set[i].find('=')))) return set_places[i];
+  return file;
+}
+
 SweepSpec load_sweep_spec(const fs::path& file) {
   SweepSpec spec;
   spec.file = file.lexically_normal().string();
-  const toml::table document = parse_toml(read_text_file(file, spec.file), spec.file);
+  const toml::table document =
+      parse_toml(join_multiline_inline_tables(read_text_file(file, spec.file)), spec.file);
   const SweepReader reader(spec.file);
   reader.require_known_keys(document, kTopKeys, "in a sweep file");
 
@@ -207,7 +306,10 @@ SweepSpec load_sweep_spec(const fs::path& file) {
   if (const toml::node* set = document.get("set")) {
     const toml::array* list = set->as_array();
     if (!list) reader.fail(*set, "set must be an array of \"section.key=value\" strings");
-    for (const toml::node& item : *list) spec.set.push_back(reader.string_of(item, "each of set"));
+    for (const toml::node& item : *list) {
+      spec.set.push_back(reader.string_of(item, "each of set"));
+      spec.set_places.push_back(reader.place(item));
+    }
   }
   if (const toml::node* processes = document.get("processes")) {
     const std::optional<int64_t> count = processes->value<int64_t>();

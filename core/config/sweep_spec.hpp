@@ -18,8 +18,22 @@
 //   [[axis]]                           # variants: each value its own keys (a policy's own
 //   variants = [                       # parameters beside its bundle); nested tables flatten
 //     { "policies.bundle" = "fixed" },
-//     { "policies.bundle" = "symi", "policies.placement.fit_budget" = true },
+//     { label = "SYMI fit", "policies.bundle" = "symi",
+//       "policies.placement.fit_budget" = true },  # an inline table may span lines
 //   ]
+//
+//   [[axis]]                           # the same as array-of-tables, one setting a line
+//   [[axis.variants]]
+//   label = "wide experts"
+//   "model.expert_ffn_size" = 512
+//
+// An axis has a kind: "model" (its values name the model trained: every key is model.*, or
+// kind = "model"), "seed" (its one key is experiment.seed) or "variant" (the rest). The model
+// and variant labels of a cell join its values' labels over the axes of that kind; a value's
+// label is its `label` (variants) or its entry in `labels = [...]` (key and keys axes), else
+// its settings, "keep_fraction=0.5" (a model.preset value alone: the preset's name). `lrmoe
+// compare` names a cell's model and variant by them; a model axis's keys are never part of a
+// variant's name.
 //
 // Cells are numbered in product order, the first axis varying slowest. A key may appear in one
 // axis only. Values are TOML strings, integers, floats or booleans.
@@ -33,14 +47,17 @@ namespace lrmoe {
 
 // One key's value in a cell.
 struct SweepSetting {
-  std::string key;   // "policies.placement.keep_fraction"
-  std::string toml;  // the value as TOML text: `0.5`, `"lrmoe"`
-  std::string text;  // as shown and recorded: strings without quotes
+  std::string key;    // "policies.placement.keep_fraction"
+  std::string toml;   // the value as TOML text: `0.5`, `"lrmoe"`
+  std::string text;   // as shown and recorded: strings without quotes
+  std::string place;  // where the sweep file sets it, "FILE:LINE:COLUMN"
 };
 
 struct SweepCell {
   int64_t index = 0;                   // from 0, in product order
   std::vector<SweepSetting> settings;  // one per axis key, in axis order
+  std::string model;    // its model axes' labels, ", "-joined; empty without a model axis
+  std::string variant;  // its variant axes' labels, ", "-joined; empty without one
 
   // "keep_fraction=0.5, seed=2": the keys' last parts, for progress and error lines.
   std::string label() const;
@@ -49,13 +66,18 @@ struct SweepCell {
 struct SweepSpec {
   std::string file;  // the sweep file as given
   std::string name;
-  std::filesystem::path experiment;  // the base experiment, resolved against the sweep's folder
-  std::vector<std::string> set;      // "section.key=value", for every cell
+  std::filesystem::path experiment;     // the base experiment, resolved against the sweep's folder
+  std::vector<std::string> set;         // "section.key=value", for every cell
+  std::vector<std::string> set_places;  // where the sweep file has each of `set`
   int64_t processes = 1;
   std::vector<SweepCell> cells;
 
-  // The cell's overrides, in the order to apply them: `set`, then its settings.
+  // The cell's overrides, "section.key=value", in the order to apply them: `set`, then its
+  // settings.
   std::vector<std::string> overrides(const SweepCell& cell) const;
+  // Where the sweep file sets what `error` (a message of loading the cell's experiment) is
+  // about: the place of the setting it names as "--set KEY", else the sweep file.
+  std::string place_of(const SweepCell& cell, const std::string& error) const;
 };
 
 // Reads and checks a sweep file. Throws ConfigError naming the file, line and column. The
