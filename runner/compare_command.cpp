@@ -1,12 +1,12 @@
 #include "runner/compare_command.hpp"
 
 #include <fmt/format.h>
-#include <toml++/toml.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "runner/compare_plots.hpp"
@@ -14,7 +14,9 @@
 #include "runner/named_runs.hpp"
 #include "runner/query_result_text.hpp"
 #include "runner/seed_statistics.hpp"
+#include "runner/significant_digits.hpp"
 #include "runner/text_table.hpp"
+#include "runner/variant_grouping.hpp"
 #include "store/results_store.hpp"
 
 namespace lrmoe {
@@ -29,9 +31,12 @@ struct VariantRuns {
   std::string model;
   std::string name;
   std::vector<int64_t> run_ids;
+  std::vector<uint64_t> seeds;
   int64_t runs = 0;
   int64_t reached = 0;
   std::vector<double> steps, critical, modeled;  // to target; +infinity: not reached
+  std::vector<double> steps_run;                 // every step the run trained
+  std::vector<double> replicas, forward_imbalance;
   std::vector<double> memory_mib;
   std::vector<double> modeled_per_step;  // MoE seconds per step, mean over each run's steps
   std::vector<double> dropped, kept;     // fractions of the routed pairs
@@ -51,21 +56,22 @@ std::string configuration_of(const ProjectionRecord& p) {
                      p.memory_per_rank);
 }
 
-std::string model_of(const RunFigures& run) {
-  try {
-    const toml::table experiment = toml::parse(run.resolved_toml);
-    return experiment["model"]["preset"].value_or(std::string("custom"));
-  } catch (const toml::parse_error&) {
-    return "unknown";
-  }
+// The name a run's model goes by: its sweep cell's model label, else its preset.
+std::string model_name(const RunFigures& run, const RunConfiguration& configuration) {
+  if (!run.sweep_model.empty()) return run.sweep_model;
+  if (!run.model.empty()) return run.model;
+  const auto preset = configuration.model.find("model.preset");
+  return preset == configuration.model.end() || preset->second.empty() ? "custom" : preset->second;
 }
 
-std::string variant_of(const RunFigures& run) {
+// The name a run's variant goes by: its sweep cell's variant label, else the cell's settings
+// without the seed and the model's (cells recorded before labels), else its policies.
+std::string variant_name(const RunFigures& run) {
+  if (!run.sweep_variant.empty()) return run.sweep_variant;
   if (run.cell_values.empty()) return run.policies;
   std::string name;
   for (const auto& [key, value] : run.cell_values) {
-    // Seeds are what a variant's runs differ in; the model is the grouping above the variants.
-    if (key == "experiment.seed" || key == "model.preset") continue;
+    if (key == "experiment.seed" || key.rfind("model.", 0) == 0) continue;
     name += (name.empty() ? "" : ", ") + key.substr(key.rfind('.') + 1) + "=" + value;
   }
   return name.empty() ? "all" : name;
@@ -88,7 +94,11 @@ void add_projections(VariantRuns& v, const std::vector<ProjectionRecord>& projec
 
 void add_run(VariantRuns& v, const RunFigures& run) {
   v.run_ids.push_back(run.run);
+  v.seeds.push_back(run.seed);
   ++v.runs;
+  v.steps_run.push_back(static_cast<double>(run.steps));
+  if (run.replicas) v.replicas.push_back(*run.replicas);
+  if (run.forward_imbalance) v.forward_imbalance.push_back(*run.forward_imbalance);
   if (run.target_loss) {
     const std::optional<TimeToTarget>& t = run.time_to_target;
     if (t) ++v.reached;
@@ -105,25 +115,51 @@ void add_run(VariantRuns& v, const RunFigures& run) {
   }
 }
 
-// The figures a row shows, by name, with how each prints.
+// The figures a row can show, by name, with how each prints.
 struct Figure {
-  const char* name;   // in CSV and JSON
+  const char* name;   // in CSV and JSON, and for --columns
   const char* title;  // in the table and Markdown
   std::vector<double> VariantRuns::*values;
-  int decimals;
+  int decimals;  // in CSV and JSON (two more); the table and Markdown print 3 significant digits
   double scale;  // 100 for fractions shown as percentages
   bool reduced;  // compared against the baseline
+  bool shown;    // without --columns
 };
 const std::vector<Figure> kFigures = {
-    {"steps_to_target", "steps to target", &VariantRuns::steps, 0, 1, true},
-    {"moe_critical_seconds_to_target", "MoE critical s", &VariantRuns::critical, 3, 1, true},
-    {"moe_modeled_seconds_to_target", "modeled s", &VariantRuns::modeled, 4, 1, true},
-    {"moe_modeled_seconds_per_step", "modeled s/step", &VariantRuns::modeled_per_step, 4, 1, true},
-    {"projected_moe_seconds_to_target", "projected s", &VariantRuns::projected, 1, 1, true},
-    {"peak_subtotal_mib", "peak subtotal MiB", &VariantRuns::memory_mib, 1, 1, true},
-    {"dropped_forward_percent", "dropped fwd %", &VariantRuns::dropped, 1, 100, false},
-    {"kept_backward_percent", "kept bwd %", &VariantRuns::kept, 1, 100, false},
+    {"steps_to_target", "steps to target", &VariantRuns::steps, 0, 1, true, true},
+    {"moe_critical_seconds_to_target", "MoE critical s", &VariantRuns::critical, 3, 1, true, true},
+    {"moe_modeled_seconds_to_target", "modeled s", &VariantRuns::modeled, 4, 1, true, true},
+    {"moe_modeled_seconds_per_step", "modeled s/step", &VariantRuns::modeled_per_step, 4, 1, true,
+     true},
+    {"projected_moe_seconds_to_target", "projected s", &VariantRuns::projected, 1, 1, true, true},
+    {"peak_subtotal_mib", "peak subtotal MiB", &VariantRuns::memory_mib, 1, 1, true, true},
+    {"dropped_forward_percent", "dropped fwd %", &VariantRuns::dropped, 1, 100, false, true},
+    {"kept_backward_percent", "kept bwd %", &VariantRuns::kept, 1, 100, false, true},
+    {"steps", "steps run", &VariantRuns::steps_run, 0, 1, false, false},
+    {"replicas", "replicas per layer", &VariantRuns::replicas, 2, 1, false, false},
+    {"forward_imbalance", "fwd imbalance", &VariantRuns::forward_imbalance, 3, 1, false, false},
 };
+constexpr int kSignificant = 3;
+
+// The figures --columns names, in its order; without it, those shown by default.
+std::vector<const Figure*> chosen_figures(const std::vector<std::string>& columns) {
+  std::vector<const Figure*> chosen;
+  if (columns.empty()) {
+    for (const Figure& f : kFigures)
+      if (f.shown) chosen.push_back(&f);
+    return chosen;
+  }
+  std::vector<std::string> names;
+  for (const Figure& f : kFigures) names.push_back(f.name);
+  for (const std::string& column : columns) {
+    const auto f = std::find(names.begin(), names.end(), column);
+    if (f == names.end())
+      throw std::invalid_argument(fmt::format("--columns {}: no such figure; the figures: {}",
+                                              column, fmt::join(names, ", ")));
+    chosen.push_back(&kFigures[static_cast<std::size_t>(f - names.begin())]);
+  }
+  return chosen;
+}
 
 std::string number(double value, int decimals) {
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
@@ -134,11 +170,40 @@ std::string number(double value, int decimals) {
 std::string spread_text(const std::vector<double>& values, const Figure& f) {
   if (values.empty()) return "-";
   const SeedSpread s = seed_spread(values);
-  auto show = [&](double v) {
-    return std::isinf(v) ? std::string("∞") : number(v * f.scale, f.decimals);
-  };
+  auto show = [&](double v) { return significant_text(v * f.scale, kSignificant); };
   if (values.size() == 1) return show(s.median);
   return fmt::format("{} [{}–{}]", show(s.median), show(s.low), show(s.high));
+}
+
+// "policies.bundle, policies.placement.symi.{layout, slots}": keys sharing all but their last
+// part written once, in order.
+std::string key_list(const std::vector<std::string>& keys) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> by_table;
+  for (const std::string& key : keys) {
+    const std::size_t dot = key.rfind('.');
+    const std::string table = dot == std::string::npos ? "" : key.substr(0, dot + 1);
+    if (by_table.empty() || by_table.back().first != table) by_table.push_back({table, {}});
+    by_table.back().second.push_back(key.substr(table.size()));
+  }
+  std::vector<std::string> parts;
+  for (const auto& [table, names] : by_table) {
+    parts.push_back(names.size() == 1 ? table + names.front()
+                                      : fmt::format("{}{{{}}}", table, fmt::join(names, ", ")));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+int64_t distinct_seeds(const VariantRuns& v) {
+  return static_cast<int64_t>(std::set<uint64_t>(v.seeds.begin(), v.seeds.end()).size());
+}
+
+// A bootstrap interval needs a few seeds on each side to mean anything.
+constexpr int64_t kFewSeeds = 3;
+
+// "3", or "4 (seeds repeat)" when two runs of the variant share a seed.
+std::string runs_text(const VariantRuns& v) {
+  return distinct_seeds(v) < v.runs ? fmt::format("{} (seeds repeat)", v.runs)
+                                    : std::to_string(v.runs);
 }
 
 std::string reduction_text(const std::optional<Reduction>& r) {
@@ -147,6 +212,11 @@ std::string reduction_text(const std::optional<Reduction>& r) {
     return std::isinf(v) ? std::string(v > 0 ? "+∞" : "-∞") : fmt::format("{:+.0f}%", 100 * v);
   };
   return fmt::format("{} [{}, {}]", pct(r->estimate), pct(r->low), pct(r->high));
+}
+
+// JSON has no infinity: a reduction against a baseline that never got there is null.
+std::string json_fraction(double value) {
+  return std::isfinite(value) ? number(value, 4) : "null";
 }
 
 std::string json_number(double value, const Figure& f) {
@@ -209,7 +279,7 @@ void write_projection_table(const std::vector<VariantRuns>& variants,
       "runs",       "projected s", "compute",
       "all-to-all", "plan coll.",  "transfers",
       "reduction"};
-  const Figure seconds{"", "", nullptr, 1, 1, true};
+  const Figure seconds{"", "", nullptr, 1, 1, true, true};
   for (const VariantRuns& v : variants) {
     for (const auto& [configuration, records] : v.projections) {
       std::vector<double> parts[4];
@@ -246,7 +316,7 @@ void write_projection_table(const std::vector<VariantRuns>& variants,
   if (table.rows.empty()) return;
   out << "\nMoE time to target projected at full size (lrmoe project; Note [Projection at full "
          "size]):\n"
-      << render_text_table(table, 72)
+      << render_text_table(table, std::string::npos)
       << "projected s: median [min–max] over seeds; ∞: a seed that missed its target or whose "
          "plans do not fit at full size; the parts' shares are medians over the seeds that fit\n";
 }
@@ -262,30 +332,36 @@ int compare_command(const CompareOptions& options, std::ostream& out, std::ostre
 
   std::map<int64_t, std::vector<ProjectionRecord>> projections;
   for (ProjectionRecord& p : store->projections(runs)) projections[p.run].push_back(std::move(p));
-  std::vector<VariantRuns> variants;
   // A run still running, stopped or interrupted has not had its chance at the target: counted
   // as a miss it would read as one. It is left out and named. A failed run (a plan that does not
   // fit, say) is a result: it never reaches the target.
   std::vector<std::string> unfinished;
-  for (const RunFigures& run : store->run_figures(runs)) {
+  std::vector<RunFigures> compared;
+  for (RunFigures& run : store->run_figures(runs)) {
     if (run.status != "finished" && run.status != "failed") {
       unfinished.push_back(fmt::format("{} ({})", run.run, run.status));
       continue;
     }
-    const std::string model = model_of(run), name = variant_of(run);
-    auto v = std::find_if(variants.begin(), variants.end(),
-                          [&](const VariantRuns& x) { return x.model == model && x.name == name; });
-    if (v == variants.end()) {
-      VariantRuns fresh;
-      fresh.model = model;
-      fresh.name = name;
-      v = variants.insert(variants.end(), std::move(fresh));
-    }
-    add_run(*v, run);
-    add_projections(*v, projections[run.run]);
+    compared.push_back(std::move(run));
   }
-  std::stable_sort(variants.begin(), variants.end(),
-                   [](const VariantRuns& a, const VariantRuns& b) { return a.model < b.model; });
+  std::vector<GroupedRun> grouped;
+  for (const RunFigures& run : compared) {
+    RunConfiguration configuration = run_configuration(run);
+    grouped.push_back(
+        {model_name(run, configuration), variant_name(run), std::move(configuration)});
+  }
+  const Grouping grouping = group_by_configuration(grouped);
+  std::vector<VariantRuns> variants;
+  for (const VariantGroup& group : grouping.groups) {
+    VariantRuns& v = variants.emplace_back();
+    v.model = group.model;
+    v.name = group.variant;
+    for (const std::size_t r : group.runs) {
+      add_run(v, compared[r]);
+      add_projections(v, projections[compared[r].run]);
+    }
+  }
+  const std::vector<const Figure*> shown = chosen_figures(options.columns);
   // Each model's baseline.
   std::map<std::string, const VariantRuns*> baselines;
   if (options.baseline) {
@@ -319,8 +395,11 @@ int compare_command(const CompareOptions& options, std::ostream& out, std::ostre
     out << "[\n";
     for (std::size_t i = 0; i < variants.size(); ++i) {
       const VariantRuns& v = variants[i];
-      out << fmt::format("  {{\"model\": {}, \"variant\": {}, \"runs\": {}, \"reached_target\": {}",
-                         json_string(v.model), json_string(v.name), v.runs, v.reached);
+      out << fmt::format(
+          "  {{\"model\": {}, \"variant\": {}, \"runs\": {}, \"reached_target\": {}, "
+          "\"run_ids\": [{}], \"seeds\": [{}]",
+          json_string(v.model), json_string(v.name), v.runs, v.reached, fmt::join(v.run_ids, ", "),
+          fmt::join(v.seeds, ", "));
       for (const Figure& f : kFigures) {
         const std::vector<double>& values = v.*f.values;
         if (values.empty()) {
@@ -332,7 +411,8 @@ int compare_command(const CompareOptions& options, std::ostream& out, std::ostre
                            json_number(s.median, f), json_number(s.low, f), json_number(s.high, f));
         if (const auto r = f.reduced ? reduction_of(v, f) : std::nullopt)
           out << fmt::format(", \"reduction\": {}, \"reduction_low\": {}, \"reduction_high\": {}",
-                             number(r->estimate, 4), number(r->low, 4), number(r->high, 4));
+                             json_fraction(r->estimate), json_fraction(r->low),
+                             json_fraction(r->high));
         out << "}";
       }
       out << (i + 1 < variants.size() ? "},\n" : "}\n");
@@ -341,26 +421,37 @@ int compare_command(const CompareOptions& options, std::ostream& out, std::ostre
     return 0;
   }
 
-  // Table, CSV and Markdown share the columns.
+  // Table and Markdown share the columns.
   QueryResult table;
   table.columns = {"model", "variant", "runs", "reached"};
-  for (const Figure& f : kFigures) table.columns.push_back(f.title);
+  for (const Figure* f : shown) table.columns.push_back(f->title);
   if (options.baseline) {
-    for (const Figure& f : kFigures)
-      if (f.reduced) table.columns.push_back(std::string("reduction: ") + f.title);
+    for (const Figure* f : shown)
+      if (f->reduced) table.columns.push_back(std::string("reduction: ") + f->title);
   }
+  bool few_seeds = false, repeated_seeds = false;
   for (const VariantRuns& v : variants) {
-    std::vector<std::optional<std::string>> row{v.model, v.name, std::to_string(v.runs),
+    std::vector<std::optional<std::string>> row{v.model, v.name, runs_text(v),
                                                 std::to_string(v.reached)};
-    for (const Figure& f : kFigures) row.push_back(spread_text(v.*f.values, f));
+    repeated_seeds = repeated_seeds || distinct_seeds(v) < v.runs;
+    for (const Figure* f : shown) row.push_back(spread_text(v.*f->values, *f));
     if (options.baseline) {
-      for (const Figure& f : kFigures)
-        if (f.reduced) row.push_back(reduction_text(reduction_of(v, f)));
+      const auto base = baselines.find(v.model);
+      const int64_t seeds = base == baselines.end()
+                                ? distinct_seeds(v)
+                                : std::min(distinct_seeds(v), distinct_seeds(*base->second));
+      for (const Figure* f : shown) {
+        if (!f->reduced) continue;
+        const std::optional<Reduction> r = reduction_of(v, *f);
+        const bool flagged = r && seeds < kFewSeeds;
+        few_seeds = few_seeds || flagged;
+        row.push_back(reduction_text(r) + (flagged ? fmt::format(" ({} seeds)", seeds) : ""));
+      }
     }
     table.rows.push_back(std::move(row));
   }
   if (options.format == "table") {
-    out << render_text_table(table, 32);
+    out << render_text_table(table, std::string::npos);
     out << "median [min–max] over seeds; ∞: a seed that did not reach the target";
     if (options.baseline)
       out << "; reduction: 1 - median / baseline's median [95% bootstrap interval]";
@@ -368,6 +459,15 @@ int compare_command(const CompareOptions& options, std::ostream& out, std::ostre
         "; projected s: MoE time to target at full size, {} ranks, {} tokens/rank, {} (lrmoe "
         "project)\n",
         kHeadlineRanks, kHeadlineTokens, kHeadlineProfile);
+    if (few_seeds)
+      out << fmt::format(
+          "(N seeds): an interval from fewer than {} seeds on one side; too few to read as one\n",
+          kFewSeeds);
+    if (repeated_seeds)
+      out << "seeds repeat: runs of one configuration with the same seed (a sweep cell run "
+             "again, or runs named twice over); their spread is not the seeds'\n";
+    for (const auto& [model, keys] : grouping.differing)
+      out << fmt::format("the variants of {} differ in: {}\n", model, key_list(keys));
     out << left_out;
     write_projection_table(variants, baselines, out);
   } else if (options.format == "csv") {

@@ -5,11 +5,13 @@
 // median with its range, and against a baseline variant as a reduction with a bootstrap
 // interval. Runs that did not reach the target count as such (runner/seed_statistics.hpp).
 //
-// A variant is a sweep cell's settings without experiment.seed and model.preset, or, for runs
-// outside a sweep, their policies. Runs of several sweeps with the same variant pool into one
-// row (a sweep of controls beside the sweep that holds their baseline): name together only
-// sweeps whose base settings (experiment file and `set`) agree. With --plot DIR, figures too
-// (runner/compare_plots.hpp).
+// Runs are seeds of one variant exactly when their resolved configurations, plugin parameters
+// included, are equal (runner/variant_grouping.hpp), whichever sweeps they come from: a sweep of
+// controls pools with the sweep that holds their baseline where their settings agree, and
+// nothing else pools. A variant goes by its sweep cell's labels, its cell's settings or its
+// policies, with the settings that tell it apart from a namesake; the table says which settings
+// differ between a model's variants, flags intervals from fewer than three seeds and seeds that
+// repeat. With --plot DIR, figures too (runner/compare_plots.hpp).
 
 #include <cstdint>
 #include <optional>
@@ -26,6 +28,7 @@ struct CompareOptions {
   std::optional<std::string> baseline;  // a variant's name, as the table shows it
   std::string format = "table";         // table | csv | json | markdown
   std::optional<std::string> plot_dir;  // --plot: figures there (runner/compare_plots.hpp)
+  std::vector<std::string> columns;     // the table's figures, by name; empty: the default ones
 };
 
 // The comparison goes to `out`; with the machine formats (CSV, JSON), which must stay parseable,

@@ -208,6 +208,12 @@ int main(int argc, char** argv) {
   compare->add_option("--baseline", compare_options.baseline,
                       "the variant to compare against, as the table names it");
   compare->add_option("--format", compare_options.format, "table, csv, json or markdown");
+  compare
+      ->add_option("--columns", compare_options.columns,
+                   "the figures the table and Markdown show, comma-separated (default: time to "
+                   "target, memory and pairs); also steps, replicas, forward_imbalance and the "
+                   "rest of the CSV's figure names")
+      ->delimiter(',');
   compare->add_option("--plot", compare_options.plot_dir,
                       "write PNG and SVG figures into this folder (matplotlib)");
 
@@ -263,6 +269,13 @@ int main(int argc, char** argv) {
 
   auto* runs = app.add_subcommand("runs", "list the runs in the results database");
   lrmoe::add_database_option(runs, db, "results database");
+  lrmoe::RunFilter run_filter;
+  runs->add_option("--status", run_filter.status,
+                   "only runs of this status: running, finished, failed, stopped, interrupted");
+  runs->add_option("--sweep", run_filter.sweep, "only the runs of this sweep's cells");
+  runs->add_option("--model", run_filter.model, "only the runs of this model, by name");
+  runs->add_option("--last", run_filter.last, "only the newest N (of those the filters keep)")
+      ->check(CLI::PositiveNumber);
 
   auto* show = app.add_subcommand("show", "summary and loss curve of one run");
   show->add_option("run", run_id, "run id")->required();
@@ -322,7 +335,7 @@ int main(int argc, char** argv) {
     if (replay->parsed()) return lrmoe::replay_command(replay_options, std::cout);
     if (bench_planning->parsed()) return lrmoe::planning_bench_command(planning_bench, std::cout);
     if (resume->parsed()) return lrmoe::resume_command(resume_id, db);
-    if (runs->parsed()) return lrmoe::run_runs_command(db);
+    if (runs->parsed()) return lrmoe::run_runs_command(db, run_filter);
     if (show->parsed()) return lrmoe::run_show_command(db, run_id);
     if (query->parsed()) return lrmoe::run_query_command(db, sql, query_output);
     if (plugins->parsed()) return lrmoe::plugins_command(plugin_folders);

@@ -12,6 +12,7 @@
 
 #include "runner/compare_command.hpp"
 #include "runner/seed_statistics.hpp"
+#include "runner/significant_digits.hpp"
 #include "store/results_store.hpp"
 #include "support/store_samples.hpp"
 #include "support/temp_folder.hpp"
@@ -23,12 +24,13 @@ namespace {
 
 constexpr double kNotReached = std::numeric_limits<double>::infinity();
 
-// A finished run of a sweep cell: `steps` to the target (none: not reached), its MoE critical
-// path twice the steps in milliseconds, modeled time the steps in microseconds.
-void record_run(lrmoe::ResultsStore& store, const lrmoe::SweepCellTag& cell,
+// A finished run of a sweep cell with `seed`: `steps` to the target (none: not reached), its
+// MoE critical path twice the steps in milliseconds, modeled time the steps in microseconds.
+void record_run(lrmoe::ResultsStore& store, const lrmoe::SweepCellTag& cell, uint64_t seed,
                 std::optional<int64_t> steps) {
   lrmoe::RunInfo info = lrmoe_test::sample_run("cell");
   info.resolved_toml = "[model]\npreset = \"tiny-moe\"\n";
+  info.seed = seed;
   info.sweep_cell = cell;
   const int64_t run = store.begin_run(info);
   std::optional<lrmoe::TimeToTarget> reached;
@@ -104,14 +106,16 @@ TEST_CASE("lrmoe compare groups a sweep's runs by variant over seeds and shows m
         sweep.cells.push_back({"b=" + bundle + " s=" + seed,
                                bundle + seed,
                                "h",
-                               {{"policies.bundle", bundle}, {"experiment.seed", seed}}});
+                               {{"policies.bundle", bundle}, {"experiment.seed", seed}},
+                               "",
+                               ""});
       }
     }
     const lrmoe::SweepCellNumbers numbers = store->record_sweep(sweep);
     // fixed: 100, 120, 140 steps; lrmoe: 60, 80 and one that never reached the target.
     const std::vector<std::optional<int64_t>> steps{100, 120, 140, 60, 80, std::nullopt};
     for (std::size_t i = 0; i < steps.size(); ++i)
-      record_run(*store, {numbers.sweep, numbers.cells[i]}, steps[i]);
+      record_run(*store, {numbers.sweep, numbers.cells[i]}, i % 3 + 1, steps[i]);
   }
 
   const std::string table = compare(db, "table", "bundle=fixed");
@@ -126,6 +130,7 @@ TEST_CASE("lrmoe compare groups a sweep's runs by variant over seeds and shows m
 
   const std::string json = compare(db, "json");
   CHECK_THAT(json, Contains("\"variant\": \"bundle=lrmoe\", \"runs\": 3, \"reached_target\": 2, "
+                            "\"run_ids\": [4, 5, 6], \"seeds\": [1, 2, 3], "
                             "\"steps_to_target\": {\"median\": 80.00, \"min\": 60.00, \"max\": "
                             "null}"));
 
@@ -157,13 +162,13 @@ TEST_CASE(
         const std::string seed = std::to_string(first_seed + static_cast<int>(i));
         std::vector<std::pair<std::string, std::string>> values = change;
         values.emplace_back("experiment.seed", seed);
-        sweep.cells.push_back({name + seed, name + seed, "h", values});
+        sweep.cells.push_back({name + seed, name + seed, "h", values, "", ""});
       }
       const lrmoe::SweepCellNumbers numbers = store->record_sweep(sweep);
       for (std::size_t i = 0; i < steps.size(); ++i) {
         const lrmoe::SweepCellTag cell{numbers.sweep, numbers.cells[i]};
         if (steps[i]) {
-          record_run(*store, cell, steps[i]);
+          record_run(*store, cell, static_cast<uint64_t>(first_seed) + i, steps[i]);
           continue;
         }
         lrmoe::RunInfo info = lrmoe_test::sample_run("late");
@@ -196,4 +201,77 @@ TEST_CASE(
 
   CHECK_THROWS_WITH(compare(db, "table", "bundle=lrmoe", {"controls"}),
                     Contains("--baseline bundle=lrmoe: no variant of that name"));
+}
+
+TEST_CASE(
+    "compare never pools runs whose plugin parameters differ: each is its own variant, named by "
+    "the setting that tells it apart, with the differing settings listed and few seeds flagged",
+    "[compare][store]") {
+  TempFolder dir;
+  const std::string db = dir.file("c.db");
+  {
+    auto store = lrmoe::ResultsStore::open(db);
+    // Runs outside a sweep, all named by their policies: keep_fraction 1.0 on seeds 1-3,
+    // 0.25 on seeds 1-2, and 1.0 again on seed 3 (a repeat).
+    const auto record = [&](uint64_t seed, const std::string& keep, std::optional<int64_t> steps) {
+      lrmoe::RunInfo info = lrmoe_test::sample_run("run");
+      info.resolved_toml =
+          "[model]\npreset = \"tiny-moe\"\n[experiment]\nseed = " + std::to_string(seed) + "\n";
+      info.seed = seed;
+      info.policies = "lrmoe/grad_contribution/quota_topk/capacity_aware";
+      const int64_t run = store->begin_run(info);
+      store->add_plugins(run, {{"placement", "lrmoe", "4.0.0", "keep_fraction = " + keep + "\n",
+                                "liblrmoe.so", "ab"}});
+      std::optional<lrmoe::TimeToTarget> reached;
+      if (steps) {
+        const auto s = static_cast<double>(*steps);
+        reached = lrmoe::TimeToTarget{*steps, s, s / 500, s / 1e6, s / 500};
+      }
+      store->finish_run(run, "finished", reached);
+    };
+    record(1, "1.0", 100);
+    record(2, "1.0", 110);
+    record(3, "1.0", 120);
+    record(1, "0.25", 300);
+    record(2, "0.25", 320);
+    record(3, "1.0", 130);
+    record(1, "0.1", std::nullopt);  // never reached: no reduction to print in JSON
+  }
+  const std::string table =
+      compare(db, "table", "lrmoe/grad_contribution/quota_topk/capacity_aware (keep_fraction=1.0)",
+              {}, {1, 2, 3, 4, 5, 6});
+  CHECK_THAT(table, Contains("lrmoe/grad_contribution/quota_topk/capacity_aware "
+                             "(keep_fraction=1.0)   4 (seeds repeat)"));
+  CHECK_THAT(table, Contains("lrmoe/grad_contribution/quota_topk/capacity_aware "
+                             "(keep_fraction=0.25)  2 "));
+  CHECK_THAT(table, Contains("(2 seeds)"));
+  CHECK_THAT(table, Contains("the variants of tiny-moe differ in: "
+                             "policies.placement.lrmoe.keep_fraction"));
+  CHECK_THAT(table, Contains("seeds repeat: runs of one configuration with the same seed"));
+  const std::string json =
+      compare(db, "json", "lrmoe/grad_contribution/quota_topk/capacity_aware (keep_fraction=1.0)",
+              {}, {1, 2, 3, 4, 5, 6, 7});
+  CHECK_THAT(json, Contains("\"reduction\": null, \"reduction_low\": null") && !Contains("inf"));
+
+  // Figures beyond the default ones, by name; an unknown one is refused with the names.
+  lrmoe::CompareOptions options;
+  options.runs = {1, 2, 3};
+  options.database = db;
+  options.columns = {"steps_to_target", "forward_imbalance"};
+  std::ostringstream out;
+  lrmoe::compare_command(options, out, std::cerr);
+  CHECK_THAT(out.str(), Contains("fwd imbalance") && !Contains("peak subtotal MiB"));
+  options.columns = {"imbalance"};
+  CHECK_THROWS_WITH(lrmoe::compare_command(options, out, std::cerr),
+                    Contains("--columns imbalance: no such figure; the figures: steps_to_target,"));
+}
+
+TEST_CASE("numbers for people keep three significant digits, whatever their magnitude",
+          "[compare]") {
+  CHECK(lrmoe::significant_text(0.000123456, 3) == "0.000123");
+  CHECK(lrmoe::significant_text(67.587, 3) == "67.6");
+  CHECK(lrmoe::significant_text(1218.6, 3) == "1219");
+  CHECK(lrmoe::significant_text(1200, 3) == "1200");
+  CHECK(lrmoe::significant_text(-0.5, 3) == "-0.500");
+  CHECK(lrmoe::significant_text(std::numeric_limits<double>::infinity(), 3) == "∞");
 }
