@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "runner/compare_plots.hpp"
+#include "runner/headline_projection.hpp"
 #include "runner/json_text.hpp"
 #include "runner/named_runs.hpp"
 #include "runner/query_result_text.hpp"
@@ -42,10 +43,6 @@ struct VariantRuns {
   std::map<std::string, std::vector<ProjectionRecord>> projections;
 };
 
-// The configuration the main table's projected column shows, when a run has it.
-constexpr int64_t kHeadlineRanks = 16, kHeadlineTokens = 4096;
-constexpr const char* kHeadlineProfile = "h100-sxm-8gpu-ib400";
-
 std::string configuration_of(const ProjectionRecord& p) {
   return fmt::format("{}, {} x {}, {}, {}", p.model, p.ranks, p.tokens_per_rank, p.profile,
                      p.memory_per_rank);
@@ -75,9 +72,7 @@ void add_projections(VariantRuns& v, const std::vector<ProjectionRecord>& projec
   const ProjectionRecord* headline = nullptr;
   for (const ProjectionRecord& p : projections) {
     v.projections[configuration_of(p)].push_back(p);
-    const bool is_headline = p.ranks == kHeadlineRanks && p.tokens_per_rank == kHeadlineTokens &&
-                             p.profile == kHeadlineProfile;
-    if (is_headline) headline = &p;
+    if (is_headline_projection(p)) headline = &p;
   }
   // A run that did not reach its target, or whose plans do not fit at full size, never gets
   // there: infinity, as in the other figures to target.
