@@ -252,6 +252,7 @@ int compare_command(const CompareOptions& options, std::ostream& out, std::ostre
   if (std::find(kFormats.begin(), kFormats.end(), options.format) == kFormats.end())
     throw std::invalid_argument("--format " + options.format +
                                 ": use table, csv, json or markdown");
+  const PlotAxis plot_x = plot_axis_named(options.plot_x);
   const auto store = ResultsStore::open_read_only(options.database);
   const std::vector<int64_t> runs = named_runs(*store, options.runs, options.sweeps, "compare");
 
@@ -300,9 +301,16 @@ int compare_command(const CompareOptions& options, std::ostream& out, std::ostre
   };
 
   if (options.plot_dir) {
+    // The figures show compare's own reductions, of the time to target along their x axis.
+    const auto along = std::find_if(kFigures.begin(), kFigures.end(), [&](const Figure& f) {
+      return f.name == time_to_target_figure(plot_x);
+    });
+    if (along == kFigures.end()) throw std::logic_error("compare --plot: no figure along --x");
     std::vector<PlotVariant> plotted;
-    for (const VariantRuns& v : variants) plotted.push_back({v.model, v.name, v.run_ids});
-    write_comparison_plots(options.database, plotted, *options.plot_dir);
+    for (const VariantRuns& v : variants)
+      plotted.push_back({v.model, v.name, v.run_ids, v.reached, reduction_of(v, *along)});
+    write_comparison_plots({options.database, options.sweeps, plot_x, options.baseline}, plotted,
+                           projections, *options.plot_dir, notes);
   }
 
   const std::string left_out = unfinished.empty() ? std::string()

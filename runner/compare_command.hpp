@@ -8,8 +8,8 @@
 // A variant is a sweep cell's settings without experiment.seed and model.preset, or, for runs
 // outside a sweep, their policies. Runs of several sweeps with the same variant pool into one
 // row (a sweep of controls beside the sweep that holds their baseline): name together only
-// sweeps whose base settings (experiment file and `set`) agree. With --plot DIR, figures too
-// (runner/compare_plots.hpp).
+// sweeps whose base settings (experiment file and `set`) agree. With --plot DIR [--x AXIS],
+// figures too (runner/compare_plots.hpp).
 
 #include <cstdint>
 #include <optional>
@@ -26,11 +26,12 @@ struct CompareOptions {
   std::optional<std::string> baseline;  // a variant's name, as the table shows it
   std::string format = "table";         // table | csv | json | markdown
   std::optional<std::string> plot_dir;  // --plot: figures there (runner/compare_plots.hpp)
+  std::string plot_x = "critical";      // --x: their loss figure's axis (PlotAxis)
 };
 
 // The comparison goes to `out`; with the machine formats (CSV, JSON), which must stay parseable,
 // the note naming runs left out goes to `notes`. Throws StoreError (database, unknown run or
-// sweep) and std::invalid_argument (no runs, a baseline no model has, an unknown format).
+// sweep) and std::invalid_argument (no runs, a baseline no model has, an unknown format or --x).
 int compare_command(const CompareOptions& options, std::ostream& out, std::ostream& notes);
 
 }  // namespace lrmoe

@@ -208,8 +208,15 @@ int main(int argc, char** argv) {
   compare->add_option("--baseline", compare_options.baseline,
                       "the variant to compare against, as the table names it");
   compare->add_option("--format", compare_options.format, "table, csv, json or markdown");
-  compare->add_option("--plot", compare_options.plot_dir,
-                      "write PNG and SVG figures into this folder (matplotlib)");
+  auto* compare_plot =
+      compare->add_option("--plot", compare_options.plot_dir,
+                          "write PNG and SVG figures into this folder (matplotlib)");
+  compare
+      ->add_option("--x", compare_options.plot_x,
+                   "the loss figure's x axis: steps, critical (MoE time on the critical path, "
+                   "measured), modeled or projected (at full size, lrmoe project)")
+      ->capture_default_str()
+      ->needs(compare_plot);
 
   auto* replay = app.add_subcommand(
       "replay",
