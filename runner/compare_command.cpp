@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "runner/compare_plots.hpp"
+#include "runner/headline_projection.hpp"
 #include "runner/json_text.hpp"
 #include "runner/named_runs.hpp"
 #include "runner/query_result_text.hpp"
@@ -47,10 +48,6 @@ struct VariantRuns {
   std::map<std::string, std::vector<ProjectionRecord>> projections;
 };
 
-// The configuration the main table's projected column shows, when a run has it.
-constexpr int64_t kHeadlineRanks = 16, kHeadlineTokens = 4096;
-constexpr const char* kHeadlineProfile = "h100-sxm-8gpu-ib400";
-
 std::string configuration_of(const ProjectionRecord& p) {
   return fmt::format("{}, {} x {}, {}, {}", p.model, p.ranks, p.tokens_per_rank, p.profile,
                      p.memory_per_rank);
@@ -81,9 +78,7 @@ void add_projections(VariantRuns& v, const std::vector<ProjectionRecord>& projec
   const ProjectionRecord* headline = nullptr;
   for (const ProjectionRecord& p : projections) {
     v.projections[configuration_of(p)].push_back(p);
-    const bool is_headline = p.ranks == kHeadlineRanks && p.tokens_per_rank == kHeadlineTokens &&
-                             p.profile == kHeadlineProfile;
-    if (is_headline) headline = &p;
+    if (is_headline_projection(p)) headline = &p;
   }
   // A run that did not reach its target, or whose plans do not fit at full size, never gets
   // there: infinity, as in the other figures to target.
@@ -327,6 +322,7 @@ int compare_command(const CompareOptions& options, std::ostream& out, std::ostre
   if (std::find(kFormats.begin(), kFormats.end(), options.format) == kFormats.end())
     throw std::invalid_argument("--format " + options.format +
                                 ": use table, csv, json or markdown");
+  const PlotAxis plot_x = plot_axis_named(options.plot_x);
   const auto store = ResultsStore::open_read_only(options.database);
   const std::vector<int64_t> runs = named_runs(*store, options.runs, options.sweeps, "compare");
 
@@ -381,9 +377,16 @@ int compare_command(const CompareOptions& options, std::ostream& out, std::ostre
   };
 
   if (options.plot_dir) {
+    // The figures show compare's own reductions, of the time to target along their x axis.
+    const auto along = std::find_if(kFigures.begin(), kFigures.end(), [&](const Figure& f) {
+      return f.name == time_to_target_figure(plot_x);
+    });
+    if (along == kFigures.end()) throw std::logic_error("compare --plot: no figure along --x");
     std::vector<PlotVariant> plotted;
-    for (const VariantRuns& v : variants) plotted.push_back({v.model, v.name, v.run_ids});
-    write_comparison_plots(options.database, plotted, *options.plot_dir);
+    for (const VariantRuns& v : variants)
+      plotted.push_back({v.model, v.name, v.run_ids, v.reached, reduction_of(v, *along)});
+    write_comparison_plots({options.database, options.sweeps, plot_x, options.baseline}, plotted,
+                           projections, *options.plot_dir, notes);
   }
 
   const std::string left_out = unfinished.empty() ? std::string()

@@ -11,7 +11,7 @@
 // nothing else pools. A variant goes by its sweep cell's labels, its cell's settings or its
 // policies, with the settings that tell it apart from a namesake; the table says which settings
 // differ between a model's variants, flags intervals from fewer than three seeds and seeds that
-// repeat. With --plot DIR, figures too (runner/compare_plots.hpp).
+// repeat. With --plot DIR [--x AXIS], figures too (runner/compare_plots.hpp).
 
 #include <cstdint>
 #include <optional>
@@ -29,11 +29,12 @@ struct CompareOptions {
   std::string format = "table";         // table | csv | json | markdown
   std::optional<std::string> plot_dir;  // --plot: figures there (runner/compare_plots.hpp)
   std::vector<std::string> columns;     // the table's figures, by name; empty: the default ones
+  std::string plot_x = "critical";      // --x: their loss figure's axis (PlotAxis)
 };
 
 // The comparison goes to `out`; with the machine formats (CSV, JSON), which must stay parseable,
 // the note naming runs left out goes to `notes`. Throws StoreError (database, unknown run or
-// sweep) and std::invalid_argument (no runs, a baseline no model has, an unknown format).
+// sweep) and std::invalid_argument (no runs, a baseline no model has, an unknown format or --x).
 int compare_command(const CompareOptions& options, std::ostream& out, std::ostream& notes);
 
 }  // namespace lrmoe

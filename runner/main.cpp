@@ -214,8 +214,15 @@ int main(int argc, char** argv) {
                    "target, memory and pairs); also steps, replicas, forward_imbalance and the "
                    "rest of the CSV's figure names")
       ->delimiter(',');
-  compare->add_option("--plot", compare_options.plot_dir,
-                      "write PNG and SVG figures into this folder (matplotlib)");
+  auto* compare_plot =
+      compare->add_option("--plot", compare_options.plot_dir,
+                          "write PNG and SVG figures into this folder (matplotlib)");
+  compare
+      ->add_option("--x", compare_options.plot_x,
+                   "the loss figure's x axis: steps, critical (MoE time on the critical path, "
+                   "measured), modeled or projected (at full size, lrmoe project)")
+      ->capture_default_str()
+      ->needs(compare_plot);
 
   auto* replay = app.add_subcommand(
       "replay",

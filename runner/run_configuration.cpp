@@ -9,12 +9,19 @@
 namespace lrmoe {
 namespace {
 
-const std::vector<std::string> kRecordingKeys = {
-    "experiment.name",       "experiment.seed",          "experiment.notes",
-    "store.path",            "train.threads",            "train.checkpoint_every",
-    "train.checkpoint_keep", "train.log_every",          "cluster.master_addr",
-    "cluster.master_port",   "cluster.timeout",          "policies.plugin_path",
-    "policies.check_plugin_outputs"};
+const std::vector<std::string> kRecordingKeys = {"experiment.name",
+                                                 "experiment.seed",
+                                                 "experiment.notes",
+                                                 "store.path",
+                                                 "train.threads",
+                                                 "train.checkpoint_every",
+                                                 "train.checkpoint_keep",
+                                                 "train.log_every",
+                                                 "cluster.master_addr",
+                                                 "cluster.master_port",
+                                                 "cluster.timeout",
+                                                 "policies.plugin_path",
+                                                 "policies.check_plugin_outputs"};
 
 bool is_recording_key(const std::string& key) {
   return std::find(kRecordingKeys.begin(), kRecordingKeys.end(), key) != kRecordingKeys.end();
@@ -55,8 +62,8 @@ RunConfiguration run_configuration(const RunFigures& run) {
   }
   for (const PluginRecordRow& plugin : run.plugins) {
     try {
-      flatten(toml::parse(plugin.parameters),
-              "policies." + plugin.kind + "." + plugin.name + ".", configuration);
+      flatten(toml::parse(plugin.parameters), "policies." + plugin.kind + "." + plugin.name + ".",
+              configuration);
     } catch (const toml::parse_error&) {
       add(configuration, "policies." + plugin.kind + "." + plugin.name, plugin.parameters);
     }

@@ -59,7 +59,8 @@ void disambiguate(std::vector<Member>& named, const Settings& (*settings_of)(con
     const std::vector<std::string> keys = differing_keys(sets);
     const std::string shared_name = named[i].name;
     for (std::size_t k : same)
-      named[k].name = fmt::format("{} ({})", shared_name, settings_text(settings_of(named[k]), keys));
+      named[k].name =
+          fmt::format("{} ({})", shared_name, settings_text(settings_of(named[k]), keys));
   }
 }
 

@@ -1,19 +1,26 @@
 // lrmoe compare: medians and ranges over seeds with censored (not reached) runs, the bootstrap
-// reduction against a baseline, and the comparison of recorded runs in each output format.
+// reduction against a baseline, the comparison of recorded runs in each output format, and what
+// --plot hands its figures' script.
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <limits>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "runner/compare_command.hpp"
+#include "runner/headline_projection.hpp"
 #include "runner/seed_statistics.hpp"
 #include "runner/significant_digits.hpp"
 #include "store/results_store.hpp"
+#include "support/child_process.hpp"
 #include "support/store_samples.hpp"
 #include "support/temp_folder.hpp"
 
@@ -274,4 +281,182 @@ TEST_CASE("numbers for people keep three significant digits, whatever their magn
   CHECK(lrmoe::significant_text(1200, 3) == "1200");
   CHECK(lrmoe::significant_text(-0.5, 3) == "-0.500");
   CHECK(lrmoe::significant_text(std::numeric_limits<double>::infinity(), 3) == "∞");
+}
+
+namespace {
+
+// Run `run`'s projection at `ranks` and otherwise compare's headline configuration.
+lrmoe::ProjectionRecord projection_at(int64_t run, int64_t ranks) {
+  lrmoe::ProjectionRecord p;
+  p.run = run;
+  p.model = "full-moe";
+  p.ranks = ranks;
+  p.tokens_per_rank = lrmoe::kHeadlineTokens;
+  p.profile = lrmoe::kHeadlineProfile;
+  p.memory_per_rank = "1.0x fixed";
+  p.sampled_steps = "10,20";
+  return p;
+}
+
+// A sweep "policies" of three bundles over three seeds: fixed reaches the target in 100, 120 and
+// 140 steps, lrmoe in 60, 80 and never, symi once in three (its median never). Each run but
+// those `unprojected` has a projection at compare's headline configuration
+// (runner/headline_projection.hpp) of 0.5 s per step, and every run one at another size, which
+// is never the one drawn.
+std::string record_projected_sweep(TempFolder& dir, const std::vector<int64_t>& unprojected = {}) {
+  const std::string db = dir.file("plot.db");
+  auto store = lrmoe::ResultsStore::open(db);
+  lrmoe::SweepRecord sweep{"policies", "policies.toml", {}};
+  for (const std::string bundle : {"fixed", "lrmoe", "symi"}) {
+    for (const std::string seed : {"1", "2", "3"}) {
+      sweep.cells.push_back({"b=" + bundle + " s=" + seed,
+                             bundle + seed,
+                             "h",
+                             {{"policies.bundle", bundle}, {"experiment.seed", seed}},
+                             "",
+                             ""});
+    }
+  }
+  const lrmoe::SweepCellNumbers numbers = store->record_sweep(sweep);
+  const std::vector<std::optional<int64_t>> steps{100,          120,          140,          60, 80,
+                                                  std::nullopt, std::nullopt, std::nullopt, 90};
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    record_run(*store, {numbers.sweep, numbers.cells[i]}, i % 3 + 1, steps[i]);
+    const auto run = static_cast<int64_t>(i + 1);
+    const bool headline =
+        std::find(unprojected.begin(), unprojected.end(), run) == unprojected.end();
+    for (const int64_t ranks : {headline ? lrmoe::kHeadlineRanks : int64_t{32}, int64_t{64}}) {
+      lrmoe::ProjectionRecord p = projection_at(run, ranks);
+      p.steps = steps[i].value_or(200);
+      p.reached = steps[i].has_value();
+      p.compute_seconds = 0.125;
+      p.all_to_all_seconds = 0.25;
+      p.gather_seconds = 0.0625;
+      p.transfer_seconds = 0.0625;
+      p.projected_seconds = 0.5 * static_cast<double>(p.steps);
+      store->add_projection(p);
+    }
+  }
+  return db;
+}
+
+// lrmoe compare with LRMOE_PYTHON=true: comparison.json is written and no figure drawn, so no
+// matplotlib is needed. {exit code, output}.
+std::pair<int, std::string> compare_plot(TempFolder& dir, const std::vector<std::string>& args) {
+  std::vector<std::string> command{"/usr/bin/env", "LRMOE_PYTHON=true", LRMOE_BINARY, "compare"};
+  command.insert(command.end(), args.begin(), args.end());
+  lrmoe_test::ChildProcess child(command, dir.file("compare.log"));
+  const int code = child.wait(std::chrono::seconds(60));
+  return {code, child.output()};
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The reduction of `figure` for `variant` in lrmoe compare --format json's output, written as
+// the figures' spec writes one: {"estimate": ..., "low": ..., "high": ...}, null for infinite.
+std::string reduction_in_json(const std::string& json, const std::string& variant,
+                              const std::string& figure) {
+  const std::string number = "(null|[-0-9.]+)";
+  const std::regex pattern(
+      "\"variant\": \"" + variant + "\".*\"" + figure + "\": \\{[^}]*\"reduction\": " + number +
+      ", \"reduction_low\": " + number + ", \"reduction_high\": " + number + "\\}");
+  std::smatch found;
+  REQUIRE(std::regex_search(json, found, pattern));
+  const auto spec = [&](int i) { return found[i].str(); };
+  return "{\"estimate\": " + spec(1) + ", \"low\": " + spec(2) + ", \"high\": " + spec(3) + "}";
+}
+
+}  // namespace
+
+TEST_CASE(
+    "lrmoe compare --plot hands its figures the reductions it prints, of the time to target "
+    "along --x, and with --x projected each run's projected seconds per step",
+    "[compare][store][e2e]") {
+  TempFolder dir;
+  const std::string db = record_projected_sweep(dir);
+  const std::string json = compare(db, "json", "bundle=fixed");
+  const std::vector<std::pair<std::string, std::string>> axes{
+      {"steps", "steps_to_target"},
+      {"critical", "moe_critical_seconds_to_target"},
+      {"modeled", "moe_modeled_seconds_to_target"},
+      {"projected", "projected_moe_seconds_to_target"}};
+  for (const auto& [axis, figure] : axes) {
+    INFO(axis);
+    const auto figures = dir.path() / axis;
+    const auto [code, output] =
+        compare_plot(dir, {"--sweep", "policies", "--db", db, "--baseline", "bundle=fixed",
+                           "--plot", figures.string(), "--x", axis});
+    INFO(output);
+    REQUIRE(code == 0);
+    const std::string spec = read_text(figures / "comparison.json");
+    CHECK_THAT(spec, Contains("{\"name\": \"policies\", \"x\": \"" + axis +
+                              "\", \"baseline\": \"bundle=fixed\""));
+    CHECK_THAT(spec, Contains("\"name\": \"bundle=lrmoe\", \"runs\": [4, 5, 6], \"reached\": 2, "
+                              "\"reduction\": " +
+                              reduction_in_json(json, "bundle=lrmoe", figure)));
+    // The baseline has no reduction of its own; a median that never reached the target has no
+    // number (lrmoe compare prints -inf), and the figure says "not reached".
+    CHECK_THAT(spec, Contains("\"name\": \"bundle=fixed\", \"runs\": [1, 2, 3], \"reached\": 3, "
+                              "\"reduction\": null"));
+    CHECK_THAT(spec, Contains("\"name\": \"bundle=symi\", \"runs\": [7, 8, 9], \"reached\": 1, "
+                              "\"reduction\": {\"estimate\": null, "));
+    CHECK((spec.find("projected_seconds_per_step") != std::string::npos) == (axis == "projected"));
+  }
+  CHECK_THAT(read_text(dir.path() / "projected" / "comparison.json"),
+             Contains("\"projection\": \"full-moe, 16 ranks x 4096 tokens/rank, "
+                      "h100-sxm-8gpu-ib400\", \"projected_seconds_per_step\": [0.5, 0.5, 0.5]"));
+}
+
+TEST_CASE(
+    "lrmoe compare --plot --x projected leaves out a run whose plans do not fit at full size, "
+    "and refuses runs without a projection, naming them and the lrmoe project command",
+    "[compare][store][e2e]") {
+  TempFolder dir;
+  const auto figures = dir.path() / "figures";
+  SECTION("a run whose plans do not fit") {
+    const std::string db = record_projected_sweep(dir);
+    lrmoe::ProjectionRecord does_not_fit = projection_at(2, lrmoe::kHeadlineRanks);
+    does_not_fit.failed = "layer 0: rank 3 holds 9 GiB of 8";
+    lrmoe::ResultsStore::open(db)->add_projection(does_not_fit);  // in place of run 2's
+    const auto [code, output] = compare_plot(
+        dir, {"--sweep", "policies", "--db", db, "--plot", figures.string(), "--x", "projected"});
+    INFO(output);
+    REQUIRE(code == 0);
+    CHECK_THAT(output,
+               Contains("compare --plot --x projected: run 2 left out: its plans do not fit at "
+                        "full-moe, 16 ranks x 4096 tokens/rank, h100-sxm-8gpu-ib400: layer 0: "
+                        "rank 3 holds 9 GiB of 8\n"));
+    CHECK_THAT(read_text(figures / "comparison.json"),
+               Contains("\"projected_seconds_per_step\": [0.5, null, 0.5]"));
+  }
+  SECTION("runs without a projection at the headline configuration") {
+    const std::string db = record_projected_sweep(dir, {5, 7});
+    const auto [code, output] = compare_plot(
+        dir, {"--sweep", "policies", "--db", db, "--plot", figures.string(), "--x", "projected"});
+    CHECK(code != 0);
+    CHECK(output ==
+          "lrmoe: compare --plot --x projected: runs 5, 7 have no projection at 16 ranks x 4096 "
+          "tokens/rank, h100-sxm-8gpu-ib400; make them with: lrmoe project 5 7 --db " +
+              db + " --ranks 16 --tokens-per-rank 4096 --profile h100-sxm-8gpu-ib400\n");
+    CHECK_FALSE(std::filesystem::exists(figures));  // nothing half drawn
+  }
+}
+
+TEST_CASE("lrmoe compare --x: one line naming the axes it takes, and only with --plot",
+          "[compare][store][e2e]") {
+  TempFolder dir;
+  const std::string db = record_projected_sweep(dir);
+  const auto [code, output] = compare_plot(
+      dir, {"--sweep", "policies", "--db", db, "--plot", dir.file("figures"), "--x", "sideways"});
+  CHECK(code != 0);
+  CHECK(output == "lrmoe: --x sideways: use steps, critical, modeled or projected\n");
+  const auto [alone, alone_output] =
+      compare_plot(dir, {"--sweep", "policies", "--db", db, "--x", "steps"});
+  CHECK(alone != 0);
+  CHECK_THAT(alone_output, Contains("--x requires --plot"));
 }

@@ -470,7 +470,10 @@ TEST_CASE("every shipped sweep loads and every cell's experiment resolves", "[sw
   CHECK(sweeps > 0);
 }
 
-TEST_CASE("lrmoe compare --plot draws a sweep's figures as PNG and SVG", "[sweep][compare][e2e]") {
+TEST_CASE(
+    "lrmoe compare --plot draws a sweep's figures as PNG and SVG, and with a baseline its "
+    "reductions",
+    "[sweep][compare][e2e]") {
   TempFolder dir;
   const auto sweep = dir.write("two.toml", "experiment = \"" + kTinyExperiment + "\"\n" + R"(
 set = ["train.max_steps=4", "train.warmup_steps=1", "train.eval_every=2", "train.eval_batches=1",
@@ -482,14 +485,15 @@ values = ["fixed", "lrmoe"]
   const std::string db = dir.file("two.db");
   REQUIRE(run_lrmoe({"sweep", sweep.string(), "--db", db}, dir.file("sweep.log")).first == 0);
   const auto figures = dir.path() / "figures";
-  const auto [code, output] =
-      run_lrmoe({"compare", "--sweep", "two", "--db", db, "--plot", figures.string()},
-                dir.file("compare.log"));
+  const auto [code, output] = run_lrmoe({"compare", "--sweep", "two", "--db", db, "--baseline",
+                                         "bundle=fixed", "--plot", figures.string()},
+                                        dir.file("compare.log"));
   INFO(output);
   REQUIRE(code == 0);
-  for (const std::string name : {"loss-vs-moe-time", "memory", "rank-load"}) {
+  for (const std::string name :
+       {"tiny-moe-loss-vs-moe-time", "tiny-moe-memory", "tiny-moe-rank-load", "two-reductions"}) {
     for (const std::string suffix : {".png", ".svg"}) {
-      const auto file = figures / ("tiny-moe-" + name + suffix);
+      const auto file = figures / (name + suffix);
       INFO(file.string());
       CHECK(std::filesystem::file_size(file) > 1000);
     }
