@@ -22,8 +22,8 @@ std::string join_multiline_inline_tables(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   Context context = Context::Value;
-  int depth = 0;             // of inline tables open at this point
-  std::size_t held = 0;      // newlines taken out of the open inline tables
+  int depth = 0;         // of inline tables open at this point
+  std::size_t held = 0;  // newlines taken out of the open inline tables
   bool comment_in_table = false;
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
