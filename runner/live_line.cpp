@@ -10,8 +10,8 @@ LiveLine::LiveLine() : live_(isatty(STDOUT_FILENO) != 0) {}
 
 void LiveLine::show(const std::string& line, bool keep) {
   if (live_) {
-    std::fprintf(stdout, "\r\033[2K%s", line.c_str());
-    open_ = true;
+    std::fprintf(stdout, keep ? "\r\033[2K%s\n" : "\r\033[2K%s", line.c_str());
+    open_ = !keep;
   } else if (keep) {
     std::fprintf(stdout, "%s\n", line.c_str());
   }

@@ -1,7 +1,7 @@
 #pragma once
-// Training progress for a person: on a terminal one live line (step, loss, eval loss, tokens/s,
-// ETA) rewritten in place; otherwise (logs, CI) a plain line every log_every steps and at every
-// evaluation.
+// Training progress for a person: a line (step, loss, eval loss, tokens/s, ETA) kept every
+// log_every steps and at every evaluation, and on a terminal, below those, one live line
+// rewritten in place every step.
 
 #include <cstdint>
 #include <optional>
