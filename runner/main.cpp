@@ -17,6 +17,7 @@
 #include "core/device/caching_host_allocator.hpp"
 #include "core/system/one_line.hpp"
 #include "database_option.hpp"
+#include "export_command.hpp"
 #include "gate_command.hpp"
 #include "inspect_commands.hpp"
 #include "launch_command.hpp"
@@ -224,6 +225,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->needs(compare_plot);
 
+  lrmoe::ExportOptions export_options;
+  CLI::App* export_runs = lrmoe::add_export_command(app, export_options);
+
   auto* replay = app.add_subcommand(
       "replay",
       "plan an experiment at its model's full size without training: memory, replicas and "
@@ -346,6 +350,7 @@ int main(int argc, char** argv) {
     if (show->parsed()) return lrmoe::run_show_command(db, run_id);
     if (query->parsed()) return lrmoe::run_query_command(db, sql, query_output);
     if (plugins->parsed()) return lrmoe::plugins_command(plugin_folders);
+    if (export_runs->parsed()) return lrmoe::export_command(export_options, std::cout);
     std::cout << lrmoe::schema_markdown();
     return 0;
   } catch (const c10::Error& error) {

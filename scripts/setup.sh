@@ -17,6 +17,7 @@ packages=(
   libssl-dev              # SHA-256 of plugin libraries and resolved experiments
   clang-format            # scripts/format.sh (CI checks the formatting)
   python3-matplotlib      # lrmoe compare --plot (notebooks/plot_comparison.py)
+  python3-venv python3-pip  # .tools/tensorboard: TensorBoard's own reader for lrmoe export's test
 )
 
 # Options:
@@ -62,6 +63,20 @@ else
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# TensorBoard (PyPI, pinned; Debian has none) in its own environment, beside Debian's numpy:
+# the test of `lrmoe export` reads the event files back with TensorBoard's own reader.
+tensorboard_version=2.18.0
+tools="$(cd "$(dirname "$0")/.." && pwd)/.tools/tensorboard"
+if [ "$("$tools/bin/python" -c 'import tensorboard; print(tensorboard.__version__)' 2>/dev/null)" \
+     = "$tensorboard_version" ]; then
+  echo "setup: TensorBoard $tensorboard_version present in $tools"
+else
+  echo "setup: installing TensorBoard $tensorboard_version from PyPI into $tools"
+  python3 -m venv --system-site-packages "$tools"
+  "$tools/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "tensorboard==$tensorboard_version"
 fi
 
 if $cuda; then
