@@ -311,6 +311,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> plugin_folders;
   repeatable(plugins->add_option("--path", plugin_folders,
                                  "another plugin folder to search (repeatable)"));
+  std::optional<std::string> plugin_kind;
+  plugins->add_option("--kind", plugin_kind,
+                      "only the plugins of this kind: placement, metric, selection or routing");
 
   app.add_subcommand("schema",
                      "print the experiment schema: every section, key, default and range");
@@ -349,7 +352,7 @@ int main(int argc, char** argv) {
     if (runs->parsed()) return lrmoe::run_runs_command(db, run_filter);
     if (show->parsed()) return lrmoe::run_show_command(db, run_id);
     if (query->parsed()) return lrmoe::run_query_command(db, sql, query_output);
-    if (plugins->parsed()) return lrmoe::plugins_command(plugin_folders);
+    if (plugins->parsed()) return lrmoe::plugins_command(plugin_folders, plugin_kind);
     if (export_runs->parsed()) return lrmoe::export_command(export_options, std::cout);
     std::cout << lrmoe::schema_markdown();
     return 0;

@@ -4,10 +4,10 @@
 
 #include <string>
 
+#include <stdexcept>
 #include "core/config/policy_sections.hpp"
 #include "core/plugins/parameter_text.hpp"
 #include "core/plugins/policy_set.hpp"
-#include "text_table.hpp"
 
 namespace lrmoe {
 
@@ -25,9 +25,38 @@ std::string planning_text(const PluginInfo& plugin) {
   }
 }
 
+// `text` in lines of at most `width` characters, each starting with `indent`.
+std::string wrapped(const std::string& text, std::size_t width, const std::string& indent) {
+  std::string out, line;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    if (!line.empty() && indent.size() + line.size() + 1 + word.size() > width) {
+      out += indent + line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+    start = end + 1;
+  }
+  if (!line.empty()) out += indent + line + "\n";
+  return out;
+}
+
+const PolicyKind kKinds[] = {PolicyKind::Placement, PolicyKind::Metric, PolicyKind::Selection,
+                             PolicyKind::Routing};
+
 }  // namespace
 
-int plugins_command(const std::vector<std::string>& extra_folders) {
+int plugins_command(const std::vector<std::string>& extra_folders,
+                    const std::optional<std::string>& kind_asked) {
+  std::vector<PolicyKind> kinds;
+  for (const PolicyKind kind : kKinds)
+    if (!kind_asked || kind_name(kind) == *kind_asked) kinds.push_back(kind);
+  if (kinds.empty())
+    throw std::invalid_argument(fmt::format(
+        "plugins: --kind {}: use placement, metric, selection or routing", *kind_asked));
   PoliciesConfig search;
   for (const std::string& folder : extra_folders)
     search.plugin_path += (search.plugin_path.empty() ? "" : ":") + folder;
@@ -37,8 +66,7 @@ int plugins_command(const std::vector<std::string>& extra_folders) {
         "no plugins found; the runner's own folder is missing and LRMOE_PLUGIN_PATH is empty\n");
     return 0;
   }
-  for (const PolicyKind kind :
-       {PolicyKind::Placement, PolicyKind::Metric, PolicyKind::Selection, PolicyKind::Routing}) {
+  for (const PolicyKind kind : kinds) {
     for (const PluginInfo& plugin : catalog.plugins()) {
       const PluginDescriptor& d = plugin.descriptor;
       if (d.kind != kind) continue;
@@ -50,19 +78,14 @@ int plugins_command(const std::vector<std::string>& extra_folders) {
         fmt::print("  no parameters\n\n");
         continue;
       }
-      QueryResult table;
-      table.columns = {"parameter", "type", "default", "allowed", "meaning"};
+      // Each parameter, then its meaning in full, wrapped under it.
       for (const ParameterSpec& spec : d.parameters) {
-        table.rows.push_back({spec.name, parameter_type_name(spec.type),
-                              setting_toml(spec.default_value), parameter_allowed_text(spec),
-                              spec.meaning});
-      }
-      const std::string text = render_text_table(table, 70, "");
-      std::size_t start = 0;
-      while (start < text.size()) {  // indented under the plugin
-        const std::size_t end = text.find('\n', start);
-        fmt::print("  {}\n", text.substr(start, end - start));
-        start = end + 1;
+        fmt::print("  {} ({}, default {}{})\n", spec.name, parameter_type_name(spec.type),
+                   setting_toml(spec.default_value),
+                   parameter_allowed_text(spec).empty()
+                       ? ""
+                       : ", allowed " + parameter_allowed_text(spec));
+        fmt::print("{}", wrapped(spec.meaning, 100, "      "));
       }
       fmt::print("\n");
     }
