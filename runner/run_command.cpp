@@ -111,14 +111,20 @@ void print_summary(const Experiment& e, const TrainingOutcome& o, const std::str
     fmt::print("processes           {} (c10d {})\n", processes,
                backend_name(resolve_backend(e.cluster.backend,
                                             resolve_device(e.train.device, /*local_rank=*/0))));
-  // Where nothing was dropped or left out, the policies changed no pair's work: a comparison of
-  // them on this run measures placement and routing only.
-  if (o.pairs_routed > 0 && o.pairs_dropped == 0 && o.pairs_kept == o.pairs_routed) {
+  // A capacity or a selection that never left a pair out changed nothing: a comparison of it on
+  // this run measures nothing (a selection that keeps all by design, keep_all, is not one).
+  if (o.forward_capacity && o.pairs_routed > 0 && o.pairs_dropped == 0) {
     fmt::print(
-        "note                every routed pair was computed in forward and kept in backward: no "
-        "forward capacity bound and the selection kept every pair, so the policies changed no "
-        "pair's work; a cluster.memory_per_rank that binds, or a keep_fraction below 1, lets "
-        "them\n");
+        "warning             the placement's forward capacity never bound: no routed pair was "
+        "dropped in forward, so the capacity changed nothing; a lower capacity factor, or a "
+        "cluster.memory_per_rank that binds, lets it\n");
+  }
+  const int64_t computed = o.pairs_routed - o.pairs_dropped;
+  if (computed > 0 && o.pairs_kept == computed && e.policies.selection.name != "keep_all") {
+    fmt::print(
+        "warning             the selection kept every computed pair: the metric and the selection "
+        "changed no pair's backward work; a cluster.memory_per_rank that binds, or a "
+        "keep_fraction below 1, lets them\n");
   }
   fmt::print("database            {} (run id {})\n", db, run);
   fmt::print("inspect with        lrmoe show {} --db {}\n", run, db);

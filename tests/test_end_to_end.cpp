@@ -207,12 +207,23 @@ TEST_CASE("the three bundles train the tiny model to its target and record what 
     INFO(output);
     REQUIRE(code == 0);
     CHECK(output.find("target eval loss    0.7500: reached") != std::string::npos);
-    // Fixed ownership drops nothing here, and its summary says so; SYMI's forward capacity and
-    // LRMoE's quotas (keep_fraction 0.5) leave pairs' work out.
-    const bool noted = output.find(
-                           "every routed pair was computed in forward and kept in "
-                           "backward") != std::string::npos;
-    CHECK(noted == (bundle == "fixed"));
+    // Dropless fixed ownership keeps every pair by design; SYMI's forward capacity and LRMoE's
+    // quotas (keep_fraction 0.5) leave pairs' work out: no warning.
+    CHECK_THAT(output, !Catch::Contains("warning             the"));
+  }
+  // A capacity that never binds, and a selection that keeps every pair, each say so.
+  for (const auto& [settings, warning] :
+       std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"policies.bundle=fixed", "policies.placement.fixed_ownership.capacity_factor=8"},
+            "the placement's forward capacity never bound"},
+           {{"policies.bundle=lrmoe"}, "the selection kept every computed pair"}}) {
+    std::vector<std::string> args{"run",   kTinyExperiment,   "--db",  dir.file("warned.db"),
+                                  "--set", "cluster.ranks=2", "--set", "train.max_steps=10"};
+    for (const std::string& setting : settings) args.insert(args.end(), {"--set", setting});
+    auto [code, output] = run_lrmoe(args, dir.file("warned.log"));
+    INFO(output);
+    REQUIRE(code == 0);
+    CHECK_THAT(output, Catch::Contains("warning             " + warning));
   }
   auto store = lrmoe::ResultsStore::open_read_only(db);
   for (const lrmoe::RunSummary& run : store->list_runs()) {

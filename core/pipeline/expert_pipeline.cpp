@@ -136,6 +136,7 @@ PlacementPlan ExpertPipeline::place(ForwardPass& pass, const std::vector<int64_t
                                    [&] { return policies_->placement->plan(request); });
   history_.push_back(counts);
   if (history_.size() > kHistoryLength) history_.pop_front();
+  statistics_.forward_capacity = statistics_.forward_capacity || !plan.forward_capacity.empty();
   auto table = std::make_shared<InstanceTable>(
       build_instance_table(plan, settings_.num_experts, settings_.ranks, settings_.slots_per_rank,
                            policy_name(PolicyKind::Placement)));

@@ -76,9 +76,10 @@ const char* plan_information_name(PlanInformation information);
 struct LayerStepStatistics {
   int64_t layer = 0;  // index among the MoE layers
   int64_t pairs_routed = 0;
-  int64_t pairs_dropped = 0;  // dropped in forward by a placement's forward capacity
-  int64_t pairs_kept = 0;     // with backward work
-  int64_t replicas = 0;       // expert instances beyond one per expert (last micro-batch)
+  int64_t pairs_dropped = 0;      // dropped in forward by a placement's forward capacity
+  int64_t pairs_kept = 0;         // with backward work
+  bool forward_capacity = false;  // a pass's placement set a forward capacity
+  int64_t replicas = 0;           // expert instances beyond one per expert (last micro-batch)
   // The placement of the last micro-batch: every expert instance, sorted by (rank, slot).
   std::vector<ExpertInstance> placement;
   // What the placement planned from (PlanInformation): the last pass's, or WarmUp when any pass

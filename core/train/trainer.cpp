@@ -312,6 +312,7 @@ void Trainer::add_to_outcome(StepReport& report, TrainingOutcome& outcome) const
     outcome.pairs_routed += layer.pairs_routed;
     outcome.pairs_dropped += layer.pairs_dropped;
     outcome.pairs_kept += layer.pairs_kept;
+    outcome.forward_capacity = outcome.forward_capacity || layer.forward_capacity;
   }
   outcome.final_train_loss = report.train_loss;
   report.cumulative_step_seconds = outcome.step_seconds;

@@ -56,6 +56,7 @@ struct TrainingOutcome {
   // Over the MoE layers and the steps this process trained (a resumed run's since its resume):
   // routed pairs, those dropped in forward and those kept in backward. Not checkpointed.
   int64_t pairs_routed = 0, pairs_dropped = 0, pairs_kept = 0;
+  bool forward_capacity = false;  // some pass's placement set a forward capacity
 };
 
 // Where and as what this process writes its run's checkpoints (Note [Checkpoints]).
