@@ -23,15 +23,18 @@ and, with a baseline, once for all models:
 Runs that did not reach the target are drawn like the others: their curves end where they
 stopped, above the target line.
 
-The notebooks import it too: sweep_variants groups a sweep's runs as lrmoe compare does, and the
+The notebooks import it too: sweep_variants asks lrmoe compare for a sweep's variants, and the
 plot_* functions draw the same figures (the reductions need lrmoe compare's numbers).
 """
 
 import argparse
 import json
+import os
 import pathlib
 import re
+import shutil
 import sqlite3
+import subprocess
 import sys
 
 import matplotlib
@@ -91,31 +94,33 @@ def model_of(resolved_toml):
         return match.group(1) if match else "unknown"
 
 
-def sweep_variants(db, sweep):
-    """The last run of each cell of the sweep named `sweep`, grouped as lrmoe compare groups them:
-    per model, one variant per cell settings without experiment.seed and model.preset, named
-    "key=value, ..." by each key's last part. A list of {"model", "name", "runs"} in cell order."""
-    found = db.execute("SELECT id FROM sweeps WHERE name = ?", (sweep,)).fetchone()
-    if found is None:
-        names = [name for (name,) in db.execute("SELECT name FROM sweeps ORDER BY id")]
-        raise ValueError(f"no sweep {sweep!r} in the database; its sweeps: {names}")
-    variants = {}
-    for cell, run in db.execute(
-        "SELECT cell, max(run) FROM sweep_runs WHERE sweep = ? GROUP BY cell ORDER BY cell",
-        (found[0],),
-    ).fetchall():
-        values = db.execute(
-            "SELECT key, value FROM sweep_cell_values WHERE sweep = ? AND cell = ? "
-            "ORDER BY position",
-            (found[0], cell),
-        ).fetchall()
-        name = ", ".join(f"{key.rsplit('.', 1)[-1]}={value}" for key, value in values
-                         if key not in ("experiment.seed", "model.preset")) or "all"
-        (toml,) = db.execute("SELECT resolved_toml FROM runs WHERE id = ?", (run,)).fetchone()
-        variant = variants.setdefault((model_of(toml), name),
-                                      {"model": model_of(toml), "name": name, "runs": []})
-        variant["runs"].append(run)
-    return list(variants.values())
+def lrmoe_program():
+    """The lrmoe program: LRMOE, else `lrmoe` on the PATH, else the one of this script's build
+    tree or install."""
+    if os.environ.get("LRMOE"):
+        return os.environ["LRMOE"]
+    found = shutil.which("lrmoe")
+    if found:
+        return found
+    here = pathlib.Path(__file__).resolve().parent
+    for candidate in (here.parent / "build" / "runner" / "lrmoe",  # notebooks/ in a clone
+                      here.parent / "lrmoe",                       # build/runner/plotting/
+                      here.parents[2] / "bin" / "lrmoe"):          # share/lrmoe/plotting/
+        if candidate.exists():
+            return str(candidate)
+    raise FileNotFoundError("no lrmoe program: set LRMOE to it, or put it on the PATH")
+
+
+def sweep_variants(db_path, sweep):
+    """The last run of each cell of the sweep named `sweep`, grouped by lrmoe compare itself (its
+    JSON), so that the notebooks' variants are the table's: a list of {"model", "name", "runs"}."""
+    answer = subprocess.run(
+        [lrmoe_program(), "compare", "--sweep", sweep, "--db", str(db_path), "--format", "json"],
+        capture_output=True, text=True)
+    if answer.returncode != 0:
+        raise ValueError(f"lrmoe compare --sweep {sweep}: {answer.stderr.strip()}")
+    return [{"model": v["model"], "name": v["variant"], "runs": v["run_ids"]}
+            for v in json.loads(answer.stdout)]
 
 
 def loss_curve(db, run, x="critical", seconds_per_step=None):

@@ -6,7 +6,7 @@
 # program, default build/runner/lrmoe).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-lrmoe=${LRMOE:-build/runner/lrmoe}
+lrmoe=$(realpath "${LRMOE:-build/runner/lrmoe}")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -27,7 +27,7 @@ PY
   >"$work/sweep.log" 2>&1 || { cat "$work/sweep.log"; exit 1; }
 for notebook in notebooks/*.ipynb; do
   echo "notebooks: executing $notebook"
-  LRMOE_DB="$work/sweep.db" PYDEVD_DISABLE_FILE_VALIDATION=1 \
+  LRMOE="$lrmoe" LRMOE_DB="$work/sweep.db" PYDEVD_DISABLE_FILE_VALIDATION=1 \
     timeout 600 jupyter nbconvert --to notebook --execute --output-dir "$work" "$notebook" \
     --log-level WARN
 done
