@@ -86,10 +86,7 @@ CLI::App* add_export_command(CLI::App& app, ExportOptions& options) {
       "export",
       "write runs' per-step figures as TensorBoard event files or CSV, for the tools that read "
       "them");
-  command->add_option("runs", options.runs, "run ids (besides or instead of --sweep)");
-  // One name per --sweep, so that run ids after it stay run ids.
-  command->add_option("--sweep", options.sweeps, "a sweep's name: its cells' last runs (repeatable)")
-      ->allow_extra_args(false);
+  add_named_runs_options(command, options.runs, options.sweeps);
   add_database_option(command, options.database, "results database");
   command->add_option("--format", options.format, "tensorboard or csv")->capture_default_str();
   command->add_option("--out", options.out, "the folder to write into")->capture_default_str();

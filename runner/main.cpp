@@ -21,6 +21,7 @@
 #include "gate_command.hpp"
 #include "inspect_commands.hpp"
 #include "launch_command.hpp"
+#include "named_runs.hpp"
 #include "parallel_bench_command.hpp"
 #include "pipeline_bench_command.hpp"
 #include "planning_bench_command.hpp"
@@ -201,10 +202,7 @@ int main(int argc, char** argv) {
                          "per model and policy variant over seeds: time to target, memory, pairs; "
                          "reductions against a baseline");
   lrmoe::CompareOptions compare_options;
-  compare->add_option("runs", compare_options.runs, "run ids (besides or instead of --sweep)");
-  repeatable(compare->add_option("--sweep", compare_options.sweeps,
-                                 "a sweep's name: its cells' last runs (repeatable: several "
-                                 "sweeps' runs, grouped by variant together)"));
+  lrmoe::add_named_runs_options(compare, compare_options.runs, compare_options.sweeps);
   lrmoe::add_database_option(compare, compare_options.database, "results database");
   compare->add_option("--baseline", compare_options.baseline,
                       "the variant to compare against, as the table names it");

@@ -27,4 +27,14 @@ std::vector<int64_t> named_runs(const ResultsStore& store, std::vector<int64_t> 
   return runs;
 }
 
+void add_named_runs_options(CLI::App* command, std::vector<int64_t>& runs,
+                            std::vector<std::string>& sweeps) {
+  command->add_option("runs", runs, "run ids (besides or instead of --sweep)");
+  command
+      ->add_option("--sweep", sweeps,
+                   "a sweep's name: its cells' last runs (repeatable: several sweeps' runs "
+                   "together)")
+      ->allow_extra_args(false);
+}
+
 }  // namespace lrmoe

@@ -212,11 +212,7 @@ CLI::App* add_project_command(CLI::App& app, ProjectOptions& options) {
       "project",
       "project training runs' MoE time to target at their model's full size: sampled steps of "
       "their recorded loads replayed over ranks, tokens per rank and hardware profiles");
-  project->add_option("runs", options.runs, "run ids (besides or instead of --sweep)");
-  project
-      ->add_option("--sweep", options.sweeps,
-                   "a sweep's name: its cells' last runs (repeatable: several sweeps' runs)")
-      ->allow_extra_args(false);
+  add_named_runs_options(project, options.runs, options.sweeps);
   add_database_option(project, options.database, "results database");
   project->add_option("--model", options.model,
                       "the full-size preset (default: the one each run's preset is scaled from)");

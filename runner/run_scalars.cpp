@@ -73,8 +73,7 @@ RunScalars read_run_scalars(const ResultsStore& store, int64_t run) {
           "CAST(sum(pairs_kept) AS REAL) / nullif(sum(pairs_routed), 0), avg(replicas) "
           "FROM moe_layer_steps WHERE run = {} GROUP BY step ORDER BY step",
           run)),
-      {"pairs/dropped_forward_fraction", "pairs/kept_backward_fraction",
-       "moe/replicas_per_layer"},
+      {"pairs/dropped_forward_fraction", "pairs/kept_backward_fraction", "moe/replicas_per_layer"},
       scalars.series);
   add_query_series(
       store.query(fmt::format(

@@ -70,8 +70,7 @@ uint32_t crc32c(std::string_view bytes) {
   return crc ^ 0xFFFFFFFFu;
 }
 
-TensorBoardEventWriter::TensorBoardEventWriter(const std::filesystem::path& file,
-                                               double wall_time)
+TensorBoardEventWriter::TensorBoardEventWriter(const std::filesystem::path& file, double wall_time)
     : file_(file), out_(file, std::ios::binary | std::ios::trunc) {
   if (!out_) throw std::runtime_error("export: cannot write " + file.string());
   std::string event = event_head(wall_time, 0);
