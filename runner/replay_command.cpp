@@ -12,6 +12,7 @@
 
 #include "core/config/experiment_loader.hpp"
 #include "core/config/policy_sections.hpp"
+#include "core/config/sweep_spec.hpp"
 #include "core/data/token_source.hpp"
 #include "core/device/compute_device.hpp"
 #include "core/device/cuda_runtime.hpp"
@@ -105,7 +106,7 @@ std::shared_ptr<const ExpertLoads> loads_for(const ReplayOptions& options,
 std::vector<SweepCellTag> record_as_sweep(ResultsStore& store, const std::string& name,
                                           const std::string& file,
                                           const std::vector<PreparedVariant>& variants) {
-  SweepRecord record{name, file, {}};
+  SweepRecord record{name, file, {}, SweepKind::Replay};
   for (const PreparedVariant& p : variants) {
     SweepCellRecord cell{fmt::format("{}", fmt::join(p.variant.settings, ", ")),
                          p.variant.label,
@@ -238,6 +239,11 @@ int replay_command(const ReplayOptions& options, std::ostream& out) {
     prepared.push_back(prepare(options.source, v));
   const std::string database = prepared.front().experiment.store.path;
 
+  if (options.record_as) {
+    if (const std::string problem = sweep_name_problem(*options.record_as); !problem.empty())
+      throw std::invalid_argument(
+          fmt::format("replay: --record '{}': {}", *options.record_as, problem));
+  }
   std::optional<ExpertLoadHistory> history;
   std::string history_origin;
   if (options.loads_from) {

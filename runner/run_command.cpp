@@ -236,6 +236,8 @@ int validate_command(const ExperimentSource& source) {
 
 int run_command(const ExperimentSource& source) {
   Experiment experiment = load_experiment_source(source);
+  // As the sweep identified its cell: the experiment as loaded, before the data completes it.
+  const std::string loaded_identity = experiment_identity(experiment);
   // Errors found below name the experiment they come from.
   const std::string where = experiment_place(source);
   // Everything a user can get wrong is checked before the database is touched.
@@ -335,6 +337,7 @@ int run_command(const ExperimentSource& source) {
                           fmt::format("{} ({:.0f} GFLOP/s)", blas.library, blas.matmul_gflops),
                           launch.world_size);
   info.sweep_cell = source.sweep_cell;
+  if (source.sweep_cell) info.experiment_identity = loaded_identity;
   int64_t run = 0;
   if (source.resume) {
     run = source.resume->run;

@@ -40,10 +40,25 @@ constexpr auto kPollInterval = std::chrono::milliseconds(100);
 // A cell to run, resolved.
 struct PendingCell {
   const SweepCell* cell;
-  int64_t number;  // in the database
-  std::vector<std::string> overrides;
-  std::optional<int64_t> resume;  // the cell's interrupted run, continued from its checkpoint
+  int64_t number;                      // in the database
+  std::vector<std::string> overrides;  // on top of its resolved experiment: the threads
+  std::optional<int64_t> resume;       // the cell's interrupted run, continued from its checkpoint
 };
+
+// The cell's experiment as this invocation resolved it, written to `file` and run from there:
+// the base file is read once, so an edit while the sweep runs changes no cell. Read back, it
+// must resolve to the same experiment.
+void write_resolved_cell(const Experiment& experiment, const fs::path& file) {
+  {
+    std::ofstream out(file);
+    out << "# A sweep cell's experiment, resolved when the sweep started: what the cell trains.\n"
+        << to_toml(experiment);
+    if (!out) throw std::runtime_error("sweep: cannot write " + file.string());
+  }
+  if (experiment_identity(load_experiment(file, {})) != experiment_identity(experiment))
+    throw std::logic_error("sweep: " + file.string() +
+                           " does not resolve to the experiment written into it");
+}
 
 struct RunningCell {
   PendingCell cell;
@@ -60,9 +75,10 @@ std::string settings_text(const SweepCell& cell) {
   return text;
 }
 
-// `lrmoe run` (or `launch -n P`) of the base experiment with the cell's overrides, tagged.
+// `lrmoe run` (or `launch -n P`) of the cell's resolved experiment, tagged.
 std::vector<std::string> cell_command(const std::string& program, const SweepSpec& spec,
-                                      const std::string& database, const SweepCellTag& tag,
+                                      const fs::path& experiment, const std::string& database,
+                                      const SweepCellTag& tag,
                                       const std::vector<std::string>& overrides) {
   std::vector<std::string> arguments{program};
   if (spec.processes > 1) {
@@ -70,7 +86,7 @@ std::vector<std::string> cell_command(const std::string& program, const SweepSpe
   } else {
     arguments.push_back("run");
   }
-  arguments.push_back(spec.experiment.string());
+  arguments.push_back(experiment.string());
   for (const std::string& o : overrides) arguments.insert(arguments.end(), {"--set", o});
   arguments.insert(arguments.end(),
                    {"--db", database, "--sweep-cell", fmt::format("{}:{}", tag.sweep, tag.cell)});
@@ -169,8 +185,15 @@ int sweep_command(const SweepOptions& options) {
   int64_t resumed = 0;
   SweepTally tally;
   tally.cells = static_cast<int64_t>(spec.cells.size());
+  std::vector<std::string> retrained;
   for (std::size_t i = 0; i < spec.cells.size(); ++i) {
-    const SweepCellState& state = state_of(numbers.cells[i]);
+    SweepCellState state = state_of(numbers.cells[i]);
+    // A run that trained something other than the cell (its base file was edited while an older
+    // build's sweep ran) is not the cell's: the cell runs again.
+    if (!state.run_matches) {
+      retrained.push_back(fmt::format("cell {} (run {})", state.cell, *state.run));
+      state.status.clear();
+    }
     if (state.status == "finished") {
       ++tally.finished;
       continue;
@@ -183,8 +206,7 @@ int sweep_command(const SweepOptions& options) {
       ++tally.failed;
       continue;
     }
-    PendingCell cell{&spec.cells[i], numbers.cells[i], spec.overrides(spec.cells[i]),
-                     resumable_run(*store, state)};
+    PendingCell cell{&spec.cells[i], numbers.cells[i], {}, resumable_run(*store, state)};
     if (cell.resume) ++resumed;
     // Each cell gets its share of the cores, unless the sweep sets the threads itself.
     if (experiments[i].train.threads == 0)
@@ -195,12 +217,17 @@ int sweep_command(const SweepOptions& options) {
   const fs::path logs = fs::absolute(database).parent_path() /
                         (fs::path(database).stem().string() + "-sweeps") / spec.name;
   fs::create_directories(logs);
+  for (std::size_t i = 0; i < spec.cells.size(); ++i)
+    write_resolved_cell(experiments[i], logs / fmt::format("cell-{}.toml", numbers.cells[i]));
   const std::string program = self_executable();
   fmt::print("sweep '{}' ({}): {} cells, {} finished before, {} to run, {} at a time; logs in {}\n",
              spec.name, spec.file, tally.cells, tally.finished, pending.size(), options.jobs,
              logs.string());
   if (resumed > 0)
     fmt::print("{} of them continue their interrupted run from its newest checkpoint\n", resumed);
+  if (!retrained.empty())
+    fmt::print("{} trained an experiment other than the cell's recorded one, and run again\n",
+               fmt::join(retrained, ", "));
   if (tally.failed > 0 && !options.retry_failed)
     fmt::print("{} cells failed before and are skipped: --retry-failed runs them again\n",
                tally.failed);
@@ -244,10 +271,10 @@ int sweep_command(const SweepOptions& options) {
       const PendingCell& cell = pending[next++];
       const fs::path log = logs / fmt::format("cell-{}.log", cell.number);
       const std::vector<std::string> command =
-          cell.resume
-              ? std::vector<std::string>{program, "resume", std::to_string(*cell.resume), "--db",
-                                         database}
-              : cell_command(program, spec, database, {numbers.sweep, cell.number}, cell.overrides);
+          cell.resume ? std::vector<std::string>{program, "resume", std::to_string(*cell.resume),
+                                                 "--db", database}
+                      : cell_command(program, spec, logs / fmt::format("cell-{}.toml", cell.number),
+                                     database, {numbers.sweep, cell.number}, cell.overrides);
       const pid_t pid = start_cell(command, log);
       running.push_back({cell, pid, log, std::chrono::steady_clock::now()});
       progress.started();

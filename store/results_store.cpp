@@ -107,7 +107,7 @@ class SqliteResultsStore final : public ResultsStore {
     }
     insert.execute();
     const int64_t run = db_.last_insert_rowid();
-    if (info.sweep_cell) store::add_sweep_run(db_, run, *info.sweep_cell);
+    if (info.sweep_cell) store::add_sweep_run(db_, run, *info.sweep_cell, info.experiment_identity);
     transaction.commit();
     return run;
   }

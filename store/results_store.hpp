@@ -32,6 +32,10 @@ struct SweepCellTag {
   int64_t cell = 0;
 };
 
+// What a sweep's cells are runs of: a training sweep (lrmoe sweep), or a replay's variants
+// (lrmoe replay --record). A name holds one kind.
+enum class SweepKind { Train, Replay };
+
 struct RunInfo {
   std::string name;   // a sweep's cell names its run "SWEEP/CELL" when it is recorded
   std::string model;  // the model by name: its preset, "custom" without one
@@ -53,6 +57,9 @@ struct RunInfo {
   std::string hardware_profile;            // the cost model's profile, resolved (TOML)
   int64_t memory_per_rank = 0;             // cluster.memory_per_rank resolved to bytes
   std::optional<SweepCellTag> sweep_cell;  // a run of a sweep's cell
+  // With sweep_cell: the identity of the experiment the run trains (runner/run_info.hpp), which
+  // the sweep compares with the cell's.
+  std::string experiment_identity;
   // A replay (Note [Replay]) plans without training; `load_source` says what drove its routing.
   bool replay = false;
   std::string load_source;
@@ -74,6 +81,7 @@ struct SweepRecord {
   std::string name;
   std::string file;  // the sweep file
   std::vector<SweepCellRecord> cells;
+  SweepKind kind = SweepKind::Train;
 };
 
 struct SweepCellNumbers {
@@ -89,6 +97,9 @@ struct SweepCellState {
   std::optional<int64_t> run;
   std::string status;  // of the last run; empty without one
   int64_t runs = 0;    // how many runs the cell had
+  // Whether the last run trained the cell's recorded experiment (runs recorded before schema
+  // 18 are taken to have).
+  bool run_matches = true;
 };
 
 // A policy plugin a run used (recorded once, at begin).

@@ -626,6 +626,13 @@ LEFT JOIN (SELECT sweep, cell, max(run) AS run, count(*) AS runs
   ON last.sweep = c.sweep AND last.cell = c.cell
 LEFT JOIN runs r ON r.id = last.run;
 )sql"},
+    // Sweeps that train what they record: each sweep's kind (a training sweep, or the variants
+    // of a replay recorded as one), and the identity of the experiment each of a cell's runs
+    // trained ('' for runs before), which must be the cell's.
+    Migration{18, R"sql(
+ALTER TABLE sweeps ADD COLUMN kind TEXT NOT NULL DEFAULT 'train';
+ALTER TABLE sweep_runs ADD COLUMN experiment_sha256 TEXT NOT NULL DEFAULT '';
+)sql"},
 };
 
 constexpr bool numbered_in_order() {

@@ -9,10 +9,22 @@
 namespace lrmoe::store {
 namespace {
 
-std::optional<int64_t> find_sweep(const sqlite::Database& db, const std::string& name) {
-  sqlite::Statement select = db.prepare("SELECT id FROM sweeps WHERE name = ?1");
+const char* kind_text(SweepKind kind) {
+  return kind == SweepKind::Train ? "train" : "replay";
+}
+
+// The sweep named `name`, if any: its id, and whether it is of `kind` (a name holds one kind).
+std::optional<int64_t> find_sweep(const sqlite::Database& db, const std::string& name,
+                                  SweepKind kind) {
+  sqlite::Statement select = db.prepare("SELECT id, kind FROM sweeps WHERE name = ?1");
   select.bind_text(1, name);
   if (!select.step()) return std::nullopt;
+  if (select.column_text(1) != kind_text(kind)) {
+    throw db.error_with_message(
+        fmt::format("holds a {} named '{}'; a {} cannot be recorded into it: give it another name",
+                    kind == SweepKind::Train ? "replay's variants" : "training sweep", name,
+                    kind == SweepKind::Train ? "training sweep" : "replay"));
+  }
   return select.column_int64(0);
 }
 
@@ -21,12 +33,15 @@ std::optional<int64_t> find_sweep(const sqlite::Database& db, const std::string&
 SweepCellNumbers record_sweep(sqlite::Database& db, const SweepRecord& sweep) {
   sqlite::Transaction transaction(db);
   SweepCellNumbers numbers;
-  if (const std::optional<int64_t> id = find_sweep(db, sweep.name)) {
+  if (const std::optional<int64_t> id = find_sweep(db, sweep.name, sweep.kind)) {
     numbers.sweep = *id;
   } else {
     sqlite::Statement insert =
-        db.prepare("INSERT INTO sweeps (name, file, created_at) VALUES (?1, ?2, ?3)");
-    insert.bind_text(1, sweep.name).bind_text(2, sweep.file).bind_text(3, utc_timestamp_now());
+        db.prepare("INSERT INTO sweeps (name, file, created_at, kind) VALUES (?1, ?2, ?3, ?4)");
+    insert.bind_text(1, sweep.name)
+        .bind_text(2, sweep.file)
+        .bind_text(3, utc_timestamp_now())
+        .bind_text(4, kind_text(sweep.kind));
     insert.execute();
     numbers.sweep = db.last_insert_rowid();
   }
@@ -93,11 +108,13 @@ SweepCellNumbers record_sweep(sqlite::Database& db, const SweepRecord& sweep) {
 
 std::vector<SweepCellState> read_sweep_cells(const sqlite::Database& db, int64_t sweep) {
   sqlite::Statement select = db.prepare(
-      "SELECT c.cell, c.settings, c.label, last.run, r.status, coalesce(last.runs, 0) "
+      "SELECT c.cell, c.settings, c.label, last.run, r.status, coalesce(last.runs, 0), "
+      "       sr.experiment_sha256 IN ('', c.experiment_sha256) "
       "FROM sweep_cells c "
       "LEFT JOIN (SELECT cell, max(run) AS run, count(*) AS runs FROM sweep_runs "
       "           WHERE sweep = ?1 GROUP BY cell) last ON last.cell = c.cell "
       "LEFT JOIN runs r ON r.id = last.run "
+      "LEFT JOIN sweep_runs sr ON sr.run = last.run "
       "WHERE c.sweep = ?1 ORDER BY c.cell");
   select.bind_int64(1, sweep);
   std::vector<SweepCellState> cells;
@@ -109,15 +126,20 @@ std::vector<SweepCellState> read_sweep_cells(const sqlite::Database& db, int64_t
     cell.run = select.column_optional_int64(3);
     cell.status = select.column_optional_text(4).value_or("");
     cell.runs = select.column_int64(5);
+    cell.run_matches = !cell.run || select.column_int64(6) != 0;
     cells.push_back(std::move(cell));
   }
   return cells;
 }
 
-void add_sweep_run(sqlite::Database& db, int64_t run, const SweepCellTag& tag) {
-  sqlite::Statement insert =
-      db.prepare("INSERT INTO sweep_runs (run, sweep, cell) VALUES (?1, ?2, ?3)");
-  insert.bind_int64(1, run).bind_int64(2, tag.sweep).bind_int64(3, tag.cell);
+void add_sweep_run(sqlite::Database& db, int64_t run, const SweepCellTag& tag,
+                   const std::string& experiment_identity) {
+  sqlite::Statement insert = db.prepare(
+      "INSERT INTO sweep_runs (run, sweep, cell, experiment_sha256) VALUES (?1, ?2, ?3, ?4)");
+  insert.bind_int64(1, run)
+      .bind_int64(2, tag.sweep)
+      .bind_int64(3, tag.cell)
+      .bind_text(4, experiment_identity);
   insert.execute();
   // Every cell shares the base experiment's name: the run goes by its sweep and cell, and by
   // the cell's model label where the sweep names one.

@@ -10,12 +10,14 @@
 
 namespace lrmoe::store {
 
-// Records the sweep or finds it by name; returns its id and the number of each given cell.
+// Records the sweep or finds it by name (refusing a sweep of the other kind under that name);
+// returns its id and the number of each given cell.
 SweepCellNumbers record_sweep(sqlite::Database& db, const SweepRecord& sweep);
 // The sweep's cells in number order, each with its last run.
 std::vector<SweepCellState> read_sweep_cells(const sqlite::Database& db, int64_t sweep);
 // Tags `run` as a run of the cell and names it "SWEEP/CELL", its model the cell's model label
 // where it has one (within the caller's transaction).
-void add_sweep_run(sqlite::Database& db, int64_t run, const SweepCellTag& tag);
+void add_sweep_run(sqlite::Database& db, int64_t run, const SweepCellTag& tag,
+                   const std::string& experiment_identity);
 
 }  // namespace lrmoe::store

@@ -107,7 +107,7 @@ TEST_CASE("lrmoe compare groups a sweep's runs by variant over seeds and shows m
   const std::string db = dir.file("c.db");
   {
     auto store = lrmoe::ResultsStore::open(db);
-    lrmoe::SweepRecord sweep{"policies", "policies.toml", {}};
+    lrmoe::SweepRecord sweep{"policies", "policies.toml", {}, lrmoe::SweepKind::Train};
     for (const std::string bundle : {"fixed", "lrmoe"}) {
       for (const std::string seed : {"1", "2", "3"}) {
         sweep.cells.push_back({"b=" + bundle + " s=" + seed,
@@ -164,7 +164,7 @@ TEST_CASE(
     const auto record = [&](const std::string& name,
                             const std::vector<std::pair<std::string, std::string>>& change,
                             int first_seed, const std::vector<std::optional<int64_t>>& steps) {
-      lrmoe::SweepRecord sweep{name, name + ".toml", {}};
+      lrmoe::SweepRecord sweep{name, name + ".toml", {}, lrmoe::SweepKind::Train};
       for (std::size_t i = 0; i < steps.size(); ++i) {
         const std::string seed = std::to_string(first_seed + static_cast<int>(i));
         std::vector<std::pair<std::string, std::string>> values = change;
@@ -306,7 +306,7 @@ lrmoe::ProjectionRecord projection_at(int64_t run, int64_t ranks) {
 std::string record_projected_sweep(TempFolder& dir, const std::vector<int64_t>& unprojected = {}) {
   const std::string db = dir.file("plot.db");
   auto store = lrmoe::ResultsStore::open(db);
-  lrmoe::SweepRecord sweep{"policies", "policies.toml", {}};
+  lrmoe::SweepRecord sweep{"policies", "policies.toml", {}, lrmoe::SweepKind::Train};
   for (const std::string bundle : {"fixed", "lrmoe", "symi"}) {
     for (const std::string seed : {"1", "2", "3"}) {
       sweep.cells.push_back({"b=" + bundle + " s=" + seed,

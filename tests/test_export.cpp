@@ -28,8 +28,9 @@ void record_sample_run(const std::string& db) {
   lrmoe::RunInfo info = lrmoe_test::sample_run("export-me");
   const int64_t run = store->begin_run(info);
   for (int64_t step = 1; step <= 20; ++step) {
-    store->add_step(run, lrmoe_test::sample_step(
-                             step, step % 5 == 0 ? std::optional(3.0 - 0.05 * step) : std::nullopt));
+    store->add_step(run,
+                    lrmoe_test::sample_step(
+                        step, step % 5 == 0 ? std::optional(3.0 - 0.05 * step) : std::nullopt));
     for (int64_t layer = 0; layer < 2; ++layer)
       store->add_layer_step(run, lrmoe_test::sample_layer_step(step, layer));
   }
@@ -73,9 +74,10 @@ TEST_CASE("lrmoe export writes a run's figures as CSV, a row per step", "[export
   CHECK_THAT(refused_output, Contains("export: --format parquet: use tensorboard or csv"));
 }
 
-TEST_CASE("lrmoe export's TensorBoard files hold every figure of every step, as TensorBoard reads "
-          "them",
-          "[export][e2e]") {
+TEST_CASE(
+    "lrmoe export's TensorBoard files hold every figure of every step, as TensorBoard reads "
+    "them",
+    "[export][e2e]") {
   const std::string python = std::string(LRMOE_SOURCE_DIR) + "/.tools/tensorboard/bin/python";
   INFO("TensorBoard's reader is missing: bash scripts/setup.sh installs it in .tools/tensorboard");
   REQUIRE(std::filesystem::exists(python));

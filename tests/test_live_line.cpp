@@ -55,6 +55,7 @@ TEST_CASE("on a terminal a kept update stays as a line of its own and the live l
     line.finish();
   });
   // The terminal turns "\n" into "\r\n".
-  CHECK(text ==
-        "\r\033[2Kstep 1\r\n\r\033[2Kstep 2\r\033[2Kstep 3\r\033[2Kstep 10\r\n\r\033[2Kstep 11\r\n");
+  CHECK(
+      text ==
+      "\r\033[2Kstep 1\r\n\r\033[2Kstep 2\r\033[2Kstep 3\r\033[2Kstep 10\r\n\r\033[2Kstep 11\r\n");
 }

@@ -16,6 +16,7 @@
 #include "core/config/experiment_loader.hpp"
 #include "core/config/sweep_spec.hpp"
 #include "core/train/checkpoint.hpp"
+#include "runner/run_info.hpp"
 #include "store/local_process.hpp"
 #include "store/results_store.hpp"
 #include "support/child_process.hpp"
@@ -60,7 +61,7 @@ std::vector<std::string> labels(const SweepSpec& spec) {
 }
 
 lrmoe::SweepRecord sweep_record(const std::vector<std::string>& seeds, const std::string& hash) {
-  lrmoe::SweepRecord record{"seeds", "seeds.toml", {}};
+  lrmoe::SweepRecord record{"seeds", "seeds.toml", {}, lrmoe::SweepKind::Train};
   for (const std::string& seed : seeds) {
     record.cells.push_back(
         {"experiment.seed=" + seed, "seed=" + seed, hash, {{"experiment.seed", seed}}, "", ""});
@@ -498,4 +499,94 @@ values = ["fixed", "lrmoe"]
       CHECK(std::filesystem::file_size(file) > 1000);
     }
   }
+}
+
+TEST_CASE(
+    "a sweep's cells train the experiment resolved when it started, and a cell whose run trained "
+    "another runs again",
+    "[sweep][e2e]") {
+  TempFolder dir;
+  const auto base = dir.write("base.toml", "extends = \"" + kTinyExperiment + "\"\n" + R"(
+[train]
+max_steps = 3
+warmup_steps = 1
+eval_every = 3
+eval_batches = 1
+)");
+  const auto sweep = dir.write("resolved.toml", R"(experiment = "base.toml"
+[[axis]]
+key = "policies.bundle"
+values = ["fixed", "lrmoe"]
+)");
+  const std::string db = dir.file("resolved.db");
+  auto [code, output] = run_lrmoe({"sweep", sweep.string(), "--db", db}, dir.file("first.log"));
+  INFO(output);
+  REQUIRE(code == 0);
+  // Each cell ran from its resolved experiment, written beside its log.
+  const std::string cell_file = dir.file("resolved-sweeps/resolved/cell-1.toml");
+  REQUIRE(std::filesystem::exists(cell_file));
+  CHECK(lrmoe::experiment_identity(lrmoe::load_experiment(cell_file, {})) ==
+        lrmoe::experiment_identity(lrmoe::load_experiment(base, {"policies.bundle=\"lrmoe\""})));
+  // Each run recorded the identity of what it trained: its cell's.
+  CHECK(lrmoe_test::scalar(*lrmoe::ResultsStore::open_read_only(db),
+                           "SELECT count(*) FROM sweep_runs WHERE experiment_sha256 = "
+                           "(SELECT experiment_sha256 FROM sweep_cells c WHERE "
+                           "c.cell = sweep_runs.cell)") == "2");
+  {
+    // Cell 1's run as if it had trained something else (an older build read an edited base).
+    lrmoe_test::ChildProcess edit(
+        {"/usr/bin/sqlite3", db,
+         "UPDATE sweep_runs SET experiment_sha256 = 'other' WHERE cell = 1"},
+        dir.file("edit.log"));
+    REQUIRE(edit.wait(std::chrono::seconds(30)) == 0);
+  }
+  std::tie(code, output) = run_lrmoe({"sweep", sweep.string(), "--db", db}, dir.file("second.log"));
+  INFO(output);
+  REQUIRE(code == 0);
+  CHECK_THAT(output, Contains("cell 1 (run 2) trained an experiment other than the cell's "
+                              "recorded one, and run again"));
+  CHECK_THAT(output, Contains("2 cells, 1 finished before, 1 to run"));
+}
+
+TEST_CASE(
+    "a sweep's name names no folder outside its own, and a replay never records into a "
+    "training sweep",
+    "[sweep][e2e]") {
+  TempFolder dir;
+  CHECK_THAT(config_error_of(dir,
+                             "name = \"out/side\"\nexperiment = \"b.toml\"\n[[axis]]\n"
+                             "key = \"a.b\"\nvalues = [1]\n"),
+             Contains("sweep.toml:1:8: a sweep's name must not hold a path separator"));
+  CHECK_THAT(config_error_of(dir,
+                             "name = \"\"\nexperiment = \"b.toml\"\n[[axis]]\n"
+                             "key = \"a.b\"\nvalues = [1]\n"),
+             Contains("a sweep's name must not be empty"));
+
+  const std::string db = dir.file("kinds.db");
+  const auto sweep = dir.write("taken.toml", "experiment = \"" + kTinyExperiment + "\"\n" + R"(
+set = ["train.max_steps=2", "train.warmup_steps=1"]
+[[axis]]
+key = "experiment.seed"
+values = [1]
+)");
+  const auto [trained, trained_output] =
+      run_lrmoe({"sweep", sweep.string(), "--db", db}, dir.file("sweep.log"));
+  INFO(trained_output);
+  REQUIRE(trained == 0);
+  const std::vector<std::string> replay{"replay", kTinyExperiment, "--skew", "zipf:1.0", "--steps",
+                                        "2",      "--db",          db,       "--record"};
+  auto with = [&](const std::string& name) {
+    std::vector<std::string> args = replay;
+    args.push_back(name);
+    return args;
+  };
+  const auto [into, into_output] = run_lrmoe(with("taken"), dir.file("into.log"));
+  CHECK(into == 1);
+  CHECK_THAT(into_output, Contains("holds a training sweep named 'taken'; a replay cannot be "
+                                   "recorded into it: give it another name"));
+  const auto [empty, empty_output] = run_lrmoe(with(""), dir.file("empty.log"));
+  CHECK(empty == 1);
+  CHECK_THAT(empty_output, Contains("replay: --record '': a sweep's name must not be empty"));
+  CHECK(lrmoe_test::scalar(*lrmoe::ResultsStore::open_read_only(db),
+                           "SELECT count(*) FROM sweeps") == "1");
 }

@@ -283,6 +283,19 @@ std::string SweepSpec::place_of(const SweepCell& cell, const std::string& error)
   return file;
 }
 
+std::string sweep_name_problem(const std::string& name) {
+  if (name.empty()) return "a sweep's name must not be empty";
+  if (name.size() > 100) return "a sweep's name must be at most 100 bytes";
+  if (name.front() == '.') return "a sweep's name must not start with a dot";
+  for (const char c : name) {
+    if (c == '/' || c == '\\')
+      return "a sweep's name must not hold a path separator (it names a folder of logs)";
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      return "a sweep's name must not hold a control character";
+  }
+  return "";
+}
+
 SweepSpec load_sweep_spec(const fs::path& file) {
   SweepSpec spec;
   spec.file = file.lexically_normal().string();
@@ -294,7 +307,10 @@ SweepSpec load_sweep_spec(const fs::path& file) {
   spec.name = file.stem().string();
   if (const toml::node* name = document.get("name")) {
     spec.name = reader.string_of(*name, "name");
-    if (spec.name.empty()) reader.fail(*name, "name must not be empty");
+    if (const std::string problem = sweep_name_problem(spec.name); !problem.empty())
+      reader.fail(*name, problem);
+  } else if (const std::string problem = sweep_name_problem(spec.name); !problem.empty()) {
+    throw ConfigError(spec.file + ": " + problem + "; give one: name = \"...\"");
   }
   const toml::node* experiment = document.get("experiment");
   if (!experiment)

@@ -80,6 +80,10 @@ struct SweepSpec {
   std::string place_of(const SweepCell& cell, const std::string& error) const;
 };
 
+// Why `name` cannot name a sweep (it names a folder of logs and a row of the database): empty,
+// a path separator, a leading dot, a control character or over 100 bytes; "" when it can.
+std::string sweep_name_problem(const std::string& name);
+
 // Reads and checks a sweep file. Throws ConfigError naming the file, line and column. The
 // settings' keys and values are checked when the cells' experiments are loaded.
 SweepSpec load_sweep_spec(const std::filesystem::path& file);
