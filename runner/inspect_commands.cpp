@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "runner/interrupt.hpp"
 #include "runner/query_result_text.hpp"
 #include "runner/sparkline.hpp"
 #include "runner/text_table.hpp"
@@ -211,7 +212,10 @@ int run_query_command(const std::string& db_path, const std::string& sql, const 
         fmt::format("query: --format {}: use table, csv or json", output.format));
   }
   const auto store = ResultsStore::open_read_only(db_path);
-  const QueryResult result = store->query(sql);
+  // Ctrl-C stops the statement where it is; time and memory are bounded.
+  install_interrupt_handler();
+  const QueryResult result = store->query(
+      sql, {output.timeout_seconds, output.max_memory_mib << 20, &interrupt_requested});
   if (output.format == "csv") {
     out << render_csv(result);
   } else if (output.format == "json") {

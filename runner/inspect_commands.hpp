@@ -33,6 +33,8 @@ int run_show_command(const std::string& db_path, int64_t run_id, std::ostream& o
 struct QueryOutput {
   std::string format = "table";  // table | csv | json
   std::size_t max_width = 40;
+  double timeout_seconds = 300;   // then the query stops with a line saying so; 0: none
+  int64_t max_memory_mib = 2048;  // SQLite's heap and the answer's text; 0: none
 };
 
 // One read-only SQL statement, its rows printed as `output` says. An unknown format is a

@@ -274,6 +274,10 @@ int main(int argc, char** argv) {
       "resume", "continue a stopped, interrupted or failed run from its newest checkpoint");
   int64_t resume_id = 0;
   resume->add_option("run", resume_id, "run id")->required();
+  bool allow_changed_plugins = false;
+  resume->add_flag("--allow-changed-plugins", allow_changed_plugins,
+                   "resume even where a plugin library's SHA-256 differs from the recorded one "
+                   "(each recorded as a warning event of the run)");
   lrmoe::add_database_option(resume, db, "results database");
 
   auto* runs = app.add_subcommand("runs", "list the runs in the results database");
@@ -302,6 +306,16 @@ int main(int argc, char** argv) {
       ->add_option("--max-width", query_output.max_width,
                    "table: characters a cell shows before it is cut (0: never cut)")
       ->capture_default_str();
+  query
+      ->add_option("--timeout", query_output.timeout_seconds,
+                   "seconds the statement may run before it is stopped (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
+  query
+      ->add_option("--max-memory", query_output.max_memory_mib,
+                   "MiB that SQLite and the answer may take (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   lrmoe::add_database_option(query, db, "results database");
 
   auto* plugins = app.add_subcommand(
@@ -346,7 +360,7 @@ int main(int argc, char** argv) {
     if (project->parsed()) return lrmoe::project_command(project_options, std::cout);
     if (replay->parsed()) return lrmoe::replay_command(replay_options, std::cout);
     if (bench_planning->parsed()) return lrmoe::planning_bench_command(planning_bench, std::cout);
-    if (resume->parsed()) return lrmoe::resume_command(resume_id, db);
+    if (resume->parsed()) return lrmoe::resume_command(resume_id, db, allow_changed_plugins);
     if (runs->parsed()) return lrmoe::run_runs_command(db, run_filter);
     if (show->parsed()) return lrmoe::run_show_command(db, run_id);
     if (query->parsed()) return lrmoe::run_query_command(db, sql, query_output);

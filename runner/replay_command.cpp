@@ -20,6 +20,7 @@
 #include "core/replay/plan_replay.hpp"
 #include "core/system/blas_probe.hpp"
 #include "core/train/trainer.hpp"
+#include "runner/interrupt.hpp"
 #include "runner/replay_outcome.hpp"
 #include "runner/run_command.hpp"
 #include "runner/run_info.hpp"
@@ -150,6 +151,10 @@ ReplayOutcome replay_variant(const PreparedVariant& p, const ReplayOptions& opti
       recorder = std::make_unique<RunRecorder>(*store, *o.run, nullptr);
     }
     for (int64_t step = 1; step <= options.steps; ++step) {
+      if (interrupt_requested()) {
+        o.stopped = true;
+        break;
+      }
       const StepReport report = replay.step(step);
       if (recorder) recorder->on_step(report);
       add_replay_step(o, report);
@@ -173,7 +178,11 @@ ReplayOutcome replay_variant(const PreparedVariant& p, const ReplayOptions& opti
   }
   if (store && o.run) {
     if (o.failed) store->add_event(*o.run, "error", *o.failed);
-    store->finish_run(*o.run, o.failed ? "failed" : "finished", std::nullopt);
+    store->finish_run(*o.run,
+                      o.failed    ? "failed"
+                      : o.stopped ? "stopped"
+                                  : "finished",
+                      std::nullopt);
   }
   return o;
 }
@@ -273,7 +282,9 @@ int replay_command(const ReplayOptions& options, std::ostream& out) {
 
   std::vector<ReplayOutcome> outcomes;
   const auto started = std::chrono::steady_clock::now();
-  for (std::size_t i = 0; i < prepared.size(); ++i) {
+  // Ctrl-C stops the variant at its next step and starts no other.
+  install_interrupt_handler();
+  for (std::size_t i = 0; i < prepared.size() && !interrupt_requested(); ++i) {
     const auto loads = loads_for(options, history, history_origin, prepared[i].experiment);
     if (i == 0) out << "loads: " << loads->describe() << "\n\n";
     outcomes.push_back(replay_variant(
@@ -287,6 +298,12 @@ int replay_command(const ReplayOptions& options, std::ostream& out) {
       store ? fmt::format("; recorded in {}: lrmoe compare --sweep '{}' --db {}", database,
                           *options.record_as, database)
             : "");
+  if (interrupt_requested()) {
+    out << fmt::format("stopped by Ctrl-C: {} of {} variants replayed, the last after {} steps\n",
+                       outcomes.size(), prepared.size(),
+                       outcomes.empty() ? 0 : outcomes.back().steps);
+    return 130;
+  }
   return 0;
 }
 

@@ -20,6 +20,7 @@ struct ReplayOutcome {
   std::optional<int64_t> run;         // with --record
   std::optional<std::string> failed;  // the plan that did not fit, and why
   int64_t steps = 0;                  // replayed in full
+  bool stopped = false;               // by Ctrl-C, after `steps`
   int64_t memory_per_rank = 0;
   std::vector<int64_t> subtotal, total;  // [ranks]: the peak over the steps
   // [ranks]: the largest subtotal of one MoE layer on its own (layer_subtotal_bytes)

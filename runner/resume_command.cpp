@@ -4,7 +4,11 @@
 
 #include <fstream>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
+#include "core/config/experiment_loader.hpp"
+#include "core/plugins/policy_set.hpp"
 #include "core/train/checkpoint.hpp"
 #include "runner/launch_command.hpp"
 #include "runner/run_command.hpp"
@@ -12,8 +16,32 @@
 #include "store/results_store.hpp"
 
 namespace lrmoe {
+namespace {
 
-int resume_command(int64_t run, const std::string& database) {
+// Each plugin the run recorded whose library, as found now for the run's experiment, has another
+// SHA-256: "placement plugin 'lrmoe' (…/lrmoe.so): recorded abcd…, now 1234…".
+std::vector<std::string> changed_plugins(const ResultsStore& store, int64_t run,
+                                         const std::filesystem::path& experiment_file) {
+  const Experiment experiment = load_experiment(experiment_file, {});
+  const PolicySet now = load_policy_set(experiment.policies);
+  const QueryResult recorded = store.query(
+      fmt::format("SELECT kind, name, sha256 FROM run_plugins WHERE run = {} ORDER BY kind", run));
+  std::vector<std::string> changed;
+  for (const auto& row : recorded.rows) {
+    for (const PluginRecord& plugin : now.records) {
+      if (plugin.kind != row[0].value_or("") || plugin.name != row[1].value_or("")) continue;
+      if (plugin.sha256 != row[2].value_or(""))
+        changed.push_back(fmt::format("{} plugin '{}' ({}): recorded {}, now {}", plugin.kind,
+                                      plugin.name, plugin.path, row[2].value_or("-").substr(0, 12),
+                                      plugin.sha256.substr(0, 12)));
+    }
+  }
+  return changed;
+}
+
+}  // namespace
+
+int resume_command(int64_t run, const std::string& database, bool allow_changed_plugins) {
   ResumePoint point{run, {}};
   int64_t processes = 1;
   std::filesystem::path experiment_file;
@@ -49,6 +77,16 @@ int resume_command(int64_t run, const std::string& database) {
     // The run's own resolved experiment, as a file its processes load.
     experiment_file = folder / "experiment.toml";
     std::ofstream(experiment_file) << summary->resolved_toml;
+    // A run goes on with the plugins it began with, or says it does not.
+    const std::vector<std::string> changed = changed_plugins(*store, run, experiment_file);
+    if (!changed.empty() && !allow_changed_plugins) {
+      throw std::invalid_argument(fmt::format(
+          "{}: run {}'s {} since the run began; rebuild the recorded version, or resume with "
+          "--allow-changed-plugins (recorded as an event of the run)",
+          database, run, fmt::join(changed, "; ")));
+    }
+    for (const std::string& plugin : changed)
+      store->add_event(run, "warning", "resumed with a changed library: " + plugin);
   }
   ExperimentSource source;
   source.file = experiment_file.string();

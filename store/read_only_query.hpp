@@ -9,8 +9,10 @@
 namespace lrmoe::store {
 
 // Refuses, with a StoreError saying why, an empty query, more than one statement, and any
-// statement that could write (sqlite3_stmt_readonly). Values come back as SQLite prints them;
-// BLOBs as hex literals (X'0A1B').
-QueryResult run_read_only_query(const sqlite::Database& db, const std::string& sql);
+// statement that could write (sqlite3_stmt_readonly); stops, likewise, one that runs past
+// `limits` or is asked to stop. Values come back as SQLite prints them; BLOBs as hex literals
+// (X'0A1B').
+QueryResult run_read_only_query(const sqlite::Database& db, const std::string& sql,
+                                const QueryLimits& limits = {});
 
 }  // namespace lrmoe::store

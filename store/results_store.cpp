@@ -326,8 +326,8 @@ class SqliteResultsStore final : public ResultsStore {
     return store::read_steps(db_, run, schema_version_);
   }
 
-  QueryResult query(const std::string& sql) const override {
-    return store::run_read_only_query(db_, sql);
+  QueryResult query(const std::string& sql, const QueryLimits& limits) const override {
+    return store::run_read_only_query(db_, sql, limits);
   }
 
  private:

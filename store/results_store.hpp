@@ -345,6 +345,15 @@ struct QueryResult {
   std::vector<std::vector<std::optional<std::string>>> rows;  // nullopt: SQL NULL
 };
 
+// Bounds on one read-only query (`lrmoe query`): a statement past them ends with a StoreError
+// saying which bound it met and how to narrow it. 0: no bound.
+struct QueryLimits {
+  double seconds = 0;  // wall time
+  int64_t bytes = 0;   // SQLite's heap while it runs, and the answer's text
+  // Polled while the statement runs: true stops it (Ctrl-C).
+  bool (*stop_requested)() = nullptr;
+};
+
 class ResultsStore {
  public:
   // Opens (creating if needed) and migrates to the current schema. Throws StoreError.
@@ -413,8 +422,8 @@ class ResultsStore {
   virtual std::optional<RunSummary> find_run(int64_t id) const = 0;
   virtual std::vector<StepRecord> steps(int64_t run) const = 0;
   // Runs one read-only SQL statement and returns its rows as text. Several statements, or one
-  // that could write, are refused with a StoreError.
-  virtual QueryResult query(const std::string& sql) const = 0;
+  // that could write, are refused with a StoreError; so is one past `limits`.
+  virtual QueryResult query(const std::string& sql, const QueryLimits& limits = {}) const = 0;
 };
 
 // The schema version this build writes (PRAGMA user_version).

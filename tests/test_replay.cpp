@@ -7,11 +7,14 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <map>
 #include <numeric>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/replay/allocated_timeline.hpp"
@@ -356,4 +359,34 @@ TEST_CASE(
   CHECK(scalar(*store, "SELECT status FROM runs WHERE id = " + lrmoe) == "finished");
   CHECK(std::stoi(scalar(*store, "SELECT count(*) FROM rank_memory WHERE run = " + lrmoe +
                                      " AND rank >= 8 AND replicas > 0")) > 0);
+}
+
+TEST_CASE(
+    "Ctrl-C stops a replay at its next step, recorded as stopped, and starts no other variant",
+    "[replay][e2e]") {
+  TempFolder dir;
+  const std::string db = dir.file("results.db");
+  lrmoe_test::ChildProcess replay(
+      {LRMOE_BINARY, "replay", kTinyExperiment, "--skew", "zipf:1.0", "--steps", "1000000", "--db",
+       db, "--record", "long", "--variant", "fixed", "--variant", "lrmoe:policies.bundle=lrmoe"},
+      dir.file("replay.log"));
+  // Wait until the first variant has recorded steps, then interrupt.
+  for (int i = 0; i < 600; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    try {
+      if (std::filesystem::exists(db) &&
+          std::stoll(scalar(*lrmoe::ResultsStore::open_read_only(db),
+                            "SELECT count(*) FROM moe_layer_steps")) > 0)
+        break;
+    } catch (const lrmoe::StoreError&) {
+      // the database is being created
+    }
+  }
+  replay.signal(SIGINT);
+  const int code = replay.wait(std::chrono::seconds(60));
+  INFO(replay.output());
+  CHECK(code == 130);
+  CHECK_THAT(replay.output(), Contains("stopped by Ctrl-C: 1 of 2 variants replayed"));
+  CHECK(scalar(*lrmoe::ResultsStore::open_read_only(db), "SELECT group_concat(status) FROM runs") ==
+        "stopped");
 }

@@ -381,3 +381,62 @@ TEST_CASE("lrmoe resume continues a stopped two-process run as if it had not sto
   check_same_training(steps_of(whole_db, 1), steps_of(cut_db, 1));
   CHECK(scalar(*ResultsStore::open_read_only(cut_db), "SELECT processes FROM runs") == "2");
 }
+
+TEST_CASE(
+    "resume refuses a plugin library changed since the run began, unless told, and records it",
+    "[resume][slow]") {
+  TempFolder dir;
+  const std::string db = dir.file("r.db");
+  {
+    std::vector<std::string> args{LRMOE_BINARY,
+                                  "run",
+                                  kTinyExperiment,
+                                  "--set",
+                                  "train.max_steps=100000",
+                                  "--set",
+                                  "train.target_loss=0",
+                                  "--set",
+                                  "train.checkpoint_every=3",
+                                  "--db",
+                                  db};
+    lrmoe_test::ChildProcess child(args, dir.file("first.log"));
+    REQUIRE(wait_for(checkpoint_path(db + "-checkpoints/run-1", 3)));
+    child.signal(SIGKILL);
+    child.wait(std::chrono::seconds(20));
+  }
+  {
+    // As if the placement's library had been rebuilt from other code since the run began.
+    lrmoe_test::ChildProcess edit(
+        {"/usr/bin/sqlite3", db,
+         "UPDATE run_plugins SET sha256 = 'feedfacefeedface' WHERE kind = 'placement'"},
+        dir.file("edit.log"));
+    REQUIRE(edit.wait(std::chrono::seconds(30)) == 0);
+  }
+  const auto [refused, refused_output] =
+      run_lrmoe({"resume", "1", "--db", db}, dir.file("refused.log"));
+  CHECK(refused == 1);
+  CHECK_THAT(refused_output, Contains("run 1's placement plugin 'fixed_ownership'") &&
+                                 Contains("recorded feedfacefeed") &&
+                                 Contains("--allow-changed-plugins"));
+  CHECK(scalar(*ResultsStore::open_read_only(db), "SELECT status FROM runs") == "interrupted");
+
+  // Told, it resumes, the changed library recorded as an event; then it is stopped.
+  const std::string warned =
+      "SELECT count(*) FROM events WHERE level = 'warning' AND message LIKE "
+      "'resumed with a changed library: placement plugin ''fixed_ownership''%'";
+  std::vector<std::string> args{LRMOE_BINARY, "resume", "1", "--db", db, "--allow-changed-plugins"};
+  lrmoe_test::ChildProcess child(args, dir.file("allowed.log"));
+  bool recorded = false;
+  for (int i = 0; i < 300 && !recorded; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    try {
+      recorded = scalar(*ResultsStore::open_read_only(db), warned) == "1";
+    } catch (const lrmoe::StoreError&) {
+      // busy: the resumed run is writing
+    }
+  }
+  child.signal(SIGINT);
+  child.wait(std::chrono::seconds(60));
+  INFO(child.output());
+  CHECK(recorded);
+}
