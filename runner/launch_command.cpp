@@ -1,6 +1,8 @@
 #include "launch_command.hpp"
 
+#include "core/device/compute_device.hpp"
 #include "core/distributed/launch_environment.hpp"
+#include "core/train/process_footprint.hpp"
 #include "local_launcher.hpp"
 
 namespace lrmoe {
@@ -12,6 +14,11 @@ int launch_command(const ExperimentSource& source, int64_t processes) {
   launch.launcher = "lrmoe launch";
   launch.world_size = processes;
   check_processes_fit(experiment, launch);
+  // Before any process starts: the processes this host's memory can hold (each refuses a run
+  // too large for it, but only once it has started).
+  check_footprint_fits(
+      process_footprint(experiment.model, experiment.train, experiment.cluster, processes),
+      resolve_device(experiment.train.device, /*local_rank=*/0), processes);
 
   LocalLaunchOptions options;
   options.processes = processes;

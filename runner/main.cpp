@@ -244,7 +244,7 @@ int main(int argc, char** argv) {
       "a bundle (fixed, symi, lrmoe) or LABEL:section.key=value,... (repeatable; default: the "
       "three bundles)"));
   replay->add_option("--steps", replay_options.steps, "optimizer steps to replay")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   replay->add_option("--record", replay_options.record_as,
                      "record each variant as a replay run, a cell of the sweep NAME");
   replay->add_flag("--allocate", replay_options.allocate,

@@ -20,10 +20,12 @@
 
 #include "core/config/experiment_loader.hpp"
 #include "core/config/sweep_spec.hpp"
+#include "core/device/compute_device.hpp"
 #include "core/distributed/launch_environment.hpp"
 #include "core/plugins/policy_set.hpp"
 #include "core/system/host_info.hpp"
 #include "core/train/checkpoint.hpp"
+#include "core/train/process_footprint.hpp"
 #include "runner/child_status.hpp"
 #include "runner/interrupt.hpp"
 #include "runner/run_info.hpp"
@@ -159,6 +161,11 @@ int sweep_command(const SweepOptions& options) {
       LaunchEnvironment launch;
       launch.world_size = spec.processes;
       check_processes_fit(experiments.back(), launch);
+      // The processes of `jobs` cells at once, on this host's memory.
+      const Experiment& e = experiments.back();
+      check_footprint_fits(process_footprint(e.model, e.train, e.cluster, spec.processes),
+                           resolve_device(e.train.device, /*local_rank=*/0),
+                           spec.processes * options.jobs);
     } catch (const std::exception& error) {
       throw ConfigError(fmt::format("{}: cell {} ({}): {}", spec.place_of(cell, error.what()),
                                     cell.index, cell.label(), error.what()));

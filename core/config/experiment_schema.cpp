@@ -137,6 +137,15 @@ FieldDescriptor policy_name_row(const PolicySection& policy) {
       }};
 }
 
+// Upper bounds of the counts that multiply work or memory: far above any model or run this
+// harness is for (Qwen3-30B-A3B: 48 layers, 2048 wide, 128 experts; the paper: 64 ranks), so
+// that a slip (2^30 ranks, 2^63 micro-batches) is refused before any work starts, not run for
+// hours or until memory runs out.
+constexpr double kMostLayers = 1024, kMostHeads = 1024, kMostWidth = 1 << 20;
+constexpr double kMostExperts = 1 << 16, kMostRanks = 1 << 16;
+constexpr double kMostBatch = 1 << 20, kMostBatches = 1 << 16, kMostSequence = 1 << 20;
+constexpr double kMostSteps = 1e9;
+
 std::vector<FieldDescriptor> build_schema() {
   std::vector<FieldDescriptor> rows;
 
@@ -151,13 +160,16 @@ std::vector<FieldDescriptor> build_schema() {
   SectionRows<ModelConfig>(rows, "model", &Experiment::model, Defaults::FromPreset)
       .integer("vocab_size", &ModelConfig::vocab_size, at_least(0),
                "vocabulary size; 0: take the vocabulary of the data source")
-      .integer("hidden_size", &ModelConfig::hidden_size, at_least(1),
+      .integer("hidden_size", &ModelConfig::hidden_size, between(1, kMostWidth),
                "width of the residual stream")
-      .integer("num_layers", &ModelConfig::num_layers, at_least(1), "transformer layers")
-      .integer("num_heads", &ModelConfig::num_heads, at_least(1), "query heads per layer")
-      .integer("num_kv_heads", &ModelConfig::num_kv_heads, at_least(1),
+      .integer("num_layers", &ModelConfig::num_layers, between(1, kMostLayers),
+               "transformer layers")
+      .integer("num_heads", &ModelConfig::num_heads, between(1, kMostHeads),
+               "query heads per layer")
+      .integer("num_kv_heads", &ModelConfig::num_kv_heads, between(1, kMostHeads),
                "key/value heads per layer (grouped-query attention)")
-      .integer("head_dim", &ModelConfig::head_dim, at_least(1), "dimensions per attention head")
+      .integer("head_dim", &ModelConfig::head_dim, between(1, kMostWidth),
+               "dimensions per attention head")
       .real("rope_theta", &ModelConfig::rope_theta, above(0), "RoPE base frequency")
       .real("partial_rotary", &ModelConfig::partial_rotary, {inclusive(0), inclusive(1)},
             "fraction of each head's dimensions that RoPE rotates")
@@ -166,12 +178,13 @@ std::vector<FieldDescriptor> build_schema() {
       .real("rms_eps", &ModelConfig::rms_eps, above(0), "epsilon of every RMSNorm")
       .integer("first_k_dense", &ModelConfig::first_k_dense, at_least(0),
                "the first k layers use a dense SwiGLU FFN instead of experts")
-      .integer("dense_ffn_size", &ModelConfig::dense_ffn_size, at_least(0),
+      .integer("dense_ffn_size", &ModelConfig::dense_ffn_size, between(0, kMostWidth),
                "hidden width of the dense FFN")
-      .integer("num_experts", &ModelConfig::num_experts, at_least(0),
+      .integer("num_experts", &ModelConfig::num_experts, between(0, kMostExperts),
                "routed experts per MoE layer")
-      .integer("top_k", &ModelConfig::top_k, at_least(0), "experts each token is routed to")
-      .integer("expert_ffn_size", &ModelConfig::expert_ffn_size, at_least(0),
+      .integer("top_k", &ModelConfig::top_k, between(0, kMostExperts),
+               "experts each token is routed to")
+      .integer("expert_ffn_size", &ModelConfig::expert_ffn_size, between(0, kMostWidth),
                "hidden width of each expert (routed and shared)")
       .integer("shared_experts", &ModelConfig::shared_experts, at_least(0),
                "experts every token passes through, each of size expert_ffn_size")
@@ -208,11 +221,13 @@ std::vector<FieldDescriptor> build_schema() {
                "synthetic: successors of each token within a topic");
 
   SectionRows<TrainConfig>(rows, "train", &Experiment::train, Defaults::FromMemberInitialisers)
-      .integer("batch_size", &TrainConfig::batch_size, at_least(1), "sequences per micro-batch")
-      .integer("micro_batches", &TrainConfig::micro_batches, at_least(1),
+      .integer("batch_size", &TrainConfig::batch_size, between(1, kMostBatch),
+               "sequences per micro-batch")
+      .integer("micro_batches", &TrainConfig::micro_batches, between(1, kMostBatches),
                "micro-batches accumulated into each optimiser step")
-      .integer("seq_len", &TrainConfig::seq_len, at_least(1), "tokens per sequence")
-      .integer("max_steps", &TrainConfig::max_steps, at_least(1), "optimiser steps at most")
+      .integer("seq_len", &TrainConfig::seq_len, between(1, kMostSequence), "tokens per sequence")
+      .integer("max_steps", &TrainConfig::max_steps, between(1, kMostSteps),
+               "optimiser steps at most")
       .integer("warmup_steps", &TrainConfig::warmup_steps, at_least(0),
                "steps of linear learning-rate warm-up; one longer than train.max_steps is "
                "shortened to it, with a warning")
@@ -225,7 +240,8 @@ std::vector<FieldDescriptor> build_schema() {
       .real("grad_clip", &TrainConfig::grad_clip, at_least(0),
             "clip the gradient norm to this; 0 disables clipping")
       .integer("eval_every", &TrainConfig::eval_every, at_least(1), "steps between evaluations")
-      .integer("eval_batches", &TrainConfig::eval_batches, at_least(1), "batches per evaluation")
+      .integer("eval_batches", &TrainConfig::eval_batches, between(1, kMostBatches),
+               "batches per evaluation")
       .real("target_loss", &TrainConfig::target_loss, at_least(0),
             "stop when the evaluation loss reaches it; 0: run to max_steps")
       .real("near_target_margin", &TrainConfig::near_target_margin, at_least(0),
@@ -252,7 +268,7 @@ std::vector<FieldDescriptor> build_schema() {
   SectionRows<ClusterConfig>(rows, "cluster", &Experiment::cluster,
                              Defaults::FromMemberInitialisers)
       .integer(
-          "ranks", &ClusterConfig::ranks, at_least(1),
+          "ranks", &ClusterConfig::ranks, between(1, kMostRanks),
           "expert-parallel ranks: a divisor of model.num_experts (each owns experts / ranks) or a "
           "multiple of it (ranks from num_experts on own none and hold replicas only)")
       .text("memory_per_rank", &ClusterConfig::memory_per_rank,
@@ -262,7 +278,7 @@ std::vector<FieldDescriptor> build_schema() {
             "optimizer state "
             "(\"0.8x fixed\")")
       .integer(
-          "slots_per_rank", &ClusterConfig::slots_per_rank, at_least(0),
+          "slots_per_rank", &ClusterConfig::slots_per_rank, between(0, kMostExperts),
           "expert slots per MoE layer on each rank (owners and replicas); 0: ceil(experts / ranks)")
       .text("profile", &ClusterConfig::profile,
             "cost model's hardware profile: a name in experiments/hardware (h100-sxm-8gpu-ib400, "

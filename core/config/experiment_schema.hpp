@@ -50,6 +50,9 @@ inline Range at_least(double value) {
 inline Range above(double value) {
   return {exclusive(value), std::nullopt};
 }
+inline Range between(double low, double high) {
+  return {inclusive(low), inclusive(high)};
+}
 
 struct FieldDescriptor {
   std::string section;

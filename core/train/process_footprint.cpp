@@ -57,12 +57,13 @@ void check_footprint_fits(const ProcessFootprint& footprint, const torch::Device
   if (need <= have) return;
   throw PlanError(fmt::format(
       "training would hold at least {} per process ({} of parameters, gradients and Adam state "
-      "for {:.3g} parameters, {} of activations outside the experts){}, more than {} ({}); lower "
-      "train.batch_size, train.seq_len or the model's dimensions, or plan a full-size model "
-      "without allocating it with `lrmoe replay`",
+      "for {:.3g} parameters, {} of activations outside the experts, {} of the process's own "
+      "runtime){}, more than {} ({}); lower train.batch_size, train.seq_len or the model's "
+      "dimensions, start fewer processes, or plan a full-size model without allocating it with "
+      "`lrmoe replay`",
       readable_byte_size(footprint.total()), readable_byte_size(footprint.model_state_bytes),
-      footprint.model_state_bytes / 16, readable_byte_size(footprint.activation_bytes), processes,
-      where, readable_byte_size(have)));
+      footprint.model_state_bytes / 16, readable_byte_size(footprint.activation_bytes),
+      readable_byte_size(footprint.runtime_bytes), processes, where, readable_byte_size(have)));
 }
 
 }  // namespace lrmoe
