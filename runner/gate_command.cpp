@@ -11,6 +11,7 @@
 #include "core/config/experiment_loader.hpp"
 #include "core/config/toml_text.hpp"
 #include "runner/capacity_calibration.hpp"
+#include "runner/count_option.hpp"
 #include "runner/database_option.hpp"
 #include "runner/seed_statistics.hpp"
 #include "runner/sweep_command.hpp"
@@ -165,9 +166,9 @@ CLI::App* add_gate_command(CLI::App& app, GateOptions& options) {
   gate->add_option("experiment", options.file, "experiment TOML file")->required();
   gate->add_option("--set", options.overrides, "override a field: section.key=value (repeatable)")
       ->allow_extra_args(false);
-  gate->add_option("--seeds", options.seeds, "seeds per arm: 1 to N")->check(CLI::Range(3, 100));
+  gate->add_option("--seeds", options.seeds, "seeds per arm: 1 to N")->check(count_between(3, 100));
   gate->add_option("-j,--jobs", options.jobs, "runs at once (cores split evenly)")
-      ->check(CLI::PositiveNumber);
+      ->check(count_between(1));
   add_database_option(gate, options.database,
                       "results database (default: the experiment's store.path)");
   return gate;

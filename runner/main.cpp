@@ -16,6 +16,7 @@
 #include "core/config/experiment_loader.hpp"
 #include "core/device/caching_host_allocator.hpp"
 #include "core/system/one_line.hpp"
+#include "count_option.hpp"
 #include "database_option.hpp"
 #include "export_command.hpp"
 #include "gate_command.hpp"
@@ -110,7 +111,7 @@ int main(int argc, char** argv) {
   launch
       ->add_option("-n,--processes", processes,
                    "processes to start (must divide cluster.ranks and batch_size)")
-      ->check(CLI::PositiveNumber);
+      ->check(lrmoe::count_between(1));
 
   auto* validate =
       app.add_subcommand("validate", "parse and resolve an experiment, print it, do not train");
@@ -120,7 +121,8 @@ int main(int argc, char** argv) {
       app.add_subcommand("bench", "measure tokens/s, MoE-layer share and grouped-GEMM efficiency");
   add_experiment_options(bench, source, false);
   int64_t bench_steps = 20;
-  bench->add_option("--steps", bench_steps, "training steps to time")->check(CLI::PositiveNumber);
+  bench->add_option("--steps", bench_steps, "training steps to time")
+      ->check(lrmoe::count_between(1));
 
   auto* bench_pipeline = app.add_subcommand("bench-pipeline",
                                             "time one MoE layer's forward+backward under variants "
@@ -128,19 +130,19 @@ int main(int argc, char** argv) {
                                             "25% backward quotas)");
   lrmoe::PipelineBenchOptions pipeline_bench;
   bench_pipeline->add_option("--tokens", pipeline_bench.tokens, "tokens per pass")
-      ->check(CLI::PositiveNumber);
+      ->check(lrmoe::count_between(1));
   bench_pipeline->add_option("--hidden", pipeline_bench.hidden, "hidden size")
-      ->check(CLI::PositiveNumber);
+      ->check(lrmoe::count_between(1));
   bench_pipeline->add_option("--expert-ffn", pipeline_bench.expert_ffn, "expert FFN size")
-      ->check(CLI::PositiveNumber);
+      ->check(lrmoe::count_between(1));
   bench_pipeline->add_option("--experts", pipeline_bench.experts, "routed experts")
-      ->check(CLI::PositiveNumber);
+      ->check(lrmoe::count_between(1));
   bench_pipeline->add_option("--top-k", pipeline_bench.top_k, "experts per token")
-      ->check(CLI::PositiveNumber);
+      ->check(lrmoe::count_between(1));
   bench_pipeline->add_option("--ranks", pipeline_bench.ranks, "logical ranks (must divide experts)")
-      ->check(CLI::PositiveNumber);
+      ->check(lrmoe::count_between(1));
   bench_pipeline->add_option("--rounds", pipeline_bench.rounds, "timed rounds per variant")
-      ->check(CLI::PositiveNumber);
+      ->check(lrmoe::count_between(1));
   repeatable(
       bench_pipeline->add_option("--set", pipeline_bench.overrides,
                                  "override section.key=value for every variant (repeatable)"));
@@ -154,18 +156,18 @@ int main(int argc, char** argv) {
   add_experiment_options(bench_parallel, source, false);
   int64_t parallel_steps = 20;
   bench_parallel->add_option("--steps", parallel_steps, "training steps to time")
-      ->check(CLI::PositiveNumber);
+      ->check(lrmoe::count_between(1));
   std::vector<int64_t> parallel_processes{2};
   bench_parallel
       ->add_option("-n,--processes", parallel_processes,
                    "process counts to compare with one (e.g. 2,4)")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber);
+      ->check(lrmoe::count_between(1));
   int64_t parallel_rounds = 3;
   bench_parallel
       ->add_option("--rounds", parallel_rounds,
                    "interleaved rounds of 1 and each N processes (medians)")
-      ->check(CLI::PositiveNumber);
+      ->check(lrmoe::count_between(1));
   std::vector<std::string> parallel_versus;
   repeatable(bench_parallel->add_option(
       "--versus", parallel_versus,
@@ -187,7 +189,7 @@ int main(int argc, char** argv) {
   lrmoe::add_database_option(sweep, sweep_options.database,
                              "results database (default: the base experiment's store.path)");
   sweep->add_option("-j,--jobs", sweep_options.jobs, "cells to run at once (cores split evenly)")
-      ->check(CLI::PositiveNumber);
+      ->check(lrmoe::count_between(1));
   sweep->add_flag("--retry-failed", sweep_options.retry_failed,
                   "run again the cells whose last run failed");
 
@@ -244,7 +246,7 @@ int main(int argc, char** argv) {
       "a bundle (fixed, symi, lrmoe) or LABEL:section.key=value,... (repeatable; default: the "
       "three bundles)"));
   replay->add_option("--steps", replay_options.steps, "optimizer steps to replay")
-      ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+      ->check(lrmoe::count_between(1, 1000000));
   replay->add_option("--record", replay_options.record_as,
                      "record each variant as a replay run, a cell of the sweep NAME");
   replay->add_flag("--allocate", replay_options.allocate,
@@ -273,7 +275,7 @@ int main(int argc, char** argv) {
   auto* resume = app.add_subcommand(
       "resume", "continue a stopped, interrupted or failed run from its newest checkpoint");
   int64_t resume_id = 0;
-  resume->add_option("run", resume_id, "run id")->required();
+  resume->add_option("run", resume_id, "run id")->required()->check(lrmoe::count_between(1));
   bool allow_changed_plugins = false;
   resume->add_flag("--allow-changed-plugins", allow_changed_plugins,
                    "resume even where a plugin library's SHA-256 differs from the recorded one "
@@ -288,10 +290,10 @@ int main(int argc, char** argv) {
   runs->add_option("--sweep", run_filter.sweep, "only the runs of this sweep's cells");
   runs->add_option("--model", run_filter.model, "only the runs of this model, by name");
   runs->add_option("--last", run_filter.last, "only the newest N (of those the filters keep)")
-      ->check(CLI::PositiveNumber);
+      ->check(lrmoe::count_between(1));
 
   auto* show = app.add_subcommand("show", "summary and loss curve of one run");
-  show->add_option("run", run_id, "run id")->required();
+  show->add_option("run", run_id, "run id")->required()->check(lrmoe::count_between(1));
   lrmoe::add_database_option(show, db, "results database");
 
   auto* query =
@@ -315,7 +317,7 @@ int main(int argc, char** argv) {
       ->add_option("--max-memory", query_output.max_memory_mib,
                    "MiB that SQLite and the answer may take (0: no limit)")
       ->capture_default_str()
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+      ->check(lrmoe::count_between(0, int64_t{1} << 30));
   lrmoe::add_database_option(query, db, "results database");
 
   auto* plugins = app.add_subcommand(

@@ -1,5 +1,7 @@
 #include "runner/named_runs.hpp"
 
+#include "runner/count_option.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -29,7 +31,8 @@ std::vector<int64_t> named_runs(const ResultsStore& store, std::vector<int64_t> 
 
 void add_named_runs_options(CLI::App* command, std::vector<int64_t>& runs,
                             std::vector<std::string>& sweeps) {
-  command->add_option("runs", runs, "run ids (besides or instead of --sweep)");
+  command->add_option("runs", runs, "run ids (besides or instead of --sweep)")
+      ->check(count_between(1));
   command
       ->add_option("--sweep", sweeps,
                    "a sweep's name: its cells' last runs (repeatable: several sweeps' runs "

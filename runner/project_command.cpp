@@ -21,6 +21,7 @@
 #include "core/config/model_presets.hpp"
 #include "core/pipeline/instance_table.hpp"
 #include "core/replay/plan_replay.hpp"
+#include "runner/count_option.hpp"
 #include "runner/database_option.hpp"
 #include "runner/named_runs.hpp"
 #include "runner/replay_command.hpp"
@@ -218,20 +219,20 @@ CLI::App* add_project_command(CLI::App& app, ProjectOptions& options) {
                       "the full-size preset (default: the one each run's preset is scaled from)");
   project->add_option("--ranks", options.ranks, "expert-parallel ranks (comma-separated)")
       ->delimiter(',')
-      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+      ->check(count_between(1, 4096));
   project
       ->add_option("--tokens-per-rank", options.tokens_per_rank,
                    "tokens per rank and step (comma-separated)")
       ->delimiter(',')
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+      ->check(count_between(1, int64_t{1} << 20));
   project->add_option("--profile", options.profiles, "hardware profiles (comma-separated)")
       ->delimiter(',');
   project->add_option("--samples", options.samples, "steps replayed per run, spread to its target")
-      ->check(CLI::Range(int64_t{1}, int64_t{64}));
+      ->check(count_between(1, 64));
   project
       ->add_option("--jobs", options.jobs,
                    "projections made at once (each replays on a thread of its own)")
-      ->check(CLI::Range(int64_t{1}, int64_t{64}));
+      ->check(count_between(1, 64));
   project->add_flag("--again", options.again,
                     "remake projections the database holds already for the same sampled steps");
   return project;
