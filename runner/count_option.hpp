@@ -12,7 +12,6 @@
 namespace lrmoe {
 
 // A whole number from `low` to `high` ("at least `low`" when `high` is the largest int64).
-CLI::Validator count_between(int64_t low,
-                             int64_t high = std::numeric_limits<int64_t>::max());
+CLI::Validator count_between(int64_t low, int64_t high = std::numeric_limits<int64_t>::max());
 
 }  // namespace lrmoe

@@ -163,13 +163,24 @@ std::vector<double> ExpertPipeline::check_as_planned(const InstanceTable& table,
   return expected_backward;
 }
 
+PlanError ExpertPipeline::located(const PlanError& error, const char* phase) const {
+  const std::string what = error.what();
+  if (what.rfind("step ", 0) == 0) return error;  // placed already (the plan's budget checks)
+  return PlanError(
+      fmt::format("step {}, MoE layer {}, {}: {}", step_, settings_.layer, phase, what));
+}
+
 std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Tensor& experts,
                                                                 const torch::Tensor& gates,
                                                                 const torch::Tensor& home,
                                                                 int64_t tokens) {
-  return settings_.planning == Planning::Scalable
-             ? plan_forward_from_counts(experts, gates, home, tokens)
-             : plan_forward_exact(experts, gates, home, tokens);
+  try {
+    return settings_.planning == Planning::Scalable
+               ? plan_forward_from_counts(experts, gates, home, tokens)
+               : plan_forward_exact(experts, gates, home, tokens);
+  } catch (const PlanError& error) {
+    throw located(error, "forward");
+  }
 }
 
 std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_exact(const torch::Tensor& experts,
@@ -248,15 +259,23 @@ torch::Tensor ExpertPipeline::score(const ForwardPass& forward, PairBatch& signa
       }).to(forward.experts.device());
   check_scores(scores, forward.experts.numel(), settings_.check_plugin_outputs,
                policy_name(PolicyKind::Metric),
-               {signals.gates, signals.upstream_norm, signals.input_norm, signals.hidden_norm});
+               {{"gates", signals.gates},
+                {"upstream gradient norms", signals.upstream_norm},
+                {"input norms", signals.input_norm},
+                {"hidden norms", signals.hidden_norm}});
   return scores;
 }
 
 BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch signals) {
   PipelineOverhead overhead;
-  BackwardPass pass = settings_.planning == Planning::Scalable
-                          ? plan_backward_from_counts(forward, std::move(signals), overhead)
-                          : plan_backward_exact(forward, std::move(signals), overhead);
+  BackwardPass pass;
+  try {
+    pass = settings_.planning == Planning::Scalable
+               ? plan_backward_from_counts(forward, std::move(signals), overhead)
+               : plan_backward_exact(forward, std::move(signals), overhead);
+  } catch (const PlanError& error) {
+    throw located(error, "backward");
+  }
   Stopwatch clock;
   check_budget(
       rank_holdings(*forward.table, as_loads(forward.layout.load), as_loads(pass.layout.load)),

@@ -219,6 +219,9 @@ class ExpertPipeline {
   // called (call_plugin calls it only when the plugin throws).
   std::function<std::string()> labeller(PolicyKind kind) const;
   std::string plan_name() const;
+  // `error` with the step, MoE layer and phase in front, unless it names its step already: every
+  // refusal of a plan or a plugin's answer says where it happened.
+  PlanError located(const PlanError& error, const char* phase) const;
 
   std::shared_ptr<const PolicySet> policies_;
   PipelineSettings settings_;

@@ -97,7 +97,7 @@ void check_kept_weight(float weight, int64_t expert, const std::string& policy) 
 }
 
 void check_scores(const torch::Tensor& scores, int64_t pairs, bool values,
-                  const std::string& policy, const std::vector<torch::Tensor>& inputs) {
+                  const std::string& policy, const std::vector<NamedInput>& inputs) {
   if (!scores.defined() || scores.numel() != pairs) {
     throw PlanError(fmt::format("metric '{}' must return one score per pair ({})", policy, pairs));
   }
@@ -105,16 +105,16 @@ void check_scores(const torch::Tensor& scores, int64_t pairs, bool values,
   const std::vector<bool> ok = verdicts({scores.isfinite().all(), scores.ge(0).all()});
   if (!ok[0]) {
     // Only on this failure path: are the inputs themselves already non-finite?
-    std::vector<torch::Tensor> finite;
-    for (const torch::Tensor& input : inputs) {
-      if (input.defined() && input.numel() > 0) finite.push_back(input.isfinite().all().cpu());
-    }
-    for (const torch::Tensor& verdict : finite) {
-      if (!verdict.item<bool>()) {
-        throw PlanError(
-            "the pairs' gates or gradient norms are NaN or infinite: training diverged; lower "
-            "train.lr, raise train.warmup_steps or set train.grad_clip");
-      }
+    for (const NamedInput& input : inputs) {
+      if (!input.values.defined() || input.values.numel() == 0) continue;
+      const torch::Tensor bad = input.values.isfinite().logical_not().nonzero().flatten().cpu();
+      if (bad.numel() == 0) continue;
+      const double first =
+          input.values.flatten().index({bad[0].item<int64_t>()}).to(torch::kDouble).item<double>();
+      throw PlanError(fmt::format(
+          "the pairs' {} are NaN or infinite ({} of {}, the first {}): training diverged; lower "
+          "train.lr, raise train.warmup_steps or set train.grad_clip",
+          input.name, bad.numel(), input.values.numel(), first));
     }
     throw PlanError(fmt::format("metric '{}' returned a NaN or infinite score", policy));
   }

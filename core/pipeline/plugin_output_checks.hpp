@@ -39,11 +39,18 @@ void check_kept_weight(float weight, int64_t expert, const std::string& policy);
 // plugin cannot train silently on garbage: NaN or negative scores, NaN weights, quotas exceeded.
 // They cost one more small reduction per pass (Note [Plugin boundary] in docs/notes.md).
 
+// One input of a policy by what it is, for messages: {"gates", tensor}.
+struct NamedInput {
+  const char* name;
+  torch::Tensor values;
+};
+
 // The metric's answer: one score per computed pair; with `values`, each finite and >= 0. A NaN or
 // infinite score computed from NaN or infinite `inputs` (the pairs' gates and norms it was given)
-// is training that diverged, and is reported as that rather than as the plugin's fault.
+// is training that diverged, and is reported as that, with how many of which input are not
+// finite and the first of them, rather than as the plugin's fault.
 void check_scores(const torch::Tensor& scores, int64_t pairs, bool values,
-                  const std::string& policy, const std::vector<torch::Tensor>& inputs);
+                  const std::string& policy, const std::vector<NamedInput>& inputs);
 
 // The selection's answer for the computed pairs of `experts` ([n] int64 on the device): `kept` a
 // strictly increasing [k] int64 of indices into them, and `weights` undefined or one per kept
