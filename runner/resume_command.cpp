@@ -65,12 +65,23 @@ int resume_command(int64_t run, const std::string& database, bool allow_changed_
           database, run));
     }
     const std::filesystem::path folder = checkpoint_folder(store->path(), run);
-    const std::optional<std::filesystem::path> latest = latest_checkpoint(folder);
-    if (!latest) {
+    if (!latest_checkpoint(folder)) {
       throw std::invalid_argument(fmt::format(
           "{}: run {} has no checkpoint in {}; only runs with train.checkpoint_every > 0 can be "
           "resumed",
           database, run, folder.string()));
+    }
+    // A damaged checkpoint gives way to the newest earlier one that verifies, saying so.
+    std::vector<std::string> skipped;
+    const std::optional<std::filesystem::path> latest = latest_verified_checkpoint(folder, skipped);
+    if (!latest)
+      throw std::invalid_argument(
+          fmt::format("run {}: no checkpoint verifies: {}", run, fmt::join(skipped, "; ")));
+    for (const std::string& why : skipped) {
+      const std::string line =
+          fmt::format("skipped: {}; resuming from {}", why, latest->filename().string());
+      fmt::print(stderr, "lrmoe: {}\n", line);
+      store->add_event(run, "warning", line);
     }
     point.checkpoint = latest->string();
     processes = summary->processes;

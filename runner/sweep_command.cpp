@@ -103,7 +103,9 @@ std::optional<int64_t> resumable_run(const ResultsStore& store, const SweepCellS
     return std::nullopt;
   const std::optional<RunSummary> summary = store.find_run(*state.run);
   if (!summary || summary->code_version != code_version()) return std::nullopt;
-  if (!latest_checkpoint(checkpoint_folder(store.path(), *state.run))) return std::nullopt;
+  std::vector<std::string> damaged;  // lrmoe resume says why, when it skips them
+  if (!latest_verified_checkpoint(checkpoint_folder(store.path(), *state.run), damaged))
+    return std::nullopt;
   return state.run;
 }
 

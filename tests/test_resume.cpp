@@ -15,6 +15,7 @@
 
 #include "core/config/model_presets.hpp"
 #include "core/data/token_source.hpp"
+#include "core/system/sha256.hpp"
 #include "core/train/checkpoint.hpp"
 #include "core/train/trainer.hpp"
 #include "lrmoe/static_owners.hpp"
@@ -203,9 +204,16 @@ TEST_CASE("a checkpoint of another experiment or build is refused with what diff
                              "the run's is another-sha)"));
   CHECK_THROWS_WITH(other.resume_from(file, {kIdentity.experiment_sha256, "0.2.0"}),
                     Contains("was written by lrmoe code-version, this is 0.2.0"));
+  // Not a checkpoint, though its checksum is right: LibTorch cannot read it.
   std::ofstream(dir.file("step-00000009.pt")) << "not a checkpoint";
+  std::ofstream(dir.file("step-00000009.pt.sha256"))
+      << sha256_hex("not a checkpoint") << "  step-00000009.pt\n";
   CHECK_THROWS_WITH(other.resume_from(dir.file("step-00000009.pt"), kIdentity),
                     Contains("cannot read this checkpoint"));
+  // Without its checksum, or with one that does not match, it is not read at all.
+  fs::remove(dir.file("step-00000009.pt.sha256"));
+  CHECK_THROWS_WITH(other.resume_from(dir.file("step-00000009.pt"), kIdentity),
+                    Contains("has no readable checksum (step-00000009.pt.sha256) beside it"));
 }
 
 TEST_CASE("checkpoints are written whole or not at all, and only the newest are kept", "[resume]") {
@@ -322,6 +330,8 @@ TEST_CASE("a checkpoint that is not the run's is refused and the run's rows are 
   const std::optional<fs::path> first = latest_checkpoint(db + "-checkpoints/run-1");
   REQUIRE(first);
   fs::copy_file(*first, db + "-checkpoints/run-2/" + first->filename().string());
+  fs::copy_file(first->string() + ".sha256",
+                db + "-checkpoints/run-2/" + first->filename().string() + ".sha256");
   const auto [code, output] = run_lrmoe({"resume", "2", "--db", db}, dir.file("other.log"));
   CHECK(code == 1);
   CHECK_THAT(output, Contains("this checkpoint is of another experiment"));
@@ -439,4 +449,71 @@ TEST_CASE(
   child.wait(std::chrono::seconds(60));
   INFO(child.output());
   CHECK(recorded);
+}
+
+TEST_CASE(
+    "a damaged checkpoint is found by its checksum: resume falls back to the one before, saying "
+    "so, and refuses when none verifies",
+    "[resume][slow]") {
+  TempFolder dir;
+  const std::string db = dir.file("r.db");
+  const std::vector<std::string> settings{"--set", "train.max_steps=100000",
+                                          "--set", "train.target_loss=0",
+                                          "--set", "train.checkpoint_every=3",
+                                          "--set", "train.checkpoint_keep=2",
+                                          "--db",  db};
+  {
+    std::vector<std::string> args{LRMOE_BINARY, "run", kTinyExperiment};
+    args.insert(args.end(), settings.begin(), settings.end());
+    lrmoe_test::ChildProcess child(args, dir.file("first.log"));
+    REQUIRE(wait_for(checkpoint_path(db + "-checkpoints/run-1", 6)));
+    child.signal(SIGKILL);
+    child.wait(std::chrono::seconds(20));
+  }
+  // 64 bytes in the middle of the newest checkpoint (step 6, or later if the run got further).
+  const std::optional<fs::path> newest = latest_checkpoint(db + "-checkpoints/run-1");
+  REQUIRE(newest);
+  {
+    std::fstream file(*newest, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(static_cast<std::streamoff>(fs::file_size(*newest) / 2));
+    const std::string garbage(64, '\x5a');
+    file.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  }
+  std::vector<std::string> skipped;
+  const std::optional<fs::path> verified =
+      latest_verified_checkpoint(db + "-checkpoints/run-1", skipped);
+  REQUIRE(verified);
+  CHECK(*verified != *newest);
+  REQUIRE(skipped.size() == 1);
+  CHECK_THAT(skipped.front(), Contains(newest->string() + ": damaged: its SHA-256 is"));
+
+  // Resumed, the run goes on from the checkpoint before, says so and records it; stopped again.
+  lrmoe_test::ChildProcess resumed({LRMOE_BINARY, "resume", "1", "--db", db},
+                                   dir.file("resume.log"));
+  const std::string noted_event =
+      "SELECT count(*) FROM events WHERE level = 'warning' AND message LIKE 'skipped: %damaged%'";
+  bool noted = false;
+  for (int i = 0; i < 300 && !noted; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    try {
+      noted = scalar(*ResultsStore::open_read_only(db), noted_event) == "1";
+    } catch (const lrmoe::StoreError&) {
+      // busy: the resumed run is writing
+    }
+  }
+  resumed.signal(SIGKILL);
+  resumed.wait(std::chrono::seconds(20));
+  INFO(resumed.output());
+  CHECK(noted);
+  CHECK_THAT(resumed.output(), Contains("resuming from " + verified->filename().string()));
+
+  // With every checkpoint damaged, nothing is resumed.
+  for (const fs::directory_entry& entry : fs::directory_iterator(db + "-checkpoints/run-1")) {
+    if (entry.path().extension() != ".sha256") continue;
+    std::ofstream(entry.path()) << std::string(64, '0') << "  x\n";
+  }
+  const auto [refused, refused_output] =
+      run_lrmoe({"resume", "1", "--db", db}, dir.file("refused.log"));
+  CHECK(refused == 1);
+  CHECK_THAT(refused_output, Contains("run 1: no checkpoint verifies:"));
 }

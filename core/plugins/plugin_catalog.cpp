@@ -31,13 +31,6 @@ bool same_abi(const PluginAbi& a, const PluginAbi& b) {
          a.torch_minor == b.torch_minor && a.torch_patch == b.torch_patch;
 }
 
-std::string file_sha256(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return sha256_hex(bytes.str());
-}
-
 std::shared_ptr<boost::dll::shared_library> open_library(const fs::path& path) {
   check_library_file(path);
   try {
@@ -70,7 +63,7 @@ PluginInfo load_plugin(const fs::path& path) {
       [&] { return fmt::format("the plugin library {}", path.string()); }, kDescriptorEntryPoint,
       [&] { return library->get_alias<DescriptorFunction>(kDescriptorEntryPoint)(); });
   info.path = path;
-  info.sha256 = file_sha256(path);
+  info.sha256 = sha256_file_hex(path);
   info.library = std::move(library);
   if (info.descriptor.name.empty() || !info.descriptor.create) {
     throw PluginError(

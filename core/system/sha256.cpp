@@ -3,16 +3,16 @@
 #include <openssl/evp.h>
 
 #include <array>
+#include <fstream>
+#include <memory>
 #include <stdexcept>
+#include <vector>
 
 namespace lrmoe {
 
-std::string sha256_hex(std::string_view bytes) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-  unsigned int length = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), digest.data(), &length, EVP_sha256(), nullptr) != 1) {
-    throw std::runtime_error("OpenSSL could not compute a SHA-256 digest");
-  }
+namespace {
+
+std::string hex_of(const unsigned char* digest, unsigned int length) {
   static const char* hex = "0123456789abcdef";
   std::string out;
   out.reserve(length * 2);
@@ -21,6 +21,38 @@ std::string sha256_hex(std::string_view bytes) {
     out.push_back(hex[digest[i] & 0xf]);
   }
   return out;
+}
+
+}  // namespace
+
+std::string sha256_hex(std::string_view bytes) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int length = 0;
+  if (EVP_Digest(bytes.data(), bytes.size(), digest.data(), &length, EVP_sha256(), nullptr) != 1) {
+    throw std::runtime_error("OpenSSL could not compute a SHA-256 digest");
+  }
+  return hex_of(digest.data(), length);
+}
+
+std::string sha256_file_hex(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + file.string());
+  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> context(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  if (!context || EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr) != 1)
+    throw std::runtime_error("OpenSSL could not start a SHA-256 digest");
+  std::vector<char> chunk(1 << 20);
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    if (in.gcount() > 0 &&
+        EVP_DigestUpdate(context.get(), chunk.data(), static_cast<std::size_t>(in.gcount())) != 1)
+      throw std::runtime_error("OpenSSL could not compute a SHA-256 digest");
+  }
+  if (in.bad()) throw std::runtime_error("cannot read " + file.string());
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int length = 0;
+  if (EVP_DigestFinal_ex(context.get(), digest.data(), &length) != 1)
+    throw std::runtime_error("OpenSSL could not compute a SHA-256 digest");
+  return hex_of(digest.data(), length);
 }
 
 }  // namespace lrmoe

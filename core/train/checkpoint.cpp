@@ -7,8 +7,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <set>
 #include <vector>
+
+#include "core/system/sha256.hpp"
 
 namespace lrmoe {
 namespace {
@@ -17,6 +20,8 @@ namespace fs = std::filesystem;
 
 constexpr const char* kPrefix = "step-";
 constexpr const char* kSuffix = ".pt";
+// Beside each file of a checkpoint: its SHA-256, as sha256sum writes it ("HEX  NAME").
+constexpr const char* kChecksumSuffix = ".sha256";
 
 constexpr const char* kPart = ".process-";
 
@@ -94,19 +99,37 @@ std::optional<fs::path> latest_checkpoint(const fs::path& folder) {
   return found.back().path;
 }
 
+namespace {
+
+fs::path checksum_path(const fs::path& file) {
+  return fs::path(file.string() + kChecksumSuffix);
+}
+
+}  // namespace
+
 void write_atomically(const fs::path& file,
                       const std::function<void(const std::string& temporary)>& write) {
   const fs::path folder = file.parent_path();
   const fs::path temporary = folder / (file.filename().string() + ".partial");
+  const fs::path checksum = checksum_path(file);
+  const fs::path checksum_temporary = folder / (checksum.filename().string() + ".partial");
   try {
     fs::create_directories(folder);
     write(temporary.string());
     sync_path(temporary, O_RDONLY);
+    {
+      std::ofstream out(checksum_temporary);
+      out << sha256_file_hex(temporary) << "  " << file.filename().string() << "\n";
+      if (!out) throw std::runtime_error("cannot write " + checksum_temporary.string());
+    }
+    sync_path(checksum_temporary, O_RDONLY);
+    fs::rename(checksum_temporary, checksum);
     fs::rename(temporary, file);
-    sync_path(folder, O_RDONLY | O_DIRECTORY);  // the rename itself reaches the disk
+    sync_path(folder, O_RDONLY | O_DIRECTORY);  // the renames themselves reach the disk
   } catch (const std::exception& error) {
     std::error_code ignored;
     fs::remove(temporary, ignored);
+    fs::remove(checksum_temporary, ignored);
     throw CheckpointError(fmt::format(
         "cannot write checkpoint {}: {}; check that the folder is writable and has room, or set "
         "train.checkpoint_every = 0",
@@ -118,14 +141,58 @@ void prune_checkpoints(const fs::path& folder, int64_t keep) {
   const auto found = checkpoint_files(folder, /*parts=*/false);
   std::set<int64_t> kept;
   std::error_code ignored;
+  auto remove = [&](const fs::path& file) {
+    fs::remove(file, ignored);
+    fs::remove(checksum_path(file), ignored);
+  };
   for (std::size_t i = 0; i < found.size(); ++i) {
     if (i + static_cast<std::size_t>(keep) < found.size())
-      fs::remove(found[i].path, ignored);
+      remove(found[i].path);
     else
       kept.insert(found[i].step);
   }
   for (const CheckpointFile& part : checkpoint_files(folder, /*parts=*/true))
-    if (kept.count(part.step) == 0) fs::remove(part.path, ignored);
+    if (kept.count(part.step) == 0) remove(part.path);
+}
+
+void verify_checkpoint_file(const fs::path& file) {
+  std::ifstream in(checksum_path(file));
+  std::string recorded;
+  if (!(in >> recorded)) {
+    throw CheckpointError(fmt::format(
+        "{}: has no readable checksum ({}) beside it, which every checkpoint is written with; "
+        "resume from an earlier checkpoint by removing this one",
+        file.string(), checksum_path(file).filename().string()));
+  }
+  std::string now;
+  try {
+    now = sha256_file_hex(file);
+  } catch (const std::runtime_error& error) {
+    throw CheckpointError(fmt::format("{}: {}", file.string(), error.what()));
+  }
+  if (now != recorded) {
+    throw CheckpointError(fmt::format(
+        "{}: damaged: its SHA-256 is {}..., not the {}... written with it; resume from an "
+        "earlier checkpoint by removing this one",
+        file.string(), now.substr(0, 12), recorded.substr(0, 12)));
+  }
+}
+
+std::optional<fs::path> latest_verified_checkpoint(const fs::path& folder,
+                                                   std::vector<std::string>& skipped) {
+  const auto found = checkpoint_files(folder, /*parts=*/false);
+  const auto parts = checkpoint_files(folder, /*parts=*/true);
+  for (auto main = found.rbegin(); main != found.rend(); ++main) {
+    try {
+      verify_checkpoint_file(main->path);
+      for (const CheckpointFile& part : parts)
+        if (part.step == main->step) verify_checkpoint_file(part.path);
+      return main->path;
+    } catch (const CheckpointError& error) {
+      skipped.push_back(error.what());
+    }
+  }
+  return std::nullopt;
 }
 
 void check_checkpoint_identity(const fs::path& file, const CheckpointIdentity& found,

@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace lrmoe {
 
@@ -38,10 +39,20 @@ std::filesystem::path checkpoint_part_path(const std::filesystem::path& folder, 
 std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& folder);
 
 // Calls `write` with a temporary file name beside `file`, flushes what it wrote to the disk, then
-// renames it to `file`. Throws CheckpointError naming the folder when any of it fails; the
-// temporary file is removed.
+// renames it to `file`. Before the rename, the file's SHA-256 is written beside it, as
+// `file`.sha256 in sha256sum's format, so that a checkpoint is never without its checksum.
+// Throws CheckpointError naming the folder when any of it fails; the temporary file is removed.
 void write_atomically(const std::filesystem::path& file,
                       const std::function<void(const std::string& temporary)>& write);
+
+// Throws CheckpointError naming `file` and what to do when its bytes do not have the SHA-256
+// written with it, or it has none (Note [Checkpoints]).
+void verify_checkpoint_file(const std::filesystem::path& file);
+
+// The newest checkpoint of `folder` whose main file and parts all verify; each newer one that
+// does not is skipped, with why, in `skipped`. None when no checkpoint verifies.
+std::optional<std::filesystem::path> latest_verified_checkpoint(const std::filesystem::path& folder,
+                                                                std::vector<std::string>& skipped);
 
 // Removes all but the newest `keep` checkpoints of `folder`, with their parts, and every part of
 // a step that is not a checkpoint (a write cut short).

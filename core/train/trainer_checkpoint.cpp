@@ -235,6 +235,7 @@ void Trainer::restore_checkpoint_part(const std::filesystem::path& main, int64_t
   }
   try {
     torch::serialize::InputArchive archive;
+    verify_checkpoint_file(file);  // before LibTorch reads it: its archive's CRCs go unchecked
     archive.load_from(file.string(), device_);
     const int64_t part_step = read_identity(archive, file, expected);
     const int64_t process = read_value(archive, "process").toInt();
@@ -327,6 +328,7 @@ int64_t Trainer::resume_from(const std::filesystem::path& file,
   int64_t step = 0;
   try {
     // Tensors come to the training device: parameters and optimizer state are read in place.
+    verify_checkpoint_file(file);  // before LibTorch reads it: its archive's CRCs go unchecked
     archive.load_from(file.string(), device_);
     step = read_identity(archive, file, expected);
     const int64_t processes = read_value(archive, "processes").toInt();
