@@ -36,6 +36,10 @@ seed() {  # seed TARGET: the target's corpus folder, created with its seeds on t
       token_file)
         printf '\x20\x01\x00\x02\x00\x03\x00\x04\x00\x05\x00\x06\x00\x07\x00\x08\x00' >"$corpus/uint16"
         printf '\x21\x01\x00\x00\x00\x02\x00\x00\x00\x03\x00\x00\x00\x04\x00\x00\x00' >"$corpus/uint32" ;;
+      sweep_spec)
+        cp experiments/sweeps/*.toml experiments/paper/corpus-*.toml "$corpus/"
+        printf 'experiment = "b.toml"\n[[axis]]\nvariants = [\n  { label = "x",\n    "a.b" = 1, },\n]\n' \
+          >"$corpus/multiline" ;;
       plugin_outputs)
         seq -s ' ' 1 120 >"$corpus/counting"
         printf '\x03\x01\x03\x06\x00\x00\x00\x00\x01\x01\x00\x01\x02\x00\x02\x01' >"$corpus/plan" ;;
@@ -46,7 +50,7 @@ seed() {  # seed TARGET: the target's corpus folder, created with its seeds on t
 
 status=0
 mkdir -p "$build/findings"
-for target in experiment set_override token_file plugin_outputs; do
+for target in experiment set_override token_file plugin_outputs sweep_spec; do
   corpus=$(seed "$target")
   findings="$build/findings/$target"
   mkdir -p "$findings"

@@ -511,7 +511,8 @@ TEST_CASE("extends errors name the file that extends and the line", "[config]") 
     folder.write("base.toml", kTinyModel + "[train]\nmax_steps = 0\n");
     const fs::path leaf = folder.write("leaf.toml", "extends = \"base.toml\"\n");
     CHECK(config_error([&] { load_experiment(leaf); }) ==
-          (folder.path() / "base.toml").string() + ":4:13: train.max_steps must be >= 1, got 0");
+          (folder.path() / "base.toml").string() +
+              ":4:13: train.max_steps must be >= 1 and <= 1000000000, got 0");
   }
   SECTION("a missing experiment file") {
     const fs::path missing = folder.path() / "nowhere.toml";
