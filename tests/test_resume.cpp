@@ -123,6 +123,19 @@ bool wait_for(const fs::path& file) {
   return fs::exists(file);
 }
 
+// Waits (bounded) until `count_sql` counts one row in `db`, which a running process writes.
+bool wait_for_one_row(const std::string& db, const std::string& count_sql) {
+  for (int i = 0; i < 300; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    try {
+      if (lrmoe_test::scalar(*ResultsStore::open_read_only(db), count_sql) == "1") return true;
+    } catch (const lrmoe::StoreError&) {
+      // busy: the process is writing
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -436,15 +449,7 @@ TEST_CASE(
       "'resumed with a changed library: placement plugin ''fixed_ownership''%'";
   std::vector<std::string> args{LRMOE_BINARY, "resume", "1", "--db", db, "--allow-changed-plugins"};
   lrmoe_test::ChildProcess child(args, dir.file("allowed.log"));
-  bool recorded = false;
-  for (int i = 0; i < 300 && !recorded; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    try {
-      recorded = scalar(*ResultsStore::open_read_only(db), warned) == "1";
-    } catch (const lrmoe::StoreError&) {
-      // busy: the resumed run is writing
-    }
-  }
+  const bool recorded = wait_for_one_row(db, warned);
   child.signal(SIGINT);
   child.wait(std::chrono::seconds(60));
   INFO(child.output());
@@ -492,15 +497,7 @@ TEST_CASE(
                                    dir.file("resume.log"));
   const std::string noted_event =
       "SELECT count(*) FROM events WHERE level = 'warning' AND message LIKE 'skipped: %damaged%'";
-  bool noted = false;
-  for (int i = 0; i < 300 && !noted; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    try {
-      noted = scalar(*ResultsStore::open_read_only(db), noted_event) == "1";
-    } catch (const lrmoe::StoreError&) {
-      // busy: the resumed run is writing
-    }
-  }
+  const bool noted = wait_for_one_row(db, noted_event);
   resumed.signal(SIGKILL);
   resumed.wait(std::chrono::seconds(20));
   INFO(resumed.output());
