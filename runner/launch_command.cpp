@@ -1,5 +1,6 @@
 #include "launch_command.hpp"
 
+#include "core/data/token_source.hpp"
 #include "core/device/compute_device.hpp"
 #include "core/distributed/launch_environment.hpp"
 #include "core/train/process_footprint.hpp"
@@ -14,6 +15,8 @@ int launch_command(const ExperimentSource& source, int64_t processes) {
   launch.launcher = "lrmoe launch";
   launch.world_size = processes;
   check_processes_fit(experiment, launch);
+  // The data too: a file that is not there would be each process's one line.
+  make_token_source(experiment.data, experiment.experiment.seed, experiment.train.seq_len);
   // Before any process starts: the processes this host's memory can hold (each refuses a run
   // too large for it, but only once it has started).
   check_footprint_fits(
