@@ -438,6 +438,12 @@ TEST_CASE("plugin answers with bad values are refused naming the plugin, unless 
     scores_with(-1);
     refused("metric 'scripted_metric' returned a negative score");
   }
+  SECTION("where, and from which library") {
+    policies->records[1].path = "/plugins/scripted_metric.so";
+    scores_with(-1);
+    refused("step 1, MoE layer 0, backward: metric 'scripted_metric' returned a negative score "
+            "(the plugin's library: /plugins/scripted_metric.so)");
+  }
   SECTION("an infinite weight") {
     weights_with(std::numeric_limits<float>::infinity());
     refused("selection 'scripted_selection' returned a NaN or infinite weight");

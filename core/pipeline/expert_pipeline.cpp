@@ -164,8 +164,15 @@ std::vector<double> ExpertPipeline::check_as_planned(const InstanceTable& table,
 }
 
 PlanError ExpertPipeline::located(const PlanError& error, const char* phase) const {
-  const std::string what = error.what();
+  std::string what = error.what();
   if (what.rfind("step ", 0) == 0) return error;  // placed already (the plan's budget checks)
+  // A check of a plugin's answer names the plugin ("metric 'gate' returned ..."): the library
+  // it came from goes with it.
+  for (const PluginRecord& record : policies_->records) {
+    if (what.rfind(fmt::format("{} '{}'", record.kind, record.name), 0) == 0 &&
+        !record.path.empty())
+      what += fmt::format(" (the plugin's library: {})", record.path);
+  }
   return PlanError(
       fmt::format("step {}, MoE layer {}, {}: {}", step_, settings_.layer, phase, what));
 }
