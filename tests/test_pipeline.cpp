@@ -441,8 +441,9 @@ TEST_CASE("plugin answers with bad values are refused naming the plugin, unless 
   SECTION("where, and from which library") {
     policies->records[1].path = "/plugins/scripted_metric.so";
     scores_with(-1);
-    refused("step 1, MoE layer 0, backward: metric 'scripted_metric' returned a negative score "
-            "(the plugin's library: /plugins/scripted_metric.so)");
+    refused(
+        "step 1, MoE layer 0, backward: metric 'scripted_metric' returned a negative score "
+        "(the plugin's library: /plugins/scripted_metric.so)");
   }
   SECTION("an infinite weight") {
     weights_with(std::numeric_limits<float>::infinity());
