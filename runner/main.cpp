@@ -8,6 +8,8 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
+#include <csignal>
+
 #include <cstdlib>
 #include <iostream>
 
@@ -73,6 +75,9 @@ void quiet_libtorch_logging() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A file-size limit (ulimit -f) would kill the process mid-write with SIGXFSZ and no message;
+  // ignored, the write fails with EFBIG and ends as every failed write does, in one line.
+  std::signal(SIGXFSZ, SIG_IGN);
   quiet_libtorch_logging();
   // Large host tensors reused instead of unmapped and faulted in again every step (Note [Host
   // memory reuse] in docs/notes.md).

@@ -360,3 +360,20 @@ TEST_CASE("LRMOE_DB names the results database of every command run without --db
   CHECK(elsewhere != 0);
   CHECK(refused.find("not-there.db") != std::string::npos);
 }
+
+TEST_CASE("a file-size limit ends a run with one line and the run recorded failed, not SIGXFSZ",
+          "[e2e]") {
+  TempFolder dir;
+  const std::string db = dir.file("small.db");
+  // 400 KiB (800 blocks of 512 bytes): the database outgrows it within a few steps.
+  ChildProcess child({"/bin/sh", "-c",
+                      "ulimit -f 800; exec " + std::string(LRMOE_BINARY) + " run " +
+                          kTinyExperiment + " --db " + db + " --set train.max_steps=200"},
+                     dir.file("run.log"));
+  const int code = child.wait(std::chrono::seconds(120));
+  INFO(child.output());
+  CHECK(code == 1);
+  CHECK_THAT(child.output(), Catch::Contains("lrmoe: results database '" + db + "'"));
+  CHECK(lrmoe_test::scalar(*lrmoe::ResultsStore::open_read_only(db), "SELECT status FROM runs") ==
+        "failed");
+}
