@@ -25,7 +25,15 @@ std::string join_multiline_inline_tables(std::string_view text) {
   int depth = 0;         // of inline tables open at this point
   std::size_t held = 0;  // newlines taken out of the open inline tables
   bool comment_in_table = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
+  std::size_t i = 0;
+  // Copies `delimiter` when the text at i starts with it, leaving i on its last character.
+  auto take = [&](std::string_view delimiter) {
+    if (!starts_with(text, i, delimiter)) return false;
+    out += delimiter;
+    i += delimiter.size() - 1;
+    return true;
+  };
+  for (; i < text.size(); ++i) {
     const char c = text[i];
     switch (context) {
       case Context::Comment:
@@ -57,18 +65,14 @@ std::string join_multiline_inline_tables(std::string_view text) {
         if (c == '\\' && i + 1 < text.size()) {
           out += c;
           out += text[++i];
-        } else if (starts_with(text, i, "\"\"\"")) {
-          out += "\"\"\"";
-          i += 2;
+        } else if (take("\"\"\"")) {
           context = Context::Value;
         } else {
           out += c;
         }
         continue;
       case Context::MultilineLiteral:
-        if (starts_with(text, i, "'''")) {
-          out += "'''";
-          i += 2;
+        if (take("'''")) {
           context = Context::Value;
         } else {
           out += c;
@@ -77,13 +81,9 @@ std::string join_multiline_inline_tables(std::string_view text) {
       case Context::Value:
         break;
     }
-    if (starts_with(text, i, "\"\"\"")) {
-      out += "\"\"\"";
-      i += 2;
+    if (take("\"\"\"")) {
       context = Context::MultilineBasic;
-    } else if (starts_with(text, i, "'''")) {
-      out += "'''";
-      i += 2;
+    } else if (take("'''")) {
       context = Context::MultilineLiteral;
     } else if (c == '"') {
       out += c;
