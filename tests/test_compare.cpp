@@ -48,6 +48,22 @@ void record_run(lrmoe::ResultsStore& store, const lrmoe::SweepCellTag& cell, uin
   store.finish_run(run, "finished", reached);
 }
 
+// A sweep "policies" of `bundles` over seeds 1 to 3, in that order.
+lrmoe::SweepRecord bundles_over_seeds(const std::vector<std::string>& bundles) {
+  lrmoe::SweepRecord sweep{"policies", "policies.toml", {}, lrmoe::SweepKind::Train};
+  for (const std::string& bundle : bundles) {
+    for (const std::string seed : {"1", "2", "3"}) {
+      sweep.cells.push_back({"b=" + bundle + " s=" + seed,
+                             bundle + seed,
+                             "h",
+                             {{"policies.bundle", bundle}, {"experiment.seed", seed}},
+                             "",
+                             ""});
+    }
+  }
+  return sweep;
+}
+
 std::string compare(const std::string& db, const std::string& format,
                     std::optional<std::string> baseline = std::nullopt,
                     std::vector<std::string> sweeps = {"policies"}, std::vector<int64_t> runs = {},
@@ -107,18 +123,8 @@ TEST_CASE("lrmoe compare groups a sweep's runs by variant over seeds and shows m
   const std::string db = dir.file("c.db");
   {
     auto store = lrmoe::ResultsStore::open(db);
-    lrmoe::SweepRecord sweep{"policies", "policies.toml", {}, lrmoe::SweepKind::Train};
-    for (const std::string bundle : {"fixed", "lrmoe"}) {
-      for (const std::string seed : {"1", "2", "3"}) {
-        sweep.cells.push_back({"b=" + bundle + " s=" + seed,
-                               bundle + seed,
-                               "h",
-                               {{"policies.bundle", bundle}, {"experiment.seed", seed}},
-                               "",
-                               ""});
-      }
-    }
-    const lrmoe::SweepCellNumbers numbers = store->record_sweep(sweep);
+    const lrmoe::SweepCellNumbers numbers =
+        store->record_sweep(bundles_over_seeds({"fixed", "lrmoe"}));
     // fixed: 100, 120, 140 steps; lrmoe: 60, 80 and one that never reached the target.
     const std::vector<std::optional<int64_t>> steps{100, 120, 140, 60, 80, std::nullopt};
     for (std::size_t i = 0; i < steps.size(); ++i)
@@ -306,18 +312,8 @@ lrmoe::ProjectionRecord projection_at(int64_t run, int64_t ranks) {
 std::string record_projected_sweep(TempFolder& dir, const std::vector<int64_t>& unprojected = {}) {
   const std::string db = dir.file("plot.db");
   auto store = lrmoe::ResultsStore::open(db);
-  lrmoe::SweepRecord sweep{"policies", "policies.toml", {}, lrmoe::SweepKind::Train};
-  for (const std::string bundle : {"fixed", "lrmoe", "symi"}) {
-    for (const std::string seed : {"1", "2", "3"}) {
-      sweep.cells.push_back({"b=" + bundle + " s=" + seed,
-                             bundle + seed,
-                             "h",
-                             {{"policies.bundle", bundle}, {"experiment.seed", seed}},
-                             "",
-                             ""});
-    }
-  }
-  const lrmoe::SweepCellNumbers numbers = store->record_sweep(sweep);
+  const lrmoe::SweepCellNumbers numbers =
+      store->record_sweep(bundles_over_seeds({"fixed", "lrmoe", "symi"}));
   const std::vector<std::optional<int64_t>> steps{100,          120,          140,          60, 80,
                                                   std::nullopt, std::nullopt, std::nullopt, 90};
   for (std::size_t i = 0; i < steps.size(); ++i) {
