@@ -28,6 +28,7 @@
 #include "parallel_bench_command.hpp"
 #include "pipeline_bench_command.hpp"
 #include "planning_bench_command.hpp"
+#include "plugin_failure_record_command.hpp"
 #include "plugins_command.hpp"
 #include "project_command.hpp"
 #include "replay_command.hpp"
@@ -334,6 +335,9 @@ int main(int argc, char** argv) {
   plugins->add_option("--kind", plugin_kind,
                       "only the plugins of this kind: placement, metric, selection or routing");
 
+  lrmoe::PluginFailureRecord failure_record;
+  CLI::App* record_failure = lrmoe::add_record_plugin_failure_command(app, failure_record);
+
   app.add_subcommand("schema",
                      "print the experiment schema: every section, key, default and range");
 
@@ -373,6 +377,7 @@ int main(int argc, char** argv) {
     if (query->parsed()) return lrmoe::run_query_command(db, sql, query_output);
     if (plugins->parsed()) return lrmoe::plugins_command(plugin_folders, plugin_kind);
     if (export_runs->parsed()) return lrmoe::export_command(export_options, std::cout);
+    if (record_failure->parsed()) return lrmoe::record_plugin_failure_command(failure_record);
     std::cout << lrmoe::schema_markdown();
     return 0;
   } catch (const c10::Error& error) {

@@ -21,6 +21,7 @@
 #include "core/system/blas_probe.hpp"
 #include "core/train/trainer.hpp"
 #include "runner/interrupt.hpp"
+#include "runner/plugin_failure_report.hpp"
 #include "runner/replay_outcome.hpp"
 #include "runner/run_command.hpp"
 #include "runner/run_info.hpp"
@@ -222,6 +223,9 @@ ReplayExperiment prepare_replay(const ExperimentSource& base,
   } catch (const std::invalid_argument& error) {
     throw std::runtime_error(fmt::format("{}: {}", where, error.what()));
   }
+  // A plugin that crashes or hangs while it plans the replay is reported (the first replay's
+  // experiment names them all).
+  watch_plugin_failures(experiment_place(base), r.experiment.policies.call_timeout);
   r.policies = load_located_policy_set(r.experiment.policies, where);
   return r;
 }

@@ -26,6 +26,7 @@
 #include "core/train/trainer.hpp"
 #include "default_experiment.hpp"
 #include "interrupt.hpp"
+#include "plugin_failure_report.hpp"
 #include "progress_display.hpp"
 #include "run_info.hpp"
 #include "run_recorder.hpp"
@@ -240,6 +241,8 @@ int run_command(const ExperimentSource& source) {
   const std::string loaded_identity = experiment_identity(experiment);
   // Errors found below name the experiment they come from.
   const std::string where = experiment_place(source);
+  // From the first plugin call on (loading them), a plugin that crashes or hangs is reported.
+  watch_plugin_failures(where, experiment.policies.call_timeout);
   // Everything a user can get wrong is checked before the database is touched.
   auto data =
       make_token_source(experiment.data, experiment.experiment.seed, experiment.train.seq_len);
@@ -352,6 +355,7 @@ int run_command(const ExperimentSource& source) {
     store->add_event(run, "info", "data: " + data->describe());
   }
   store->add_event(run, "info", device_line);
+  record_plugin_failures_in(store->path(), run);
 
   install_interrupt_handler();
   ProgressDisplay progress(experiment.train.max_steps, experiment.train.log_every);

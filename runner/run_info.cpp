@@ -36,7 +36,9 @@ RunInfo run_info(const Experiment& experiment, const HardwareProfile& profile,
 }
 
 std::string experiment_identity(Experiment experiment) {
+  // How it runs, not what it computes.
   experiment.train.threads = 0;
+  experiment.policies.call_timeout = PoliciesConfig{}.call_timeout;
   experiment.store.path.clear();
   return sha256_hex(to_toml(experiment));
 }

@@ -326,7 +326,10 @@ std::vector<FieldDescriptor> build_schema() {
               "gate and signals on every process; scalable sums counts and finds each expert's "
               "quota threshold from summed histograms, so no process sees another's pairs (needs "
               "a count routing and a ranked selection: owner, round_robin, capacity_aware; "
-              "keep_all, quota_topk)");
+              "keep_all, quota_topk)")
+      .real("call_timeout", &PoliciesConfig::call_timeout, between(1, 1e6),
+            "seconds one call into a plugin (a plan, a score, a selection) may run before the "
+            "run fails as hung, naming the plugin and the call");
   for (const PolicySection& policy : policy_sections()) rows.push_back(policy_name_row(policy));
 
   SectionRows<StoreConfig>(rows, "store", &Experiment::store, Defaults::FromMemberInitialisers)

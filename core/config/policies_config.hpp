@@ -54,6 +54,9 @@ struct PoliciesConfig {
   // Check the values plugins return (scores, weights, quotas), not only their shapes.
   bool check_plugin_outputs = true;
   Planning planning = Planning::Exact;
+  // Seconds one call into a plugin may take before the run fails as hung (Note [Plugin
+  // failures] in docs/notes.md).
+  double call_timeout = 600;
   PolicyChoice placement;
   PolicyChoice metric;
   PolicyChoice selection;

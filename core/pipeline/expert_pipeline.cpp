@@ -46,10 +46,6 @@ const std::string& ExpertPipeline::policy_name(PolicyKind kind) const {
   return policies_->records.at(static_cast<std::size_t>(kind)).name;
 }
 
-std::function<std::string()> ExpertPipeline::labeller(PolicyKind kind) const {
-  return [this, kind] { return policies_->records.at(static_cast<std::size_t>(kind)).label(); };
-}
-
 torch::Tensor ExpertPipeline::route(Phase phase, const torch::Tensor& experts,
                                     const torch::Tensor& home, const InstanceTable& table,
                                     std::vector<int64_t> capacity) {
@@ -63,8 +59,8 @@ torch::Tensor ExpertPipeline::route(Phase phase, const torch::Tensor& experts,
   request.instances = table.instances;
   request.expert_instances = table.expert_instances;
   request.capacity = std::move(capacity);
-  torch::Tensor instance = call_plugin(labeller(PolicyKind::Routing), "route",
-                                       [&] { return policies_->routing->route(request); });
+  torch::Tensor instance =
+      call_policy(PolicyKind::Routing, "route", [&] { return policies_->routing->route(request); });
   return checked_routing(instance, experts, table, policy_name(PolicyKind::Routing));
 }
 
@@ -81,7 +77,7 @@ std::vector<int64_t> ExpertPipeline::route_counts(Phase phase, const std::vector
   request.instances = table.instances;
   request.expert_instances = table.expert_instances;
   request.capacity = std::move(capacity);
-  std::vector<int64_t> routed = call_plugin(labeller(PolicyKind::Routing), "route_counts", [&] {
+  std::vector<int64_t> routed = call_policy(PolicyKind::Routing, "route_counts", [&] {
     return policies_->count_routing->route_counts(request);
   });
   check_count_routing(routed, groups, settings_.ranks, table, policy_name(PolicyKind::Routing));
@@ -132,7 +128,7 @@ PlacementPlan ExpertPipeline::place(ForwardPass& pass, const std::vector<int64_t
   request.history.assign(history_.begin(), history_.end());
   request.budget_bytes = settings_.budget_bytes;
   request.memory = settings_.costs.memory;
-  PlacementPlan plan = call_plugin(labeller(PolicyKind::Placement), "plan",
+  PlacementPlan plan = call_policy(PolicyKind::Placement, "plan",
                                    [&] { return policies_->placement->plan(request); });
   history_.push_back(counts);
   if (history_.size() > kHistoryLength) history_.pop_front();
@@ -261,7 +257,7 @@ torch::Tensor ExpertPipeline::score(const ForwardPass& forward, PairBatch& signa
   signals.expert_offsets = forward.expert_offsets;
   signals.quota = forward.quota;
   const torch::Tensor scores =
-      call_plugin(labeller(PolicyKind::Metric), "score", [&] {
+      call_policy(PolicyKind::Metric, "score", [&] {
         return policies_->metric->score(for_policy(PolicyKind::Metric, signals));
       }).to(forward.experts.device());
   check_scores(scores, forward.experts.numel(), settings_.check_plugin_outputs,
@@ -301,7 +297,7 @@ BackwardPass ExpertPipeline::plan_backward_exact(const ForwardPass& forward, Pai
   overhead.compaction += clock.lap();
   const torch::Tensor scores = score(forward, signals);
   overhead.metric += clock.lap();
-  Selection selection = call_plugin(labeller(PolicyKind::Selection), "select", [&] {
+  Selection selection = call_policy(PolicyKind::Selection, "select", [&] {
     return policies_->selection->select(for_policy(PolicyKind::Selection, signals),
                                         for_policy(PolicyKind::Selection, scores));
   });

@@ -40,6 +40,7 @@
 #include "core/pipeline/pair_layout.hpp"
 #include "core/pipeline/process_view.hpp"
 #include "core/pipeline/rank_clock.hpp"
+#include "core/plugins/plugin_boundary.hpp"
 #include "core/plugins/policy_set.hpp"
 
 namespace lrmoe {
@@ -215,9 +216,13 @@ class ExpertPipeline {
   void account(const ForwardPass& forward, const BackwardPass& backward);
   // The plugin name of one policy, and whose plan this pass is, for messages.
   const std::string& policy_name(PolicyKind kind) const;
-  // Names the plugin of `kind` in an error, "the metric plugin 'gate' (/path/gate.so)", when
-  // called (call_plugin calls it only when the plugin throws).
-  std::function<std::string()> labeller(PolicyKind kind) const;
+  // Runs `body`, the call `call` into the plugin of `kind`, through the plugin boundary: what
+  // it throws names the plugin, and a crash or hang in it is reported with this step and layer.
+  template <typename Body>
+  decltype(auto) call_policy(PolicyKind kind, const char* call, Body&& body) const {
+    return call_plugin(policies_->records.at(static_cast<std::size_t>(kind)).label, call,
+                       PluginCallPlace{step_, settings_.layer}, std::forward<Body>(body));
+  }
   std::string plan_name() const;
   // `error` with the step, MoE layer and phase in front, unless it names its step already: every
   // refusal of a plan or a plugin's answer says where it happened.

@@ -139,12 +139,12 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
   for (int64_t e = 0; e < E; ++e) {
     const auto x = static_cast<std::size_t>(e);
     const int64_t pairs = forward.computed_counts[x];
-    keep[x] = call_plugin(labeller(PolicyKind::Selection), "kept_count",
+    keep[x] = call_policy(PolicyKind::Selection, "kept_count",
                           [&] { return ranked.kept_count(pairs, forward.quota[x]); });
     check_kept_count(keep[x], pairs, forward.quota[x], e, settings_.check_plugin_outputs,
                      selection_name);
     if (keep[x] > 0) {
-      weight[x] = call_plugin(labeller(PolicyKind::Selection), "kept_weight",
+      weight[x] = call_policy(PolicyKind::Selection, "kept_weight",
                               [&] { return ranked.kept_weight(pairs, keep[x]); });
       check_kept_weight(weight[x], e, selection_name);
       weighted = weighted || weight[x] != 1.0F;

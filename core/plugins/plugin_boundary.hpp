@@ -7,6 +7,7 @@
 #include <string_view>
 #include <utility>
 
+#include "core/plugins/plugin_call_watch.hpp"
 #include "core/plugins/plugin_catalog.hpp"
 
 namespace lrmoe {
@@ -20,15 +21,23 @@ std::string plugin_label(std::string_view kind, std::string_view name, std::stri
 [[noreturn]] void throw_plugin_failure(const std::string& label, std::string_view call,
                                        std::exception_ptr thrown);
 
-// Runs `body`, a call into plugin code, `call` being its name ("score"). `label()` names the
-// plugin; it runs only when `body` throws, so the calls of every pass format no text.
-template <typename Label, typename Body>
-decltype(auto) call_plugin(Label&& label, std::string_view call, Body&& body) {
+// Runs `body`, a call into plugin code named `call` ("score"), of the plugin `label` names
+// (plugin_label). While it runs the call is marked for the crash and hang reports (Note [Plugin
+// failures]), so `label` must outlive it; `place` says where in training it is called.
+template <typename Body>
+decltype(auto) call_plugin(const std::string& label, const char* call, PluginCallPlace place,
+                           Body&& body) {
+  PluginCallScope scope(label, call, place);
   try {
     return std::forward<Body>(body)();
   } catch (...) {
-    throw_plugin_failure(label(), call, std::current_exception());
+    throw_plugin_failure(label, call, std::current_exception());
   }
+}
+
+template <typename Body>
+decltype(auto) call_plugin(const std::string& label, const char* call, Body&& body) {
+  return call_plugin(label, call, PluginCallPlace{}, std::forward<Body>(body));
 }
 
 }  // namespace lrmoe

@@ -59,9 +59,10 @@ PluginInfo load_plugin(const fs::path& path) {
                                   abi_text(abi), abi_text(kCompiledAbi), kRebuildHint));
   }
   PluginInfo info;
-  info.descriptor = call_plugin(
-      [&] { return fmt::format("the plugin library {}", path.string()); }, kDescriptorEntryPoint,
-      [&] { return library->get_alias<DescriptorFunction>(kDescriptorEntryPoint)(); });
+  const std::string label = fmt::format("the plugin library {}", path.string());
+  info.descriptor = call_plugin(label, kDescriptorEntryPoint, [&] {
+    return library->get_alias<DescriptorFunction>(kDescriptorEntryPoint)();
+  });
   info.path = path;
   info.sha256 = sha256_file_hex(path);
   info.library = std::move(library);
@@ -157,8 +158,8 @@ std::vector<std::string> PluginCatalog::names(PolicyKind kind) const {
 std::shared_ptr<Policy> create_policy(const PluginInfo& plugin, const Parameters& parameters) {
   const std::string label =
       plugin_label(kind_name(plugin.descriptor.kind), plugin.descriptor.name, plugin.path.string());
-  std::unique_ptr<Policy> policy = call_plugin(
-      [&] { return label; }, "its factory", [&] { return plugin.descriptor.create(parameters); });
+  std::unique_ptr<Policy> policy =
+      call_plugin(label, "its factory", [&] { return plugin.descriptor.create(parameters); });
   if (policy == nullptr) {
     throw PluginError(fmt::format(
         "{}: its factory returned no object; describe it with lrmoe::describe_policy", label));

@@ -67,7 +67,8 @@ std::shared_ptr<T> create(const PluginCatalog& catalog, PolicyKind kind, const P
   const Parameters parameters = resolve_parameters(plugin, choice.chosen_parameters());
   records.push_back({kind_name(kind), plugin.descriptor.name, plugin.descriptor.version,
                      parameters_toml(parameters), plugin.path.string(), plugin.sha256,
-                     plugin.descriptor.inputs});
+                     plugin.descriptor.inputs,
+                     plugin_label(kind_name(kind), plugin.descriptor.name, plugin.path.string())});
   // A hand-written descriptor can name a kind its object does not implement (Note [Plugin
   // boundary] in docs/notes.md).
   std::shared_ptr<T> policy = std::dynamic_pointer_cast<T>(create_policy(plugin, parameters));
@@ -75,7 +76,7 @@ std::shared_ptr<T> create(const PluginCatalog& catalog, PolicyKind kind, const P
     throw PluginError(fmt::format(
         "{}: its descriptor says {} but its factory made an object of another kind; describe it "
         "with lrmoe::describe_policy",
-        records.back().label(), kind_name(kind)));
+        records.back().label, kind_name(kind)));
   }
   return policy;
 }
@@ -87,14 +88,10 @@ void require_for_scalable_plan(bool implemented, const PluginRecord& record, con
   throw PluginError(fmt::format(
       "policies.planning = \"scalable\" {}, which {} does not do (it does not implement "
       "lrmoe::{}); use {}, or planning = \"exact\"",
-      does, record.label(), interface, instead));
+      does, record.label, interface, instead));
 }
 
 }  // namespace
-
-std::string PluginRecord::label() const {
-  return plugin_label(kind, name, path);
-}
 
 fs::path runner_plugin_folder() {
   return folder_beside_executable({"plugins", fs::path("..") / "lib" / "lrmoe" / "plugins"});

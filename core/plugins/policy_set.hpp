@@ -23,8 +23,9 @@ struct PluginRecord {
   // the host for a Host policy. Not stored: it is a property of the plugin version.
   TensorPlace inputs = TensorPlace::Device;
 
-  // "the metric plugin 'gate' (/path/gate.so)", for errors about it.
-  std::string label() const;
+  // "the metric plugin 'gate' (/path/gate.so)", for errors about it; kept, so that a plugin call
+  // can be marked with it for the crash reports (Note [Plugin failures]).
+  std::string label;
 };
 
 struct PolicySet {

@@ -311,7 +311,7 @@ void Trainer::save_main_checkpoint(int64_t step, const TrainingOutcome& outcome,
     const std::vector<Policy*> policies = policies_of(*policies_);
     for (std::size_t kind = 0; kind < policies.size(); ++kind) {
       const std::vector<uint8_t> state =
-          call_plugin([&] { return policies_->records.at(kind).label(); }, "save_state",
+          call_plugin(policies_->records.at(kind).label, "save_state",
                       [&] { return policies[kind]->save_state(); });
       archive.write(fmt::format("policy_state_{}", kind),
                     torch::tensor(std::vector<int64_t>(state.begin(), state.end()), torch::kInt64)
@@ -356,11 +356,9 @@ int64_t Trainer::resume_from(const std::filesystem::path& file,
         const torch::Tensor bytes =
             read_tensor(archive, fmt::format("policy_state_{}", kind)).contiguous();
         const uint8_t* data = bytes.data_ptr<uint8_t>();
-        call_plugin(
-            [&] { return policies_->records.at(kind).label(); }, "restore_state",
-            [&] {
-              policies[kind]->restore_state(std::vector<uint8_t>(data, data + bytes.numel()));
-            });
+        call_plugin(policies_->records.at(kind).label, "restore_state", [&] {
+          policies[kind]->restore_state(std::vector<uint8_t>(data, data + bytes.numel()));
+        });
       }
     }
     const torch::Tensor totals = read_tensor(archive, "totals").contiguous();

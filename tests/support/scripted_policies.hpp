@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 
+#include "core/plugins/plugin_boundary.hpp"
 #include "core/plugins/policy_set.hpp"
 
 namespace lrmoe_test {
@@ -62,7 +63,8 @@ inline std::shared_ptr<lrmoe::PolicySet> scripted_policies(
   for (const char* kind : {"placement", "metric", "selection", "routing"}) {
     const bool host = std::string(kind) == "routing";
     set->records.push_back({kind, std::string("scripted_") + kind, "0", "", "", "",
-                            host ? lrmoe::TensorPlace::Host : lrmoe::TensorPlace::Device});
+                            host ? lrmoe::TensorPlace::Host : lrmoe::TensorPlace::Device,
+                            lrmoe::plugin_label(kind, std::string("scripted_") + kind, "")});
   }
   return set;
 }

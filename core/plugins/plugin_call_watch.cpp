@@ -1,0 +1,120 @@
+#include "core/plugins/plugin_call_watch.hpp"
+
+#include <time.h>
+
+#include <atomic>
+
+namespace lrmoe {
+namespace {
+
+// One thread's call in progress. Plain atomics, so that a signal handler on any thread and the
+// watchdog read them without locks; started_ns is written last on entry and first on exit, and
+// 0 means no call.
+struct CallSlot {
+  std::atomic<bool> taken{false};
+  std::atomic<const char*> label{nullptr};
+  std::atomic<const char*> call{nullptr};
+  std::atomic<int64_t> step{-1};
+  std::atomic<int64_t> layer{-1};
+  std::atomic<int64_t> started_ns{0};
+};
+
+// More threads than any command calls plugins from (a projection's --jobs); a thread beyond them
+// is not watched, which loses only the report.
+constexpr int kSlots = 256;
+CallSlot slots[kSlots];
+
+// This thread's slot, claimed on its first plugin call and given back when the thread ends.
+class ThreadSlot {
+ public:
+  ThreadSlot() {
+    for (int i = 0; i < kSlots; ++i) {
+      bool expected = false;
+      if (slots[i].taken.compare_exchange_strong(expected, true)) {
+        index_ = i;
+        return;
+      }
+    }
+  }
+  // A thread ends inside a plugin call only when plugin code calls exit(), which destroys the
+  // thread's objects before the exit handlers run: the call stays marked for them to report.
+  ~ThreadSlot() {
+    if (index_ >= 0 && slots[index_].started_ns.load() == 0) slots[index_].taken.store(false);
+  }
+  int index() const { return index_; }
+
+ private:
+  int index_ = -1;
+};
+
+int this_thread_slot() {
+  thread_local ThreadSlot slot;
+  return slot.index();
+}
+
+// The slot of this thread as a signal handler may read it: a thread_local of trivial type, set
+// once by this_thread_slot's caller, so reading it runs no initialiser.
+thread_local int signal_safe_slot = -1;
+
+ActivePluginCall read(const CallSlot& slot, int64_t started_ns) {
+  ActivePluginCall found;
+  found.label = slot.label.load();
+  found.call = slot.call.load();
+  found.place = {slot.step.load(), slot.layer.load()};
+  found.started_ns = started_ns;
+  return found;
+}
+
+}  // namespace
+
+int64_t monotonic_nanoseconds() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
+
+PluginCallScope::PluginCallScope(const std::string& label, const char* call, PluginCallPlace place)
+    : slot_(this_thread_slot()) {
+  if (slot_ < 0) return;
+  signal_safe_slot = slot_;
+  CallSlot& s = slots[slot_];
+  outer_ = {s.label.load(), s.call.load(), s.step.load(), s.layer.load(), s.started_ns.load()};
+  s.started_ns.store(0);
+  s.label.store(label.c_str());
+  s.call.store(call);
+  s.step.store(place.step);
+  s.layer.store(place.layer);
+  s.started_ns.store(monotonic_nanoseconds());
+}
+
+PluginCallScope::~PluginCallScope() {
+  if (slot_ < 0) return;
+  CallSlot& s = slots[slot_];
+  s.started_ns.store(0);
+  s.label.store(outer_.label);
+  s.call.store(outer_.call);
+  s.step.store(outer_.step);
+  s.layer.store(outer_.layer);
+  s.started_ns.store(outer_.started_ns);
+}
+
+bool find_plugin_call(ActivePluginCall& found, bool this_thread_only) {
+  if (signal_safe_slot >= 0) {
+    const int64_t started = slots[signal_safe_slot].started_ns.load();
+    if (started != 0) {
+      found = read(slots[signal_safe_slot], started);
+      return true;
+    }
+  }
+  if (this_thread_only) return false;
+  bool any = false;
+  for (const CallSlot& slot : slots) {
+    const int64_t started = slot.started_ns.load();
+    if (started == 0 || (any && started >= found.started_ns)) continue;
+    found = read(slot, started);
+    any = true;
+  }
+  return any;
+}
+
+}  // namespace lrmoe
