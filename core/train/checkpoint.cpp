@@ -107,26 +107,67 @@ fs::path checksum_path(const fs::path& file) {
 
 }  // namespace
 
+namespace {
+
+// Writes what `write` gives its sink to the open file `fd`, and its SHA-256 to `digest`. The
+// first failed write's errno is kept and returned; the sink still takes every byte.
+int write_through_sink(int fd, Sha256& digest,
+                       const std::function<void(const ByteSink& sink)>& write) {
+  int failure = 0;
+  write([&](const void* bytes, std::size_t size) -> std::size_t {
+    digest.add(bytes, size);
+    const char* next = static_cast<const char*>(bytes);
+    for (std::size_t left = size; left > 0 && failure == 0;) {
+      const ssize_t written = ::write(fd, next, left);
+      if (written < 0 && errno == EINTR) continue;
+      if (written <= 0) {
+        failure = written < 0 ? errno : EIO;
+        break;
+      }
+      next += written;
+      left -= static_cast<std::size_t>(written);
+    }
+    return size;
+  });
+  return failure;
+}
+
+void write_text_file(const fs::path& file, const std::string& text) {
+  std::ofstream out(file);
+  out << text;
+  out.close();  // flushes: a full disk shows here
+  if (!out) throw std::runtime_error(fmt::format("{}: {}", file.string(), std::strerror(errno)));
+}
+
+}  // namespace
+
 void write_atomically(const fs::path& file,
-                      const std::function<void(const std::string& temporary)>& write) {
+                      const std::function<void(const ByteSink& sink)>& write) {
   const fs::path folder = file.parent_path();
   const fs::path temporary = folder / (file.filename().string() + ".partial");
   const fs::path checksum = checksum_path(file);
   const fs::path checksum_temporary = folder / (checksum.filename().string() + ".partial");
+  int fd = -1;
   try {
     fs::create_directories(folder);
-    write(temporary.string());
-    sync_path(temporary, O_RDONLY);
-    {
-      std::ofstream out(checksum_temporary);
-      out << sha256_file_hex(temporary) << "  " << file.filename().string() << "\n";
-      if (!out) throw std::runtime_error("cannot write " + checksum_temporary.string());
-    }
+    fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+      throw std::runtime_error(fmt::format("{}: {}", temporary.string(), std::strerror(errno)));
+    Sha256 digest;
+    int failure = write_through_sink(fd, digest, write);
+    if (failure == 0 && ::fsync(fd) != 0) failure = errno;
+    if (::close(fd) != 0 && failure == 0) failure = errno;
+    fd = -1;
+    if (failure != 0)
+      throw std::runtime_error(fmt::format("{}: {}", temporary.string(), std::strerror(failure)));
+    write_text_file(checksum_temporary,
+                    fmt::format("{}  {}\n", digest.hex(), file.filename().string()));
     sync_path(checksum_temporary, O_RDONLY);
     fs::rename(checksum_temporary, checksum);
     fs::rename(temporary, file);
     sync_path(folder, O_RDONLY | O_DIRECTORY);  // the renames themselves reach the disk
   } catch (const std::exception& error) {
+    if (fd >= 0) ::close(fd);
     std::error_code ignored;
     fs::remove(temporary, ignored);
     fs::remove(checksum_temporary, ignored);
@@ -153,6 +194,10 @@ void prune_checkpoints(const fs::path& folder, int64_t keep) {
   }
   for (const CheckpointFile& part : checkpoint_files(folder, /*parts=*/true))
     if (kept.count(part.step) == 0) remove(part.path);
+  // What a process killed mid-write left (a failed write removes its own): never a checkpoint.
+  for (const fs::directory_entry& entry : fs::directory_iterator(folder, ignored)) {
+    if (entry.path().extension() == ".partial") fs::remove(entry.path(), ignored);
+  }
 }
 
 void verify_checkpoint_file(const fs::path& file) {

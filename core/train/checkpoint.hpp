@@ -38,12 +38,19 @@ std::filesystem::path checkpoint_part_path(const std::filesystem::path& folder, 
 // exist). A step whose parts were written but not its main file is not a checkpoint.
 std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& folder);
 
-// Calls `write` with a temporary file name beside `file`, flushes what it wrote to the disk, then
-// renames it to `file`. Before the rename, the file's SHA-256 is written beside it, as
+// Where a file's bytes go, in order (LibTorch's OutputArchive::save_to takes one). It always
+// says it took them all: LibTorch's archive writer finishes the file in its destructor, and a
+// short write there would end the process (std::terminate), so a failure is kept and thrown
+// once the writer is done.
+using ByteSink = std::function<std::size_t(const void* bytes, std::size_t size)>;
+
+// Calls `write` with a sink into a temporary file beside `file`, flushes it to the disk, then
+// renames it to `file`. Before the rename, the SHA-256 of the bytes written is put beside it, as
 // `file`.sha256 in sha256sum's format, so that a checkpoint is never without its checksum.
-// Throws CheckpointError naming the folder when any of it fails; the temporary file is removed.
+// Throws CheckpointError naming the file and the cause (a full disk, a file-size limit) when any
+// of it fails; the temporary files are removed and an earlier checkpoint is untouched.
 void write_atomically(const std::filesystem::path& file,
-                      const std::function<void(const std::string& temporary)>& write);
+                      const std::function<void(const ByteSink& sink)>& write);
 
 // Throws CheckpointError naming `file` and what to do when its bytes do not have the SHA-256
 // written with it, or it has none (Note [Checkpoints]).
@@ -54,8 +61,8 @@ void verify_checkpoint_file(const std::filesystem::path& file);
 std::optional<std::filesystem::path> latest_verified_checkpoint(const std::filesystem::path& folder,
                                                                 std::vector<std::string>& skipped);
 
-// Removes all but the newest `keep` checkpoints of `folder`, with their parts, and every part of
-// a step that is not a checkpoint (a write cut short).
+// Removes all but the newest `keep` checkpoints of `folder`, with their parts, every part of a
+// step that is not a checkpoint, and every temporary file (writes cut short).
 void prune_checkpoints(const std::filesystem::path& folder, int64_t keep);
 
 // Throws CheckpointError naming `file` and what differs when `found` is not `expected`.

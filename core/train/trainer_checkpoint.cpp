@@ -220,7 +220,7 @@ void Trainer::save_checkpoint_part(int64_t step) const {
   write_state(archive, "experts", named_state(*model_, sharded_parameters_, /*experts=*/true),
               *expert_optimizer_);
   write_atomically(checkpoint_part_path(checkpoints_->folder, step, collectives_->rank()),
-                   [&](const std::string& temporary) { archive.save_to(temporary); });
+                   [&](const ByteSink& sink) { archive.save_to(sink); });
 }
 
 void Trainer::restore_checkpoint_part(const std::filesystem::path& main, int64_t step,
@@ -319,7 +319,7 @@ void Trainer::save_main_checkpoint(int64_t step, const TrainingOutcome& outcome,
     }
   }
   write_atomically(checkpoint_path(checkpoints_->folder, step),
-                   [&](const std::string& temporary) { archive.save_to(temporary); });
+                   [&](const ByteSink& sink) { archive.save_to(sink); });
 }
 
 int64_t Trainer::resume_from(const std::filesystem::path& file,
