@@ -22,6 +22,7 @@
 #include "core/data/token_source.hpp"
 #include "core/system/sha256.hpp"
 #include "core/train/checkpoint.hpp"
+#include "core/train/checkpoint_archive.hpp"
 #include "core/train/trainer.hpp"
 #include "lrmoe/static_owners.hpp"
 #include "store/results_store.hpp"
@@ -305,6 +306,33 @@ TEST_CASE(
   CHECK_FALSE(fs::exists(checkpoint_path(folder, 8)));
   CHECK(latest_checkpoint(folder) == checkpoint_path(folder, 4));
   CHECK_NOTHROW(verify_checkpoint_file(checkpoint_path(folder, 4)));
+}
+
+TEST_CASE("a checkpoint whose checksum holds but that LibTorch cannot parse is refused in one line",
+          "[resume]") {
+  // Found by fuzz_checkpoint_file: TorchScript's parser throws its own error type, not a
+  // c10::Error, for a type name it does not know.
+  torch::serialize::OutputArchive archive;
+  archive.write("weights", torch::ones({4}));
+  std::ostringstream saved;
+  archive.save_to(saved);
+  std::string bytes = saved.str();
+  const std::size_t type = bytes.find("__torch__\nModule");
+  REQUIRE(type != std::string::npos);
+  bytes[type + std::strlen("__torch__\n")] = 'N';  // "Nodule"
+  TempFolder dir;
+  const fs::path file = checkpoint_path(dir.path(), 1);
+  write_atomically(file, [&](const ByteSink& sink) { sink(bytes.data(), bytes.size()); });
+  torch::serialize::InputArchive read;
+  std::string error;
+  try {
+    load_verified(read, file, torch::kCPU);
+  } catch (const CheckpointError& e) {
+    error = e.what();
+  }
+  CHECK_THAT(error, Contains("step-00000001.pt: cannot read this checkpoint (") &&
+                        Contains("resume from an earlier one"));
+  CHECK(error.find('\n') == std::string::npos);
 }
 
 TEST_CASE("a run whose checkpoint cannot be written fails in one line and an error event",

@@ -107,9 +107,10 @@ void ExperimentSources::add_chain_file(std::string_view text, const std::string&
     }
     const std::string& relative = extends->as_string()->get();
     const fs::path base = (base_dir / relative).lexically_normal();
-    if (!fs::exists(base)) {
+    std::error_code missing;
+    if (!fs::exists(base, missing)) {
       throw ConfigError(place + ": extends '" + relative + "', but " + base.string() +
-                        " does not exist");
+                        (missing ? ": " + missing.message() : " does not exist"));
     }
     const fs::path canonical = fs::weakly_canonical(base);
     if (std::find(chain.begin(), chain.end(), canonical) != chain.end()) {

@@ -5,21 +5,18 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <mutex>
 #include <set>
 
 #include "core/plugins/plugin_boundary.hpp"
+#include "core/train/checkpoint_archive.hpp"
 #include "core/train/trainer.hpp"
 
 namespace lrmoe {
 namespace {
 
-// Raised when what a checkpoint holds changes; a checkpoint of another format is refused.
-// 4: named tensors, and the sharded experts in parts; 3: no previous owners (2 had them).
-constexpr int64_t kCheckpointFormat = 4;
 constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
 
 // The run's totals and last evaluation loss as one float64 tensor: bit for bit, NaN for none.
@@ -58,20 +55,6 @@ std::vector<Policy*> policies_of(const PolicySet& set) {
   return {set.placement.get(), set.metric.get(), set.selection.get(), set.routing.get()};
 }
 
-c10::IValue read_value(torch::serialize::InputArchive& archive, const std::string& key) {
-  c10::IValue value;
-  archive.read(key, value);
-  return value;
-}
-
-torch::Tensor read_tensor(torch::serialize::InputArchive& archive, const std::string& key) {
-  torch::Tensor tensor;
-  archive.read(key, tensor);
-  return tensor.to(torch::kCPU);
-}
-
-using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
-
 // The model's parameters and buffers by name: the sharded experts' (`experts`), or every other.
 NamedTensors named_state(const torch::nn::Module& model, const std::vector<torch::Tensor>& sharded,
                          bool experts) {
@@ -88,110 +71,13 @@ NamedTensors named_state(const torch::nn::Module& model, const std::vector<torch
   return state;
 }
 
-std::string joined_names(const NamedTensors& tensors) {
-  std::string names;
-  for (const auto& [name, tensor] : tensors) names += name + "\n";
-  return names;
-}
-
-// Tensors under their index, their names in one string (archive keys are not dotted paths).
-void write_named(torch::serialize::OutputArchive& archive, const NamedTensors& tensors) {
-  archive.write("names", c10::IValue(joined_names(tensors)));
-  for (std::size_t i = 0; i < tensors.size(); ++i)
-    archive.write(fmt::format("tensor_{}", i), tensors[i].second.detach());
-}
-
-// Copies the archive's tensors into `into`, in place; throws CheckpointError naming `file` and
-// the tensor when the names or a shape differ.
-void read_named(torch::serialize::InputArchive& archive, const NamedTensors& into,
-                const std::filesystem::path& file) {
-  if (read_value(archive, "names").toStringRef() != joined_names(into)) {
-    throw CheckpointError(fmt::format(
-        "{}: holds other tensors than this model's {} (another model or expert shard); resume "
-        "with the run's own experiment and number of processes",
-        file.string(), into.size()));
-  }
-  torch::NoGradGuard no_grad;
-  for (std::size_t i = 0; i < into.size(); ++i) {
-    torch::Tensor saved;
-    archive.read(fmt::format("tensor_{}", i), saved);
-    if (saved.sizes() != into[i].second.sizes()) {
-      throw CheckpointError(fmt::format("{}: tensor {} has shape {}, this model's is {}",
-                                        file.string(), into[i].first, c10::str(saved.sizes()),
-                                        c10::str(into[i].second.sizes())));
-    }
-    into[i].second.copy_(saved);
-  }
-}
-
-// `tensors` under `key`, and `optimizer`'s state (of those tensors) under "optimizer".
-void write_state(torch::serialize::OutputArchive& archive, const std::string& key,
-                 const NamedTensors& tensors, const torch::optim::Optimizer& optimizer) {
-  torch::serialize::OutputArchive named;
-  write_named(named, tensors);
-  archive.write(key, named);
-  torch::serialize::OutputArchive state;
-  optimizer.save(state);
-  archive.write("optimizer", state);
-}
-
-void read_state(torch::serialize::InputArchive& archive, const std::string& key,
-                const NamedTensors& into, torch::optim::Optimizer& optimizer,
-                const std::filesystem::path& file) {
-  torch::serialize::InputArchive named;
-  archive.read(key, named);
-  read_named(named, into, file);
-  torch::serialize::InputArchive state;
-  archive.read("optimizer", state);
-  optimizer.load(state);
-}
-
-void write_identity(torch::serialize::OutputArchive& archive, int64_t step,
-                    const CheckpointIdentity& identity) {
-  archive.write("format", c10::IValue(kCheckpointFormat));
-  archive.write("step", c10::IValue(step));
-  archive.write("experiment_sha256", c10::IValue(identity.experiment_sha256));
-  archive.write("code_version", c10::IValue(identity.code_version));
-}
-
-// Checks a file's format and identity; returns its step.
-int64_t read_identity(torch::serialize::InputArchive& archive, const std::filesystem::path& file,
-                      const CheckpointIdentity& expected) {
-  const int64_t format = read_value(archive, "format").toInt();
-  if (format != kCheckpointFormat) {
-    throw CheckpointError(fmt::format(
-        "{}: checkpoint format {}, this build reads format {}; resume it with the build that "
-        "wrote it",
-        file.string(), format, kCheckpointFormat));
-  }
-  check_checkpoint_identity(file,
-                            {read_value(archive, "experiment_sha256").toStringRef(),
-                             read_value(archive, "code_version").toStringRef()},
-                            expected);
-  return read_value(archive, "step").toInt();
-}
-
-// A c10::Error while reading `file`, as the one line a user acts on.
-// Verifies `file` against its checksum, then has LibTorch read it into `archive` (onto
-// `device`), before anything of it is used: LibTorch 1.13 does not check its archive's CRCs.
-// Both times are logged: the checksum's share of a load is a figure of Note [Checkpoints].
-void load_verified(torch::serialize::InputArchive& archive, const std::filesystem::path& file,
-                   const torch::Device& device) {
-  const auto start = std::chrono::steady_clock::now();
-  verify_checkpoint_file(file);
-  const auto verified = std::chrono::steady_clock::now();
-  archive.load_from(file.string(), device);
-  const auto loaded = std::chrono::steady_clock::now();
+// load_verified, with both of its times logged: the checksum's share of a load is a figure of
+// Note [Checkpoints].
+void load_logged(torch::serialize::InputArchive& archive, const std::filesystem::path& file,
+                 const torch::Device& device) {
+  const LoadSeconds took = load_verified(archive, file, device);
   spdlog::info("checkpoint {}: SHA-256 verified in {:.3f} s, then read in {:.3f} s",
-               file.filename().string(), std::chrono::duration<double>(verified - start).count(),
-               std::chrono::duration<double>(loaded - verified).count());
-}
-
-CheckpointError unreadable(const std::filesystem::path& file, const c10::Error& error) {
-  return CheckpointError(fmt::format(
-      "{}: cannot read this checkpoint ({}); it is damaged or of another model: resume from an "
-      "earlier one by removing it",
-      file.string(), error.what_without_backtrace()));
+               file.filename().string(), took.verify, took.read);
 }
 
 }  // namespace
@@ -252,7 +138,7 @@ void Trainer::restore_checkpoint_part(const std::filesystem::path& main, int64_t
   }
   try {
     torch::serialize::InputArchive archive;
-    load_verified(archive, file, device_);
+    load_logged(archive, file, device_);
     const int64_t part_step = read_identity(archive, file, expected);
     const int64_t process = read_value(archive, "process").toInt();
     if (part_step != step || process != collectives_->rank()) {
@@ -263,7 +149,7 @@ void Trainer::restore_checkpoint_part(const std::filesystem::path& main, int64_t
     read_state(archive, "experts", named_state(*model_, sharded_parameters_, /*experts=*/true),
                *expert_optimizer_, file);
   } catch (const c10::Error& error) {
-    throw unreadable(file, error);
+    throw unreadable(file, error.what_without_backtrace());
   }
 }
 
@@ -344,7 +230,7 @@ int64_t Trainer::resume_from(const std::filesystem::path& file,
   int64_t step = 0;
   try {
     // Tensors come to the training device: parameters and optimizer state are read in place.
-    load_verified(archive, file, device_);
+    load_logged(archive, file, device_);
     step = read_identity(archive, file, expected);
     const int64_t processes = read_value(archive, "processes").toInt();
     if (expert_optimizer_ && processes != collectives_->size()) {
@@ -389,7 +275,7 @@ int64_t Trainer::resume_from(const std::filesystem::path& file,
     resumed_.final_eval_loss = unless_nan(t[7]);
     resumed_last_eval_ = unless_nan(t[8]);
   } catch (const c10::Error& error) {
-    throw unreadable(file, error);
+    throw unreadable(file, error.what_without_backtrace());
   }
   if (expert_optimizer_) restore_checkpoint_part(file, step, expected);
   first_step_ = step + 1;
