@@ -442,8 +442,8 @@ TEST_CASE("plugin answers with bad values are refused naming the plugin, unless 
     policies->records[1].path = "/plugins/scripted_metric.so";
     scores_with(-1);
     refused(
-        "step 1, MoE layer 0, backward: metric 'scripted_metric' returned a negative score "
-        "(the plugin's library: /plugins/scripted_metric.so)");
+        "step 1, MoE layer 0, backward: metric 'scripted_metric' (/plugins/scripted_metric.so) "
+        "returned a negative score: score must return [pairs] scores, finite and >= 0");
   }
   SECTION("an infinite weight") {
     weights_with(std::numeric_limits<float>::infinity());

@@ -165,9 +165,9 @@ PlanError ExpertPipeline::located(const PlanError& error, const char* phase) con
   // A check of a plugin's answer names the plugin ("metric 'gate' returned ..."): the library
   // it came from goes with it.
   for (const PluginRecord& record : policies_->records) {
-    if (what.rfind(fmt::format("{} '{}'", record.kind, record.name), 0) == 0 &&
-        !record.path.empty())
-      what += fmt::format(" (the plugin's library: {})", record.path);
+    const std::string plugin = fmt::format("{} '{}'", record.kind, record.name);
+    if (what.rfind(plugin, 0) == 0 && !record.path.empty())
+      what.insert(plugin.size(), fmt::format(" ({})", record.path));
   }
   return PlanError(
       fmt::format("step {}, MoE layer {}, {}: {}", step_, settings_.layer, phase, what));

@@ -12,6 +12,31 @@ namespace lrmoe {
 
 namespace {
 
+// What each answer must be, said after what was wrong with it: the plugin's author reads the fix
+// in the same line (the interfaces' headers say it at length).
+constexpr const char* kRoute =
+    "route must return [pairs] int64 instance indices, each pair to an instance of its own expert "
+    "(RoutingRequest::expert_instances, lrmoe/routing.hpp)";
+constexpr const char* kRouteCounts =
+    "route_counts must return [ranks x instances] counts >= 0 that send all of each home rank's "
+    "pairs of an expert to that expert's instances (lrmoe/routing.hpp)";
+constexpr const char* kKeptCount =
+    "kept_count(pairs, quota) must return a count from 0 to min(pairs, quota) "
+    "(lrmoe/selection.hpp)";
+constexpr const char* kKeptWeight =
+    "kept_weight must return a finite weight above 0 (lrmoe/selection.hpp)";
+constexpr const char* kScore =
+    "score must return [pairs] scores, finite and >= 0 (lrmoe/metric.hpp)";
+constexpr const char* kSelect =
+    "select must return `kept` as strictly increasing int64 indices into the pairs, no more of "
+    "an expert's than its quota, and `weights` either undefined or one finite weight >= 0 per "
+    "kept pair (lrmoe/selection.hpp)";
+
+// "<what was wrong>: <what it must return>".
+PlanError answer_error(const std::string& what, const char* contract) {
+  return PlanError(fmt::format("{}: {}", what, contract));
+}
+
 // The verdicts of several checks computed on the device, read in one copy.
 std::vector<bool> verdicts(const std::vector<torch::Tensor>& checks) {
   const torch::Tensor all = torch::stack(checks).to(torch::kCPU);
@@ -25,8 +50,10 @@ std::vector<bool> verdicts(const std::vector<torch::Tensor>& checks) {
 torch::Tensor checked_routing(const torch::Tensor& instance, const torch::Tensor& experts,
                               const InstanceTable& table, const std::string& policy) {
   if (!instance.defined() || instance.dim() != 1 || instance.numel() != experts.numel()) {
-    throw PlanError(fmt::format("routing '{}' must return one instance per pair ({})", policy,
-                                experts.numel()));
+    throw answer_error(
+        fmt::format("routing '{}' returned {} for {} pairs", policy,
+                    instance.defined() ? c10::str(instance.sizes()) : "nothing", experts.numel()),
+        kRoute);
   }
   torch::Tensor routed = instance.to(experts.device(), torch::kInt64).contiguous();
   if (routed.numel() == 0) return routed;
@@ -36,12 +63,13 @@ torch::Tensor checked_routing(const torch::Tensor& instance, const torch::Tensor
       table.instance_expert.index_select(0, routed.clamp(0, table.size() - 1)).eq(experts);
   const std::vector<bool> ok = verdicts({in_range.all(), own_expert.all()});
   if (!ok[0]) {
-    throw PlanError(fmt::format("routing '{}' returned an instance index outside 0..{}", policy,
-                                table.size() - 1));
+    throw answer_error(fmt::format("routing '{}' returned an instance index outside 0..{}", policy,
+                                   table.size() - 1),
+                       kRoute);
   }
   if (!ok[1]) {
-    throw PlanError(
-        fmt::format("routing '{}' sent a pair to an instance of another expert", policy));
+    throw answer_error(
+        fmt::format("routing '{}' sent a pair to an instance of another expert", policy), kRoute);
   }
   return routed;
 }
@@ -51,27 +79,29 @@ void check_count_routing(const std::vector<int64_t>& routed, const std::vector<i
   const int64_t I = table.size();
   const auto E = static_cast<int64_t>(table.expert_instances.size());
   if (static_cast<int64_t>(routed.size()) != ranks * I) {
-    throw PlanError(fmt::format(
-        "routing '{}' must return one count per (home rank, instance) ({} x {}), returned {}",
-        policy, ranks, I, routed.size()));
+    throw answer_error(fmt::format("routing '{}' returned {} counts for {} ranks x {} instances",
+                                   policy, routed.size(), ranks, I),
+                       kRouteCounts);
   }
   for (int64_t h = 0; h < ranks; ++h) {
     std::vector<int64_t> sent(static_cast<std::size_t>(E), 0);
     for (int64_t i = 0; i < I; ++i) {
       const int64_t count = routed[static_cast<std::size_t>(h * I + i)];
       if (count < 0) {
-        throw PlanError(fmt::format("routing '{}' routed {} pairs of home rank {} to instance {}",
-                                    policy, count, h, i));
+        throw answer_error(
+            fmt::format("routing '{}' routed {} pairs of home rank {} to instance {}", policy,
+                        count, h, i),
+            kRouteCounts);
       }
       sent[static_cast<std::size_t>(table.instances[static_cast<std::size_t>(i)].expert)] += count;
     }
     for (int64_t e = 0; e < E; ++e) {
       const int64_t group = pairs[static_cast<std::size_t>(h * E + e)];
       if (sent[static_cast<std::size_t>(e)] != group) {
-        throw PlanError(fmt::format(
-            "routing '{}' routed {} pairs of home rank {} and expert {} to that expert's "
-            "instances, which has {}",
-            policy, sent[static_cast<std::size_t>(e)], h, e, group));
+        throw answer_error(fmt::format("routing '{}' routed {} pairs of home rank {} and expert "
+                                       "{} to that expert's instances, which has {}",
+                                       policy, sent[static_cast<std::size_t>(e)], h, e, group),
+                           kRouteCounts);
       }
     }
   }
@@ -80,26 +110,33 @@ void check_count_routing(const std::vector<int64_t>& routed, const std::vector<i
 void check_kept_count(int64_t kept, int64_t pairs, int64_t quota, int64_t expert, bool values,
                       const std::string& policy) {
   if (kept < 0 || kept > pairs) {
-    throw PlanError(fmt::format("selection '{}' keeps {} of expert {}'s {} pairs", policy, kept,
-                                expert, pairs));
+    throw answer_error(
+        fmt::format("selection '{}' keeps {} of expert {}'s {} pairs", policy, kept, expert, pairs),
+        kKeptCount);
   }
   if (values && kept > std::max<int64_t>(quota, 0)) {
-    throw PlanError(fmt::format("selection '{}' keeps {} pairs of expert {}, above its quota {}",
-                                policy, kept, expert, quota));
+    throw answer_error(fmt::format("selection '{}' keeps {} pairs of expert {}, above its quota {}",
+                                   policy, kept, expert, quota),
+                       kKeptCount);
   }
 }
 
 void check_kept_weight(float weight, int64_t expert, const std::string& policy) {
   if (!std::isfinite(weight) || weight <= 0) {
-    throw PlanError(
-        fmt::format("selection '{}' weighs expert {}'s kept pairs {}", policy, expert, weight));
+    throw answer_error(
+        fmt::format("selection '{}' weighs expert {}'s kept pairs {}", policy, expert, weight),
+        kKeptWeight);
   }
 }
 
 void check_scores(const torch::Tensor& scores, int64_t pairs, bool values,
                   const std::string& policy, const std::vector<NamedInput>& inputs) {
   if (!scores.defined() || scores.numel() != pairs) {
-    throw PlanError(fmt::format("metric '{}' must return one score per pair ({})", policy, pairs));
+    throw answer_error(
+        fmt::format("metric '{}' returned {} for {} pairs", policy,
+                    scores.defined() ? std::to_string(scores.numel()) + " scores" : "nothing",
+                    pairs),
+        kScore);
   }
   if (!values || pairs == 0) return;
   const std::vector<bool> ok = verdicts({scores.isfinite().all(), scores.ge(0).all()});
@@ -116,9 +153,10 @@ void check_scores(const torch::Tensor& scores, int64_t pairs, bool values,
           "train.lr, raise train.warmup_steps or set train.grad_clip",
           input.name, bad.numel(), input.values.numel(), first));
     }
-    throw PlanError(fmt::format("metric '{}' returned a NaN or infinite score", policy));
+    throw answer_error(fmt::format("metric '{}' returned a NaN or infinite score", policy), kScore);
   }
-  if (!ok[1]) throw PlanError(fmt::format("metric '{}' returned a negative score", policy));
+  if (!ok[1])
+    throw answer_error(fmt::format("metric '{}' returned a negative score", policy), kScore);
 }
 
 void check_selection(const Selection& selection, const torch::Tensor& experts,
@@ -126,10 +164,10 @@ void check_selection(const Selection& selection, const torch::Tensor& experts,
   const torch::Tensor& kept = selection.kept;
   const int64_t pairs = experts.numel();
   auto fail = [&](const std::string& why) {
-    return PlanError(fmt::format("selection '{}' {}", policy, why));
+    return answer_error(fmt::format("selection '{}' {}", policy, why), kSelect);
   };
   if (!kept.defined() || kept.dim() != 1 || kept.scalar_type() != torch::kInt64) {
-    throw fail("must return `kept` as a 1-D int64 tensor");
+    throw fail("returned `kept` that is not a 1-D int64 tensor");
   }
   const torch::Tensor& weights = selection.weights;
   if (weights.defined() && weights.numel() != kept.numel()) {
@@ -154,7 +192,7 @@ void check_selection(const Selection& selection, const torch::Tensor& experts,
   }
   const std::vector<bool> ok = verdicts(checks);
   if (!ok[0]) throw fail("kept a pair index out of range");
-  if (!ok[1]) throw fail("must return `kept` strictly increasing");
+  if (!ok[1]) throw fail("returned `kept` not strictly increasing");
   if (!values) return;
   if (!ok[2]) {
     const torch::Tensor over = kept_per_expert.gt(quota_tensor).nonzero().flatten().to(torch::kCPU);

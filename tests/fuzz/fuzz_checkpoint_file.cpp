@@ -27,8 +27,7 @@ const lrmoe::CheckpointIdentity kIdentity{"experiment", "code"};
 struct Model {
   lrmoe::NamedTensors tensors{{"layer.weight", torch::zeros({2, 3}, torch::requires_grad())},
                               {"layer.bias", torch::zeros({4}, torch::requires_grad())}};
-  torch::optim::AdamW optimizer{
-      std::vector<torch::Tensor>{tensors[0].second, tensors[1].second}};
+  torch::optim::AdamW optimizer{std::vector<torch::Tensor>{tensors[0].second, tensors[1].second}};
 };
 
 // A valid checkpoint of Model, after one optimizer step (so that it has state).
@@ -74,8 +73,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string sidecar = file.string() + ".sha256";
   if ((data[0] & 1) == 0) {
     write_file(file, rest, size - 1);
-    const std::string line =
-        lrmoe::sha256_hex(std::string_view(rest, size - 1)) + "  " + file.filename().string() + "\n";
+    const std::string line = lrmoe::sha256_hex(std::string_view(rest, size - 1)) + "  " +
+                             file.filename().string() + "\n";
     write_file(sidecar, line.data(), line.size());
   } else {
     write_file(file, valid.data(), valid.size());
