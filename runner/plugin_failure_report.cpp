@@ -113,8 +113,8 @@ void compose(FixedText& message, const ActivePluginCall& call, const char* what,
 }
 
 // Records the failure by `lrmoe record-plugin-failure` in a fresh process and waits for it (30 s
-// at most). Returns its exit code, 0 when nothing is to be recorded, or -1 when it could not be
-// started or did not end in time.
+// at most). Returns its exit code (3: the run is no longer running), 0 when nothing is to be
+// recorded, or -1 when it could not be started or did not end in time.
 int record(const FixedText& message) {
   if (!recording.load()) return 0;
   const char* arguments[] = {executable,        "record-plugin-failure",
@@ -154,7 +154,8 @@ void report(const ActivePluginCall& call, const char* what, const char* advice) 
   FixedText line;
   if (isatty(STDERR_FILENO)) line.add("\n");  // after a live progress line
   line.add("lrmoe: ").add(message.c_str());
-  if (recorded != 0) {
+  // 3: the run had ended already (another process of it recorded its own failure first).
+  if (recorded != 0 && recorded != 3) {
     line.add(" (run ").add(run_text).add(
         " could not be recorded failed: lrmoe "
         "record-plugin-failure ");

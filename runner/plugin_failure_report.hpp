@@ -17,7 +17,8 @@ void watch_plugin_failures(const std::string& where, double call_timeout_seconds
 
 // From now on a failure is also recorded: run `run` of `database` gets the line as an error
 // event and the status 'failed' (by `lrmoe record-plugin-failure`, a fresh process, since the
-// failing one may have a corrupt heap). Without it, the line is printed only.
+// failing one may have a corrupt heap), unless it has ended already. Every process of a run
+// records its own failure. Without it, the line is printed only.
 void record_plugin_failures_in(const std::string& database, int64_t run);
 
 }  // namespace lrmoe

@@ -145,6 +145,16 @@ void print_summary(const Experiment& e, const TrainingOutcome& o, const std::str
   }
 }
 
+// Process 0's run id on every process (the others pass 0), so that a process whose plugin
+// crashes or hangs records that in the run (Note [Plugin failures]). Every process calls it once,
+// after its trainer is made and before its checkpoints are enabled.
+int64_t shared_run_id(Collectives& collectives, int64_t run) {
+  if (collectives.single()) return run;
+  torch::Tensor id = torch::tensor({run}, torch::kInt64);
+  collectives.max(id);
+  return id.item<int64_t>();
+}
+
 // Steps the run beside process 0, which alone records it. Ctrl-C here asks every process to
 // stop after the step, as it does in process 0.
 class FollowerObserver : public TrainingObserver {
@@ -158,9 +168,9 @@ int follow_run(const Experiment& experiment, const TokenSource& data,
                HardwareProfile profile, const std::optional<ResumePoint>& resume) {
   install_interrupt_handler();
   FollowerObserver observer;
-  Trainer trainer(experiment, data, std::move(policies), std::move(collectives),
-                  std::move(profile));
+  Trainer trainer(experiment, data, std::move(policies), collectives, std::move(profile));
   if (resume) trainer.resume_from(resume->checkpoint, checkpoint_identity(experiment));
+  record_plugin_failures_in(experiment.store.path, shared_run_id(*collectives, 0));
   // Process 0 names the folder; with sharded experts this process writes its part there.
   if (experiment.train.checkpoint_every > 0) trainer.enable_checkpoints(std::nullopt);
   return trainer.run(observer).reason == StopReason::Stopped ? 130 : 0;
@@ -365,6 +375,7 @@ int run_command(const ExperimentSource& source) {
     std::unique_ptr<Trainer> trainer = std::move(resumed);
     if (!trainer)
       trainer = std::make_unique<Trainer>(experiment, *data, policies, collectives, profile);
+    shared_run_id(*collectives, run);
     record_process_states(*store, run, trainer->process_states());
     if (experiment.train.checkpoint_every > 0)
       trainer->enable_checkpoints(CheckpointSettings{checkpoint_folder(store->path(), run),

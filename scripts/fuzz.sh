@@ -40,9 +40,9 @@ seed() {  # seed TARGET: the target's corpus folder, created with its seeds on t
         cp experiments/sweeps/*.toml experiments/paper/corpus-*.toml "$corpus/"
         printf 'experiment = "b.toml"\n[[axis]]\nvariants = [\n  { label = "x",\n    "a.b" = 1, },\n]\n' \
           >"$corpus/multiline" ;;
-      checkpoint_file)  # a valid checkpoint, written by the target itself
-        ASAN_OPTIONS=detect_leaks=0 LRMOE_FUZZ_WRITE_SEED="$corpus/valid" "$build/fuzz_checkpoint_file"
-        printf '\x01%s  step-00000001.pt\n' "$(printf '0%.0s' {1..64})" >"$corpus/wrong_sum" ;;
+      checkpoint_file)  # recipes of an archive with every key, and a checksum that is wrong
+        printf '\x01\x1f\x00\x09\x00\x00\x02\x00\x00\x02\x02\x03\x01\x00\x01\x04\x01' >"$corpus/full"
+        printf '\x00%s  step-00000001.pt\n' "$(printf '0%.0s' {1..64})" >"$corpus/wrong_sum" ;;
       plugin_outputs)
         seq -s ' ' 1 120 >"$corpus/counting"
         printf '\x03\x01\x03\x06\x00\x00\x00\x00\x01\x01\x00\x01\x02\x00\x02\x01' >"$corpus/plan" ;;

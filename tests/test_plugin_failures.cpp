@@ -121,3 +121,23 @@ TEST_CASE("a plugin that hangs on two processes fails the run once, recorded, wi
   REQUIRE_FALSE(errors.empty());
   CHECK_THAT(errors.front(), Catch::Contains("hanging_metric.so): score did not return"));
 }
+
+TEST_CASE("a plugin that crashes in one process of two is recorded in the run by that process",
+          "[e2e][plugins]") {
+  TempFolder dir;
+  const std::string db = dir.file("results.db");
+  std::vector<std::string> args = failing_metric_run("launch", "rank1_segfaulting_metric", db);
+  args.insert(args.end(), {"-n", "2"});
+  auto [code, output] = run_lrmoe(args, dir.file("launch.log"), std::chrono::seconds(120));
+  INFO(output);
+  CHECK(code != 0);
+  const std::vector<std::string> lines = error_lines(output);
+  REQUIRE(lines.size() == 1);
+  CHECK_THAT(lines.front(), Catch::Contains("rank1_segfaulting_metric.so): score crashed with "
+                                            "SIGSEGV"));
+  const auto [status, errors] = recorded(db);
+  CHECK(status == "failed");
+  REQUIRE_FALSE(errors.empty());
+  // Process 1's line first: process 0 fails only after, when its peer is gone.
+  CHECK("lrmoe: " + errors.front() == lines.front());
+}
