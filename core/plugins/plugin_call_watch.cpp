@@ -7,9 +7,14 @@
 namespace lrmoe {
 namespace {
 
-// One thread's call in progress. Plain atomics, so that a signal handler on any thread and the
-// watchdog read them without locks; started_ns is written last on entry and first on exit, and
-// 0 means no call.
+// Release stores and acquire loads: plain moves on x86, where sequentially consistent stores (a
+// locked exchange each) made marking a call cost 87 ns instead of 25 (most of it the clock read).
+constexpr std::memory_order kPublish = std::memory_order_release;
+constexpr std::memory_order kRead = std::memory_order_acquire;
+
+// One thread's call in progress. Lock-free atomics, so that a signal handler on any thread and
+// the watchdog read them without locks; started_ns is written last on entry and first on exit,
+// and 0 means no call.
 struct CallSlot {
   std::atomic<bool> taken{false};
   std::atomic<const char*> label{nullptr};
@@ -39,7 +44,8 @@ class ThreadSlot {
   // A thread ends inside a plugin call only when plugin code calls exit(), which destroys the
   // thread's objects before the exit handlers run: the call stays marked for them to report.
   ~ThreadSlot() {
-    if (index_ >= 0 && slots[index_].started_ns.load() == 0) slots[index_].taken.store(false);
+    if (index_ >= 0 && slots[index_].started_ns.load(kRead) == 0)
+      slots[index_].taken.store(false, kPublish);
   }
   int index() const { return index_; }
 
@@ -58,9 +64,9 @@ thread_local int signal_safe_slot = -1;
 
 ActivePluginCall read(const CallSlot& slot, int64_t started_ns) {
   ActivePluginCall found;
-  found.label = slot.label.load();
-  found.call = slot.call.load();
-  found.place = {slot.step.load(), slot.layer.load()};
+  found.label = slot.label.load(kRead);
+  found.call = slot.call.load(kRead);
+  found.place = {slot.step.load(kRead), slot.layer.load(kRead)};
   found.started_ns = started_ns;
   return found;
 }
@@ -78,29 +84,30 @@ PluginCallScope::PluginCallScope(const std::string& label, const char* call, Plu
   if (slot_ < 0) return;
   signal_safe_slot = slot_;
   CallSlot& s = slots[slot_];
-  outer_ = {s.label.load(), s.call.load(), s.step.load(), s.layer.load(), s.started_ns.load()};
-  s.started_ns.store(0);
-  s.label.store(label.c_str());
-  s.call.store(call);
-  s.step.store(place.step);
-  s.layer.store(place.layer);
-  s.started_ns.store(monotonic_nanoseconds());
+  outer_ = {s.label.load(kRead), s.call.load(kRead), s.step.load(kRead), s.layer.load(kRead),
+            s.started_ns.load(kRead)};
+  s.started_ns.store(0, kPublish);
+  s.label.store(label.c_str(), kPublish);
+  s.call.store(call, kPublish);
+  s.step.store(place.step, kPublish);
+  s.layer.store(place.layer, kPublish);
+  s.started_ns.store(monotonic_nanoseconds(), kPublish);
 }
 
 PluginCallScope::~PluginCallScope() {
   if (slot_ < 0) return;
   CallSlot& s = slots[slot_];
-  s.started_ns.store(0);
-  s.label.store(outer_.label);
-  s.call.store(outer_.call);
-  s.step.store(outer_.step);
-  s.layer.store(outer_.layer);
-  s.started_ns.store(outer_.started_ns);
+  s.started_ns.store(0, kPublish);
+  s.label.store(outer_.label, kPublish);
+  s.call.store(outer_.call, kPublish);
+  s.step.store(outer_.step, kPublish);
+  s.layer.store(outer_.layer, kPublish);
+  s.started_ns.store(outer_.started_ns, kPublish);
 }
 
 bool find_plugin_call(ActivePluginCall& found, bool this_thread_only) {
   if (signal_safe_slot >= 0) {
-    const int64_t started = slots[signal_safe_slot].started_ns.load();
+    const int64_t started = slots[signal_safe_slot].started_ns.load(kRead);
     if (started != 0) {
       found = read(slots[signal_safe_slot], started);
       return true;
@@ -109,7 +116,7 @@ bool find_plugin_call(ActivePluginCall& found, bool this_thread_only) {
   if (this_thread_only) return false;
   bool any = false;
   for (const CallSlot& slot : slots) {
-    const int64_t started = slot.started_ns.load();
+    const int64_t started = slot.started_ns.load(kRead);
     if (started == 0 || (any && started >= found.started_ns)) continue;
     found = read(slot, started);
     any = true;
