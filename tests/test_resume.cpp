@@ -229,6 +229,17 @@ TEST_CASE("a checkpoint of another experiment or build is refused with what diff
       << sha256_hex("not a checkpoint") << "  step-00000009.pt\n";
   CHECK_THROWS_WITH(other.resume_from(dir.file("step-00000009.pt"), kIdentity),
                     Contains("cannot read this checkpoint"));
+  // An archive without the keys a checkpoint has (found by fuzz_checkpoint_file: TorchScript
+  // throws its own error type for a missing key).
+  {
+    torch::serialize::OutputArchive archive;
+    archive.write("format", c10::IValue(kCheckpointFormat));
+    write_atomically(dir.file("step-00000010.pt"),
+                     [&](const ByteSink& sink) { archive.save_to(sink); });
+  }
+  CHECK_THROWS_WITH(
+      other.resume_from(dir.file("step-00000010.pt"), kIdentity),
+      Contains("step-00000010.pt: cannot read this checkpoint (") && Contains("experiment_sha256"));
   // Without its checksum, or with one that does not match, it is not read at all.
   fs::remove(dir.file("step-00000009.pt.sha256"));
   CHECK_THROWS_WITH(other.resume_from(dir.file("step-00000009.pt"), kIdentity),

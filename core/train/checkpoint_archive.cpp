@@ -112,10 +112,8 @@ LoadSeconds load_verified(torch::serialize::InputArchive& archive,
   const auto verified = Clock::now();
   try {
     archive.load_from(file.string(), device);
-  } catch (const c10::Error& error) {
-    throw unreadable(file, error.what_without_backtrace());
-  } catch (const std::exception& error) {  // TorchScript's parser errors are not c10::Errors
-    throw unreadable(file, error.what());
+  } catch (...) {
+    rethrow_as_unreadable(file);
   }
   const auto loaded = Clock::now();
   return {std::chrono::duration<double>(verified - start).count(),
@@ -127,6 +125,18 @@ CheckpointError unreadable(const std::filesystem::path& file, const std::string&
       "{}: cannot read this checkpoint ({}); it is damaged or of another model: resume from an "
       "earlier one by removing it",
       file.string(), one_line(why)));
+}
+
+void rethrow_as_unreadable(const std::filesystem::path& file) {
+  try {
+    throw;
+  } catch (const CheckpointError&) {
+    throw;
+  } catch (const c10::Error& error) {
+    throw unreadable(file, error.what_without_backtrace());
+  } catch (const std::exception& error) {
+    throw unreadable(file, error.what());
+  }
 }
 
 }  // namespace lrmoe

@@ -49,12 +49,17 @@ struct LoadSeconds {
 
 // Verifies `file` against its checksum, then has LibTorch read it into `archive` (onto
 // `device`), before anything of it is used: LibTorch 1.13 does not check its archive's CRCs.
-// Whatever LibTorch throws while it reads is an unreadable() CheckpointError.
+// What LibTorch throws while it reads is rethrown by rethrow_as_unreadable.
 LoadSeconds load_verified(torch::serialize::InputArchive& archive,
                           const std::filesystem::path& file, const torch::Device& device);
 
 // An error of LibTorch's while reading `file` (`why`, without its backtrace), as the one line a
 // user acts on.
 CheckpointError unreadable(const std::filesystem::path& file, const std::string& why);
+
+// For a catch (...) around reading `file`: rethrows a CheckpointError as it is, and whatever
+// LibTorch threw (a c10::Error; TorchScript's own error types for a missing key or an unknown
+// type, found by fuzz_checkpoint_file) as unreadable().
+[[noreturn]] void rethrow_as_unreadable(const std::filesystem::path& file);
 
 }  // namespace lrmoe

@@ -148,8 +148,8 @@ void Trainer::restore_checkpoint_part(const std::filesystem::path& main, int64_t
     }
     read_state(archive, "experts", named_state(*model_, sharded_parameters_, /*experts=*/true),
                *expert_optimizer_, file);
-  } catch (const c10::Error& error) {
-    throw unreadable(file, error.what_without_backtrace());
+  } catch (...) {
+    rethrow_as_unreadable(file);
   }
 }
 
@@ -274,8 +274,8 @@ int64_t Trainer::resume_from(const std::filesystem::path& file,
     resumed_.final_train_loss = t[6];
     resumed_.final_eval_loss = unless_nan(t[7]);
     resumed_last_eval_ = unless_nan(t[8]);
-  } catch (const c10::Error& error) {
-    throw unreadable(file, error.what_without_backtrace());
+  } catch (...) {
+    rethrow_as_unreadable(file);
   }
   if (expert_optimizer_) restore_checkpoint_part(file, step, expected);
   first_step_ = step + 1;

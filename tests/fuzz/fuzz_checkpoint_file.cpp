@@ -1,6 +1,7 @@
-// Fuzz target: a checkpoint file, resumed into a model of two tensors with their AdamW state. It
-// must resume, or be refused with a CheckpointError, or a c10::Error that the trainer turns into
-// one; nothing else may escape, and nothing may crash. The first byte picks what the rest is:
+// Fuzz target: a checkpoint file, resumed into a model of two tensors with their AdamW state, as
+// the trainer resumes (core/train/trainer_checkpoint.cpp). It must resume, or be refused with a
+// CheckpointError; nothing else may escape, and nothing may crash. The first byte picks what the
+// rest is:
 //   even: the checksum file beside a valid checkpoint;
 //   odd: the recipe of a well-formed archive that lrmoe did not write, with its right checksum:
 //        which keys it holds, its format number, its tensors' names, shapes and dtypes, and its
@@ -142,13 +143,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     lrmoe::latest_verified_checkpoint(folder(), skipped);
     Model model;
     torch::serialize::InputArchive archive;
-    lrmoe::load_verified(archive, file, torch::kCPU);
-    lrmoe::read_identity(archive, file, kIdentity);
-    lrmoe::read_state(archive, "model", model.tensors, model.optimizer, file);
-    // Training goes on from what was read.
-    train_one_step({model.tensors[0].second, model.tensors[1].second}, model.optimizer);
+    try {
+      lrmoe::load_verified(archive, file, torch::kCPU);
+      lrmoe::read_identity(archive, file, kIdentity);
+      lrmoe::read_state(archive, "model", model.tensors, model.optimizer, file);
+    } catch (...) {
+      lrmoe::rethrow_as_unreadable(file);
+    }
+    // Training goes on from what was read; what the reader let through must train or be a
+    // LibTorch error (the trainer's step would report it as such).
+    try {
+      train_one_step({model.tensors[0].second, model.tensors[1].second}, model.optimizer);
+    } catch (const c10::Error&) {
+    }
   } catch (const lrmoe::CheckpointError&) {
-  } catch (const c10::Error&) {
   }
   return 0;
 }
