@@ -104,6 +104,8 @@ int main(int argc, char** argv) {
   std::string resume_checkpoint;
   run->add_option("--resume-run", resume_run)->group("");
   run->add_option("--resume-checkpoint", resume_checkpoint)->group("");
+  bool resume_other_build = false;
+  run->add_flag("--resume-other-build", resume_other_build)->group("");
 
   auto* launch = app.add_subcommand("launch",
                                     "train an experiment on N local processes over loopback "
@@ -113,6 +115,7 @@ int main(int argc, char** argv) {
   launch->add_option("--sweep-cell", sweep_cell)->group("");
   launch->add_option("--resume-run", resume_run)->group("");
   launch->add_option("--resume-checkpoint", resume_checkpoint)->group("");
+  launch->add_flag("--resume-other-build", resume_other_build)->group("");
   int64_t processes = 2;
   launch
       ->add_option("-n,--processes", processes,
@@ -282,10 +285,13 @@ int main(int argc, char** argv) {
       "resume", "continue a stopped, interrupted or failed run from its newest checkpoint");
   int64_t resume_id = 0;
   resume->add_option("run", resume_id, "run id")->required()->check(lrmoe::count_between(1));
-  bool allow_changed_plugins = false;
-  resume->add_flag("--allow-changed-plugins", allow_changed_plugins,
+  lrmoe::ResumeOptions resume_options;
+  resume->add_flag("--allow-changed-plugins", resume_options.allow_changed_plugins,
                    "resume even where a plugin library's SHA-256 differs from the recorded one "
                    "(each recorded as a warning event of the run)");
+  resume->add_flag("--allow-changed-code", resume_options.allow_changed_code,
+                   "resume with a build of lrmoe other than the one that trained the run "
+                   "(recorded as a warning event of the run)");
   lrmoe::add_database_option(resume, db, "results database");
 
   auto* runs = app.add_subcommand("runs", "list the runs in the results database");
@@ -354,7 +360,7 @@ int main(int argc, char** argv) {
   try {
     if (!sweep_cell.empty()) source.sweep_cell = lrmoe::parse_sweep_cell(sweep_cell);
     if (!resume_checkpoint.empty())
-      source.resume = lrmoe::ResumePoint{resume_run, resume_checkpoint};
+      source.resume = lrmoe::ResumePoint{resume_run, resume_checkpoint, resume_other_build};
     if (run->parsed()) return lrmoe::run_command(source);
     if (launch->parsed()) return lrmoe::launch_command(source, processes);
     if (validate->parsed()) return lrmoe::validate_command(source);
@@ -371,7 +377,7 @@ int main(int argc, char** argv) {
     if (project->parsed()) return lrmoe::project_command(project_options, std::cout);
     if (replay->parsed()) return lrmoe::replay_command(replay_options, std::cout);
     if (bench_planning->parsed()) return lrmoe::planning_bench_command(planning_bench, std::cout);
-    if (resume->parsed()) return lrmoe::resume_command(resume_id, db, allow_changed_plugins);
+    if (resume->parsed()) return lrmoe::resume_command(resume_id, db, resume_options);
     if (runs->parsed()) return lrmoe::run_runs_command(db, run_filter);
     if (show->parsed()) return lrmoe::run_show_command(db, run_id);
     if (query->parsed()) return lrmoe::run_query_command(db, sql, query_output);

@@ -9,6 +9,7 @@
 
 #include "core/config/experiment_loader.hpp"
 #include "core/plugins/policy_set.hpp"
+#include "core/system/host_info.hpp"
 #include "core/train/checkpoint.hpp"
 #include "runner/launch_command.hpp"
 #include "runner/run_command.hpp"
@@ -41,7 +42,7 @@ std::vector<std::string> changed_plugins(const ResultsStore& store, int64_t run,
 
 }  // namespace
 
-int resume_command(int64_t run, const std::string& database, bool allow_changed_plugins) {
+int resume_command(int64_t run, const std::string& database, const ResumeOptions& options) {
   ResumePoint point{run, {}};
   int64_t processes = 1;
   std::filesystem::path experiment_file;
@@ -88,9 +89,18 @@ int resume_command(int64_t run, const std::string& database, bool allow_changed_
     // The run's own resolved experiment, as a file its processes load.
     experiment_file = folder / "experiment.toml";
     std::ofstream(experiment_file) << summary->resolved_toml;
+    // A run goes on with the build that trained it, or says it does not.
+    point.other_build = summary->code_version != code_version();
+    if (point.other_build && !options.allow_changed_code) {
+      throw std::invalid_argument(fmt::format(
+          "{}: run {} was trained by lrmoe {}, this is {}; resume it with that build, or with "
+          "--allow-changed-code (recorded as an event of the run: the resumed steps need not "
+          "train as the uninterrupted run would have)",
+          database, run, summary->code_version, code_version()));
+    }
     // A run goes on with the plugins it began with, or says it does not.
     const std::vector<std::string> changed = changed_plugins(*store, run, experiment_file);
-    if (!changed.empty() && !allow_changed_plugins) {
+    if (!changed.empty() && !options.allow_changed_plugins) {
       throw std::invalid_argument(fmt::format(
           "{}: run {}'s {} since the run began; rebuild the recorded version, or resume with "
           "--allow-changed-plugins (recorded as an event of the run)",
@@ -98,6 +108,11 @@ int resume_command(int64_t run, const std::string& database, bool allow_changed_
     }
     for (const std::string& plugin : changed)
       store->add_event(run, "warning", "resumed with a changed library: " + plugin);
+    if (point.other_build) {
+      store->add_event(run, "warning",
+                       fmt::format("resumed by lrmoe {}, not the build that trained the run ({})",
+                                   code_version(), summary->code_version));
+    }
   }
   ExperimentSource source;
   source.file = experiment_file.string();

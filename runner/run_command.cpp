@@ -145,6 +145,13 @@ void print_summary(const Experiment& e, const TrainingOutcome& o, const std::str
   }
 }
 
+// What a resumed run's checkpoint must match: this experiment and build, or nothing of the two
+// when told that the run is resumed by another build (its experiment is the run's own recorded
+// one, which another build may hash differently).
+CheckpointIdentity resume_identity(const Experiment& experiment, const ResumePoint& resume) {
+  return resume.other_build ? CheckpointIdentity{} : checkpoint_identity(experiment);
+}
+
 // Process 0's run id on every process (the others pass 0), so that a process whose plugin
 // crashes or hangs records that in the run (Note [Plugin failures]). Every process calls it once,
 // after its trainer is made and before its checkpoints are enabled.
@@ -169,7 +176,7 @@ int follow_run(const Experiment& experiment, const TokenSource& data,
   install_interrupt_handler();
   FollowerObserver observer;
   Trainer trainer(experiment, data, std::move(policies), collectives, std::move(profile));
-  if (resume) trainer.resume_from(resume->checkpoint, checkpoint_identity(experiment));
+  if (resume) trainer.resume_from(resume->checkpoint, resume_identity(experiment, *resume));
   record_plugin_failures_in(experiment.store.path, shared_run_id(*collectives, 0));
   // Process 0 names the folder; with sharded experts this process writes its part there.
   if (experiment.train.checkpoint_every > 0) trainer.enable_checkpoints(std::nullopt);
@@ -191,6 +198,7 @@ std::vector<std::string> experiment_arguments(const ExperimentSource& source) {
   if (source.resume) {
     arguments.insert(arguments.end(), {"--resume-run", std::to_string(source.resume->run),
                                        "--resume-checkpoint", source.resume->checkpoint});
+    if (source.resume->other_build) arguments.push_back("--resume-other-build");
   }
   return arguments;
 }
@@ -313,7 +321,8 @@ int run_command(const ExperimentSource& source) {
   int64_t resumed_step = 0;
   if (source.resume) {
     resumed = std::make_unique<Trainer>(experiment, *data, policies, collectives, profile);
-    resumed_step = resumed->resume_from(source.resume->checkpoint, checkpoint_identity(experiment));
+    resumed_step = resumed->resume_from(source.resume->checkpoint,
+                                        resume_identity(experiment, *source.resume));
   }
   ThreadSetting threads;
   try {

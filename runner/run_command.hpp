@@ -16,6 +16,9 @@ namespace lrmoe {
 struct ResumePoint {
   int64_t run = 0;
   std::string checkpoint;  // the file
+  // Resumed by a build other than the one that trained the run (`--allow-changed-code`): the
+  // checkpoint's build and experiment hash are not checked against this build's.
+  bool other_build = false;
 };
 
 struct ExperimentSource {
@@ -23,7 +26,7 @@ struct ExperimentSource {
   std::vector<std::string> overrides;
   std::optional<std::string> database;     // --db, overrides store.path
   std::optional<SweepCellTag> sweep_cell;  // --sweep-cell SWEEP:CELL, given by `lrmoe sweep`
-  // --resume-run RUN --resume-checkpoint FILE, given by `lrmoe resume`
+  // --resume-run RUN --resume-checkpoint FILE [--resume-other-build], given by `lrmoe resume`
   std::optional<ResumePoint> resume;
 };
 

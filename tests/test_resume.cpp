@@ -223,6 +223,8 @@ TEST_CASE("a checkpoint of another experiment or build is refused with what diff
                              "the run's is another-sha)"));
   CHECK_THROWS_WITH(other.resume_from(file, {kIdentity.experiment_sha256, "0.2.0"}),
                     Contains("was written by lrmoe code-version, this is 0.2.0"));
+  // Resumed by another build (lrmoe resume --allow-changed-code): neither is checked.
+  CHECK(other.resume_from(file, {}) == 6);
   // Not a checkpoint, though its checksum is right: LibTorch cannot read it.
   std::ofstream(dir.file("step-00000009.pt")) << "not a checkpoint";
   std::ofstream(dir.file("step-00000009.pt.sha256"))
@@ -521,7 +523,7 @@ TEST_CASE("lrmoe resume continues a stopped two-process run as if it had not sto
 }
 
 TEST_CASE(
-    "resume refuses a plugin library changed since the run began, unless told, and records it",
+    "resume refuses a plugin library or a build other than the run's, unless told, and records it",
     "[resume][slow]") {
   TempFolder dir;
   const std::string db = dir.file("r.db");
@@ -569,6 +571,30 @@ TEST_CASE(
   child.wait(std::chrono::seconds(60));
   INFO(child.output());
   CHECK(recorded);
+
+  // The same for the build: as if another build had trained the run.
+  {
+    lrmoe_test::ChildProcess edit(
+        {"/usr/bin/sqlite3", db, "UPDATE runs SET code_version = '0.0.1-elsewhere'"},
+        dir.file("edit-code.log"));
+    REQUIRE(edit.wait(std::chrono::seconds(30)) == 0);
+  }
+  const auto [other_build, other_build_output] = run_lrmoe(
+      {"resume", "1", "--db", db, "--allow-changed-plugins"}, dir.file("other-build.log"));
+  CHECK(other_build == 1);
+  CHECK_THAT(other_build_output, Contains("run 1 was trained by lrmoe 0.0.1-elsewhere") &&
+                                     Contains("--allow-changed-code"));
+  std::vector<std::string> both{
+      LRMOE_BINARY, "resume", "1", "--db", db, "--allow-changed-plugins", "--allow-changed-code"};
+  lrmoe_test::ChildProcess resumed(both, dir.file("other-build-allowed.log"));
+  const bool code_recorded = wait_for_one_row(
+      db,
+      "SELECT count(*) FROM events WHERE level = 'warning' AND message LIKE 'resumed by lrmoe % "
+      "not the build that trained the run (0.0.1-elsewhere)'");
+  resumed.signal(SIGINT);
+  resumed.wait(std::chrono::seconds(60));
+  INFO(resumed.output());
+  CHECK(code_recorded);
 }
 
 TEST_CASE(

@@ -242,13 +242,14 @@ std::optional<fs::path> latest_verified_checkpoint(const fs::path& folder,
 
 void check_checkpoint_identity(const fs::path& file, const CheckpointIdentity& found,
                                const CheckpointIdentity& expected) {
-  if (found.experiment_sha256 != expected.experiment_sha256) {
+  if (!expected.experiment_sha256.empty() &&
+      found.experiment_sha256 != expected.experiment_sha256) {
     throw CheckpointError(fmt::format(
         "{}: this checkpoint is of another experiment (sha256 {}, the run's is {}); a run "
         "resumes only from its own checkpoints",
         file.string(), found.experiment_sha256, expected.experiment_sha256));
   }
-  if (found.code_version != expected.code_version) {
+  if (!expected.code_version.empty() && found.code_version != expected.code_version) {
     throw CheckpointError(fmt::format(
         "{}: this checkpoint was written by lrmoe {}, this is {}; resume it with the build that "
         "wrote it (a resumed run must train as the uninterrupted one would)",

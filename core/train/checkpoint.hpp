@@ -65,7 +65,8 @@ std::optional<std::filesystem::path> latest_verified_checkpoint(const std::files
 // step that is not a checkpoint, and every temporary file (writes cut short).
 void prune_checkpoints(const std::filesystem::path& folder, int64_t keep);
 
-// Throws CheckpointError naming `file` and what differs when `found` is not `expected`.
+// Throws CheckpointError naming `file` and what differs when `found` is not `expected`; an empty
+// field of `expected` is not checked.
 void check_checkpoint_identity(const std::filesystem::path& file, const CheckpointIdentity& found,
                                const CheckpointIdentity& expected);
 
