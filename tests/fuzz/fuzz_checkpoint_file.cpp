@@ -84,7 +84,10 @@ class Recipe {
       }
       std::vector<torch::Tensor> trainable;
       for (auto& named : tensors) {
-        if (named.second.is_floating_point()) trainable.push_back(named.second.requires_grad_());
+        // AdamW on the CPU steps float32 and float64 only; a half tensor is saved untrained.
+        const torch::ScalarType type = named.second.scalar_type();
+        if (type == torch::kFloat32 || type == torch::kFloat64)
+          trainable.push_back(named.second.requires_grad_());
       }
       torch::optim::AdamW optimizer(trainable);
       if ((next() & 1) != 0 && !trainable.empty()) train_one_step(trainable, optimizer);
