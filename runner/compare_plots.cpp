@@ -156,7 +156,13 @@ void write_comparison_plots(const PlotRequest& request, const std::vector<PlotVa
                             const std::map<int64_t, std::vector<ProjectionRecord>>& projections,
                             const fs::path& dir, std::ostream& notes) {
   if (request.x == PlotAxis::Projected) require_projections(request, variants, projections);
-  fs::create_directories(dir);
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error) {
+    throw std::invalid_argument(
+        fmt::format("--plot {}: cannot make the folder for the figures ({}); give a folder path",
+                    dir.string(), error.message()));
+  }
   const fs::path spec = dir / "comparison.json";
   write_spec(request, variants, projections, spec, notes);
   const std::string interpreter = python();

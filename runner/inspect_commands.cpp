@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/system/one_line.hpp"
 #include "runner/interrupt.hpp"
 #include "runner/query_result_text.hpp"
 #include "runner/sparkline.hpp"
@@ -212,10 +213,18 @@ int run_query_command(const std::string& db_path, const std::string& sql, const 
         fmt::format("query: --format {}: use table, csv or json", output.format));
   }
   const auto store = ResultsStore::open_read_only(db_path);
-  // Ctrl-C stops the statement where it is; time and memory are bounded.
-  install_interrupt_handler();
-  const QueryResult result = store->query(
-      sql, {output.timeout_seconds, output.max_memory_mib << 20, &interrupt_requested});
+  // Ctrl-C or SIGTERM stops the statement where it is, saying so in its one line and exiting as
+  // the signal's (130, 143); time and memory are bounded.
+  install_interrupt_handler(nullptr);
+  QueryResult result;
+  try {
+    result = store->query(
+        sql, {output.timeout_seconds, output.max_memory_mib << 20, &interrupt_requested});
+  } catch (const StoreError& error) {
+    if (!interrupt_requested()) throw;
+    fmt::print(stderr, "lrmoe: {}\n", one_line(error.what()));
+    return 128 + interrupt_signal();
+  }
   if (output.format == "csv") {
     out << render_csv(result);
   } else if (output.format == "json") {

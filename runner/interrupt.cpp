@@ -1,29 +1,36 @@
 #include "interrupt.hpp"
 
 #include <unistd.h>
+
 #include <csignal>
+#include <cstring>
 
 namespace lrmoe {
 namespace {
 
-volatile std::sig_atomic_t requested = 0;
+volatile std::sig_atomic_t requested = 0;  // the signal's number
+const char* notice_text = nullptr;
 
 void on_signal(int signal_number) {
   if (requested) _exit(128 + signal_number);
-  requested = 1;
-  const char message[] = "\nlrmoe: stopping after this step (Ctrl-C again to quit at once)\n";
-  (void)!write(STDERR_FILENO, message, sizeof(message) - 1);
+  requested = signal_number;
+  if (notice_text != nullptr) (void)!write(STDERR_FILENO, notice_text, std::strlen(notice_text));
 }
 
 }  // namespace
 
-void install_interrupt_handler() {
+void install_interrupt_handler(const char* notice) {
+  notice_text = notice;
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
 }
 
 bool interrupt_requested() {
   return requested != 0;
+}
+
+int interrupt_signal() {
+  return requested;
 }
 
 }  // namespace lrmoe

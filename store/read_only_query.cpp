@@ -64,7 +64,7 @@ class Bounded {
           "the query ran past its time limit of {} s (lrmoe query --timeout); narrow it with "
           "WHERE or LIMIT, or give it more time",
           limits_.seconds));
-    if (stopped_) return db_.error_with_message("the query was stopped (Ctrl-C)");
+    if (stopped_) return db_.error_with_message("the query was stopped (Ctrl-C or SIGTERM)");
     if (limits_.bytes > 0 && sqlite3_errcode(db_.handle()) == SQLITE_NOMEM) return too_large();
     return failure;
   }

@@ -144,7 +144,7 @@ TEST_CASE("bad inputs fail with one line naming the place, and the database keep
         run_lrmoe({"run", good, "--db", db, "--set", "cluster.ranks=2"}, dir.file("out.log"));
     CHECK(code == 1);
     CHECK_THAT(error_line(output),
-               Catch::Contains("torchrun started 3 processes but cluster.ranks is 2") &&
+               Catch::Contains("torchrun runs 3 processes but cluster.ranks is 2") &&
                    Catch::Contains("divides 2"));
   }
   SECTION("launcher: the master port is in use") {

@@ -128,8 +128,8 @@ TEST_CASE("an experiment must split over the launched processes", "[launch]") {
     }
     return std::string("no error");
   };
-  CHECK_THAT(error_for(3), Contains("torchrun started 3 processes but cluster.ranks is 4") &&
-                               Contains("divides 4"));
+  CHECK_THAT(error_for(3),
+             Contains("torchrun runs 3 processes but cluster.ranks is 4") && Contains("divides 4"));
   experiment.cluster.ranks = 8;
   experiment.train.batch_size = 6;
   CHECK_THAT(error_for(4), Contains("train.batch_size is 6") && Contains("divisible by 4"));

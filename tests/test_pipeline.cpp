@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "core/model/expert_pairs_function.hpp"
+#include "core/pipeline/plugin_output_checks.hpp"
 #include "core/plugins/policy_parameters.hpp"
 #include "lrmoe/expert_segments.hpp"
 #include "support/gpu.hpp"
@@ -633,4 +634,19 @@ TEST_CASE(
     require_close(on_gpu.wgu.cpu(), on_cpu.wgu, 1e-9);
     require_close(on_gpu.wd.cpu(), on_cpu.wd, 1e-9);
   }
+}
+
+TEST_CASE("NaN scores from NaN inputs are called divergence, with how many and the first value",
+          "[pipeline]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const torch::Tensor gates = torch::tensor({0.5F, nan, 0.25F, nan});
+  const torch::Tensor scores = gates.clone();
+  REQUIRE_THROWS_WITH(
+      lrmoe::check_scores(scores, 4, /*values=*/true, "gate", {{"gates", gates}}),
+      Catch::Contains("the pairs' gates are NaN or infinite (2 of 4, the first nan): training "
+                      "diverged; lower train.lr"));
+  // Finite inputs: the metric's own answer is at fault.
+  REQUIRE_THROWS_WITH(lrmoe::check_scores(scores, 4, true, "gate", {{"gates", torch::ones({4})}}),
+                      Catch::Contains("metric 'gate' returned a NaN or infinite score: score must "
+                                      "return [pairs] scores, finite and >= 0"));
 }

@@ -164,9 +164,7 @@ TEST_CASE("plugin errors are one line naming the file or setting and the fix", "
                                      "--set policies.placement.fixed_ownership.capacity_factor"};
     CHECK(policy_error(policies) ==
           "--set policies.placement.fixed_ownership.capacity_factor: parameter 'capacity_factor' "
-          "of the placement "
-          "plugin "
-          "'fixed_ownership' must be >= 0, got -1");
+          "of the placement plugin 'fixed_ownership' must be in 0 .. 1000000, got -1");
     parameters["capacity_factor"] = {std::string("high"), "exp.toml:9:19"};
     CHECK_THAT(policy_error(policies), Contains("exp.toml:9:19: parameter 'capacity_factor'") &&
                                            Contains("must be a number"));

@@ -279,6 +279,12 @@ TEST_CASE("checkpoints are written whole or not at all, and only the newest are 
   CHECK_FALSE(fs::exists(checkpoint_part_path(folder, 16, 0)));
   CHECK_FALSE(fs::exists(folder / "step-00000010.pt.partial"));
   CHECK(fs::exists(folder / "notes.txt"));
+  // A folder that exists but cannot be listed is said so, not taken for one without checkpoints.
+  const fs::path loop = dir.path() / "run-2";
+  fs::create_directory_symlink(loop, loop);
+  CHECK_THROWS_WITH(latest_checkpoint(loop),
+                    Contains("run-2: cannot list the run's checkpoints (") &&
+                        Contains("make it a folder this user can read"));
 }
 
 TEST_CASE(

@@ -2,13 +2,17 @@
 // writes, errors that say why) and the runs, show and query commands that print it.
 
 #include <catch2/catch.hpp>
+
+#include <csignal>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "inspect_commands.hpp"
 #include "store/results_store.hpp"
+#include "support/child_process.hpp"
 #include "support/store_samples.hpp"
 #include "support/temp_folder.hpp"
 
@@ -168,4 +172,24 @@ TEST_CASE("lrmoe runs keeps the runs every filter given holds for, the newest la
   std::ostringstream refused;
   CHECK_THROWS_WITH(lrmoe::run_runs_command(db_path, filter, refused),
                     Contains("--status done: use one of running, finished"));
+}
+
+TEST_CASE("a query stopped by SIGTERM or Ctrl-C ends in one line and the signal's exit code",
+          "[store][runner][e2e]") {
+  TempFolder dir;
+  const std::string db = dir.file("r.db");
+  ResultsStore::open(db)->begin_run(sample_run("one"));
+  for (int signal_number : {SIGTERM, SIGINT}) {
+    lrmoe_test::ChildProcess query(
+        {LRMOE_BINARY, "query", "--db", db,
+         "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"},
+        dir.file("query.log"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // well into the statement
+    query.signal(signal_number);
+    CHECK(query.wait(std::chrono::seconds(30)) == 128 + signal_number);
+    const std::string output = query.output();
+    INFO(output);
+    CHECK(output ==
+          "lrmoe: results database '" + db + "': the query was stopped (Ctrl-C or SIGTERM)\n");
+  }
 }

@@ -114,13 +114,13 @@ void check_processes_fit(const Experiment& experiment, const LaunchEnvironment& 
   const int64_t batch = experiment.train.batch_size;
   if (ranks % p != 0) {
     throw LaunchError(fmt::format(
-        "{} started {} processes but cluster.ranks is {}: each process hosts cluster.ranks / "
+        "{} runs {} processes but cluster.ranks is {}: each process hosts cluster.ranks / "
         "processes logical ranks, so start a number of processes that divides {}",
         launch.launcher, p, ranks, ranks));
   }
   if (batch % p != 0) {
     throw LaunchError(
-        fmt::format("{} started {} processes but train.batch_size is {}: each process reads "
+        fmt::format("{} runs {} processes but train.batch_size is {}: each process reads "
                     "batch_size / processes rows, so set a batch_size divisible by {}",
                     launch.launcher, p, batch, p));
   }

@@ -58,13 +58,22 @@ std::optional<CheckpointFile> parse_checkpoint_name(const fs::path& file) {
   return parsed;
 }
 
-// Every main file (`parts` false) or every part (true) of `folder`, oldest first.
+// Every main file (`parts` false) or every part (true) of `folder`, oldest first; none when the
+// folder does not exist. Throws CheckpointError when it exists but cannot be listed (a symlink
+// loop, no permission): "no checkpoint" would then send the user looking in the wrong place.
 std::vector<CheckpointFile> checkpoint_files(const fs::path& folder, bool parts) {
   std::vector<CheckpointFile> found;
   std::error_code error;
-  for (const fs::directory_entry& entry : fs::directory_iterator(folder, error)) {
+  fs::directory_iterator entries(folder, error);
+  if (error && error != std::errc::no_such_file_or_directory) {
+    throw CheckpointError(fmt::format(
+        "{}: cannot list the run's checkpoints ({}); make it a folder this user can read",
+        folder.string(), error.message()));
+  }
+  for (const fs::directory_entry& entry : entries) {
     const auto parsed = parse_checkpoint_name(entry.path());
-    if (parsed && parsed->process.has_value() == parts && entry.is_regular_file())
+    std::error_code kind;
+    if (parsed && parsed->process.has_value() == parts && entry.is_regular_file(kind))
       found.push_back(*parsed);
   }
   std::sort(found.begin(), found.end(), [](const CheckpointFile& a, const CheckpointFile& b) {
@@ -172,8 +181,8 @@ void write_atomically(const fs::path& file,
     fs::remove(temporary, ignored);
     fs::remove(checksum_temporary, ignored);
     throw CheckpointError(fmt::format(
-        "cannot write checkpoint {}: {}; check that the folder is writable and has room, or set "
-        "train.checkpoint_every = 0",
+        "cannot write checkpoint {}: {}; check that the folder is writable and has room (and "
+        "the file-size limit, ulimit -f), or set train.checkpoint_every = 0",
         file.string(), error.what()));
   }
 }
@@ -200,26 +209,38 @@ void prune_checkpoints(const fs::path& folder, int64_t keep) {
   }
 }
 
-void verify_checkpoint_file(const fs::path& file) {
+namespace {
+
+// What is wrong with `file` against the checksum written with it, "{file}: damaged: ...", or
+// nothing when it verifies.
+std::optional<std::string> checksum_problem(const fs::path& file) {
   std::ifstream in(checksum_path(file));
   std::string recorded;
   if (!(in >> recorded)) {
-    throw CheckpointError(fmt::format(
-        "{}: has no readable checksum ({}) beside it, which every checkpoint is written with; "
-        "resume from an earlier checkpoint by removing this one",
-        file.string(), checksum_path(file).filename().string()));
+    return fmt::format(
+        "{}: has no readable checksum ({}) beside it, which every checkpoint is written with",
+        file.string(), checksum_path(file).filename().string());
   }
   std::string now;
   try {
     now = sha256_file_hex(file);
   } catch (const std::runtime_error& error) {
-    throw CheckpointError(fmt::format("{}: {}", file.string(), error.what()));
+    return fmt::format("{}: {}", file.string(), error.what());
   }
   if (now != recorded) {
-    throw CheckpointError(fmt::format(
-        "{}: damaged: its SHA-256 is {}..., not the {}... written with it; resume from an "
-        "earlier checkpoint by removing this one",
-        file.string(), now.substr(0, 12), recorded.substr(0, 12)));
+    return fmt::format("{}: damaged: its SHA-256 is {}..., not the {}... written with it",
+                       file.string(), now.substr(0, 12), recorded.substr(0, 12));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void verify_checkpoint_file(const fs::path& file) {
+  if (const std::optional<std::string> problem = checksum_problem(file)) {
+    throw CheckpointError(*problem +
+                          "; resume from an earlier checkpoint by removing this one (lrmoe resume "
+                          "skips it on its own)");
   }
 }
 
@@ -228,14 +249,12 @@ std::optional<fs::path> latest_verified_checkpoint(const fs::path& folder,
   const auto found = checkpoint_files(folder, /*parts=*/false);
   const auto parts = checkpoint_files(folder, /*parts=*/true);
   for (auto main = found.rbegin(); main != found.rend(); ++main) {
-    try {
-      verify_checkpoint_file(main->path);
-      for (const CheckpointFile& part : parts)
-        if (part.step == main->step) verify_checkpoint_file(part.path);
-      return main->path;
-    } catch (const CheckpointError& error) {
-      skipped.push_back(error.what());
+    std::optional<std::string> problem = checksum_problem(main->path);
+    for (const CheckpointFile& part : parts) {
+      if (!problem && part.step == main->step) problem = checksum_problem(part.path);
     }
+    if (!problem) return main->path;
+    skipped.push_back(*problem);
   }
   return std::nullopt;
 }

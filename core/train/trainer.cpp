@@ -364,7 +364,21 @@ TrainingOutcome Trainer::run(TrainingObserver& observer) {
     require_finite(read);
   };
   for (int64_t step = first_step_; step <= t.max_steps; ++step) {
-    QueuedStep queued = train_step(step);
+    std::optional<QueuedStep> trained;
+    try {
+      trained.emplace(train_step(step));
+    } catch (...) {
+      // The step before is recorded first, as it was trained (if its own figures are what went
+      // wrong, its error is the one thrown). Not on several processes: reading it takes
+      // collectives that the others, still in this step's, would not match.
+      if (unread && collectives_->single()) {
+        QueuedStep before = std::move(*unread);
+        unread.reset();
+        report(std::move(before));
+      }
+      throw;
+    }
+    QueuedStep queued = std::move(*trained);
     if (unread) report(std::move(*unread));
     unread.reset();
     const std::optional<double> last_train =

@@ -48,12 +48,12 @@ class FixedOwnership : public lrmoe::PlacementPolicy {
 
 lrmoe::PluginDescriptor describe() {
   return lrmoe::describe_policy<FixedOwnership>(
-      "fixed_ownership", "1.2.0",
+      "fixed_ownership", "1.2.1",
       "each expert on one fixed rank, no replicas (DeepSpeed-MoE, Megatron)",
       {lrmoe::real_parameter(
            "capacity_factor", 0.0,
            "forward capacity per expert, as a multiple of the mean pairs per expert; 0 is dropless",
-           0),
+           0, lrmoe::kMostCapacityFactor),
        lrmoe::integer_parameter("capacity", -1,
                                 "forward capacity per expert in pairs, overriding capacity_factor; "
                                 "-1: none; 0 drops every pair (the routed experts removed)",

@@ -242,11 +242,12 @@ class Symi : public lrmoe::PlacementPolicy {
 
 lrmoe::PluginDescriptor describe() {
   return lrmoe::describe_policy<Symi>(
-      "symi", "2.0.0",
+      "symi", "2.0.1",
       "replicas follow the previous pass's popularity over the slots that fit the budget (SYMI)",
       {lrmoe::real_parameter(
            "capacity_factor", 1.0,
-           "forward capacity per slot, as a multiple of the mean pairs per slot; 0 is dropless", 0),
+           "forward capacity per slot, as a multiple of the mean pairs per slot; 0 is dropless", 0,
+           lrmoe::kMostCapacityFactor),
        lrmoe::text_parameter(
            "slots", "fit",
            "slots per rank: \"fit\", the most that fit the memory budget (at "

@@ -59,6 +59,11 @@ enum class PlanInformation {
   NoCounts,       // neither: a static placement
 };
 
+// The largest capacity factor a placement's parameter should accept (its declared maximum):
+// a factor at the expert count already drops no pair, and one near 1e300 would overflow the
+// capacity in pairs (int64) into a negative number.
+inline constexpr double kMostCapacityFactor = 1e6;
+
 struct PlacementPlan {
   std::vector<ExpertInstance> instances;  // at least one per expert, in any order
   // Per expert: at most this many of its pairs keep their backward work, over all ranks.
