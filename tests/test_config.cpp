@@ -276,7 +276,7 @@ TEST_CASE("schema_markdown has a row for every field", "[config]") {
   for (const lrmoe::FieldDescriptor& field : lrmoe::experiment_schema()) {
     CHECK_THAT(markdown, Contains("| " + field.section + " | " + field.key + " | "));
   }
-  CHECK_THAT(markdown, Contains("| train | lr | float | 0.003 | > 0 | "));
+  CHECK_THAT(markdown, Contains("| train | lr | float | 0.003 | > 0 and <= 1e+38 | "));
   CHECK_THAT(markdown, Contains("| cluster | memory_per_rank | string | \"80GiB\" |"));
   CHECK_THAT(markdown, Contains("`softmax`, `sigmoid`"));
 }
@@ -438,7 +438,7 @@ TEST_CASE("values of the wrong type, range or choice are reported at the value",
   }
   SECTION("out of range") {
     const FileError error = file_error(kTinyModel + "[train]\nlr = -1\n");
-    CHECK(error.message == error.file + ":4:6: train.lr must be > 0, got -1");
+    CHECK(error.message == error.file + ":4:6: train.lr must be > 0 and <= 1e+38, got -1");
   }
   SECTION("a two-sided range") {
     const FileError error = file_error(kTinyModel + "[data]\nval_fraction = 1.5\n");
@@ -471,7 +471,7 @@ TEST_CASE("values of the wrong type, range or choice are reported at the value",
   }
   SECTION("a value a later layer overrides is still checked") {
     const FileError error = file_error(kTinyModel + "[train]\nlr = 0\n", {"train.lr=1e-3"});
-    CHECK(error.message == error.file + ":4:6: train.lr must be > 0, got 0");
+    CHECK(error.message == error.file + ":4:6: train.lr must be > 0 and <= 1e+38, got 0");
   }
 }
 
@@ -616,7 +616,7 @@ TEST_CASE("command-line override (--set) errors name the override", "[config]") 
   CHECK(config_error([] { tiny_with({"modle.hidden_size=3"}); }) ==
         "--set modle.hidden_size: unknown section 'modle'; did you mean 'model'?");
   CHECK(config_error([] { tiny_with({"train.lr=-1"}); }) ==
-        "--set train.lr: train.lr must be > 0, got -1");
+        "--set train.lr: train.lr must be > 0 and <= 1e+38, got -1");
   CHECK_THAT(config_error([] { tiny_with({"model.num_layers=many"}); }),
              Contains("model.num_layers must be an integer, got string"));
   CHECK_THAT(config_error([] { tiny_with({"policies.placement=greedy"}); }),

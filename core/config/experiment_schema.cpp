@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <limits>
 #include <utility>
 
 #include "core/config/field_value.hpp"
@@ -146,9 +145,10 @@ constexpr double kMostLayers = 1024, kMostHeads = 1024, kMostWidth = 1 << 20;
 constexpr double kMostExperts = 1 << 16, kMostRanks = 1 << 16;
 constexpr double kMostBatch = 1 << 20, kMostBatches = 1 << 16, kMostSequence = 1 << 20;
 constexpr double kMostSteps = 1e9;
-// Rates the optimizer computes with in float32: at most the largest float32 (3.4e38), so that a
-// slip (1e300) is refused with its key, not by LibTorch's conversion with none.
-constexpr double kMostFloat32 = std::numeric_limits<float>::max();
+// Rates the optimizer computes with in float32: at most a round number under the largest float32
+// (3.4e38), so that a slip (1e300) is refused with its key, not by LibTorch's conversion with
+// none.
+constexpr double kMostRate = 1e38;
 
 std::vector<FieldDescriptor> build_schema() {
   std::vector<FieldDescriptor> rows;
@@ -235,15 +235,14 @@ std::vector<FieldDescriptor> build_schema() {
       .integer("warmup_steps", &TrainConfig::warmup_steps, at_least(0),
                "steps of linear learning-rate warm-up; one longer than train.max_steps is "
                "shortened to it, with a warning")
-      .real("lr", &TrainConfig::lr, {exclusive(0), inclusive(kMostFloat32)}, "peak learning rate")
-      .real("min_lr", &TrainConfig::min_lr, between(0, kMostFloat32),
+      .real("lr", &TrainConfig::lr, {exclusive(0), inclusive(kMostRate)}, "peak learning rate")
+      .real("min_lr", &TrainConfig::min_lr, between(0, kMostRate),
             "learning rate at the end of the decay")
-      .real("weight_decay", &TrainConfig::weight_decay, between(0, kMostFloat32),
-            "AdamW weight decay")
+      .real("weight_decay", &TrainConfig::weight_decay, between(0, kMostRate), "AdamW weight decay")
       .real("beta1", &TrainConfig::beta1, {inclusive(0), exclusive(1)}, "AdamW beta1")
       .real("beta2", &TrainConfig::beta2, {inclusive(0), exclusive(1)}, "AdamW beta2")
-      .real("eps", &TrainConfig::eps, {exclusive(0), inclusive(kMostFloat32)}, "AdamW epsilon")
-      .real("grad_clip", &TrainConfig::grad_clip, between(0, kMostFloat32),
+      .real("eps", &TrainConfig::eps, {exclusive(0), inclusive(kMostRate)}, "AdamW epsilon")
+      .real("grad_clip", &TrainConfig::grad_clip, between(0, kMostRate),
             "clip the gradient norm to this; 0 disables clipping")
       .integer("eval_every", &TrainConfig::eval_every, at_least(1), "steps between evaluations")
       .integer("eval_batches", &TrainConfig::eval_batches, between(1, kMostBatches),
