@@ -17,9 +17,9 @@ CLI::Validator count_between(int64_t low, int64_t high) {
         const char* end = text.data() + text.size();
         const auto [stop, error] = std::from_chars(text.data(), end, value);
         if (error == std::errc::result_out_of_range && stop == end) {
-          return fmt::format(
-              "'{}' is {}: the {} is {}", text, text.front() == '-' ? "too small" : "too large",
-              text.front() == '-' ? "least" : "most", text.front() == '-' ? low : high);
+          if (text.front() == '-')
+            return fmt::format("'{}' is too small: the least is {}", text, low);
+          return fmt::format("'{}' is too large: the most is {}", text, high);
         }
         if (text.empty() || error != std::errc() || stop != end || value < low || value > high)
           return fmt::format("'{}' is not {}", text, range);

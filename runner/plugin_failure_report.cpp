@@ -34,18 +34,16 @@ class FixedText {
     return *this;
   }
   FixedText& add(int64_t number) {
-    char digits[24];
-    int count = 0;
+    char digits[24];  // filled from the end: a sign and 19 digits at most, then the NUL
+    char* first = digits + sizeof(digits) - 1;
+    *first = '\0';
     uint64_t magnitude = number < 0 ? 0 - static_cast<uint64_t>(number) : number;
     do {
-      digits[count++] = static_cast<char>('0' + magnitude % 10);
+      *--first = static_cast<char>('0' + magnitude % 10);
       magnitude /= 10;
     } while (magnitude != 0);
-    if (number < 0) add("-");
-    char in_order[24];
-    for (int i = 0; i < count; ++i) in_order[i] = digits[count - 1 - i];
-    in_order[count] = '\0';
-    return add(in_order);
+    if (number < 0) *--first = '-';
+    return add(first);
   }
   const char* c_str() const { return text_; }
   size_t size() const { return length_; }

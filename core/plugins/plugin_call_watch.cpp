@@ -62,6 +62,17 @@ int this_thread_slot() {
 // once by this_thread_slot's caller, so reading it runs no initialiser.
 thread_local int signal_safe_slot = -1;
 
+// Writes `call` into `slot`: started_ns last, so that a reader that finds it set finds the rest
+// of this call; 0 there first, so that no reader takes the old start for the new call.
+void publish(CallSlot& slot, const ActivePluginCall& call) {
+  slot.started_ns.store(0, kPublish);
+  slot.label.store(call.label, kPublish);
+  slot.call.store(call.call, kPublish);
+  slot.step.store(call.place.step, kPublish);
+  slot.layer.store(call.place.layer, kPublish);
+  slot.started_ns.store(call.started_ns, kPublish);
+}
+
 ActivePluginCall read(const CallSlot& slot, int64_t started_ns) {
   ActivePluginCall found;
   found.label = slot.label.load(kRead);
@@ -84,25 +95,12 @@ PluginCallScope::PluginCallScope(const std::string& label, const char* call, Plu
   if (slot_ < 0) return;
   signal_safe_slot = slot_;
   CallSlot& s = slots[slot_];
-  outer_ = {s.label.load(kRead), s.call.load(kRead), s.step.load(kRead), s.layer.load(kRead),
-            s.started_ns.load(kRead)};
-  s.started_ns.store(0, kPublish);
-  s.label.store(label.c_str(), kPublish);
-  s.call.store(call, kPublish);
-  s.step.store(place.step, kPublish);
-  s.layer.store(place.layer, kPublish);
-  s.started_ns.store(monotonic_nanoseconds(), kPublish);
+  outer_ = read(s, s.started_ns.load(kRead));
+  publish(s, {label.c_str(), call, place, monotonic_nanoseconds()});
 }
 
 PluginCallScope::~PluginCallScope() {
-  if (slot_ < 0) return;
-  CallSlot& s = slots[slot_];
-  s.started_ns.store(0, kPublish);
-  s.label.store(outer_.label, kPublish);
-  s.call.store(outer_.call, kPublish);
-  s.step.store(outer_.step, kPublish);
-  s.layer.store(outer_.layer, kPublish);
-  s.started_ns.store(outer_.started_ns, kPublish);
+  if (slot_ >= 0) publish(slots[slot_], outer_);
 }
 
 bool find_plugin_call(ActivePluginCall& found, bool this_thread_only) {

@@ -15,6 +15,14 @@ struct PluginCallPlace {
   int64_t layer = -1;
 };
 
+// A plugin call in progress, as find_plugin_call reports it.
+struct ActivePluginCall {
+  const char* label = nullptr;  // "the metric plugin 'gate' (/path/gate.so)"
+  const char* call = nullptr;   // "score"
+  PluginCallPlace place;
+  int64_t started_ns = 0;  // on the monotonic clock (monotonic_nanoseconds)
+};
+
 // Marks this thread inside `call` of the plugin `label` names, from construction to destruction.
 // `label` and `call` must outlive the scope (a PluginRecord's label, a string literal). Scopes
 // nest: an inner one's end gives back the outer one.
@@ -26,23 +34,8 @@ class PluginCallScope {
   PluginCallScope& operator=(const PluginCallScope&) = delete;
 
  private:
-  struct Saved {
-    const char* label;
-    const char* call;
-    int64_t step;
-    int64_t layer;
-    int64_t started_ns;
-  };
   int slot_;
-  Saved outer_{};
-};
-
-// A plugin call in progress, as find_plugin_call reports it.
-struct ActivePluginCall {
-  const char* label = nullptr;  // "the metric plugin 'gate' (/path/gate.so)"
-  const char* call = nullptr;   // "score"
-  PluginCallPlace place;
-  int64_t started_ns = 0;  // on the monotonic clock (monotonic_nanoseconds)
+  ActivePluginCall outer_;  // the call this one is inside, or none (started_ns 0)
 };
 
 // The call in progress on this thread if there is one, else (unless `this_thread_only`) the one

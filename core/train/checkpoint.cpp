@@ -114,10 +114,6 @@ fs::path checksum_path(const fs::path& file) {
   return fs::path(file.string() + kChecksumSuffix);
 }
 
-}  // namespace
-
-namespace {
-
 // Writes what `write` gives its sink to the open file `fd`, and its SHA-256 to `digest`. The
 // first failed write's errno is kept and returned; the sink still takes every byte.
 int write_through_sink(int fd, Sha256& digest,
