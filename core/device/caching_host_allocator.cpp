@@ -16,18 +16,23 @@ constexpr std::size_t kPage = 4096;
 
 }  // namespace
 
-// One block handed out: the DataPtr's context, so that the deleter knows its size class and
-// its allocator's state without a lookup.
+// Every block starts with a header, kAlignment bytes before the data handed out, so that the
+// DataPtr's context is the data itself: c10::Allocator::raw_allocate requires it (oneDNN's bf16
+// kernels allocate raw, and LibTorch 1.13 asserts), and raw_deallocate then reaches release()
+// with the data pointer alone. The header says the block's size class and its allocator's state.
 struct CachingHostAllocator::State {
-  struct Block {
-    void* data;
-    std::size_t bytes;      // its size class
+  struct Header {
+    std::size_t bytes;      // its size class; 0: a small block, freed at once, never cached
     std::size_t requested;  // what the tensor asked for
     std::shared_ptr<State> owner;
   };
+  static_assert(sizeof(Header) <= kAlignment, "the header fits before the aligned data");
+
+  static void* data_of(void* base) { return static_cast<char*>(base) + kAlignment; }
+  static void* base_of(void* data) { return static_cast<char*>(data) - kAlignment; }
 
   std::mutex mutex;
-  std::map<std::size_t, std::vector<void*>> free_blocks;  // by size class
+  std::map<std::size_t, std::vector<void*>> free_blocks;  // block bases, by size class
   HostCacheStatistics stats;
 
   // The last owner is the allocator or the last block it handed out: the cache goes with it.
@@ -51,8 +56,7 @@ struct CachingHostAllocator::State {
   }
 };
 
-CachingHostAllocator::CachingHostAllocator(c10::Allocator* fallback)
-    : fallback_(fallback), state_(std::make_shared<State>()) {}
+CachingHostAllocator::CachingHostAllocator() : state_(std::make_shared<State>()) {}
 
 int64_t CachingHostAllocator::footprint_limit(int64_t peak_live_bytes) {
   return peak_live_bytes + peak_live_bytes / 4;
@@ -66,17 +70,19 @@ std::size_t CachingHostAllocator::size_class(std::size_t bytes) {
 }
 
 c10::DataPtr CachingHostAllocator::allocate(std::size_t bytes) LRMOE_ALLOCATE_CONST {
-  if (bytes < kSmallest) return fallback_->allocate(bytes);
-  const std::size_t size = size_class(bytes);
-  void* data = nullptr;
-  {
+  // Small blocks are not cached (glibc keeps those itself) but carry the header too: a raw
+  // deallocation cannot tell them apart otherwise.
+  const bool cached = bytes >= kSmallest;
+  const std::size_t size = cached ? size_class(bytes) : bytes;
+  void* base = nullptr;
+  if (cached) {
     std::lock_guard<std::mutex> lock(state_->mutex);
     HostCacheStatistics& stats = state_->stats;
-    auto cached = state_->free_blocks.find(size);
-    if (cached != state_->free_blocks.end()) {
-      data = cached->second.back();
-      cached->second.pop_back();
-      if (cached->second.empty()) state_->free_blocks.erase(cached);
+    auto reuse = state_->free_blocks.find(size);
+    if (reuse != state_->free_blocks.end()) {
+      base = reuse->second.back();
+      reuse->second.pop_back();
+      if (reuse->second.empty()) state_->free_blocks.erase(reuse);
       stats.cached_bytes -= static_cast<int64_t>(size);
       ++stats.reused;
     } else {
@@ -87,29 +93,45 @@ c10::DataPtr CachingHostAllocator::allocate(std::size_t bytes) LRMOE_ALLOCATE_CO
     stats.requested_bytes += static_cast<int64_t>(bytes);
     stats.window_peak_requested_bytes =
         std::max(stats.window_peak_requested_bytes, stats.requested_bytes);
-    if (!data) state_->trim_locked();
+    if (!base) state_->trim_locked();
   }
-  if (!data) {
-    data = std::aligned_alloc(kAlignment, size);
-    if (!data) {
-      std::lock_guard<std::mutex> lock(state_->mutex);
-      state_->stats.live_bytes -= static_cast<int64_t>(size);
-      state_->stats.requested_bytes -= static_cast<int64_t>(bytes);
+  if (!base) {
+    // aligned_alloc wants a multiple of the alignment.
+    const std::size_t total = kAlignment + (size + kAlignment - 1) / kAlignment * kAlignment;
+    base = std::aligned_alloc(kAlignment, total);
+    if (!base) {
+      if (cached) {
+        std::lock_guard<std::mutex> lock(state_->mutex);
+        state_->stats.live_bytes -= static_cast<int64_t>(size);
+        state_->stats.requested_bytes -= static_cast<int64_t>(bytes);
+      }
       TORCH_CHECK(false, "out of host memory allocating ", bytes, " bytes");
     }
   }
-  auto* block = new State::Block{data, size, bytes, state_};
-  return {data, block, &CachingHostAllocator::release, c10::Device(c10::DeviceType::CPU)};
+  new (base) State::Header{cached ? size : 0, bytes, state_};
+  void* data = State::data_of(base);
+  return {data, data, &CachingHostAllocator::release, c10::Device(c10::DeviceType::CPU)};
 }
 
-void CachingHostAllocator::release(void* context) {
-  std::unique_ptr<State::Block> block(static_cast<State::Block*>(context));
-  State& state = *block->owner;
-  std::lock_guard<std::mutex> lock(state.mutex);
-  state.stats.live_bytes -= static_cast<int64_t>(block->bytes);
-  state.stats.requested_bytes -= static_cast<int64_t>(block->requested);
-  state.stats.cached_bytes += static_cast<int64_t>(block->bytes);
-  state.free_blocks[block->bytes].push_back(block->data);
+c10::DeleterFnPtr CachingHostAllocator::raw_deleter() const {
+  return &CachingHostAllocator::release;
+}
+
+void CachingHostAllocator::release(void* data) {
+  void* base = State::base_of(data);
+  auto* header = static_cast<State::Header*>(base);
+  const std::size_t bytes = header->bytes, requested = header->requested;
+  std::shared_ptr<State> owner = std::move(header->owner);
+  header->~Header();
+  if (bytes == 0) {
+    std::free(base);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(owner->mutex);
+  owner->stats.live_bytes -= static_cast<int64_t>(bytes);
+  owner->stats.requested_bytes -= static_cast<int64_t>(requested);
+  owner->stats.cached_bytes += static_cast<int64_t>(bytes);
+  owner->free_blocks[bytes].push_back(base);
 }
 
 #if LRMOE_ALLOCATOR_HAS_COPY_DATA
@@ -141,7 +163,7 @@ void install_caching_host_allocator() {
   static std::once_flag installed;
   std::call_once(installed, [] {
     // Never destroyed: tensors freed during exit still reach it.
-    installed_allocator = new CachingHostAllocator(c10::GetCPUAllocator());
+    installed_allocator = new CachingHostAllocator();
     // Above the priority LibTorch registers its own default with.
     c10::SetCPUAllocator(installed_allocator, /*priority=*/1);
   });

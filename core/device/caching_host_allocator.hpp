@@ -35,12 +35,14 @@ struct HostCacheStatistics {
 
 class CachingHostAllocator final : public c10::Allocator {
  public:
-  // Below this size an allocation goes to `fallback` (glibc keeps small blocks itself).
+  // Below this size a block is freed at once, not cached (glibc keeps small blocks itself).
   static constexpr std::size_t kSmallest = std::size_t{256} << 10;
 
-  explicit CachingHostAllocator(c10::Allocator* fallback);
+  CachingHostAllocator();
 
   c10::DataPtr allocate(std::size_t bytes) LRMOE_ALLOCATE_CONST override;
+  // Blocks can be freed from their data pointer alone (raw_allocate / raw_deallocate).
+  c10::DeleterFnPtr raw_deleter() const override;
 #if LRMOE_ALLOCATOR_HAS_COPY_DATA
   void copy_data(void* dest, const void* src, std::size_t count) const override;
 #endif
