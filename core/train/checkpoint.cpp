@@ -11,6 +11,7 @@
 #include <set>
 #include <vector>
 
+#include "core/system/atomic_file.hpp"
 #include "core/system/sha256.hpp"
 
 namespace lrmoe {
@@ -82,16 +83,6 @@ std::vector<CheckpointFile> checkpoint_files(const fs::path& folder, bool parts)
   return found;
 }
 
-void sync_path(const fs::path& path, int flags) {
-  const int fd = ::open(path.c_str(), flags);
-  if (fd < 0) throw CheckpointError(fmt::format("{}: {}", path.string(), std::strerror(errno)));
-  const int synced = ::fsync(fd);
-  const int saved = errno;
-  ::close(fd);
-  if (synced != 0)
-    throw CheckpointError(fmt::format("{}: {}", path.string(), std::strerror(saved)));
-}
-
 }  // namespace
 
 fs::path checkpoint_path(const fs::path& folder, int64_t step) {
@@ -114,29 +105,6 @@ fs::path checksum_path(const fs::path& file) {
   return fs::path(file.string() + kChecksumSuffix);
 }
 
-// Writes what `write` gives its sink to the open file `fd`, and its SHA-256 to `digest`. The
-// first failed write's errno is kept and returned; the sink still takes every byte.
-int write_through_sink(int fd, Sha256& digest,
-                       const std::function<void(const ByteSink& sink)>& write) {
-  int failure = 0;
-  write([&](const void* bytes, std::size_t size) -> std::size_t {
-    digest.add(bytes, size);
-    const char* next = static_cast<const char*>(bytes);
-    for (std::size_t left = size; left > 0 && failure == 0;) {
-      const ssize_t written = ::write(fd, next, left);
-      if (written < 0 && errno == EINTR) continue;
-      if (written <= 0) {
-        failure = written < 0 ? errno : EIO;
-        break;
-      }
-      next += written;
-      left -= static_cast<std::size_t>(written);
-    }
-    return size;
-  });
-  return failure;
-}
-
 void write_text_file(const fs::path& file, const std::string& text) {
   std::ofstream out(file);
   out << text;
@@ -148,33 +116,18 @@ void write_text_file(const fs::path& file, const std::string& text) {
 
 void write_atomically(const fs::path& file,
                       const std::function<void(const ByteSink& sink)>& write) {
-  const fs::path folder = file.parent_path();
-  const fs::path temporary = folder / (file.filename().string() + ".partial");
   const fs::path checksum = checksum_path(file);
-  const fs::path checksum_temporary = folder / (checksum.filename().string() + ".partial");
-  int fd = -1;
+  const fs::path checksum_temporary = partial_path(checksum);
   try {
-    fs::create_directories(folder);
-    fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-      throw std::runtime_error(fmt::format("{}: {}", temporary.string(), std::strerror(errno)));
-    Sha256 digest;
-    int failure = write_through_sink(fd, digest, write);
-    if (failure == 0 && ::fsync(fd) != 0) failure = errno;
-    if (::close(fd) != 0 && failure == 0) failure = errno;
-    fd = -1;
-    if (failure != 0)
-      throw std::runtime_error(fmt::format("{}: {}", temporary.string(), std::strerror(failure)));
-    write_text_file(checksum_temporary,
-                    fmt::format("{}  {}\n", digest.hex(), file.filename().string()));
-    sync_path(checksum_temporary, O_RDONLY);
-    fs::rename(checksum_temporary, checksum);
-    fs::rename(temporary, file);
-    sync_path(folder, O_RDONLY | O_DIRECTORY);  // the renames themselves reach the disk
+    // The checksum is renamed into place first: a checkpoint is never without it.
+    write_file_atomically(file, write, [&](const std::string& sha256) {
+      write_text_file(checksum_temporary,
+                      fmt::format("{}  {}\n", sha256, file.filename().string()));
+      sync_path(checksum_temporary, O_RDONLY);
+      fs::rename(checksum_temporary, checksum);
+    });
   } catch (const std::exception& error) {
-    if (fd >= 0) ::close(fd);
     std::error_code ignored;
-    fs::remove(temporary, ignored);
     fs::remove(checksum_temporary, ignored);
     throw CheckpointError(fmt::format(
         "cannot write checkpoint {}: {}; check that the folder is writable and has room (and "

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "core/system/atomic_file.hpp"
+
 namespace lrmoe {
 
 class CheckpointError : public std::runtime_error {
@@ -37,12 +39,6 @@ std::filesystem::path checkpoint_part_path(const std::filesystem::path& folder, 
 // The newest checkpoint of `folder` by step (its main file); none when it has none (or does not
 // exist). A step whose parts were written but not its main file is not a checkpoint.
 std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& folder);
-
-// Where a file's bytes go, in order (LibTorch's OutputArchive::save_to takes one). It always
-// says it took them all: LibTorch's archive writer finishes the file in its destructor, and a
-// short write there would end the process (std::terminate), so a failure is kept and thrown
-// once the writer is done.
-using ByteSink = std::function<std::size_t(const void* bytes, std::size_t size)>;
 
 // Calls `write` with a sink into a temporary file beside `file`, flushes it to the disk, then
 // renames it to `file`. Before the rename, the SHA-256 of the bytes written is put beside it, as
