@@ -21,7 +21,9 @@
 #include "count_option.hpp"
 #include "database_option.hpp"
 #include "export_command.hpp"
+#include "export_hf_command.hpp"
 #include "gate_command.hpp"
+#include "hf_compute_command.hpp"
 #include "inspect_commands.hpp"
 #include "launch_command.hpp"
 #include "named_runs.hpp"
@@ -236,6 +238,10 @@ int main(int argc, char** argv) {
 
   lrmoe::ExportOptions export_options;
   CLI::App* export_runs = lrmoe::add_export_command(app, export_options);
+  lrmoe::ExportHfOptions export_hf_options;
+  CLI::App* export_hf = lrmoe::add_export_hf_command(app, export_hf_options);
+  lrmoe::HfComputeOptions hf_compute_options;
+  CLI::App* hf_compute = lrmoe::add_hf_compute_command(app, hf_compute_options);
 
   auto* replay = app.add_subcommand(
       "replay",
@@ -383,6 +389,8 @@ int main(int argc, char** argv) {
     if (query->parsed()) return lrmoe::run_query_command(db, sql, query_output);
     if (plugins->parsed()) return lrmoe::plugins_command(plugin_folders, plugin_kind);
     if (export_runs->parsed()) return lrmoe::export_command(export_options, std::cout);
+    if (export_hf->parsed()) return lrmoe::export_hf_command(export_hf_options, std::cout);
+    if (hf_compute->parsed()) return lrmoe::hf_compute_command(hf_compute_options);
     if (record_failure->parsed()) return lrmoe::record_plugin_failure_command(failure_record);
     std::cout << lrmoe::schema_markdown();
     return 0;

@@ -13,9 +13,11 @@
 #include "core/config/experiment_loader.hpp"
 #include "core/config/parameter_count.hpp"
 #include "core/data/token_source.hpp"
+#include "core/data/tokenizer_file.hpp"
 #include "core/device/compute_device.hpp"
 #include "core/distributed/collectives.hpp"
 #include "core/distributed/launch_environment.hpp"
+#include "core/hf/hf_import.hpp"
 #include "core/pipeline/rank_budget.hpp"
 #include "core/plugins/policy_set.hpp"
 #include "core/system/blas_probe.hpp"
@@ -129,10 +131,12 @@ void print_summary(const Experiment& e, const TrainingOutcome& o, const std::str
   }
   fmt::print("database            {} (run id {})\n", db, run);
   fmt::print("inspect with        lrmoe show {} --db {}\n", run, db);
+  if (o.reason != StopReason::Stopped && e.train.keep_final_checkpoint)
+    fmt::print("export with         lrmoe export-hf {} FOLDER --db {}\n", run, db);
   // A stopped run says whether it can go on, and how.
   if (o.reason == StopReason::Stopped) {
     const std::optional<std::filesystem::path> checkpoint =
-        e.train.checkpoint_every > 0 ? latest_checkpoint(checkpoint_folder(db, run)) : std::nullopt;
+        e.train.writes_checkpoints() ? latest_checkpoint(checkpoint_folder(db, run)) : std::nullopt;
     if (checkpoint) {
       fmt::print("resume with         lrmoe resume {} --db {} (from {})\n", run, db,
                  checkpoint->string());
@@ -179,7 +183,7 @@ int follow_run(const Experiment& experiment, const TokenSource& data,
   if (resume) trainer.resume_from(resume->checkpoint, resume_identity(experiment, *resume));
   record_plugin_failures_in(experiment.store.path, shared_run_id(*collectives, 0));
   // Process 0 names the folder; with sharded experts this process writes its part there.
-  if (experiment.train.checkpoint_every > 0) trainer.enable_checkpoints(std::nullopt);
+  if (experiment.train.writes_checkpoints()) trainer.enable_checkpoints(std::nullopt);
   return trainer.run(observer).reason == StopReason::Stopped ? 130 : 0;
 }
 
@@ -268,6 +272,23 @@ int run_command(const ExperimentSource& source) {
     experiment.model = resolve_model_vocabulary(experiment.model, data->vocab_size());
   } catch (const std::invalid_argument& error) {
     throw std::runtime_error(fmt::format("{}: {}", where, error.what()));
+  }
+  // So is a tokenizer that is not the one the tokens were made with.
+  std::optional<TokenizerFile> tokenizer;
+  if (!experiment.data.tokenizer.empty()) {
+    try {
+      tokenizer = check_tokenizer(experiment.data, data->provenance(), experiment.model.vocab_size);
+    } catch (const DataError& error) {
+      throw DataError(located(where, error.what()));
+    }
+  }
+  // So is a model.init_from folder without this model's weights.
+  if (!experiment.model.init_from.empty()) {
+    try {
+      check_hf_weights(experiment.model, experiment.model.init_from);
+    } catch (const std::exception& error) {
+      throw std::runtime_error(located(where, "model.init_from: " + std::string(error.what())));
+    }
   }
   const LaunchEnvironment launch = read_launch_environment(experiment.cluster, std::getenv);
   check_processes_fit(experiment, launch);
@@ -370,7 +391,7 @@ int run_command(const ExperimentSource& source) {
   } else {
     run = store->begin_run(info);
     store->add_plugins(run, plugin_rows(*policies));
-    store->add_data(run, data_row(data->provenance()));
+    store->add_data(run, data_row(data->provenance(), tokenizer));
     store->add_event(run, "info", "data: " + data->describe());
   }
   store->add_event(run, "info", device_line);
@@ -386,7 +407,7 @@ int run_command(const ExperimentSource& source) {
       trainer = std::make_unique<Trainer>(experiment, *data, policies, collectives, profile);
     shared_run_id(*collectives, run);
     record_process_states(*store, run, trainer->process_states());
-    if (experiment.train.checkpoint_every > 0)
+    if (experiment.train.writes_checkpoints())
       trainer->enable_checkpoints(CheckpointSettings{checkpoint_folder(store->path(), run),
                                                      checkpoint_identity(experiment)});
     outcome = trainer->run(recorder);
@@ -408,8 +429,11 @@ int run_command(const ExperimentSource& source) {
   store->add_event(run, stopped ? "warning" : "info", stopped ? "stopped by the user" : "finished");
   store->finish_run(run, stopped ? "stopped" : "finished", time_to_target);
   // A finished run is never resumed: its checkpoints (a model and its optimizer state each) would
-  // only fill the disk, a sweep's many runs most of all.
-  if (!stopped && experiment.train.checkpoint_every > 0) {
+  // only fill the disk, a sweep's many runs most of all. Its last one stays when asked for, to be
+  // exported.
+  if (!stopped && experiment.train.keep_final_checkpoint) {
+    prune_checkpoints(checkpoint_folder(store->path(), run), 1);
+  } else if (!stopped && experiment.train.checkpoint_every > 0) {
     std::error_code ignored;
     std::filesystem::remove_all(checkpoint_folder(store->path(), run), ignored);
   }

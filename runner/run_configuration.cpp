@@ -9,19 +9,14 @@
 namespace lrmoe {
 namespace {
 
-const std::vector<std::string> kRecordingKeys = {"experiment.name",
-                                                 "experiment.seed",
-                                                 "experiment.notes",
-                                                 "store.path",
-                                                 "train.threads",
-                                                 "train.checkpoint_every",
-                                                 "train.checkpoint_keep",
-                                                 "train.log_every",
-                                                 "cluster.master_addr",
-                                                 "cluster.master_port",
-                                                 "cluster.timeout",
-                                                 "policies.plugin_path",
-                                                 "policies.check_plugin_outputs"};
+const std::vector<std::string> kRecordingKeys = {
+    "experiment.name",       "experiment.seed",
+    "experiment.notes",      "store.path",
+    "train.threads",         "train.checkpoint_every",
+    "train.checkpoint_keep", "train.keep_final_checkpoint",
+    "train.log_every",       "cluster.master_addr",
+    "cluster.master_port",   "cluster.timeout",
+    "policies.plugin_path",  "policies.check_plugin_outputs"};
 
 bool is_recording_key(const std::string& key) {
   return std::find(kRecordingKeys.begin(), kRecordingKeys.end(), key) != kRecordingKeys.end();

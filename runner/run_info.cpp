@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "core/config/experiment_loader.hpp"
+#include "core/config/hf_model_config.hpp"
 #include "core/config/parameter_count.hpp"
 #include "core/system/host_info.hpp"
 #include "core/system/libtorch_compat.hpp"
@@ -14,7 +15,7 @@ RunInfo run_info(const Experiment& experiment, const HardwareProfile& profile,
                  int64_t memory_per_rank, const std::string& blas, int64_t processes) {
   RunInfo info;
   info.name = experiment.experiment.name;
-  info.model = experiment.model.preset.empty() ? "custom" : experiment.model.preset;
+  info.model = model_name(experiment.model);
   info.resolved_toml = to_toml(experiment);
   info.toml_sha256 = sha256_hex(info.resolved_toml);
   info.code_version = code_version();
@@ -33,6 +34,15 @@ RunInfo run_info(const Experiment& experiment, const HardwareProfile& profile,
   info.hardware_profile = profile.to_toml();
   info.memory_per_rank = memory_per_rank;
   return info;
+}
+
+std::string model_name(const ModelConfig& model) {
+  if (!model.preset.empty()) return model.preset;
+  if (model.hf_config.empty()) return "custom";
+  // A config.json goes by its folder's name, as a Hugging Face repository does.
+  const std::filesystem::path folder =
+      std::filesystem::absolute(hf_config_file(model.hf_config)).lexically_normal().parent_path();
+  return "hf:" + folder.filename().string();
 }
 
 std::string experiment_identity(Experiment experiment) {
@@ -58,7 +68,7 @@ std::vector<PluginRecordRow> plugin_rows(const PolicySet& policies) {
   return rows;
 }
 
-RunDataRow data_row(const DataProvenance& data) {
+RunDataRow data_row(const DataProvenance& data, const std::optional<TokenizerFile>& tokenizer) {
   RunDataRow row;
   row.kind = data.kind;
   if (data.kind != "synthetic") {
@@ -75,6 +85,11 @@ RunDataRow data_row(const DataProvenance& data) {
     row.tokenizer = corpus->tokenizer;
     row.tokenizer_vocab = corpus->tokenizer_vocab;
     row.tokenizer_sha256 = corpus->tokenizer_sha256;
+  } else if (tokenizer) {
+    // Tokens without a manifest: the tokenizer the run names (checked against a manifest's).
+    row.tokenizer = "tokenizer.json " + tokenizer->model + " (" + tokenizer->path + ")";
+    row.tokenizer_vocab = tokenizer->vocab_size;
+    row.tokenizer_sha256 = tokenizer->sha256;
   }
   return row;
 }

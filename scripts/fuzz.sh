@@ -43,6 +43,12 @@ seed() {  # seed TARGET: the target's corpus folder, created with its seeds on t
       checkpoint_file)  # recipes of an archive with every key, and a checksum that is wrong
         printf '\x01\x1f\x00\x09\x00\x00\x02\x00\x00\x02\x02\x03\x01\x00\x01\x04\x01' >"$corpus/full"
         printf '\x00%s  step-00000001.pt\n' "$(printf '0%.0s' {1..64})" >"$corpus/wrong_sum" ;;
+      hf_files)  # a safetensors file of one tensor (first byte even), the shipped config.json files
+        printf '\x00\x36\x00\x00\x00\x00\x00\x00\x00{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}\x00\x00\x80\x3f' \
+          >"$corpus/one_tensor"
+        for model in experiments/models/*/config.json; do
+          { printf '\x01'; cat "$model"; } >"$corpus/$(basename "$(dirname "$model")")"
+        done ;;
       plugin_outputs)
         seq -s ' ' 1 120 >"$corpus/counting"
         printf '\x03\x01\x03\x06\x00\x00\x00\x00\x01\x01\x00\x01\x02\x00\x02\x01' >"$corpus/plan" ;;
@@ -53,7 +59,7 @@ seed() {  # seed TARGET: the target's corpus folder, created with its seeds on t
 
 status=0
 mkdir -p "$build/findings"
-for target in experiment set_override token_file plugin_outputs sweep_spec checkpoint_file; do
+for target in experiment set_override token_file plugin_outputs sweep_spec checkpoint_file hf_files; do
   corpus=$(seed "$target")
   findings="$build/findings/$target"
   mkdir -p "$findings"

@@ -10,18 +10,34 @@
 #                                     every run that trains on it records (Note [Data provenance])
 # A few minutes on 2 cores, about 1 GB of disk while it runs and 200 MB after. Run again, it does
 # nothing while tokens.bin matches its manifest.
+#
+#   bash scripts/prepare-corpus.sh [FOLDER] [--tokenizer TOKENIZER.json]
+#
+# --tokenizer encodes the same text with a Hugging Face tokenizer.json instead (a model's own, as
+# its repository ships it; copied to FOLDER/tokenizer.json), in the environment of
+# scripts/setup.sh --hf; a run names it as data.tokenizer, and records its SHA-256.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export LC_ALL=C  # one sort order for the POD files, whatever the locale
-out=${1:-data/debian-docs-en}
+out=data/debian-docs-en
+tokenizer=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --tokenizer)
+      [ $# -ge 2 ] && [ -f "$2" ] || { echo "prepare-corpus: --tokenizer needs a tokenizer.json file" >&2; exit 2; }
+      tokenizer=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
+      shift 2 ;;
+    *) out=$1; shift ;;
+  esac
+done
 mkdir -p "$out"
 out=$(cd "$out" && pwd)  # absolute: the downloads run in a folder of their own
 lock=scripts/corpus/debian-docs.lock
 
 manifest_sha() { sed -n '/^\[tokens\]/,$ s/^sha256 = "\(.*\)"$/\1/p' "$1"; }
 # What the corpus is made from: the lock and the scripts. A change to any of them makes it anew.
-recipe=$(cat "$lock" scripts/corpus/html_to_text.py scripts/corpus/tokenize_corpus.py "$0" |
-  sha256sum | cut -d' ' -f1)
+recipe=$(cat "$lock" scripts/corpus/html_to_text.py scripts/corpus/tokenize_corpus.py "$0" \
+  ${tokenizer:+"$tokenizer"} | sha256sum | cut -d' ' -f1)
 if [ -f "$out/tokens.bin.toml" ] && [ -f "$out/tokens.bin" ] &&
   [ "$(cat "$out/recipe.sha256" 2>/dev/null)" = "$recipe" ] &&
   [ "$(sha256sum "$out/tokens.bin" | cut -d' ' -f1)" = "$(manifest_sha "$out/tokens.bin.toml")" ]; then
@@ -31,7 +47,7 @@ fi
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
-bash scripts/setup.sh --corpus
+if [ -n "$tokenizer" ]; then bash scripts/setup.sh --corpus --hf; else bash scripts/setup.sh --corpus; fi
 work="$out/build"
 rm -rf "$work"
 mkdir -p "$work/debs" "$work/unpacked"
@@ -78,9 +94,15 @@ while read -r spec sha how folder; do
 done <"$lock"
 
 mv "$work/corpus.txt" "$out/corpus.txt"
-echo "corpus: $(wc -c <"$out/corpus.txt") bytes of text; training the tokenizer and encoding"
-/usr/bin/python3 scripts/corpus/tokenize_corpus.py "$out/corpus.txt" "$out" \
-  --name debian-docs-en --vocab 8192 "${sources[@]}"
+if [ -n "$tokenizer" ]; then
+  echo "corpus: $(wc -c <"$out/corpus.txt") bytes of text; encoding with $tokenizer"
+  .tools/transformers/bin/python scripts/corpus/tokenize_corpus.py "$out/corpus.txt" "$out" \
+    --name debian-docs-en --tokenizer-json "$tokenizer" "${sources[@]}"
+else
+  echo "corpus: $(wc -c <"$out/corpus.txt") bytes of text; training the tokenizer and encoding"
+  /usr/bin/python3 scripts/corpus/tokenize_corpus.py "$out/corpus.txt" "$out" \
+    --name debian-docs-en --vocab 8192 "${sources[@]}"
+fi
 rm -rf "$work"
 echo "$recipe" >"$out/recipe.sha256"
 cat "$out/tokens.bin.toml"

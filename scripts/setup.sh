@@ -9,6 +9,7 @@ packages=(
   libgloo-dev             # Gloo, c10d's CPU collective backend
   libopenblas0-pthread    # optimized BLAS: without it LibTorch uses the ~30x slower reference BLAS
   libtomlplusplus-dev     # TOML experiments
+  nlohmann-json3-dev      # Hugging Face config.json, safetensors headers, tokenizer.json
   libsqlite3-dev sqlite3  # results store
   libspdlog-dev libfmt-dev
   libcli11-dev
@@ -25,11 +26,15 @@ packages=(
 #   --fuzz       adds clang and its libFuzzer runtime, for scripts/fuzz.sh.
 #   --corpus     adds what scripts/prepare-corpus.sh needs: SentencePiece's Python module (the
 #                BPE tokenizer) and pod2text (perl).
+#   --hf         installs transformers with PyTorch (PyPI, pinned) into .tools/transformers, the
+#                environment of the numerics tier (scripts/hf-numerics.sh) and of
+#                scripts/prepare-corpus.sh's Hugging Face tokenizers; about 4.5 GB.
 #   --cuda       also installs PyPI's PyTorch (a CUDA build whose LibTorch runs on the CPU where no
 #                GPU is visible) into the virtual environment build-cuda/venv and configures
 #                build-cuda/ against its LibTorch (the `cuda` preset; Note [LibTorch versions] in
 #                docs/notes.md). LRMOE_PYTORCH_VERSION pins it (default: the GPU machines' 2.11.0).
 cuda=false
+hf=false
 for option in "$@"; do
   case "$option" in
     --notebooks)
@@ -38,11 +43,14 @@ for option in "$@"; do
       packages+=(clang libclang-rt-14-dev) ;;
     --corpus)
       packages+=(python3-sentencepiece perl) ;;
+    --hf)
+      hf=true
+      packages+=(python3-venv python3-pip) ;;
     --cuda)
       cuda=true
       packages+=(python3-venv python3-pip) ;;
     *)
-      echo "setup: unknown option '$option'; the options are --notebooks, --fuzz, --corpus and --cuda" >&2
+      echo "setup: unknown option '$option'; the options are --notebooks, --fuzz, --corpus, --hf and --cuda" >&2
       exit 1 ;;
   esac
 done
@@ -77,6 +85,25 @@ else
   python3 -m venv --system-site-packages "$tools"
   "$tools/bin/python" -m pip install --quiet --disable-pip-version-check \
     "tensorboard==$tensorboard_version"
+fi
+
+# transformers and the PyTorch it computes with (PyPI, pinned) in their own environment: the
+# reference implementation lrmoe's models are checked against, never fetched at test time.
+if $hf; then
+  root="$(cd "$(dirname "$0")/.." && pwd)"
+  venv="$root/.tools/transformers"
+  pins=(torch==2.11.0 transformers==5.25.0 safetensors==0.8.0 tokenizers==0.23.3)
+  have=$("$venv/bin/python" -c 'import torch, transformers, safetensors, tokenizers as t
+print(" ".join(["torch==" + torch.__version__.split("+")[0], "transformers==" + transformers.__version__,
+                "safetensors==" + safetensors.__version__, "tokenizers==" + t.__version__]))' \
+           2>/dev/null || true)
+  if [ "$have" = "${pins[*]}" ]; then
+    echo "setup: ${pins[*]} present in $venv"
+  else
+    echo "setup: installing ${pins[*]} from PyPI into $venv (about 4.5 GB with PyTorch's CUDA libraries)"
+    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${pins[@]}"
+  fi
 fi
 
 if $cuda; then

@@ -38,7 +38,7 @@ enum class SweepKind { Train, Replay };
 
 struct RunInfo {
   std::string name;   // a sweep's cell names its run "SWEEP/CELL" when it is recorded
-  std::string model;  // the model by name: its preset, "custom" without one
+  std::string model;  // the model by name: its preset, "hf:FOLDER" for a config.json, or "custom"
   std::string resolved_toml;
   std::string toml_sha256;
   std::string code_version;

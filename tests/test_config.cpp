@@ -212,7 +212,10 @@ TEST_CASE("command-line overrides (--set) take every kind of value", "[config]")
   CHECK(e.train.max_steps == 30);
 }
 
-TEST_CASE("to_toml writes every field, and loading it gives the same experiment", "[config]") {
+TEST_CASE(
+    "to_toml writes every field but the unused model source, and loading it gives the same "
+    "experiment",
+    "[config]") {
   for (const std::string& preset : lrmoe::preset_names()) {
     DYNAMIC_SECTION("preset " << preset) {
       const Experiment e =
@@ -222,6 +225,11 @@ TEST_CASE("to_toml writes every field, and loading it gives the same experiment"
       CHECK_THAT(toml, Contains("hidden_size = " + std::to_string(e.model.hidden_size)));
       CHECK_THAT(toml, !Contains("extends"));
       for (const lrmoe::FieldDescriptor& field : lrmoe::experiment_schema()) {
+        // A model comes from its preset or its config.json, and names only that one.
+        if (&field == &lrmoe::model_hf_config_field()) {
+          CHECK_THAT(toml, !Contains("\n" + field.key + " = "));
+          continue;
+        }
         CHECK_THAT(toml, Contains("\n" + field.key + " = "));
       }
       const Experiment again = load_experiment_text(toml, "resolved.toml");
@@ -475,10 +483,11 @@ TEST_CASE("values of the wrong type, range or choice are reported at the value",
   }
 }
 
-TEST_CASE("a model needs a preset", "[config]") {
+TEST_CASE("a model needs a preset or a config.json", "[config]") {
   const FileError error = file_error("[model]\nhidden_size = 64\n");
   CHECK_THAT(error.message, StartsWith(error.file + ":2:15: set model.preset to one of "));
   CHECK_THAT(error.message, Contains("'qwen3-mini'"));
+  CHECK_THAT(error.message, Contains("or model.hf_config to a Hugging Face config.json"));
 
   const FileError no_model = file_error("[train]\nlr = 1e-3\n");
   CHECK_THAT(no_model.message, StartsWith(no_model.file + ": set model.preset to one of "));

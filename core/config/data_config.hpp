@@ -20,6 +20,7 @@ struct DataConfig {
   int64_t topics = 8;         // synthetic: number of topic-specific Markov sources
   int64_t topic_vocab = 64;   // synthetic: tokens each topic uses
   int64_t branching = 4;      // synthetic: successors of each token within a topic
+  std::string tokenizer;      // a Hugging Face tokenizer.json the tokens were made with
 };
 
 }  // namespace lrmoe

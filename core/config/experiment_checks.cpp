@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "core/config/experiment_loader.hpp"
+#include "core/config/config_error.hpp"
 #include "core/config/experiment_schema.hpp"
 #include "core/config/memory_spec.hpp"
 #include "lrmoe/static_owners.hpp"

@@ -1,5 +1,6 @@
 #include "core/config/experiment_loader.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <optional>
@@ -13,17 +14,17 @@
 namespace lrmoe {
 namespace {
 
-// The index of the last assignment of model.preset: the one that wins.
-std::optional<std::size_t> last_preset(const std::vector<Assignment>& assignments) {
-  std::optional<std::size_t> preset;
+// The index of the last assignment of model.preset or model.hf_config: the one that wins.
+std::optional<std::size_t> last_model_source(const std::vector<Assignment>& assignments) {
+  std::optional<std::size_t> source;
   for (std::size_t i = 0; i < assignments.size(); ++i) {
-    if (assignments[i].field == &model_preset_field()) preset = i;
+    if (is_model_source(*assignments[i].field)) source = i;
   }
-  return preset;
+  return source;
 }
 
 // Placed at the first [model] key when there is one: a model described without a preset.
-ConfigError missing_preset(const ExperimentSources& sources) {
+ConfigError missing_model_source(const ExperimentSources& sources) {
   std::string place = sources.experiment_name();
   for (const Assignment& assignment : sources.assignments()) {
     if (assignment.field->section == model_preset_field().section) {
@@ -32,7 +33,39 @@ ConfigError missing_preset(const ExperimentSources& sources) {
     }
   }
   return ConfigError(place + ": set model.preset to one of " +
-                     quoted_list(model_preset_field().choices));
+                     quoted_list(model_preset_field().choices) +
+                     ", or model.hf_config to a Hugging Face config.json");
+}
+
+// A model read from a config.json has not been through the schema's ranges: each numeric
+// [model] field is checked here, the message naming the file it came from.
+void check_model_ranges(const Experiment& experiment, const std::string& place) {
+  for (const FieldDescriptor& field : experiment_schema()) {
+    if (field.section != model_preset_field().section) continue;
+    if (field.kind != FieldKind::Integer && field.kind != FieldKind::Float) continue;
+    const FieldValue value = field.read(experiment);
+    const double number = std::holds_alternative<int64_t>(value)
+                              ? static_cast<double>(std::get<int64_t>(value))
+                              : std::get<double>(value);
+    if (!field.range.contains(number)) {
+      throw ConfigError(fmt::format("{}: {} gives {} = {}, which must be {}", place,
+                                    experiment.model.hf_config, field.name(),
+                                    field_value_toml(value), field.range.describe()));
+    }
+  }
+}
+
+// Applies the model source that wins (a preset, or a config.json), naming its place in any
+// error.
+void apply_model_source(Experiment& experiment, const Assignment& assignment,
+                        const FieldValue& value) {
+  try {
+    assignment.field->write(experiment, value);
+  } catch (const ConfigError& e) {
+    throw ConfigError(assignment.place + ": " + e.what());
+  }
+  if (assignment.field == &model_hf_config_field())
+    check_model_ranges(experiment, assignment.place);
 }
 
 // A warm-up longer than the run is shortened to the run, with a note, rather than refused: a short
@@ -60,20 +93,20 @@ Experiment resolve(const ExperimentSources& sources) {
     values.push_back(read_field_value(*assignment.field, *assignment.value, assignment.place));
   }
 
-  // The preset gives every model field its value, so it applies before any of them, whichever
-  // layer names it.
-  const std::optional<std::size_t> preset = last_preset(assignments);
-  if (!preset) throw missing_preset(sources);
+  // The preset or config.json gives every model field its value, so it applies before any of
+  // them, whichever layer names it.
+  const std::optional<std::size_t> source = last_model_source(assignments);
+  if (!source) throw missing_model_source(sources);
   Experiment experiment;
   FieldPlaces places(sources.experiment_name());
-  model_preset_field().write(experiment, values[*preset]);
+  apply_model_source(experiment, assignments[*source], values[*source]);
   for (const FieldDescriptor& field : experiment_schema()) {
     if (field.section == model_preset_field().section) {
-      places.record(field.name(), assignments[*preset].place);
+      places.record(field.name(), assignments[*source].place);
     }
   }
   for (std::size_t i = 0; i < assignments.size(); ++i) {
-    if (assignments[i].field == &model_preset_field()) continue;
+    if (is_model_source(*assignments[i].field)) continue;
     assignments[i].field->write(experiment, values[i]);
     places.record(assignments[i].field->name(), assignments[i].place);
   }

@@ -4,21 +4,14 @@
 // Experiment and checked against the schema (core/config/experiment_schema.cpp).
 
 #include <filesystem>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/config/config_error.hpp"
 #include "core/config/experiment.hpp"
 
 namespace lrmoe {
-
-// A user-caused configuration problem. what() is one line that starts with the place,
-// "FILE:LINE:COLUMN: " (or "--set section.key: " for an override), and says what to do.
-class ConfigError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 // Loads `file` (following `extends`), applies `overrides` ("section.key=value", in order) and
 // validates the result. Throws ConfigError.

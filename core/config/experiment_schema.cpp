@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <utility>
 
+#include <spdlog/spdlog.h>
 #include "core/config/field_value.hpp"
+
+#include "core/config/hf_model_config.hpp"
 #include "core/config/model_presets.hpp"
 #include "core/config/policy_sections.hpp"
 
@@ -108,7 +111,7 @@ FieldDescriptor preset_row() {
   return FieldDescriptor{"model",
                          "preset",
                          FieldKind::Choice,
-                         "required",
+                         "this or hf_config",
                          {},
                          preset_names(),
                          "named model whose dimensions every other [model] key starts from",
@@ -118,6 +121,25 @@ FieldDescriptor preset_row() {
                            // preset exists.
                            e.model = *find_preset(std::get<std::string>(v));
                          }};
+}
+
+FieldDescriptor hf_config_row() {
+  return FieldDescriptor{
+      "model",
+      "hf_config",
+      FieldKind::String,
+      "this or preset",
+      {},
+      {},
+      "a Hugging Face config.json, or a folder holding one, of a Qwen3-MoE or GLM-4.5 model "
+      "(relative to the working directory): every other [model] key starts from it instead of a "
+      "preset; a field that changes the computation and that lrmoe does not implement is an error",
+      [](const Experiment& e) { return FieldValue{e.model.hf_config}; },
+      [](Experiment& e, const FieldValue& v) {
+        const HfModel hf = read_hf_config(std::get<std::string>(v));
+        for (const std::string& note : hf.notes) spdlog::warn("{}", note);
+        e.model = hf.model;
+      }};
 }
 
 // [policies.<kind>] name: the plugin of that kind; empty until the bundle fills it in.
@@ -161,6 +183,7 @@ std::vector<FieldDescriptor> build_schema() {
       .text("notes", &ExperimentInfo::notes, "free text stored with the run");
 
   rows.push_back(preset_row());
+  rows.push_back(hf_config_row());
   SectionRows<ModelConfig>(rows, "model", &Experiment::model, Defaults::FromPreset)
       .integer("vocab_size", &ModelConfig::vocab_size, at_least(0),
                "vocabulary size; 0: take the vocabulary of the data source")
@@ -204,7 +227,11 @@ std::vector<FieldDescriptor> build_schema() {
       .boolean("tie_embeddings", &ModelConfig::tie_embeddings,
                "share the input embedding with the output projection")
       .real("init_std", &ModelConfig::init_std, above(0),
-            "standard deviation of the weight initialisation");
+            "standard deviation of the weight initialisation")
+      .text("init_from", &ModelConfig::init_from,
+            "a Hugging Face folder (config.json, safetensors shards; `lrmoe export-hf` writes "
+            "one) whose weights the run starts from instead of random ones, each process reading "
+            "the experts it holds; its config.json must give this model; empty: random");
 
   SectionRows<DataConfig>(rows, "data", &Experiment::data, Defaults::FromMemberInitialisers)
       .choice("kind", &DataConfig::kind, {"synthetic", "text", "tokens"},
@@ -222,7 +249,11 @@ std::vector<FieldDescriptor> build_schema() {
       .integer("topic_vocab", &DataConfig::topic_vocab, at_least(1),
                "synthetic: tokens each topic uses")
       .integer("branching", &DataConfig::branching, at_least(1),
-               "synthetic: successors of each token within a topic");
+               "synthetic: successors of each token within a topic")
+      .text("tokenizer", &DataConfig::tokenizer,
+            "a Hugging Face tokenizer.json the tokens were made with: its SHA-256 and vocabulary "
+            "are recorded with the run; it must be the tokenizer a corpus manifest names, and "
+            "its vocabulary must fit model.vocab_size; empty: none");
 
   SectionRows<TrainConfig>(rows, "train", &Experiment::train, Defaults::FromMemberInitialisers)
       .integer("batch_size", &TrainConfig::batch_size, between(1, kMostBatch),
@@ -259,6 +290,10 @@ std::vector<FieldDescriptor> build_schema() {
                "resume`; 0: none")
       .integer("checkpoint_keep", &TrainConfig::checkpoint_keep, at_least(1),
                "checkpoints kept per run: the newest")
+      .boolean("keep_final_checkpoint", &TrainConfig::keep_final_checkpoint,
+               "checkpoint the run's last step too (target reached or max_steps) and keep that "
+               "checkpoint once the run finished, for `lrmoe export-hf`; false: a finished run's "
+               "checkpoints are removed")
       .integer("threads", &TrainConfig::threads, at_least(0), "intra-op threads; 0: one per core")
       .choice("device", &TrainConfig::device, {"auto", "cpu", "cuda"},
               "where the model, batches, optimizer state and pipeline tensors live; auto: "
@@ -417,6 +452,15 @@ const FieldDescriptor* find_field(std::string_view section, std::string_view key
 const FieldDescriptor& model_preset_field() {
   static const FieldDescriptor& preset = *find_field("model", "preset");
   return preset;
+}
+
+const FieldDescriptor& model_hf_config_field() {
+  static const FieldDescriptor& hf_config = *find_field("model", "hf_config");
+  return hf_config;
+}
+
+bool is_model_source(const FieldDescriptor& field) {
+  return &field == &model_preset_field() || &field == &model_hf_config_field();
 }
 
 }  // namespace lrmoe

@@ -69,9 +69,9 @@ struct FieldDescriptor {
 };
 
 // Every field, grouped by section, sections in the order experiment, model, data, train,
-// cluster, policies (then one per policy kind), store. In [model], `preset` comes first and writing
-// it replaces the whole model with the preset's dimensions; every other model field defaults to its
-// preset's value.
+// cluster, policies (then one per policy kind), store. In [model], `preset` and `hf_config` come
+// first and writing one replaces the whole model with its dimensions; every other model field
+// defaults to its value.
 const std::vector<FieldDescriptor>& experiment_schema();
 
 // The section names of experiment_schema(), in order: "policies.placement" is a section too.
@@ -83,7 +83,11 @@ std::vector<std::string> section_keys(std::string_view section);
 // nullptr when the section has no such key.
 const FieldDescriptor* find_field(std::string_view section, std::string_view key);
 
-// model.preset.
+// model.preset and model.hf_config: the two sources of a model's dimensions.
 const FieldDescriptor& model_preset_field();
+const FieldDescriptor& model_hf_config_field();
+// Whether `field` is one of them: the last one assigned applies before every other [model] key,
+// and an empty one is not written into the resolved TOML.
+bool is_model_source(const FieldDescriptor& field);
 
 }  // namespace lrmoe

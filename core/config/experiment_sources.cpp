@@ -6,8 +6,8 @@
 #include <optional>
 #include <utility>
 
+#include "core/config/config_error.hpp"
 #include "core/config/did_you_mean.hpp"
-#include "core/config/experiment_loader.hpp"
 #include "core/config/field_value.hpp"
 #include "core/config/policy_sections.hpp"
 #include "core/config/toml_document.hpp"

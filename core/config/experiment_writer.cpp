@@ -37,7 +37,11 @@ std::string to_toml(const Experiment& experiment) {
       section = field.section;
       toml += "[" + section + "]\n";
     }
-    toml += field.key + " = " + field_value_toml(field.read(experiment)) + "\n";
+    const FieldValue value = field.read(experiment);
+    // A model comes from a preset or a config.json: the other source is left out, not written
+    // empty (which would not read back).
+    if (is_model_source(field) && std::get<std::string>(value).empty()) continue;
+    toml += field.key + " = " + field_value_toml(value) + "\n";
   }
   return toml + policy_settings_toml(experiment, section);
 }

@@ -7,9 +7,9 @@
 #include <stdexcept>
 
 #include "core/config/byte_size.hpp"
+#include "core/config/config_error.hpp"
 #include "core/config/did_you_mean.hpp"
 #include "core/config/exact_number.hpp"
-#include "core/config/experiment_loader.hpp"
 #include "core/config/toml_text.hpp"
 
 namespace lrmoe {

@@ -11,7 +11,8 @@ namespace lrmoe {
 enum class RouterKind { Softmax, Sigmoid };
 
 struct ModelConfig {
-  std::string preset;      // name the dimensions below were taken from
+  std::string preset;      // name the dimensions below were taken from, or
+  std::string hf_config;   // the Hugging Face config.json they were read from
   int64_t vocab_size = 0;  // 0: take the vocabulary of the data source
   int64_t hidden_size = 0;
   int64_t num_layers = 0;
@@ -37,6 +38,9 @@ struct ModelConfig {
   double bias_update_rate = 0.0;  // aux-loss-free selection-bias update (sigmoid router)
   bool tie_embeddings = false;
   double init_std = 0.02;
+  // A Hugging Face folder (config.json, safetensors) whose weights the run starts from instead of
+  // a random initialisation; empty: none.
+  std::string init_from;
 };
 
 }  // namespace lrmoe

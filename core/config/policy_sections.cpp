@@ -4,8 +4,8 @@
 
 #include <array>
 
+#include "core/config/config_error.hpp"
 #include "core/config/exact_number.hpp"
-#include "core/config/experiment_loader.hpp"
 #include "core/config/field_value.hpp"
 
 namespace lrmoe {

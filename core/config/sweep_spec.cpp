@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <set>
 
+#include "core/config/config_error.hpp"
 #include "core/config/did_you_mean.hpp"
-#include "core/config/experiment_loader.hpp"
 #include "core/config/field_value.hpp"
 #include "core/config/multiline_inline_tables.hpp"
 #include "core/config/toml_document.hpp"

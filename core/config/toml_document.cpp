@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/config/experiment_loader.hpp"
+#include "core/config/config_error.hpp"
 #include "core/config/toml_limits.hpp"
 #include "core/system/file_kind.hpp"
 

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "core/config/experiment_loader.hpp"
+#include "core/config/config_error.hpp"
 
 namespace lrmoe {
 namespace {

@@ -37,10 +37,14 @@ struct TrainConfig {
   int64_t log_every = 10;
   int64_t checkpoint_every = 0;  // steps between checkpoints; 0: none (Note [Checkpoints])
   int64_t checkpoint_keep = 2;   // the newest checkpoints kept
-  int64_t threads = 0;           // intra-op threads; 0: one per core
+  // checkpoint the last step too and keep it once the run finished (for lrmoe export-hf)
+  bool keep_final_checkpoint = false;
+  int64_t threads = 0;  // intra-op threads; 0: one per core
   DeviceChoice device = DeviceChoice::Auto;
   Precision precision = Precision::Fp32;
   GroupedGemmChoice grouped_gemm = GroupedGemmChoice::Auto;
+
+  bool writes_checkpoints() const { return checkpoint_every > 0 || keep_final_checkpoint; }
 };
 
 }  // namespace lrmoe

@@ -15,7 +15,7 @@ namespace lrmoe {
 namespace {
 
 [[noreturn]] void fail(const std::filesystem::path& path, const char* action, int error) {
-  throw DataError("cannot " + std::string(action) + " data file '" + path.string() +
+  throw DataError("cannot " + std::string(action) + " '" + path.string() +
                   "': " + std::strerror(error) +
                   ": check that it is a readable regular file (permissions, mount)");
 }
@@ -34,9 +34,8 @@ MappedFile::MappedFile(const std::filesystem::path& path) {
   }
   if (!S_ISREG(status.st_mode)) {
     ::close(descriptor);
-    throw DataError("cannot read data file '" + path.string() +
-                    "': not a regular file (a FIFO, device or folder); point data.path at the "
-                    "token file itself");
+    throw DataError("cannot read '" + path.string() +
+                    "': not a regular file (a FIFO, device or folder); name the file itself");
   }
   size_ = static_cast<size_t>(status.st_size);
   if (size_ > 0) {

@@ -1,6 +1,6 @@
 #pragma once
-// A read-only memory map of a whole file: token files can be many gigabytes, and a map lets the
-// kernel page in only the windows that are read.
+// A read-only memory map of a whole file: token files and safetensors shards can be many
+// gigabytes, and a map lets the kernel page in only the windows (tensors) that are read.
 
 #include <cstddef>
 #include <filesystem>

@@ -28,7 +28,8 @@ Routing RouterImpl::forward(const torch::Tensor& x) {
   auto choice = scores.detach() + selection_bias_.to(math_dtype);
   auto experts = std::get<1>(choice.topk(config_.top_k, -1));
   auto gates = scores.gather(1, experts);
-  if (config_.norm_topk && config_.top_k > 1) gates = gates / (gates.sum(-1, true) + 1e-20);
+  // As transformers' Qwen3-MoE and GLM-4.5 do, also with one expert: its gate is then 1.
+  if (config_.norm_topk) gates = gates / (gates.sum(-1, true) + 1e-20);
   if (config_.routed_scaling_factor != 1.0) gates = gates * config_.routed_scaling_factor;
 
   Routing routing{experts, gates, torch::Tensor(), torch::zeros({}, logits.options())};

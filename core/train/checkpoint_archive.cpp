@@ -59,6 +59,20 @@ torch::Tensor read_tensor(torch::serialize::InputArchive& archive, const std::st
   return tensor.to(torch::kCPU);
 }
 
+NamedTensors read_named_tensors(torch::serialize::InputArchive& archive, const std::string& key) {
+  torch::serialize::InputArchive named;
+  archive.read(key, named);
+  const std::string names = read_value(named, "names").toStringRef();
+  NamedTensors tensors;
+  std::size_t start = 0;
+  for (std::size_t end = names.find('\n'); end != std::string::npos;
+       start = end + 1, end = names.find('\n', start)) {
+    tensors.emplace_back(names.substr(start, end - start),
+                         read_tensor(named, fmt::format("tensor_{}", tensors.size())));
+  }
+  return tensors;
+}
+
 void write_state(torch::serialize::OutputArchive& archive, const std::string& key,
                  const NamedTensors& tensors, const torch::optim::Optimizer& optimizer) {
   torch::serialize::OutputArchive named;

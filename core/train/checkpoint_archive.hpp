@@ -35,6 +35,10 @@ void read_state(torch::serialize::InputArchive& archive, const std::string& key,
                 const NamedTensors& into, torch::optim::Optimizer& optimizer,
                 const std::filesystem::path& file);
 
+// The tensors write_state wrote under `key`, by name, on the CPU, whatever model they are of:
+// what `lrmoe export-hf` converts.
+NamedTensors read_named_tensors(torch::serialize::InputArchive& archive, const std::string& key);
+
 void write_identity(torch::serialize::OutputArchive& archive, int64_t step,
                     const CheckpointIdentity& identity);
 // Checks a file's format and identity against `expected`; returns its step.

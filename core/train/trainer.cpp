@@ -1,5 +1,7 @@
 #include "core/train/trainer.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -10,6 +12,7 @@
 
 #include "core/device/compute_device.hpp"
 #include "core/device/step_peaks.hpp"
+#include "core/hf/hf_import.hpp"
 #include "core/system/threads.hpp"
 #include "core/train/gradient_clipping.hpp"
 #include "core/train/lr_schedule.hpp"
@@ -91,12 +94,26 @@ Trainer::Trainer(const Experiment& experiment, const TokenSource& data,
     shard = home_shard(model_config_.num_experts, experiment.cluster.ranks, view, view.index);
   }
   model_ = Transformer(model_config_, shard);
+  if (!model_config_.init_from.empty()) start_from_hf_weights();
   model_->to(device_);
   split_parameters(sharded);
   model_->set_compute_dtype(dtype);
   optimizer_ = make_optimizer(replicated_parameters_, experiment.train);
   expert_optimizer_ = make_optimizer(sharded_parameters_, experiment.train);
   if (policies) install_pipelines(std::move(policies), std::move(profile));
+}
+
+void Trainer::start_from_hf_weights() {
+  const HfImport import = load_hf_weights(model_, model_config_, model_config_.init_from);
+  spdlog::info("model.init_from {}: {} tensors, {:.1f} MiB read in {:.2f} s",
+               model_config_.init_from, import.tensors,
+               static_cast<double>(import.bytes) / (1 << 20), import.seconds);
+  if (!import.unused.empty()) {
+    spdlog::warn(
+        "model.init_from {}: {} of its tensors have no place in this model and were not "
+        "read (the first: {})",
+        model_config_.init_from, import.unused.size(), import.unused.front());
+  }
 }
 
 void Trainer::split_parameters(bool sharded) {
@@ -197,6 +214,30 @@ Trainer::QueuedStep Trainer::train_step(int64_t step) {
   step_timer_.stop();
   queued.step_time = step_timer_.take();
   return queued;
+}
+
+Trainer::ForwardBackward Trainer::forward_backward(const Batch& batch) {
+  model_->train();
+  for (const auto& pipeline : pipelines_) pipeline->set_step(1);
+  for (const torch::Tensor& p : model_->parameters()) p.mutable_grad().reset();
+  const Batch on_device = batch.to(device_);
+  ModelOutput out = model_(on_device.inputs);
+  const torch::Tensor ce = cross_entropy(out.logits, on_device.targets);
+  // Each process's loss is its shard's mean: their mean is the batch's.
+  (ce / static_cast<double>(collectives_->size())).backward();
+  sum_gradients();
+  for (MoELayer layer : model_->moe_layers()) {
+    (void)layer->router()->take_step_counts();
+    (void)layer->take_statistics();
+  }
+  return {out.logits.detach(), ce.detach()};
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> Trainer::named_tensors() const {
+  std::vector<std::pair<std::string, torch::Tensor>> named;
+  for (const auto& item : model_->named_parameters()) named.emplace_back(item.key(), item.value());
+  for (const auto& item : model_->named_buffers()) named.emplace_back(item.key(), item.value());
+  return named;
 }
 
 StepReport Trainer::read_step(QueuedStep queued) {
@@ -390,8 +431,10 @@ TrainingOutcome Trainer::run(TrainingObserver& observer) {
     const bool reached =
         t.target_loss > 0 && queued.report.eval_loss && *queued.report.eval_loss <= t.target_loss;
     const bool stopped = !reached && stop_requested(observer);
+    const bool last = reached || step == t.max_steps;
     const bool checkpoint =
-        t.checkpoint_every > 0 && !reached && (stopped || step % t.checkpoint_every == 0);
+        (t.checkpoint_every > 0 && !reached && (stopped || step % t.checkpoint_every == 0)) ||
+        (t.keep_final_checkpoint && last);
     if (reached || stopped || checkpoint) {
       report(std::move(queued));
       if (checkpoint) {

@@ -113,6 +113,17 @@ class Trainer {
   int64_t resume_from(const std::filesystem::path& file, const CheckpointIdentity& expected);
   // Mean cross-entropy over train.eval_batches validation batches.
   double evaluate();
+  // One forward and backward of `batch` as a training step makes them (through the pipelines,
+  // gradients summed over the processes) but without the optimizer step: the logits and the
+  // cross-entropy (no auxiliary loss), the gradients left on parameters(). What a check against
+  // a reference implementation compares (`lrmoe hf-compute`).
+  struct ForwardBackward {
+    torch::Tensor logits;  // [batch, seq, vocab], detached
+    torch::Tensor loss;    // scalar float32, detached
+  };
+  ForwardBackward forward_backward(const Batch& batch);
+  // The model's parameters and buffers by name, as named_parameters() names them.
+  std::vector<std::pair<std::string, torch::Tensor>> named_tensors() const;
 
   const ModelConfig& model_config() const { return model_config_; }
   // How each rank's memory divides; zero without policies.
@@ -154,6 +165,8 @@ class Trainer {
   // An ExpertPipeline for every MoE layer, sharing the policies.
   void install_pipelines(std::shared_ptr<const PolicySet> policies,
                          std::optional<HardwareProfile> profile);
+  // model.init_from: the weights of a Hugging Face folder, this process's experts only.
+  void start_from_hf_weights();
   // Sorts the model's parameters into those every process holds alike and, with sharded expert
   // state, the experts each holds its own of; gathers every process's ProcessState.
   void split_parameters(bool sharded);

@@ -1,11 +1,17 @@
 #!/usr/bin/python3
-"""Trains a BPE tokenizer on a text corpus and writes the corpus as an lrmoe `tokens` file.
+"""Tokenizes a text corpus into an lrmoe `tokens` file, with a BPE it trains or a given tokenizer.
 
     tokenize_corpus.py CORPUS.txt OUT_DIR --name NAME --vocab 8192 [--source PKG=VER]...
+    tokenize_corpus.py CORPUS.txt OUT_DIR --name NAME --tokenizer-json FILE [--source PKG=VER]...
 
 Writes, in OUT_DIR:
-  tokenizer.model, tokenizer.vocab   the SentencePiece BPE model (Debian's python3-sentencepiece)
-  tokens.bin                         every line's ids then the end-of-line id, uint16 little-endian
+  tokenizer.model, tokenizer.vocab   the SentencePiece BPE model (Debian's python3-sentencepiece),
+                                     trained on the corpus; or
+  tokenizer.json                     the Hugging Face tokenizer given (a copy), run by the
+                                     `tokenizers` library (scripts/setup.sh --hf)
+  tokens.bin                         every line's ids then the end-of-line id (SentencePiece), or
+                                     every line with its newline encoded (tokenizer.json), uint16
+                                     little-endian, uint32 for vocabularies over 65536
   tokens.bin.toml                    the manifest lrmoe reads beside tokens.bin and records with
                                      every run: the corpus's name, size, SHA-256 and sources, the
                                      tokenizer's library, model and SHA-256, the tokens' count and
@@ -17,10 +23,10 @@ the names of its input and output, so they are given relative to OUT_DIR, where 
 import argparse
 import array
 import hashlib
+import json
 import os
+import shutil
 import sys
-
-import sentencepiece
 
 
 def sha256_of(path):
@@ -42,33 +48,25 @@ def main():
     parser.add_argument("--name", required=True)
     parser.add_argument("--vocab", type=int, default=8192)
     parser.add_argument("--source", action="append", default=[])
+    parser.add_argument("--tokenizer-json", help="a Hugging Face tokenizer.json to encode with")
     args = parser.parse_args()
-    if not 256 < args.vocab <= 65536:
+    if not args.tokenizer_json and not 256 < args.vocab <= 65536:
         sys.exit(f"tokenize_corpus.py: --vocab {args.vocab}: must be in (256, 65536] for uint16 ids")
 
     corpus = os.path.relpath(args.corpus, args.out)
     if corpus.startswith(".."):
         sys.exit(f"tokenize_corpus.py: {args.corpus}: the corpus must be inside {args.out}")
+    if args.tokenizer_json:
+        args.tokenizer_json = os.path.abspath(args.tokenizer_json)
     os.chdir(args.out)
-    prefix = "tokenizer"
-    # byte_fallback: any byte is representable, so no text maps to the unknown id. Ids 0, 1, 2
-    # are unknown, begin and end; the end id ends every line in tokens.bin.
-    sentencepiece.SentencePieceTrainer.train(
-        input=corpus, model_prefix=prefix, vocab_size=args.vocab, model_type="bpe",
-        byte_fallback=True, character_coverage=0.9995, input_sentence_size=0,
-        shuffle_input_sentence=False, max_sentence_length=1 << 16, num_threads=1,
-        unk_id=0, bos_id=1, eos_id=2, pad_id=-1, minloglevel=2)
-    model = sentencepiece.SentencePieceProcessor(model_file=prefix + ".model")
-
     with open(corpus, encoding="utf-8") as stream:
         lines = stream.read().split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the newline that ends the file ends its last line
-    ids = array.array("H")
-    end = model.eos_id()
-    for encoded in model.encode(lines, out_type=int, num_threads=os.cpu_count()):
-        ids.extend(encoded)
-        ids.append(end)
+    if args.tokenizer_json:
+        ids, dtype, tokenizer = encode_with_tokenizer_json(args.tokenizer_json, lines)
+    else:
+        ids, dtype, tokenizer = encode_with_trained_bpe(corpus, lines, args.vocab)
     if sys.byteorder != "little":
         ids.byteswap()
     tokens = "tokens.bin"
@@ -85,21 +83,64 @@ def main():
         "sources = [" + ", ".join(toml_string(s) for s in args.source) + "]",
         "",
         "[tokenizer]",
-        f"library = {toml_string('sentencepiece ' + sentencepiece.__version__)}",
-        'model = "bpe"',
-        f"vocab_size = {model.get_piece_size()}",
-        f"sha256 = {toml_string(sha256_of(prefix + '.model'))}",
+        f"library = {toml_string(tokenizer['library'])}",
+        f"model = {toml_string(tokenizer['model'])}",
+        f"vocab_size = {tokenizer['vocab_size']}",
+        f"sha256 = {toml_string(sha256_of(tokenizer['file']))}",
         "",
         "[tokens]",
-        'dtype = "uint16"',
+        f"dtype = {toml_string(dtype)}",
         f"count = {len(ids)}",
         f"sha256 = {toml_string(sha256_of(tokens))}",
     ]
     with open(tokens + ".toml", "w", encoding="utf-8") as stream:
         stream.write("\n".join(manifest) + "\n")
-    print(f"tokenize_corpus.py: {len(ids)} tokens of vocabulary {model.get_piece_size()} "
+    print(f"tokenize_corpus.py: {len(ids)} tokens of vocabulary {tokenizer['vocab_size']} "
           f"({os.path.getsize(corpus) / len(ids):.2f} bytes a token) in "
           f"{os.path.join(args.out, tokens)}")
+
+
+def encode_with_tokenizer_json(path, lines):
+    """The lines, each with its newline, encoded by a Hugging Face tokenizer (no special tokens
+    added); the tokenizer copied beside the tokens."""
+    import tokenizers
+
+    shutil.copyfile(path, "tokenizer.json")
+    tokenizer = tokenizers.Tokenizer.from_file("tokenizer.json")
+    vocab = max(tokenizer.get_vocab(with_added_tokens=True).values()) + 1
+    dtype = "uint16" if vocab <= 65536 else "uint32"
+    ids = array.array("H" if dtype == "uint16" else "I")
+    for encoded in tokenizer.encode_batch([line + "\n" for line in lines],
+                                          add_special_tokens=False):
+        ids.extend(encoded.ids)
+    with open("tokenizer.json", encoding="utf-8") as stream:
+        model = json.load(stream)["model"].get("type", "unknown")
+    return ids, dtype, {"library": "tokenizers " + tokenizers.__version__, "model": model,
+                        "vocab_size": vocab, "file": "tokenizer.json"}
+
+
+def encode_with_trained_bpe(corpus, lines, vocab):
+    """A SentencePiece BPE of `vocab` trained on the corpus, and the lines it encodes, each then
+    the end id."""
+    import sentencepiece
+
+    prefix = "tokenizer"
+    # byte_fallback: any byte is representable, so no text maps to the unknown id. Ids 0, 1, 2
+    # are unknown, begin and end; the end id ends every line in tokens.bin.
+    sentencepiece.SentencePieceTrainer.train(
+        input=corpus, model_prefix=prefix, vocab_size=vocab, model_type="bpe",
+        byte_fallback=True, character_coverage=0.9995, input_sentence_size=0,
+        shuffle_input_sentence=False, max_sentence_length=1 << 16, num_threads=1,
+        unk_id=0, bos_id=1, eos_id=2, pad_id=-1, minloglevel=2)
+    model = sentencepiece.SentencePieceProcessor(model_file=prefix + ".model")
+    ids = array.array("H")
+    end = model.eos_id()
+    for encoded in model.encode(lines, out_type=int, num_threads=os.cpu_count()):
+        ids.extend(encoded)
+        ids.append(end)
+    return ids, "uint16", {"library": "sentencepiece " + sentencepiece.__version__,
+                           "model": "bpe", "vocab_size": model.get_piece_size(),
+                           "file": prefix + ".model"}
 
 
 if __name__ == "__main__":
