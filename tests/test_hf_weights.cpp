@@ -95,13 +95,12 @@ TEST_CASE("safetensors files keep every dtype, shape and value, and a block read
           "[hf]") {
   TempFolder folder;
   torch::manual_seed(1);
-  const lrmoe::NamedTensorList tensors = {
-      {"f32", torch::randn({3, 5})},
-      {"bf16", torch::randn({4, 2}).to(torch::kBFloat16)},
-      {"i64", torch::arange(7, torch::kInt64)},
-      {"scalar", torch::tensor(2.5)},
-      {"empty", torch::zeros({0, 3})},
-      {"stacked", torch::randn({4, 6, 3})}};
+  const lrmoe::NamedTensorList tensors = {{"f32", torch::randn({3, 5})},
+                                          {"bf16", torch::randn({4, 2}).to(torch::kBFloat16)},
+                                          {"i64", torch::arange(7, torch::kInt64)},
+                                          {"scalar", torch::tensor(2.5)},
+                                          {"empty", torch::zeros({0, 3})},
+                                          {"stacked", torch::randn({4, 6, 3})}};
   const lrmoe::SafetensorsWritten written =
       lrmoe::write_safetensors(folder.path() / "t.safetensors", tensors, {{"format", "pt"}});
   CHECK(written.bytes == fs::file_size(folder.path() / "t.safetensors"));
@@ -201,8 +200,7 @@ TEST_CASE("a model exported in expert shards reads back whole, or by one process
       }
       TempFolder folder;
       export_in_shards(source, config, 2, folder.path());
-      const json index =
-          json::parse(std::ifstream(folder.path() / "model.safetensors.index.json"));
+      const json index = json::parse(std::ifstream(folder.path() / "model.safetensors.index.json"));
       CHECK(index["weight_map"].size() ==
             lrmoe::hf_pieces(config, *lrmoe::hf_family(config, nullptr)).size());
 
@@ -223,6 +221,7 @@ TEST_CASE("a model exported in expert shards reads back whole, or by one process
       lrmoe::Transformer half(config, second);
       const lrmoe::HfImport part = lrmoe::load_hf_weights(half, config, folder.path());
       CHECK(part.bytes < import.bytes);
+      CHECK(part.unused.empty());  // the other process's experts have their place there
       for (std::size_t l = 0; l < half->moe_layers().size(); ++l) {
         const auto ours = half->moe_layers()[l]->expert_parameters();
         const auto theirs = source->moe_layers()[l]->expert_parameters();
@@ -299,11 +298,12 @@ TEST_CASE("export-hf writes each process's experts of a sharded run as its own s
   TempFolder folder;
   const std::string db = folder.file("runs.db");
   const fs::path experiment = folder.write(
-      "e.toml", "extends = \"" + std::string(LRMOE_SOURCE_DIR) +
-                    "/experiments/tiny-moe.toml\"\n[train]\nmax_steps = 2\nwarmup_steps = 1\n"
-                    "keep_final_checkpoint = true\n[cluster]\nranks = 2\nexpert_state = \"sharded\"\n");
-  const auto trained = lrmoe_test::run_lrmoe(
-      {"launch", "-n", "2", experiment.string(), "--db", db}, folder.file("launch.log"));
+      "e.toml",
+      "extends = \"" + std::string(LRMOE_SOURCE_DIR) +
+          "/experiments/tiny-moe.toml\"\n[train]\nmax_steps = 2\nwarmup_steps = 1\n"
+          "keep_final_checkpoint = true\n[cluster]\nranks = 2\nexpert_state = \"sharded\"\n");
+  const auto trained = lrmoe_test::run_lrmoe({"launch", "-n", "2", experiment.string(), "--db", db},
+                                             folder.file("launch.log"));
   INFO(trained.second);
   REQUIRE(trained.first == 0);
   CHECK_THAT(trained.second, Contains("export with         lrmoe export-hf 1 FOLDER"));
@@ -331,14 +331,15 @@ TEST_CASE("export-hf writes each process's experts of a sharded run as its own s
     if (name != "block1.moe.experts_gate_up") continue;
     REQUIRE(tensor.size(0) == 4);
     for (int64_t i = 0; i < 4; ++i) {
-      const std::string up = "model.layers.1.mlp.experts." + std::to_string(4 + i) + ".up_proj.weight";
+      const std::string up =
+          "model.layers.1.mlp.experts." + std::to_string(4 + i) + ".up_proj.weight";
       CHECK(torch::equal(hf.file_of(up)->read(up), tensor[i].narrow(0, 32, 32)));
     }
   }
 
   // A folder that is not empty is refused, and the run starts again from the export.
-  const auto again = lrmoe_test::run_lrmoe({"export-hf", "1", out.string(), "--db", db},
-                                           folder.file("again.log"));
+  const auto again =
+      lrmoe_test::run_lrmoe({"export-hf", "1", out.string(), "--db", db}, folder.file("again.log"));
   CHECK(again.first == 1);
   CHECK_THAT(again.second, Contains("exists and is not an empty folder"));
   const auto resumed = lrmoe_test::run_lrmoe(

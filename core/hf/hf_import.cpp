@@ -47,8 +47,7 @@ std::vector<Difference> differences(const ModelConfig& theirs, const ModelConfig
   compare("rms_eps", theirs.rms_eps, ours.rms_eps, false);
   compare("top_k", theirs.top_k, ours.top_k, false);
   compare("norm_topk", theirs.norm_topk, ours.norm_topk, false);
-  compare("routed_scaling_factor", theirs.routed_scaling_factor, ours.routed_scaling_factor,
-          false);
+  compare("routed_scaling_factor", theirs.routed_scaling_factor, ours.routed_scaling_factor, false);
   return found;
 }
 
@@ -80,10 +79,10 @@ void check_entry(const SafetensorsFile& file, const std::string& name,
                               file.path().string(), name, entry.dtype));
   }
   if (entry.shape != shape) {
-    throw HfError(fmt::format("{}: tensor '{}' has shape {}, this model's is {}; point "
-                              "model.init_from at this model's weights",
-                              file.path().string(), name, c10::str(entry.shape),
-                              c10::str(shape)));
+    throw HfError(
+        fmt::format("{}: tensor '{}' has shape {}, this model's is {}; point "
+                    "model.init_from at this model's weights",
+                    file.path().string(), name, c10::str(entry.shape), c10::str(shape)));
   }
 }
 
@@ -92,6 +91,11 @@ void copy_counted(torch::Tensor& to, const torch::Tensor& read, HfImport& import
   to.copy_(read);
   import.bytes += static_cast<uint64_t>(read.numel()) * read.element_size();
   ++import.tensors;
+}
+
+// The layer of an expert piece: its lrmoe tensor is "block<layer>.moe....".
+int64_t layer_of(const HfPiece& piece) {
+  return std::stoll(piece.lrmoe_name.substr(std::string("block").size()));
 }
 
 // Where a piece's weights are in `folder`: its own tensor, or (an expert's, in transformers 5's
@@ -106,15 +110,14 @@ PieceSource find_piece(const HfFolder& folder, const HfPiece& piece) {
   if (const SafetensorsFile* file = folder.file_of(piece.hf_name)) return {file, piece.hf_name};
   std::string stacked;
   if (piece.expert >= 0) {
-    const int64_t layer = std::stoll(piece.lrmoe_name.substr(5));  // "block<i>.moe...."
-    stacked = hf_fused_experts_name(layer,
+    stacked = hf_fused_experts_name(layer_of(piece),
                                     piece.lrmoe_name.find("experts_gate_up") != std::string::npos);
     if (const SafetensorsFile* file = folder.file_of(stacked)) return {file, stacked, true};
   }
-  throw HfError(fmt::format("{}: has no tensor '{}'{}; point model.init_from at a folder of this "
-                            "model's weights",
-                            folder.path().string(), piece.hf_name,
-                            stacked.empty() ? "" : " (nor '" + stacked + "')"));
+  throw HfError(fmt::format(
+      "{}: has no tensor '{}'{}; point model.init_from at a folder of this "
+      "model's weights",
+      folder.path().string(), piece.hf_name, stacked.empty() ? "" : " (nor '" + stacked + "')"));
 }
 
 // Refuses a folder whose config.json gives other shapes than `config`; logs computation-only
@@ -138,7 +141,8 @@ void check_config(const HfFolder& folder, const ModelConfig& config) {
 void check_hf_weights(const ModelConfig& config, const std::filesystem::path& folder_path) {
   const HfFolder folder(folder_path);
   check_config(folder, config);
-  for (const HfPiece& piece : hf_pieces(config, folder.config().family)) (void)find_piece(folder, piece);
+  for (const HfPiece& piece : hf_pieces(config, folder.config().family))
+    (void)find_piece(folder, piece);
 }
 
 HfImport load_hf_weights(Transformer& model, const ModelConfig& config,
@@ -152,9 +156,15 @@ HfImport load_hf_weights(Transformer& model, const ModelConfig& config,
   const std::map<std::string, ExpertShard> held = held_experts(model);
 
   HfImport import;
-  std::set<std::string> used;
+  // Every name this model has a place for, whichever process holds it.
+  std::set<std::string> known;
   torch::NoGradGuard no_grad;
   for (const HfPiece& piece : hf_pieces(config, folder.config().family)) {
+    known.insert(piece.hf_name);
+    if (piece.expert >= 0) {
+      known.insert(hf_fused_experts_name(layer_of(piece), true));
+      known.insert(hf_fused_experts_name(layer_of(piece), false));
+    }
     const torch::Tensor& into = tensors.at(piece.lrmoe_name);
     ExpertShard shard{0, 0};
     if (piece.expert >= 0) {
@@ -173,10 +183,9 @@ HfImport load_hf_weights(Transformer& model, const ModelConfig& config,
       copy_counted(to, source.file->read(source.name, {piece.expert, piece.first_row, piece.rows}),
                    import);
     }
-    used.insert(source.name);
   }
   for (const std::string& name : folder.tensor_names())
-    if (used.count(name) == 0) import.unused.push_back(name);
+    if (known.count(name) == 0) import.unused.push_back(name);
   import.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return import;
