@@ -26,9 +26,9 @@ fs::path checkpoint_to_export(const fs::path& folder, std::optional<int64_t> ste
   if (step) {
     const fs::path file = checkpoint_path(folder, *step);
     if (!fs::exists(file)) {
-      throw std::invalid_argument(fmt::format(
-          "run {} has no checkpoint of step {} ({}); omit --step for its newest", run, *step,
-          file.string()));
+      throw std::invalid_argument(
+          fmt::format("run {} has no checkpoint of step {} ({}); omit --step for its newest", run,
+                      *step, file.string()));
     }
     return file;
   }
@@ -38,7 +38,8 @@ fs::path checkpoint_to_export(const fs::path& folder, std::optional<int64_t> ste
     throw std::invalid_argument(fmt::format(
         "run {} has no checkpoint that verifies in {}{}; a finished run keeps its last one "
         "with train.keep_final_checkpoint = true (a stopped one, with train.checkpoint_every > 0)",
-        run, folder.string(), skipped.empty() ? "" : fmt::format(" ({})", fmt::join(skipped, "; "))));
+        run, folder.string(),
+        skipped.empty() ? "" : fmt::format(" ({})", fmt::join(skipped, "; "))));
   }
   return *latest;
 }
@@ -124,13 +125,14 @@ int export_hf_command(const ExportHfOptions& options, std::ostream& out) {
   const int64_t shards = 1 + (parts ? processes : (model.num_experts > 0 ? 1 : 0));
   std::map<std::string, std::string> weight_map;
   std::vector<HfExportedFile> written;
-  written.push_back(write_hf_shard(folder, hf_shard_name(1, shards), model, *family, dense, dtype,
-                                   weight_map));
+  written.push_back(
+      write_hf_shard(folder, hf_shard_name(1, shards), model, *family, dense, dtype, weight_map));
   if (!parts && shards == 2) {
     // Every expert is in the main file: the dense shard took none, this one takes them.
     HfExportSource experts{{}, 0};
     for (auto& [name, tensor] : dense.tensors)
-      if (name.find(".moe.experts_") != std::string::npos) experts.tensors.emplace_back(name, tensor);
+      if (name.find(".moe.experts_") != std::string::npos)
+        experts.tensors.emplace_back(name, tensor);
     dense.tensors.clear();
     written.push_back(write_hf_shard(folder, hf_shard_name(2, shards), model, *family, experts,
                                      dtype, weight_map));
@@ -144,8 +146,8 @@ int export_hf_command(const ExportHfOptions& options, std::ostream& out) {
     const HfExportSource experts{
         read_checkpoint_tensors(checkpoint_part_path(checkpoints, step, p), "experts", nullptr),
         shard.first};
-    written.push_back(write_hf_shard(folder, hf_shard_name(2 + p, shards), model, *family,
-                                     experts, dtype, weight_map));
+    written.push_back(write_hf_shard(folder, hf_shard_name(2 + p, shards), model, *family, experts,
+                                     dtype, weight_map));
   }
   uint64_t total = 0;
   for (const HfExportedFile& file : written) total += file.bytes;
@@ -153,11 +155,12 @@ int export_hf_command(const ExportHfOptions& options, std::ostream& out) {
 
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  out << fmt::format("run {}, step {}: {} ({}) in {}: {} tensors, {:.1f} MiB in {} files, {:.2f} s "
-                     "({:.0f} MiB/s)\n",
-                     options.run, step, hf_architecture(*family), options.dtype, folder.string(),
-                     weight_map.size(), static_cast<double>(total) / (1 << 20), written.size(),
-                     seconds, static_cast<double>(total) / (1 << 20) / std::max(seconds, 1e-9));
+  out << fmt::format(
+      "run {}, step {}: {} ({}) in {}: {} tensors, {:.1f} MiB in {} files, {:.2f} s "
+      "({:.0f} MiB/s)\n",
+      options.run, step, hf_architecture(*family), options.dtype, folder.string(),
+      weight_map.size(), static_cast<double>(total) / (1 << 20), written.size(), seconds,
+      static_cast<double>(total) / (1 << 20) / std::max(seconds, 1e-9));
   for (const HfExportedFile& file : written) {
     out << fmt::format("  {}: {} tensors, {} bytes, SHA-256 {}\n", file.name, file.tensors,
                        file.bytes, file.sha256);

@@ -29,8 +29,8 @@ const fs::path kModels = fs::path(LRMOE_SOURCE_DIR) / "experiments" / "models";
 
 // The experiment as resolved TOML, without the line naming where the model came from.
 std::string resolved_model(const std::string& model_line) {
-  std::string toml = lrmoe::to_toml(lrmoe::load_experiment_text("[model]\n" + model_line + "\n",
-                                                                "model.toml"));
+  std::string toml =
+      lrmoe::to_toml(lrmoe::load_experiment_text("[model]\n" + model_line + "\n", "model.toml"));
   const std::size_t source = toml.find(model_line);
   REQUIRE(source != std::string::npos);
   return toml.erase(source, model_line.size() + 1);
@@ -69,8 +69,8 @@ bool same_model(ModelConfig a, ModelConfig b) {
 
 TEST_CASE("the shipped config.json files resolve to the experiment of the full-size presets",
           "[config][hf]") {
-  for (const auto& [preset, folder] : {std::pair{"qwen3-30b-a3b", "qwen3-30b-a3b"},
-                                       std::pair{"glm45-air", "glm45-air"}}) {
+  for (const auto& [preset, folder] :
+       {std::pair{"qwen3-30b-a3b", "qwen3-30b-a3b"}, std::pair{"glm45-air", "glm45-air"}}) {
     DYNAMIC_SECTION(preset) {
       const std::string from_config =
           resolved_model("hf_config = \"" + (kModels / folder).string() + "\"");
@@ -99,9 +99,10 @@ TEST_CASE("transformers 5's spelling of a config.json reads as transformers 4's"
   CHECK(q.num_experts == 128);
 }
 
-TEST_CASE("a config.json field that changes the computation and is not implemented is refused "
-          "by name",
-          "[config][hf]") {
+TEST_CASE(
+    "a config.json field that changes the computation and is not implemented is refused "
+    "by name",
+    "[config][hf]") {
   struct Case {
     std::string model, field;
     json value;
@@ -109,7 +110,9 @@ TEST_CASE("a config.json field that changes the computation and is not implement
   };
   const std::vector<Case> cases = {
       {"qwen3-30b-a3b", "hidden_act", "gelu", "field 'hidden_act' = \"gelu\": lrmoe's experts"},
-      {"qwen3-30b-a3b", "rope_scaling", {{"rope_type", "yarn"}, {"factor", 4}},
+      {"qwen3-30b-a3b",
+       "rope_scaling",
+       {{"rope_type", "yarn"}, {"factor", 4}},
        "field 'rope_scaling' has factor = 4"},
       {"qwen3-30b-a3b", "use_sliding_window", true, "field 'use_sliding_window' = true"},
       {"qwen3-30b-a3b", "attention_bias", true, "o_proj's, which lrmoe does not implement"},
@@ -117,8 +120,11 @@ TEST_CASE("a config.json field that changes the computation and is not implement
       {"qwen3-30b-a3b", "mlp_only_layers", {1, 3}, "only as the first k"},
       {"qwen3-30b-a3b", "partial_rotary_factor", 0.5, "Qwen3-MoE rotates every dimension"},
       {"qwen3-30b-a3b", "attention_dropout", 0.1, "without attention dropout"},
-      {"qwen3-30b-a3b", "quantization_config", {{"bits", 4}}, "field 'quantization_config' is "
-                                                               "not a field lrmoe reads"},
+      {"qwen3-30b-a3b",
+       "quantization_config",
+       {{"bits", 4}},
+       "field 'quantization_config' is "
+       "not a field lrmoe reads"},
       {"glm45-air", "topk_group", 4, "group-limited routing"},
       {"glm45-air", "model_type", "deepseek_v3", "lrmoe builds \"qwen3_moe\""},
       {"glm45-air", "num_attention_heads", "96", "must be an integer, got \"96\""},
@@ -164,9 +170,9 @@ TEST_CASE("a config.json value out of the schema's range is refused at the exper
   config = shipped("qwen3-30b-a3b");
   config["hidden_act"] = "relu";
   folder.write("config.json", config.dump());
-  CHECK_THROWS_WITH(lrmoe::load_experiment(experiment),
-                    StartsWith(experiment.string() + ":2:13: " + file.string() +
-                               ": field 'hidden_act'"));
+  CHECK_THROWS_WITH(
+      lrmoe::load_experiment(experiment),
+      StartsWith(experiment.string() + ":2:13: " + file.string() + ": field 'hidden_act'"));
 }
 
 TEST_CASE("the config.json lrmoe writes reads back as the same model", "[config][hf]") {
@@ -199,13 +205,14 @@ TEST_CASE("a model without a transformers counterpart says which key", "[config]
   CHECK_THAT(why, Contains("model.qk_norm = false"));
 }
 
-TEST_CASE("an experiment from a config.json keeps its own keys on top and reloads from its "
-          "resolved TOML",
-          "[config][hf]") {
+TEST_CASE(
+    "an experiment from a config.json keeps its own keys on top and reloads from its "
+    "resolved TOML",
+    "[config][hf]") {
   const std::string config = (kModels / "glm45-air").string();
-  const lrmoe::Experiment e = lrmoe::load_experiment_text(
-      "[model]\nhf_config = \"" + config + "\"\nnum_layers = 4\n", "e.toml",
-      {"model.hidden_size=256"});
+  const lrmoe::Experiment e =
+      lrmoe::load_experiment_text("[model]\nhf_config = \"" + config + "\"\nnum_layers = 4\n",
+                                  "e.toml", {"model.hidden_size=256"});
   CHECK(e.model.num_layers == 4);
   CHECK(e.model.hidden_size == 256);
   CHECK(e.model.num_experts == 128);
@@ -216,9 +223,8 @@ TEST_CASE("an experiment from a config.json keeps its own keys on top and reload
   CHECK_THAT(toml, !Contains("preset = "));
   CHECK(lrmoe::to_toml(lrmoe::load_experiment_text(toml, "resolved.toml")) == toml);
   // The last source named wins: a --set preset replaces the config.json.
-  const lrmoe::Experiment preset =
-      lrmoe::load_experiment_text("[model]\nhf_config = \"" + config + "\"\n", "e.toml",
-                                  {"model.preset=tiny-moe"});
+  const lrmoe::Experiment preset = lrmoe::load_experiment_text(
+      "[model]\nhf_config = \"" + config + "\"\n", "e.toml", {"model.preset=tiny-moe"});
   CHECK(preset.model.hidden_size == 64);
   CHECK(preset.model.hf_config.empty());
 }

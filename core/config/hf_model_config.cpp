@@ -24,12 +24,25 @@ constexpr std::uintmax_t kMostConfigBytes = 4 << 20;
 // read, or refused by name.
 const std::set<std::string>& inert_fields() {
   static const std::set<std::string> fields = {
-      "_name_or_path",   "architectures",        "model_type",        "transformers_version",
-      "torch_dtype",     "dtype",                "use_cache",         "bos_token_id",
-      "eos_token_id",    "pad_token_id",         "id2label",          "label2id",
-      "return_dict",     "output_attentions",    "output_hidden_states",
+      "_name_or_path",
+      "architectures",
+      "model_type",
+      "transformers_version",
+      "torch_dtype",
+      "dtype",
+      "use_cache",
+      "bos_token_id",
+      "eos_token_id",
+      "pad_token_id",
+      "id2label",
+      "label2id",
+      "return_dict",
+      "output_attentions",
+      "output_hidden_states",
       "output_router_logits",  // what forward returns, not what it computes
-      "problem_type",    "chunk_size_feed_forward", "tokenizer_class",
+      "problem_type",
+      "chunk_size_feed_forward",
+      "tokenizer_class",
       "max_position_embeddings",  // only scaled RoPE reads it, and that is refused
       "is_encoder_decoder"};
   return fields;
@@ -111,9 +124,10 @@ json parse_file(const fs::path& file) {
   std::error_code ec;
   const std::uintmax_t size = fs::file_size(file, ec);
   if (ec) {
-    throw ConfigError(fmt::format("{}: cannot read it ({}); name a config.json or a folder "
-                                  "holding one",
-                                  file.string(), ec.message()));
+    throw ConfigError(
+        fmt::format("{}: cannot read it ({}); name a config.json or a folder "
+                    "holding one",
+                    file.string(), ec.message()));
   }
   if (size > kMostConfigBytes) {
     throw ConfigError(fmt::format("{}: {} bytes is not a config.json (those are a few KiB)",
@@ -129,8 +143,8 @@ json parse_file(const fs::path& file) {
     throw ConfigError(fmt::format("{}: not valid JSON ({})", file.string(), e.what()));
   }
   if (!object.is_object()) {
-    throw ConfigError(fmt::format("{}: a config.json is one JSON object, this is {}",
-                                  file.string(), object.type_name()));
+    throw ConfigError(fmt::format("{}: a config.json is one JSON object, this is {}", file.string(),
+                                  object.type_name()));
   }
   return object;
 }
@@ -163,8 +177,9 @@ HfFamily family_of(Fields& fields) {
   }
   if (by_type) return *by_type;
   if (by_architecture) return *by_architecture;
-  fields.fail("model_type", "is missing, and so is architectures: set model_type to "
-                            "\"qwen3_moe\" or \"glm4_moe\"");
+  fields.fail("model_type",
+              "is missing, and so is architectures: set model_type to "
+              "\"qwen3_moe\" or \"glm4_moe\"");
 }
 
 // RoPE: transformers 5's rope_parameters, or the flat rope_theta / rope_scaling /
@@ -175,8 +190,8 @@ void read_rope(Fields& fields, HfFamily family, ModelConfig& m) {
   m.partial_rotary = fields.real("partial_rotary_factor", default_partial);
   const json& scaling = fields.take("rope_scaling");
   const json& parameters = fields.take("rope_parameters");
-  for (const auto& [key, table] : {std::pair{"rope_scaling", &scaling},
-                                   std::pair{"rope_parameters", &parameters}}) {
+  for (const auto& [key, table] :
+       {std::pair{"rope_scaling", &scaling}, std::pair{"rope_parameters", &parameters}}) {
     if (table->is_null()) continue;
     if (!table->is_object()) fields.fail(key, "must be an object, got " + table->dump());
     for (const auto& item : table->items()) {

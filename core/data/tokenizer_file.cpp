@@ -70,8 +70,9 @@ TokenizerFile read_tokenizer_file(const fs::path& path) {
   TokenizerFile read;
   read.path = file.string();
   read.sha256 = sha256_file_hex(file);
-  read.model = model.contains("type") && model["type"].is_string() ? model["type"].get<std::string>()
-                                                                    : "unknown";
+  read.model = model.contains("type") && model["type"].is_string()
+                   ? model["type"].get<std::string>()
+                   : "unknown";
   int64_t largest = model.contains("vocab") ? largest_id(model["vocab"], file) : -1;
   if (tokenizer.contains("added_tokens"))
     largest = std::max(largest, largest_id(tokenizer["added_tokens"], file));
@@ -91,10 +92,10 @@ TokenizerFile check_tokenizer(const DataConfig& data, const DataProvenance& prov
         provenance.corpus->tokenizer_sha256.substr(0, 12)));
   }
   if (tokenizer.vocab_size > model_vocab_size) {
-    throw DataError(fmt::format("data.tokenizer {} has {} tokens, more than the model's {}; raise "
-                                "model.vocab_size to at least {}",
-                                tokenizer.path, tokenizer.vocab_size, model_vocab_size,
-                                tokenizer.vocab_size));
+    throw DataError(
+        fmt::format("data.tokenizer {} has {} tokens, more than the model's {}; raise "
+                    "model.vocab_size to at least {}",
+                    tokenizer.path, tokenizer.vocab_size, model_vocab_size, tokenizer.vocab_size));
   }
   return tokenizer;
 }

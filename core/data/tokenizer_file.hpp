@@ -14,8 +14,8 @@ namespace lrmoe {
 
 struct TokenizerFile {
   std::string path;
-  std::string sha256;  // of the file's bytes
-  std::string model;   // its model's type: "BPE", "Unigram", "WordPiece", ...
+  std::string sha256;      // of the file's bytes
+  std::string model;       // its model's type: "BPE", "Unigram", "WordPiece", ...
   int64_t vocab_size = 0;  // the largest id of its vocabulary and added tokens, plus one
 };
 

@@ -61,9 +61,10 @@ void write_hf_folder_files(const fs::path& folder, const ModelConfig& model, HfF
                            uint64_t total_bytes) {
   for (const HfPiece& piece : hf_pieces(model, family)) {
     if (weight_map.count(piece.hf_name) == 0) {
-      throw HfError(fmt::format("{}: tensor '{}' (lrmoe's {}) is in none of the files written; "
-                                "the checkpoint lacks it",
-                                folder.string(), piece.hf_name, piece.lrmoe_name));
+      throw HfError(
+          fmt::format("{}: tensor '{}' (lrmoe's {}) is in none of the files written; "
+                      "the checkpoint lacks it",
+                      folder.string(), piece.hf_name, piece.lrmoe_name));
     }
   }
   nlohmann::json index;

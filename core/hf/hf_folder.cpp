@@ -32,9 +32,10 @@ std::map<std::string, std::string> read_index(const fs::path& file) {
   const json* map = nullptr;
   if (index.is_object() && index.contains("weight_map")) map = &index.at("weight_map");
   if (map == nullptr || !map->is_object()) {
-    throw HfError(fmt::format("{}: not a safetensors index (a JSON object with a weight_map of "
-                              "tensor names to files)",
-                              file.string()));
+    throw HfError(
+        fmt::format("{}: not a safetensors index (a JSON object with a weight_map of "
+                    "tensor names to files)",
+                    file.string()));
   }
   std::map<std::string, std::string> weight_map;
   for (const auto& item : map->items()) {
@@ -55,9 +56,10 @@ std::map<std::string, std::string> read_index(const fs::path& file) {
 HfFolder::HfFolder(const fs::path& folder) : folder_(folder) {
   std::error_code ec;
   if (!fs::is_directory(folder, ec)) {
-    throw HfError(fmt::format("{}: not a folder; name a Hugging Face model folder (config.json "
-                              "and safetensors files)",
-                              folder.string()));
+    throw HfError(
+        fmt::format("{}: not a folder; name a Hugging Face model folder (config.json "
+                    "and safetensors files)",
+                    folder.string()));
   }
   config_ = read_hf_config(folder);
   const fs::path index = folder / kHfIndexFile;
@@ -69,8 +71,8 @@ HfFolder::HfFolder(const fs::path& folder) : folder_(folder) {
     for (const auto& [name, entry] : single->header().tensors) weight_map[name] = kHfSingleFile;
     files_[kHfSingleFile] = std::move(single);
   } else {
-    throw HfError(fmt::format("{}: has neither {} nor {}; its weights are missing",
-                              folder.string(), kHfIndexFile, kHfSingleFile));
+    throw HfError(fmt::format("{}: has neither {} nor {}; its weights are missing", folder.string(),
+                              kHfIndexFile, kHfSingleFile));
   }
   for (const auto& [name, file] : weight_map) {
     auto& shard = files_[file];

@@ -36,7 +36,7 @@ class HfFolder {
   std::filesystem::path folder_;
   HfModel config_;
   std::map<std::string, std::unique_ptr<SafetensorsFile>> files_;  // by file name
-  std::map<std::string, const SafetensorsFile*> where_;             // tensor -> its shard
+  std::map<std::string, const SafetensorsFile*> where_;            // tensor -> its shard
 };
 
 }  // namespace lrmoe

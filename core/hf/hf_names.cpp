@@ -17,7 +17,8 @@ void swiglu_pieces(std::vector<HfPiece>& pieces, const std::string& hf, const st
 }  // namespace
 
 std::string hf_fused_experts_name(int64_t layer, bool gate_up) {
-  return fmt::format("model.layers.{}.mlp.experts.{}", layer, gate_up ? "gate_up_proj" : "down_proj");
+  return fmt::format("model.layers.{}.mlp.experts.{}", layer,
+                     gate_up ? "gate_up_proj" : "down_proj");
 }
 
 std::vector<HfPiece> hf_pieces(const ModelConfig& m, HfFamily family) {

@@ -27,11 +27,11 @@ struct DtypeName {
 };
 
 // The safetensors dtypes LibTorch 1.13 holds (safetensors has more: F8 kinds, U16 and up).
-constexpr DtypeName kDtypes[] = {
-    {"F64", torch::kFloat64, 8}, {"F32", torch::kFloat32, 4},  {"F16", torch::kFloat16, 2},
-    {"BF16", torch::kBFloat16, 2}, {"I64", torch::kInt64, 8}, {"I32", torch::kInt32, 4},
-    {"I16", torch::kInt16, 2},   {"I8", torch::kInt8, 1},      {"U8", torch::kUInt8, 1},
-    {"BOOL", torch::kBool, 1}};
+constexpr DtypeName kDtypes[] = {{"F64", torch::kFloat64, 8}, {"F32", torch::kFloat32, 4},
+                                 {"F16", torch::kFloat16, 2}, {"BF16", torch::kBFloat16, 2},
+                                 {"I64", torch::kInt64, 8},   {"I32", torch::kInt32, 4},
+                                 {"I16", torch::kInt16, 2},   {"I8", torch::kInt8, 1},
+                                 {"U8", torch::kUInt8, 1},    {"BOOL", torch::kBool, 1}};
 
 // Bytes per element of a safetensors dtype, including those LibTorch does not hold (a file of
 // them still parses; reading such a tensor is refused).
@@ -162,17 +162,18 @@ torch::Tensor SafetensorsFile::read(const std::string& name, const TensorBlock& 
   const auto dtype = std::find_if(std::begin(kDtypes), std::end(kDtypes),
                                   [&](const DtypeName& d) { return entry.dtype == d.name; });
   if (dtype == std::end(kDtypes)) {
-    throw HfError(fmt::format("{}: tensor '{}' is {}, a dtype lrmoe does not read; convert it "
-                              "to F32 or BF16",
-                              path_.string(), name, entry.dtype));
+    throw HfError(
+        fmt::format("{}: tensor '{}' is {}, a dtype lrmoe does not read; convert it "
+                    "to F32 or BF16",
+                    path_.string(), name, entry.dtype));
   }
   // The block's shape and where its bytes start, in elements.
   std::vector<int64_t> shape = entry.shape;
   int64_t skipped = 0;
   auto take = [&](int64_t first, int64_t count) {
     if (shape.empty() || first < 0 || count < 0 || first + count > shape[0]) {
-      throw HfError(fmt::format("{}: tensor '{}' of shape {} has no block [{}, {})",
-                                path_.string(), name, c10::str(entry.shape), first, first + count));
+      throw HfError(fmt::format("{}: tensor '{}' of shape {} has no block [{}, {})", path_.string(),
+                                name, c10::str(entry.shape), first, first + count));
     }
     int64_t inner = 1;
     for (std::size_t d = 1; d < shape.size(); ++d) inner *= shape[d];
@@ -228,9 +229,10 @@ SafetensorsWritten write_safetensors(const std::filesystem::path& file,
       }
     });
   } catch (const std::exception& e) {
-    throw HfError(fmt::format("cannot write {}: {}; check that the folder is writable and has "
-                              "room (and the file-size limit, ulimit -f)",
-                              file.string(), e.what()));
+    throw HfError(
+        fmt::format("cannot write {}: {}; check that the folder is writable and has "
+                    "room (and the file-size limit, ulimit -f)",
+                    file.string(), e.what()));
   }
   return written;
 }

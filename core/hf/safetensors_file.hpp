@@ -83,8 +83,9 @@ struct SafetensorsWritten {
 // Writes `tensors` (CPU or not; each written as it is, row-major) with `metadata` to `file`
 // atomically: into a temporary file beside it, flushed, then renamed. Throws HfError naming the
 // file and the cause (a full disk) when any of it fails.
-SafetensorsWritten write_safetensors(const std::filesystem::path& file, const NamedTensorList& tensors,
-                           const std::map<std::string, std::string>& metadata);
+SafetensorsWritten write_safetensors(const std::filesystem::path& file,
+                                     const NamedTensorList& tensors,
+                                     const std::map<std::string, std::string>& metadata);
 
 // "F32", "BF16", ... for a LibTorch dtype; throws HfError for one safetensors has no name for.
 std::string safetensors_dtype(torch::ScalarType type);

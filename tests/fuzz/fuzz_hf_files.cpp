@@ -21,8 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::filesystem::path folder =
       std::filesystem::temp_directory_path() / "lrmoe-fuzz-hf";
   std::filesystem::create_directories(folder);
-  const std::filesystem::path file =
-      folder / (safetensors ? "model.safetensors" : "config.json");
+  const std::filesystem::path file = folder / (safetensors ? "model.safetensors" : "config.json");
   std::ofstream(file, std::ios::binary | std::ios::trunc)
       .write(reinterpret_cast<const char*>(bytes), static_cast<std::streamsize>(length));
   if (safetensors) {
