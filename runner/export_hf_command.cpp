@@ -57,10 +57,9 @@ NamedTensors read_checkpoint_tensors(const fs::path& file, const std::string& ke
   }
 }
 
-bool holds_experts(const NamedTensors& tensors) {
-  for (const auto& [name, tensor] : tensors)
-    if (name.find(".moe.experts_") != std::string::npos) return true;
-  return false;
+// The routed experts' stacked tensors ("block1.moe.experts_gate_up"), the rest being dense.
+bool is_experts(const std::string& name) {
+  return name.find(".moe.experts_") != std::string::npos;
 }
 
 }  // namespace
@@ -106,7 +105,10 @@ int export_hf_command(const ExportHfOptions& options, std::ostream& out) {
   const fs::path main = checkpoint_to_export(checkpoints, options.step, options.run);
 
   int64_t processes = 1;
-  HfExportSource dense{read_checkpoint_tensors(main, "model", &processes), 0};
+  // The main file's tensors: the dense state, and every expert when they are not sharded.
+  HfExportSource dense, main_experts;
+  for (auto& [name, tensor] : read_checkpoint_tensors(main, "model", &processes))
+    (is_experts(name) ? main_experts : dense).tensors.emplace_back(name, tensor);
   // The vocabulary the run trained with (0 in the experiment: the data's) is the embedding's.
   ModelConfig model = experiment.model;
   for (const auto& [name, tensor] : dense.tensors)
@@ -121,23 +123,18 @@ int export_hf_command(const ExportHfOptions& options, std::ostream& out) {
 
   // Shards: the dense state, then the experts of each process's part (or of the main file when
   // they are not sharded), one source in memory at a time.
-  const bool parts = !holds_experts(dense.tensors) && model.num_experts > 0;
-  const int64_t shards = 1 + (parts ? processes : (model.num_experts > 0 ? 1 : 0));
+  const bool parts = main_experts.tensors.empty() && model.num_experts > 0;
+  const int64_t shards = 1 + (parts ? processes : (main_experts.tensors.empty() ? 0 : 1));
   std::map<std::string, std::string> weight_map;
   std::vector<HfExportedFile> written;
   written.push_back(
       write_hf_shard(folder, hf_shard_name(1, shards), model, *family, dense, dtype, weight_map));
-  if (!parts && shards == 2) {
-    // Every expert is in the main file: the dense shard took none, this one takes them.
-    HfExportSource experts{{}, 0};
-    for (auto& [name, tensor] : dense.tensors)
-      if (name.find(".moe.experts_") != std::string::npos)
-        experts.tensors.emplace_back(name, tensor);
-    dense.tensors.clear();
-    written.push_back(write_hf_shard(folder, hf_shard_name(2, shards), model, *family, experts,
-                                     dtype, weight_map));
-  }
   dense.tensors.clear();
+  if (!main_experts.tensors.empty()) {
+    written.push_back(write_hf_shard(folder, hf_shard_name(2, shards), model, *family, main_experts,
+                                     dtype, weight_map));
+    main_experts.tensors.clear();
+  }
   const int64_t step = std::stoll(main.filename().string().substr(5, 8));
   for (int64_t p = 0; parts && p < processes; ++p) {
     const ProcessView view{p, processes, experiment.cluster.ranks / processes};

@@ -149,6 +149,11 @@ TEST_CASE("a file that is not a config.json is refused naming it", "[config][hf]
   const fs::path broken = folder.write("broken.json", "{\"vocab_size\": ");
   CHECK_THROWS_WITH(lrmoe::read_hf_config(broken),
                     StartsWith(broken.string() + ": not valid JSON"));
+  // Found by fuzz_hf_files: a number past a double is the parser's out_of_range, not a syntax
+  // error.
+  const fs::path huge = folder.write("huge.json", "{\"rope_theta\": 1e806}");
+  CHECK_THROWS_WITH(lrmoe::read_hf_config(huge),
+                    StartsWith(huge.string() + ": not valid JSON") && Contains("1e806"));
   CHECK_THROWS_WITH(lrmoe::read_hf_config(folder.path() / "none"),
                     StartsWith((folder.path() / "none").string() + ": cannot read it"));
   // A folder stands for its config.json.

@@ -364,3 +364,31 @@ TEST_CASE("a safetensors file over 4 GiB reads back the tensor past the 4 GiB ma
   CHECK(torch::equal(file.read("last"), last));
   CHECK(torch::equal(file.read("padding", {-1, padding - 3, 3}), torch::zeros({3})));
 }
+
+TEST_CASE("export-hf of a run with replicated experts writes the dense state and the experts apart",
+          "[hf]") {
+  TempFolder folder;
+  const std::string db = folder.file("runs.db");
+  const auto trained = lrmoe_test::run_lrmoe(
+      {"run", std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml", "--db", db, "--set",
+       "train.max_steps=1", "--set", "train.warmup_steps=1", "--set",
+       "train.keep_final_checkpoint=true", "--set", "cluster.expert_state=replicated"},
+      folder.file("run.log"));
+  INFO(trained.second);
+  REQUIRE(trained.first == 0);
+  const fs::path out = folder.path() / "hf";
+  const auto exported = lrmoe_test::run_lrmoe(
+      {"export-hf", "1", out.string(), "--db", db, "--dtype", "bfloat16"}, folder.file("e.log"));
+  INFO(exported.second);
+  REQUIRE(exported.first == 0);
+  const lrmoe::HfFolder hf(out);
+  const lrmoe::SafetensorsFile dense(out / lrmoe::hf_shard_name(1, 2));
+  for (const auto& [name, entry] : dense.header().tensors) {
+    INFO(name);
+    CHECK(name.find(".mlp.experts.") == std::string::npos);
+    CHECK(entry.dtype == "BF16");
+  }
+  CHECK(hf.file_of("model.layers.1.mlp.experts.7.down_proj.weight")->path().filename() ==
+        lrmoe::hf_shard_name(2, 2));
+  CHECK(hf.tensor_names().size() == dense.header().tensors.size() + 2 * 8 * 3);
+}

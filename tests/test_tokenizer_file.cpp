@@ -73,7 +73,8 @@ TEST_CASE("a file that is not a tokenizer.json is refused naming it", "[data]") 
        {std::pair{"[1, 2]", "has no \"model\" object"},
         std::pair{"{\"model\": {\"vocab\": {}}}", "its vocabulary is empty"},
         std::pair{"{\"model\": {\"vocab\": {\"a\": -3}}}", "a token id is not one"},
-        std::pair{"{", "not valid JSON"}}) {
+        std::pair{"{", "not valid JSON"},
+        std::pair{"{\"model\": {\"vocab\": {\"a\": 1e999}}}", "not valid JSON"}}) {
     const auto file = folder.write("bad.json", text);
     CHECK_THAT(data_error([&] { lrmoe::read_tokenizer_file(file); }),
                Contains("data.tokenizer " + file.string() + ": ") && Contains(says));

@@ -139,7 +139,7 @@ json parse_file(const fs::path& file) {
   json object;
   try {
     object = json::parse(text.str());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number past a double (406)
     throw ConfigError(fmt::format("{}: not valid JSON ({})", file.string(), e.what()));
   }
   if (!object.is_object()) {

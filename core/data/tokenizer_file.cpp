@@ -61,7 +61,7 @@ TokenizerFile read_tokenizer_file(const fs::path& path) {
   json tokenizer;
   try {
     tokenizer = json::parse(text.str());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number past a double (406)
     bad(file, std::string("not valid JSON (") + e.what() + ")");
   }
   if (!tokenizer.is_object() || !tokenizer.contains("model") || !tokenizer["model"].is_object())
