@@ -3,12 +3,11 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
 #include "core/config/config_error.hpp"
+#include "core/system/json_file.hpp"
 
 namespace lrmoe {
 namespace {
@@ -121,26 +120,12 @@ class Fields {
 };
 
 json parse_file(const fs::path& file) {
-  std::error_code ec;
-  const std::uintmax_t size = fs::file_size(file, ec);
-  if (ec) {
-    throw ConfigError(
-        fmt::format("{}: cannot read it ({}); name a config.json or a folder "
-                    "holding one",
-                    file.string(), ec.message()));
-  }
-  if (size > kMostConfigBytes) {
-    throw ConfigError(fmt::format("{}: {} bytes is not a config.json (those are a few KiB)",
-                                  file.string(), size));
-  }
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
   json object;
   try {
-    object = json::parse(text.str());
-  } catch (const json::exception& e) {  // a syntax error, or a number past a double (406)
-    throw ConfigError(fmt::format("{}: not valid JSON ({})", file.string(), e.what()));
+    object = read_json_file(file, kMostConfigBytes);
+  } catch (const JsonFileError& e) {
+    throw ConfigError(
+        fmt::format("{}: {}; name a config.json or a folder holding one", file.string(), e.what()));
   }
   if (!object.is_object()) {
     throw ConfigError(fmt::format("{}: a config.json is one JSON object, this is {}", file.string(),

@@ -3,11 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "core/data/token_source.hpp"
+#include "core/system/json_file.hpp"
 #include "core/system/sha256.hpp"
 
 namespace lrmoe {
@@ -52,17 +51,11 @@ int64_t largest_id(const json& ids, const fs::path& file) {
 TokenizerFile read_tokenizer_file(const fs::path& path) {
   std::error_code ec;
   const fs::path file = fs::is_directory(path, ec) ? path / "tokenizer.json" : path;
-  const std::uintmax_t size = fs::file_size(file, ec);
-  if (ec) bad(file, "cannot read it (" + ec.message() + ")");
-  if (size > kMostTokenizerBytes) bad(file, fmt::format("{} bytes is not a tokenizer", size));
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
   json tokenizer;
   try {
-    tokenizer = json::parse(text.str());
-  } catch (const json::exception& e) {  // a syntax error, or a number past a double (406)
-    bad(file, std::string("not valid JSON (") + e.what() + ")");
+    tokenizer = read_json_file(file, kMostTokenizerBytes);
+  } catch (const JsonFileError& e) {
+    bad(file, e.what());
   }
   if (!tokenizer.is_object() || !tokenizer.contains("model") || !tokenizer["model"].is_object())
     bad(file, "it has no \"model\" object");

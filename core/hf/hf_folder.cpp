@@ -2,11 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "core/hf/hf_error.hpp"
+#include "core/system/json_file.hpp"
 
 namespace lrmoe {
 namespace {
@@ -19,16 +18,12 @@ constexpr std::uintmax_t kMostIndexBytes = 64 << 20;
 
 // The index's weight_map: tensor name -> file name (a plain name inside the folder).
 std::map<std::string, std::string> read_index(const fs::path& file) {
-  std::error_code ec;
-  const std::uintmax_t size = fs::file_size(file, ec);
-  if (ec || size > kMostIndexBytes) {
-    throw HfError(fmt::format("{}: cannot read it ({})", file.string(),
-                              ec ? ec.message() : fmt::format("{} bytes", size)));
+  json index;
+  try {
+    index = read_json_file(file, kMostIndexBytes);
+  } catch (const JsonFileError& e) {
+    throw HfError(fmt::format("{}: {}", file.string(), e.what()));
   }
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  const json index = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
   const json* map = nullptr;
   if (index.is_object() && index.contains("weight_map")) map = &index.at("weight_map");
   if (map == nullptr || !map->is_object()) {
