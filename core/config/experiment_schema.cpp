@@ -232,6 +232,8 @@ std::vector<FieldDescriptor> build_schema() {
             "a Hugging Face folder (config.json, safetensors shards; `lrmoe export-hf` writes "
             "one) whose weights the run starts from instead of random ones, each process reading "
             "the experts it holds; its config.json must give this model; empty: random");
+  // No preset starts from weights: the run's own choice, empty unless set.
+  rows.back().default_text = "\"\"";
 
   SectionRows<DataConfig>(rows, "data", &Experiment::data, Defaults::FromMemberInitialisers)
       .choice("kind", &DataConfig::kind, {"synthetic", "text", "tokens"},
