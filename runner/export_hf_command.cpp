@@ -122,33 +122,45 @@ int export_hf_command(const ExportHfOptions& options, std::ostream& out) {
   const torch::ScalarType dtype = options.dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat32;
 
   // Shards: the dense state, then the experts of each process's part (or of the main file when
-  // they are not sharded), one source in memory at a time.
-  const bool parts = main_experts.tensors.empty() && model.num_experts > 0;
+  // they are not sharded), one source in memory at a time; into a folder beside FOLDER, renamed
+  // to it once complete, so that a failed export leaves nothing under its name.
+  const int64_t step = std::stoll(main.stem().string().substr(std::string("step-").size()));
+  const bool parts = fs::exists(checkpoint_part_path(checkpoints, step, 0), ec);
   const int64_t shards = 1 + (parts ? processes : (main_experts.tensors.empty() ? 0 : 1));
+  const fs::path staging = folder.string() + ".partial";
+  fs::remove_all(staging, ec);
   std::map<std::string, std::string> weight_map;
   std::vector<HfExportedFile> written;
-  written.push_back(
-      write_hf_shard(folder, hf_shard_name(1, shards), model, *family, dense, dtype, weight_map));
-  dense.tensors.clear();
-  if (!main_experts.tensors.empty()) {
-    written.push_back(write_hf_shard(folder, hf_shard_name(2, shards), model, *family, main_experts,
+  try {
+    written.push_back(write_hf_shard(staging, hf_shard_name(1, shards), model, *family, dense,
                                      dtype, weight_map));
-    main_experts.tensors.clear();
-  }
-  const int64_t step = std::stoll(main.filename().string().substr(5, 8));
-  for (int64_t p = 0; parts && p < processes; ++p) {
-    const ProcessView view{p, processes, experiment.cluster.ranks / processes};
-    const ExpertShard shard =
-        home_shard(model.num_experts, experiment.cluster.ranks, view, view.index);
-    const HfExportSource experts{
-        read_checkpoint_tensors(checkpoint_part_path(checkpoints, step, p), "experts", nullptr),
-        shard.first};
-    written.push_back(write_hf_shard(folder, hf_shard_name(2 + p, shards), model, *family, experts,
-                                     dtype, weight_map));
+    dense.tensors.clear();
+    if (!main_experts.tensors.empty()) {
+      written.push_back(write_hf_shard(staging, hf_shard_name(2, shards), model, *family,
+                                       main_experts, dtype, weight_map));
+      main_experts.tensors.clear();
+    }
+    for (int64_t p = 0; parts && p < processes; ++p) {
+      const ProcessView view{p, processes, experiment.cluster.ranks / processes};
+      const ExpertShard shard =
+          home_shard(model.num_experts, experiment.cluster.ranks, view, view.index);
+      const HfExportSource experts{
+          read_checkpoint_tensors(checkpoint_part_path(checkpoints, step, p), "experts", nullptr),
+          shard.first};
+      written.push_back(write_hf_shard(staging, hf_shard_name(2 + p, shards), model, *family,
+                                       experts, dtype, weight_map));
+    }
+    uint64_t tensor_bytes = 0;
+    for (const HfExportedFile& file : written) tensor_bytes += file.tensor_bytes;
+    write_hf_folder_files(staging, model, *family, dtype, weight_map, tensor_bytes);
+    fs::remove(folder, ec);  // an empty folder named for it
+    fs::rename(staging, folder);
+  } catch (...) {
+    fs::remove_all(staging, ec);
+    throw;
   }
   uint64_t total = 0;
   for (const HfExportedFile& file : written) total += file.bytes;
-  write_hf_folder_files(folder, model, *family, dtype, weight_map, total);
 
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -174,12 +174,20 @@ class FollowerObserver : public TrainingObserver {
   bool stop_requested() const override { return interrupt_requested(); }
 };
 
+// The experiment a trainer is built from: a resumed run's without model.init_from, since its
+// checkpoint overwrites whatever the folder would give. Its identity stays the experiment's own.
+Experiment weights_from(Experiment experiment, bool resuming) {
+  if (resuming) experiment.model.init_from.clear();
+  return experiment;
+}
+
 int follow_run(const Experiment& experiment, const TokenSource& data,
                std::shared_ptr<const PolicySet> policies, std::shared_ptr<Collectives> collectives,
                HardwareProfile profile, const std::optional<ResumePoint>& resume) {
   install_interrupt_handler();
   FollowerObserver observer;
-  Trainer trainer(experiment, data, std::move(policies), collectives, std::move(profile));
+  Trainer trainer(weights_from(experiment, resume.has_value()), data, std::move(policies),
+                  collectives, std::move(profile));
   if (resume) trainer.resume_from(resume->checkpoint, resume_identity(experiment, *resume));
   record_plugin_failures_in(experiment.store.path, shared_run_id(*collectives, 0));
   // Process 0 names the folder; with sharded experts this process writes its part there.
@@ -282,8 +290,9 @@ int run_command(const ExperimentSource& source) {
       throw DataError(located(where, error.what()));
     }
   }
-  // So is a model.init_from folder without this model's weights.
-  if (!experiment.model.init_from.empty()) {
+  // So is a model.init_from folder without this model's weights. A resumed run's weights come
+  // from its checkpoint: its folder is neither checked nor read again (it may be gone).
+  if (!experiment.model.init_from.empty() && !source.resume) {
     try {
       check_hf_weights(experiment.model, experiment.model.init_from);
     } catch (const std::exception& error) {
@@ -341,7 +350,8 @@ int run_command(const ExperimentSource& source) {
   std::unique_ptr<Trainer> resumed;
   int64_t resumed_step = 0;
   if (source.resume) {
-    resumed = std::make_unique<Trainer>(experiment, *data, policies, collectives, profile);
+    resumed = std::make_unique<Trainer>(weights_from(experiment, /*resuming=*/true), *data,
+                                        policies, collectives, profile);
     resumed_step = resumed->resume_from(source.resume->checkpoint,
                                         resume_identity(experiment, *source.resume));
   }

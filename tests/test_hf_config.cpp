@@ -128,6 +128,8 @@ TEST_CASE(
       {"glm45-air", "topk_group", 4, "group-limited routing"},
       {"glm45-air", "model_type", "deepseek_v3", "lrmoe builds \"qwen3_moe\""},
       {"glm45-air", "num_attention_heads", "96", "must be an integer, got \"96\""},
+      {"glm45-air", "vocab_size", uint64_t{1} << 63, "past the largest integer lrmoe holds"},
+      {"glm45-air", "partial_rotary_factor", 1e300, "must be from 0 to 1"},
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(c.model << " " << c.field << " = " << c.value.dump()) {
@@ -135,6 +137,32 @@ TEST_CASE(
       config[c.field] = c.value;
       CHECK_THAT(refusal(config), Contains(c.says));
     }
+  }
+  SECTION("rope_scaling and rope_parameters together") {
+    json config = shipped("glm45-air");
+    config["rope_scaling"] = {{"rope_type", "default"}};
+    config["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 1e6}};
+    CHECK_THAT(refusal(config),
+               Contains("field 'rope_scaling' and rope_parameters are both given"));
+  }
+  SECTION("an absent field takes transformers' default for its family") {
+    json glm = shipped("glm45-air");
+    glm.erase("num_key_value_heads");
+    glm.erase("rms_norm_eps");
+    glm.erase("partial_rotary_factor");
+    TempFolder folder;
+    const ModelConfig g = lrmoe::read_hf_config(folder.write("g.json", glm.dump())).model;
+    CHECK(g.num_kv_heads == 8);
+    CHECK(g.rms_eps == 1e-5);
+    CHECK(g.partial_rotary == 0.5);
+    json qwen = shipped("qwen3-30b-a3b");
+    qwen.erase("num_key_value_heads");
+    qwen.erase("rms_norm_eps");
+    qwen.erase("norm_topk_prob");
+    const ModelConfig q = lrmoe::read_hf_config(folder.write("q.json", qwen.dump())).model;
+    CHECK(q.num_kv_heads == 4);
+    CHECK(q.rms_eps == 1e-6);
+    CHECK_FALSE(q.norm_topk);
   }
   SECTION("a missing field the model cannot be built without") {
     json config = shipped("glm45-air");
@@ -227,6 +255,22 @@ TEST_CASE(
   CHECK_THAT(toml, Contains("hf_config = \"" + config + "\""));
   CHECK_THAT(toml, !Contains("preset = "));
   CHECK(lrmoe::to_toml(lrmoe::load_experiment_text(toml, "resolved.toml")) == toml);
+  // A resolved TOML names every model key, so its config.json is not read again: it may be gone.
+  TempFolder folder;
+  const fs::path copy = folder.path() / "model" / "config.json";
+  fs::create_directories(copy.parent_path());
+  fs::copy_file(kModels / "glm45-air" / "config.json", copy);
+  const std::string resolved = lrmoe::to_toml(
+      lrmoe::load_experiment_text("[model]\nhf_config = \"" + copy.string() + "\"\n", "e.toml"));
+  fs::remove_all(copy.parent_path());
+  CHECK(lrmoe::to_toml(lrmoe::load_experiment_text(resolved, "resolved.toml")) == resolved);
+  // Both sources in one file have no order to decide by.
+  const fs::path both =
+      folder.write("both.toml", "[model]\npreset = \"tiny-moe\"\nhf_config = \"" + config + "\"\n");
+  CHECK_THROWS_WITH(lrmoe::load_experiment(both),
+                    Contains("model.preset and model.hf_config both name the model in this file; "
+                             "keep one") ||
+                        Contains("model.hf_config and model.preset both name the model"));
   // The last source named wins: a --set preset replaces the config.json.
   const lrmoe::Experiment preset = lrmoe::load_experiment_text(
       "[model]\nhf_config = \"" + config + "\"\n", "e.toml", {"model.preset=tiny-moe"});

@@ -4,10 +4,13 @@
 // experts were sharded over two processes.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <csignal>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "core/config/hf_model_config.hpp"
 #include "core/config/model_presets.hpp"
@@ -18,6 +21,7 @@
 #include "core/hf/hf_names.hpp"
 #include "core/hf/safetensors_file.hpp"
 #include "core/model/transformer.hpp"
+#include "core/train/checkpoint.hpp"
 #include "core/train/checkpoint_archive.hpp"
 #include "support/child_process.hpp"
 #include "support/temp_folder.hpp"
@@ -152,6 +156,10 @@ TEST_CASE("hostile safetensors files are refused with the file and what is wrong
           {"shape", {uint64_t{1} << 40, uint64_t{1} << 40}},
           {"data_offsets", {0, 8}}}}},
        8,
+       "a shape too large"},
+      {"a dimension past int64",
+       {{"a", {{"dtype", "F32"}, {"shape", {0, UINT64_MAX}}, {"data_offsets", {0, 0}}}}},
+       0,
        "a shape too large"},
       {"negative dimension",
        {{"a", {{"dtype", "F32"}, {"shape", {-1}}, {"data_offsets", {0, 0}}}}},
@@ -386,9 +394,60 @@ TEST_CASE("export-hf of a run with replicated experts writes the dense state and
   for (const auto& [name, entry] : dense.header().tensors) {
     INFO(name);
     CHECK(name.find(".mlp.experts.") == std::string::npos);
-    CHECK(entry.dtype == "BF16");
+    // The router stays float32, as transformers keeps it.
+    CHECK(entry.dtype == (name.find(".mlp.gate.") != std::string::npos ? "F32" : "BF16"));
   }
   CHECK(hf.file_of("model.layers.1.mlp.experts.7.down_proj.weight")->path().filename() ==
         lrmoe::hf_shard_name(2, 2));
   CHECK(hf.tensor_names().size() == dense.header().tensors.size() + 2 * 8 * 3);
+}
+
+TEST_CASE("a run from a config.json and Hugging Face weights resumes after both are gone", "[hf]") {
+  TempFolder folder;
+  const std::string db = folder.file("runs.db");
+  const std::string tiny = std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml";
+  REQUIRE(
+      lrmoe_test::run_lrmoe({"run", tiny, "--db", db, "--set", "train.max_steps=1", "--set",
+                             "train.warmup_steps=1", "--set", "train.keep_final_checkpoint=true"},
+                            folder.file("first.log"))
+          .first == 0);
+  const fs::path weights = folder.path() / "weights";
+  REQUIRE(lrmoe_test::run_lrmoe({"export-hf", "1", weights.string(), "--db", db},
+                                folder.file("export.log"))
+              .first == 0);
+  CHECK_FALSE(fs::exists(weights.string() + ".partial"));
+  const fs::path config = folder.path() / "config" / "config.json";
+  fs::create_directories(config.parent_path());
+  fs::copy_file(weights / "config.json", config);
+
+  const std::vector<std::string> args{LRMOE_BINARY,
+                                      "run",
+                                      tiny,
+                                      "--db",
+                                      db,
+                                      "--set",
+                                      "model.hf_config=" + config.string(),
+                                      "--set",
+                                      "model.init_from=" + weights.string(),
+                                      "--set",
+                                      "train.max_steps=400",
+                                      "--set",
+                                      "train.checkpoint_every=2"};
+  {
+    lrmoe_test::ChildProcess child(args, folder.file("second.log"));
+    const fs::path checkpoint = lrmoe::checkpoint_path(fs::path(db + "-checkpoints") / "run-2", 2);
+    for (int i = 0; i < 600 && !fs::exists(checkpoint); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    REQUIRE(fs::exists(checkpoint));
+    child.signal(SIGKILL);
+    child.wait(std::chrono::seconds(20));
+  }
+  fs::remove_all(weights);
+  fs::remove_all(config.parent_path());
+  // Its resolved experiment names every model key, so the config.json is not read again; and
+  // its checkpoint holds the weights, so the folder is not either.
+  const auto resumed =
+      lrmoe_test::run_lrmoe({"resume", "2", "--db", db}, folder.file("resume.log"));
+  INFO(resumed.second);
+  CHECK(resumed.first == 0);
 }

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <optional>
+#include <set>
 
 #include "core/config/did_you_mean.hpp"
 #include "core/config/experiment_checks.hpp"
@@ -14,11 +15,22 @@
 namespace lrmoe {
 namespace {
 
-// The index of the last assignment of model.preset or model.hf_config: the one that wins.
+// The index of the last assignment of model.preset or model.hf_config: the one that wins. Both
+// in one file is refused: a TOML table's keys have no order to decide by.
 std::optional<std::size_t> last_model_source(const std::vector<Assignment>& assignments) {
   std::optional<std::size_t> source;
   for (std::size_t i = 0; i < assignments.size(); ++i) {
-    if (is_model_source(*assignments[i].field)) source = i;
+    if (!is_model_source(*assignments[i].field)) continue;
+    if (source) {
+      const auto& before = assignments[*source].value->source().path;
+      const auto& now = assignments[i].value->source().path;
+      if (before && now && *before == *now && assignments[*source].field != assignments[i].field) {
+        throw ConfigError(assignments[i].place + ": " + assignments[i].field->name() + " and " +
+                          assignments[*source].field->name() +
+                          " both name the model in this file; keep one");
+      }
+    }
+    source = i;
   }
   return source;
 }
@@ -55,10 +67,28 @@ void check_model_ranges(const Experiment& experiment, const std::string& place) 
   }
 }
 
+// Whether every [model] field but the sources is assigned: a resolved TOML assigns them all, so
+// its config.json, whose values would all be replaced, need not be read (nor exist any more).
+bool assigns_whole_model(const std::vector<Assignment>& assignments) {
+  std::set<const FieldDescriptor*> assigned;
+  for (const Assignment& assignment : assignments) assigned.insert(assignment.field);
+  for (const FieldDescriptor& field : experiment_schema()) {
+    if (field.section == model_preset_field().section && !is_model_source(field) &&
+        assigned.count(&field) == 0)
+      return false;
+  }
+  return true;
+}
+
 // Applies the model source that wins (a preset, or a config.json), naming its place in any
 // error.
-void apply_model_source(Experiment& experiment, const Assignment& assignment,
-                        const FieldValue& value) {
+void apply_model_source(Experiment& experiment, const std::vector<Assignment>& assignments,
+                        std::size_t source, const FieldValue& value) {
+  const Assignment& assignment = assignments[source];
+  if (assignment.field == &model_hf_config_field() && assigns_whole_model(assignments)) {
+    experiment.model.hf_config = std::get<std::string>(value);
+    return;
+  }
   try {
     assignment.field->write(experiment, value);
   } catch (const ConfigError& e) {
@@ -99,7 +129,7 @@ Experiment resolve(const ExperimentSources& sources) {
   if (!source) throw missing_model_source(sources);
   Experiment experiment;
   FieldPlaces places(sources.experiment_name());
-  apply_model_source(experiment, assignments[*source], values[*source]);
+  apply_model_source(experiment, assignments, *source, values[*source]);
   for (const FieldDescriptor& field : experiment_schema()) {
     if (field.section == model_preset_field().section) {
       places.record(field.name(), assignments[*source].place);

@@ -216,7 +216,9 @@ std::vector<FieldDescriptor> build_schema() {
       .integer("shared_experts", &ModelConfig::shared_experts, at_least(0),
                "experts every token passes through, each of size expert_ffn_size")
       .choice("router", &ModelConfig::router, {"softmax", "sigmoid"}, "gate function of the router")
-      .boolean("norm_topk", &ModelConfig::norm_topk, "renormalise the top-k gates to sum to one")
+      .boolean("norm_topk", &ModelConfig::norm_topk,
+               "renormalise the top-k gates to sum to one (with top_k = 1 each gate is then 1, "
+               "as in transformers)")
       .real("routed_scaling_factor", &ModelConfig::routed_scaling_factor, above(0),
             "scale of the routed experts' combined output")
       .real("aux_loss_coef", &ModelConfig::aux_loss_coef, at_least(0),

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -23,25 +24,12 @@ constexpr std::uintmax_t kMostConfigBytes = 4 << 20;
 // read, or refused by name.
 const std::set<std::string>& inert_fields() {
   static const std::set<std::string> fields = {
-      "_name_or_path",
-      "architectures",
-      "model_type",
-      "transformers_version",
-      "torch_dtype",
-      "dtype",
-      "use_cache",
-      "bos_token_id",
-      "eos_token_id",
-      "pad_token_id",
-      "id2label",
-      "label2id",
-      "return_dict",
-      "output_attentions",
-      "output_hidden_states",
-      "output_router_logits",  // what forward returns, not what it computes
-      "problem_type",
-      "chunk_size_feed_forward",
-      "tokenizer_class",
+      "_name_or_path", "architectures", "model_type", "transformers_version", "torch_dtype",
+      "dtype", "use_cache", "bos_token_id", "eos_token_id", "pad_token_id", "id2label", "label2id",
+      "return_dict", "output_attentions", "output_hidden_states",
+      // Whether transformers' forward adds the balancing loss: lrmoe trains with
+      // router_aux_loss_coef whatever it says (Note [Hugging Face models]).
+      "output_router_logits", "problem_type", "chunk_size_feed_forward", "tokenizer_class",
       "max_position_embeddings",  // only scaled RoPE reads it, and that is refused
       "is_encoder_decoder"};
   return fields;
@@ -68,6 +56,8 @@ class Fields {
     const json& v = take(key);
     if (v.is_null()) return or_missing(key, fallback);
     if (!v.is_number_integer()) fail(key, "must be an integer, got " + v.dump());
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT64_MAX})
+      fail(key, "= " + v.dump() + " is past the largest integer lrmoe holds");
     return v.get<int64_t>();
   }
 
@@ -175,6 +165,11 @@ void read_rope(Fields& fields, HfFamily family, ModelConfig& m) {
   m.partial_rotary = fields.real("partial_rotary_factor", default_partial);
   const json& scaling = fields.take("rope_scaling");
   const json& parameters = fields.take("rope_parameters");
+  if (!scaling.is_null() && !parameters.is_null()) {
+    fields.fail("rope_scaling",
+                "and rope_parameters are both given; transformers would read "
+                "rope_scaling alone: keep one");
+  }
   for (const auto& [key, table] :
        {std::pair{"rope_scaling", &scaling}, std::pair{"rope_parameters", &parameters}}) {
     if (table->is_null()) continue;
@@ -206,15 +201,18 @@ void read_rope(Fields& fields, HfFamily family, ModelConfig& m) {
 }
 
 // The fields both families share: the attention, norms, embeddings and expert sizes.
-void read_common(Fields& fields, ModelConfig& m) {
+// Where transformers' configuration classes have a default that is no other field's, lrmoe takes
+// the same: Qwen3MoeConfig's and Glm4MoeConfig's differ in the KV heads and the norms' epsilon.
+void read_common(Fields& fields, HfFamily family, ModelConfig& m) {
+  const bool glm = family == HfFamily::Glm4Moe;
   m.vocab_size = fields.integer("vocab_size", std::nullopt);
   m.hidden_size = fields.integer("hidden_size", std::nullopt);
   m.num_layers = fields.integer("num_hidden_layers", std::nullopt);
   m.num_heads = fields.integer("num_attention_heads", std::nullopt);
-  m.num_kv_heads = fields.integer("num_key_value_heads", m.num_heads);
+  m.num_kv_heads = fields.integer("num_key_value_heads", glm ? 8 : 4);
   if (m.num_heads <= 0) fields.fail("num_attention_heads", "must be at least 1");
   m.head_dim = fields.integer("head_dim", m.hidden_size / m.num_heads);
-  m.rms_eps = fields.real("rms_norm_eps", 1e-6);
+  m.rms_eps = fields.real("rms_norm_eps", glm ? 1e-5 : 1e-6);
   m.dense_ffn_size = fields.integer("intermediate_size", std::nullopt);
   m.expert_ffn_size = fields.integer("moe_intermediate_size", std::nullopt);
   m.top_k = fields.integer("num_experts_per_tok", std::nullopt);
@@ -303,7 +301,7 @@ HfModel read_hf_config(const fs::path& path) {
   hf.family = family_of(fields);
   ModelConfig& m = hf.model;
   m.hf_config = path.string();
-  read_common(fields, m);
+  read_common(fields, hf.family, m);
   read_rope(fields, hf.family, m);
   if (hf.family == HfFamily::Qwen3Moe) {
     read_qwen3(fields, m);
@@ -320,8 +318,11 @@ HfModel read_hf_config(const fs::path& path) {
     }
   }
   fields.refuse_unread();
+  if (!(m.partial_rotary >= 0 && m.partial_rotary <= 1))
+    fields.fail("partial_rotary_factor",
+                fmt::format("= {}: must be from 0 to 1", m.partial_rotary));
   const double rotary = static_cast<double>(m.head_dim) * m.partial_rotary;
-  if (rotary != std::floor(rotary) || static_cast<int64_t>(rotary) % 2 != 0) {
+  if (rotary != std::floor(rotary) || std::fmod(rotary, 2.0) != 0) {
     fields.fail("partial_rotary_factor",
                 fmt::format("x head_dim {} = {} rotated dimensions: must be an even whole number",
                             m.head_dim, rotary));

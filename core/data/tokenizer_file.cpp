@@ -27,7 +27,9 @@ constexpr std::uintmax_t kMostTokenizerBytes = std::uintmax_t{1} << 30;
 int64_t largest_id(const json& ids, const fs::path& file) {
   int64_t largest = -1;
   auto take = [&](const json& id) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0) bad(file, "a token id is not one");
+    // Ids past 2^40 are no vocabulary's (and would overflow counting them).
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > (int64_t{1} << 40))
+      bad(file, "a token id is not one");
     largest = std::max(largest, id.get<int64_t>());
   };
   if (ids.is_object()) {

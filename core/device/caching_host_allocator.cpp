@@ -108,7 +108,8 @@ c10::DataPtr CachingHostAllocator::allocate(std::size_t bytes) LRMOE_ALLOCATE_CO
       TORCH_CHECK(false, "out of host memory allocating ", bytes, " bytes");
     }
   }
-  new (base) State::Header{cached ? size : 0, bytes, state_};
+  // A small block needs no state to free: no shared_ptr copied for the many small tensors.
+  new (base) State::Header{cached ? size : 0, bytes, cached ? state_ : nullptr};
   void* data = State::data_of(base);
   return {data, data, &CachingHostAllocator::release, c10::Device(c10::DeviceType::CPU)};
 }

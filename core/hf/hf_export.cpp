@@ -38,6 +38,7 @@ HfExportedFile write_hf_shard(const fs::path& folder, const std::string& file_na
                               std::map<std::string, std::string>& weight_map) {
   std::map<std::string, torch::Tensor> by_name(source.tensors.begin(), source.tensors.end());
   NamedTensorList out;
+  uint64_t tensor_bytes = 0;
   for (const HfPiece& piece : hf_pieces(model, family)) {
     const auto it = by_name.find(piece.lrmoe_name);
     if (it == by_name.end()) continue;
@@ -48,27 +49,33 @@ HfExportedFile write_hf_shard(const fs::path& folder, const std::string& file_na
       t = t[local];
     }
     if (piece.rows >= 0) t = t.narrow(0, piece.first_row, piece.rows);
-    out.emplace_back(piece.hf_name, t.to(torch::kCPU, dtype).contiguous());
+    // The router's weight and selection bias stay float32 in any export, as transformers keeps
+    // them: bias steps of 1e-3 are below bfloat16's resolution and would change the choices.
+    const bool router = piece.lrmoe_name.find(".moe.router.") != std::string::npos;
+    out.emplace_back(piece.hf_name,
+                     t.to(torch::kCPU, router ? torch::kFloat32 : dtype).contiguous());
+    tensor_bytes +=
+        static_cast<uint64_t>(out.back().second.numel()) * out.back().second.element_size();
     weight_map[piece.hf_name] = file_name;
   }
   const SafetensorsWritten written = write_safetensors(folder / file_name, out, {{"format", "pt"}});
-  return {file_name, static_cast<int64_t>(out.size()), written.bytes, written.sha256};
+  return {file_name, static_cast<int64_t>(out.size()), written.bytes, tensor_bytes, written.sha256};
 }
 
 void write_hf_folder_files(const fs::path& folder, const ModelConfig& model, HfFamily family,
                            torch::ScalarType dtype,
                            const std::map<std::string, std::string>& weight_map,
-                           uint64_t total_bytes) {
+                           uint64_t tensor_bytes) {
   for (const HfPiece& piece : hf_pieces(model, family)) {
     if (weight_map.count(piece.hf_name) == 0) {
       throw HfError(
-          fmt::format("{}: tensor '{}' (lrmoe's {}) is in none of the files written; "
-                      "the checkpoint lacks it",
+          fmt::format("{}: tensor '{}' (lrmoe's {}) is in none of the files written: "
+                      "the checkpoint lacks it; export another step (--step)",
                       folder.string(), piece.hf_name, piece.lrmoe_name));
     }
   }
   nlohmann::json index;
-  index["metadata"] = {{"total_size", total_bytes}};
+  index["metadata"] = {{"total_size", tensor_bytes}};
   index["weight_map"] = weight_map;
   write_text(folder / kHfIndexFile, index.dump(2) + "\n");
   write_text(folder / "config.json", hf_config_json(model, family, dtype_name(dtype)));

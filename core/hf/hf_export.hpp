@@ -25,7 +25,8 @@ struct HfExportSource {
 struct HfExportedFile {
   std::string name;  // "model-00002-of-00003.safetensors"
   int64_t tensors = 0;
-  uint64_t bytes = 0;
+  uint64_t bytes = 0;         // of the file
+  uint64_t tensor_bytes = 0;  // of its tensors' data (an index's total_size counts these)
   std::string sha256;
 };
 
@@ -33,18 +34,19 @@ struct HfExportedFile {
 std::string hf_shard_name(int64_t index, int64_t count);
 
 // Writes, as `file_name` in `folder`, every Hugging Face tensor of `model` (in `family`'s layout)
-// that `source` holds, in `dtype`; adds each name and its file to `weight_map`. Throws HfError
-// when `source` holds a piece of the wrong shape, or the file cannot be written.
+// that `source` holds, in `dtype` (the router's always float32); adds each name and its file to
+// `weight_map`. Throws HfError when `source` holds a piece of the wrong shape, or the file cannot
+// be written.
 HfExportedFile write_hf_shard(const std::filesystem::path& folder, const std::string& file_name,
                               const ModelConfig& model, HfFamily family,
                               const HfExportSource& source, torch::ScalarType dtype,
                               std::map<std::string, std::string>& weight_map);
 
-// Writes config.json and model.safetensors.index.json into `folder`, after its shards; throws
-// HfError when a tensor of the model is in none of them.
+// Writes config.json and model.safetensors.index.json (total_size: the tensors' bytes) into
+// `folder`, after its shards; throws HfError when a tensor of the model is in none of them.
 void write_hf_folder_files(const std::filesystem::path& folder, const ModelConfig& model,
                            HfFamily family, torch::ScalarType dtype,
                            const std::map<std::string, std::string>& weight_map,
-                           uint64_t total_bytes);
+                           uint64_t tensor_bytes);
 
 }  // namespace lrmoe

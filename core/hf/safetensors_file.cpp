@@ -73,7 +73,8 @@ SafetensorsEntry parse_entry(const std::string& file, const std::string& name, c
   for (const json& d : *shape) {
     if (!d.is_number_unsigned()) bad(file, fmt::format("tensor '{}' has a bad shape", name));
     const uint64_t size = d.get<uint64_t>();
-    if (size != 0 && count > (UINT64_MAX / 8) / size)
+    // Every dimension fits a tensor's int64 size, and so does the product of the nonzero ones.
+    if (size > uint64_t{INT64_MAX} || (size != 0 && count > (UINT64_MAX / 8) / size))
       bad(file, fmt::format("tensor '{}' has a shape too large", name));
     count *= size;
     entry.shape.push_back(static_cast<int64_t>(size));

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -15,6 +17,7 @@ nlohmann::json read_json_file(const std::filesystem::path& file, std::uintmax_t 
   if (size > most_bytes)
     throw JsonFileError(fmt::format("{} bytes, more than {}", size, most_bytes));
   std::ifstream in(file, std::ios::binary);
+  if (!in) throw JsonFileError(fmt::format("cannot open it ({})", std::strerror(errno)));
   std::stringstream text;
   text << in.rdbuf();
   try {
