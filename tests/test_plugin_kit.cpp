@@ -3,6 +3,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <numeric>
+#include <random>
+
 #include "lrmoe/plugin.hpp"
 
 TEST_CASE(
@@ -39,6 +43,26 @@ TEST_CASE(
   CHECK(lrmoe::highest_scored(scores, 1, 6, 3) == std::vector<int64_t>{2, 4, 5});
   CHECK(lrmoe::highest_scored(scores, 1, 6, 0).empty());
   CHECK(lrmoe::highest_scored(scores, 1, 3, 99) == std::vector<int64_t>{1, 2});
+}
+
+TEST_CASE("highest_scored chooses what a full sort by score, ties to the lower index, chooses",
+          "[plugin-kit]") {
+  // Few distinct values, so that most choices are between ties.
+  std::mt19937 random(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int64_t size = 1 + static_cast<int64_t>(random() % 300);
+    std::vector<float> scores(static_cast<std::size_t>(size));
+    for (float& score : scores) score = static_cast<float>(random() % 5);
+    const int64_t begin = static_cast<int64_t>(random() % static_cast<uint32_t>(size));
+    const int64_t limit = static_cast<int64_t>(random() % static_cast<uint32_t>(size + 2));
+    std::vector<int64_t> sorted(static_cast<std::size_t>(size - begin));
+    std::iota(sorted.begin(), sorted.end(), begin);
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [&](int64_t a, int64_t b) { return scores[a] > scores[b]; });
+    sorted.resize(static_cast<std::size_t>(std::min(limit, size - begin)));
+    std::sort(sorted.begin(), sorted.end());
+    CHECK(lrmoe::highest_scored(scores, begin, size, limit) == sorted);
+  }
 }
 
 TEST_CASE("positions_of_true gives the true entries in order without asking the device",

@@ -61,7 +61,9 @@ inline std::vector<int64_t> highest_scored(const std::vector<float>& scores, int
   std::vector<int64_t> order(static_cast<std::size_t>(end - begin));
   std::iota(order.begin(), order.end(), begin);
   const auto chosen = order.begin() + std::clamp<int64_t>(limit, 0, end - begin);
-  std::partial_sort(order.begin(), chosen, order.end(), [&](int64_t a, int64_t b) {
+  // Ties go to the earlier pair, so the order is total and its first `limit` pairs are one set:
+  // a selection in linear time gives them as a sort would, in any order (they are sorted below).
+  std::nth_element(order.begin(), chosen, order.end(), [&](int64_t a, int64_t b) {
     return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
   });
   order.erase(chosen, order.end());
@@ -107,7 +109,8 @@ inline at::Tensor highest_scored_by_sorting(const at::Tensor& scores, const at::
 // lower index and NaN counts as 0, as in highest_scored: every process chooses alike (Note
 // [Exact multi-process plan]). `experts`: [pairs] int64 sorted, `expert_offsets` and `limit` on
 // the host. On a GPU it sorts whole tensors (highest_scored_by_sorting); on the CPU, where
-// a partial sort per expert is cheaper than two full sorts, it loops (the two choose alike).
+// a linear-time selection per expert is cheaper than two full sorts, it loops (the two choose
+// alike).
 inline at::Tensor highest_scored_per_expert(const at::Tensor& scores, const at::Tensor& experts,
                                             const std::vector<int64_t>& expert_offsets,
                                             const std::vector<int64_t>& limit) {
