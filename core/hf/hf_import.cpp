@@ -93,11 +93,6 @@ void copy_counted(torch::Tensor& to, const torch::Tensor& read, HfImport& import
   ++import.tensors;
 }
 
-// The layer of an expert piece: its lrmoe tensor is "block<layer>.moe....".
-int64_t layer_of(const HfPiece& piece) {
-  return std::stoll(piece.lrmoe_name.substr(std::string("block").size()));
-}
-
 // Where a piece's weights are in `folder`: its own tensor, or (an expert's, in transformers 5's
 // stacked layout) its block of the layer's stacked tensor, named in `stacked`.
 struct PieceSource {
@@ -110,7 +105,7 @@ PieceSource find_piece(const HfFolder& folder, const HfPiece& piece) {
   if (const SafetensorsFile* file = folder.file_of(piece.hf_name)) return {file, piece.hf_name};
   std::string stacked;
   if (piece.expert >= 0) {
-    stacked = hf_fused_experts_name(layer_of(piece),
+    stacked = hf_fused_experts_name(piece.layer,
                                     piece.lrmoe_name.find("experts_gate_up") != std::string::npos);
     if (const SafetensorsFile* file = folder.file_of(stacked)) return {file, stacked, true};
   }
@@ -162,8 +157,8 @@ HfImport load_hf_weights(Transformer& model, const ModelConfig& config,
   for (const HfPiece& piece : hf_pieces(config, folder.config().family)) {
     known.insert(piece.hf_name);
     if (piece.expert >= 0) {
-      known.insert(hf_fused_experts_name(layer_of(piece), true));
-      known.insert(hf_fused_experts_name(layer_of(piece), false));
+      known.insert(hf_fused_experts_name(piece.layer, true));
+      known.insert(hf_fused_experts_name(piece.layer, false));
     }
     const torch::Tensor& into = tensors.at(piece.lrmoe_name);
     ExpertShard shard{0, 0};

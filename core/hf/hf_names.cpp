@@ -52,9 +52,11 @@ std::vector<HfPiece> hf_pieces(const ModelConfig& m, HfFamily family) {
     const int64_t ffn = m.expert_ffn_size;
     for (int64_t e = 0; e < m.num_experts; ++e) {
       const std::string expert = fmt::format("{}.mlp.experts.{}", hf, e);
-      pieces.push_back({expert + ".gate_proj.weight", block + ".moe.experts_gate_up", e, 0, ffn});
-      pieces.push_back({expert + ".up_proj.weight", block + ".moe.experts_gate_up", e, ffn, ffn});
-      pieces.push_back({expert + ".down_proj.weight", block + ".moe.experts_down", e});
+      pieces.push_back(
+          {expert + ".gate_proj.weight", block + ".moe.experts_gate_up", e, 0, ffn, i});
+      pieces.push_back(
+          {expert + ".up_proj.weight", block + ".moe.experts_gate_up", e, ffn, ffn, i});
+      pieces.push_back({expert + ".down_proj.weight", block + ".moe.experts_down", e, 0, -1, i});
     }
     if (m.shared_experts > 0) {
       swiglu_pieces(pieces, hf + ".mlp.shared_experts", block + ".moe.shared_experts",

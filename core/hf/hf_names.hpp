@@ -20,6 +20,7 @@ struct HfPiece {
   int64_t expert = -1;     // the routed expert, for a stacked expert tensor; -1: not stacked
   int64_t first_row = 0;   // rows [first_row, first_row + rows) of the (expert's) tensor
   int64_t rows = -1;       // -1: every row
+  int64_t layer = -1;      // the layer of a stacked expert tensor (its stacked Hub name's)
 };
 
 // Every tensor of `model` in `family`'s Hub layout (one tensor per expert and projection), in
