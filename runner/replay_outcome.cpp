@@ -96,6 +96,10 @@ void add_replay_step(ReplayOutcome& o, const StepReport& report) {
       o.dropped += layer.pairs_dropped;
       o.kept += layer.pairs_kept;
       o.planning += layer.overhead.total();
+      const LayerTraffic& t = layer.traffic;
+      o.moved_bytes += static_cast<double>(t.forward_dispatch + t.forward_combine +
+                                           t.backward_dispatch + t.backward_return + t.replica_sync);
+      o.cross_node_bytes += static_cast<double>(t.cross_node);
     }
   }
   for (const LayerStepStatistics& layer : report.layers) {
@@ -131,6 +135,8 @@ void print_replay_outcomes(const std::vector<ReplayOutcome>& outcomes, std::ostr
                      fmt::format("peak subtotal {}", unit.name),
                      fmt::format("layer subtotal {}", unit.name),
                      fmt::format("peak total {}", unit.name),
+                     "moved GiB/step",
+                     "cross-node %",
                      "modeled MoE s/step",
                      "plan s/step",
                      "run"};
@@ -148,7 +154,13 @@ void print_replay_outcomes(const std::vector<ReplayOutcome>& outcomes, std::ostr
          text(o.steps ? in_unit(o.most_replica_bytes, unit) : "-"),
          text(percent(o.dropped, o.routed)), text(percent(o.kept, o.routed)),
          text(peak_text(o.subtotal, unit)), text(peak_text(o.layer_subtotal, unit)),
-         text(peak_text(o.total, unit)), text(any ? fmt::format("{:.4f}", o.modeled / steps) : "-"),
+         text(peak_text(o.total, unit)),
+         text(any ? fmt::format("{:.2f}", o.moved_bytes / steps / (1024.0 * 1024.0 * 1024.0))
+                  : "-"),
+         text(any && o.moved_bytes > 0
+                  ? fmt::format("{:.1f}", 100.0 * o.cross_node_bytes / o.moved_bytes)
+                  : "-"),
+         text(any ? fmt::format("{:.4f}", o.modeled / steps) : "-"),
          text(any ? fmt::format("{:.2f}", o.planning / steps) : "-"),
          o.run ? text(std::to_string(*o.run)) : std::nullopt});
   }
@@ -156,7 +168,9 @@ void print_replay_outcomes(const std::vector<ReplayOutcome>& outcomes, std::ostr
   out << "peak subtotal: owned experts + replicas + token buffers over the step's timeline, all "
          "MoE layers; layer subtotal: the same for one MoE layer on its own, the largest; both "
          "at the rank named; slots used: the most instances one rank hosted in one layer; "
-         "replicas at peak: the most replica bytes one rank held at its peak\n";
+         "replicas at peak: the most replica bytes one rank held at its peak; moved: the "
+         "all-to-alls' and replica transfers' bytes, cross-node: the share of them between "
+         "nodes of the hardware profile\n";
   for (const ReplayOutcome& o : outcomes) {
     if (o.warm_up_steps == 0) continue;
     out << fmt::format(

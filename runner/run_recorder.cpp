@@ -34,6 +34,7 @@ LayerStepRecord layer_step_record(int64_t step, const LayerStepStatistics& s) {
   record.bytes_backward_dispatch = s.traffic.backward_dispatch;
   record.bytes_backward_return = s.traffic.backward_return;
   record.bytes_replica_sync = s.traffic.replica_sync;
+  record.bytes_cross_node = s.traffic.cross_node;
   record.forward_seconds = s.forward_seconds;
   record.backward_seconds = s.backward_seconds;
   record.modeled_seconds = s.modeled.total();

@@ -53,6 +53,7 @@ const ColumnList<LayerStepRecord>& moe_layer_steps_columns() {
                              {"bytes_backward_dispatch", &R::bytes_backward_dispatch},
                              {"bytes_backward_return", &R::bytes_backward_return},
                              {"bytes_replica_sync", &R::bytes_replica_sync},
+                             {"bytes_cross_node", &R::bytes_cross_node},
                              {"forward_seconds", &R::forward_seconds},
                              {"backward_seconds", &R::backward_seconds},
                              {"modeled_seconds", &R::modeled_seconds},

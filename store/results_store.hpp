@@ -161,9 +161,10 @@ struct LayerStepRecord {
   double forward_load_mean = 0;
   int64_t backward_load_max = 0;
   double backward_load_mean = 0;
-  // Bytes over all ranks: the four all-to-alls and the replica traffic.
+  // Bytes over all ranks: the four all-to-alls and the replica traffic, and of all of them those
+  // between ranks on different nodes of the hardware profile.
   int64_t bytes_forward_dispatch = 0, bytes_forward_combine = 0, bytes_backward_dispatch = 0,
-          bytes_backward_return = 0, bytes_replica_sync = 0;
+          bytes_backward_return = 0, bytes_replica_sync = 0, bytes_cross_node = 0;
   // Measured wall time of the layer, its critical path and the sum over ranks (Note [Critical
   // path]), and its cost-model time with its parts (Note [Cost model]).
   double forward_seconds = 0, backward_seconds = 0, modeled_seconds = 0;

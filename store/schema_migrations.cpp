@@ -633,6 +633,12 @@ LEFT JOIN runs r ON r.id = last.run;
 ALTER TABLE sweeps ADD COLUMN kind TEXT NOT NULL DEFAULT 'train';
 ALTER TABLE sweep_runs ADD COLUMN experiment_sha256 TEXT NOT NULL DEFAULT '';
 )sql"},
+    // Of each layer step's bytes (the four all-to-alls and the replica traffic), those between
+    // ranks on different nodes of the hardware profile (Note [Cost model]); NULL for steps
+    // recorded before.
+    Migration{19, R"sql(
+ALTER TABLE moe_layer_steps ADD COLUMN bytes_cross_node INTEGER;
+)sql"},
 };
 
 constexpr bool numbered_in_order() {

@@ -3,6 +3,8 @@
 // total work.
 #include <catch2/catch.hpp>
 
+#include <numeric>
+
 #include "core/cost/cost_model.hpp"
 #include "core/pipeline/critical_path.hpp"
 
@@ -38,6 +40,54 @@ TEST_CASE("an exchange ends when the slowest rank's busiest link does", "[cost]"
   CHECK(model.exchange_seconds(t) == Approx(110e-6));
   TrafficMatrix none(4);
   CHECK(model.exchange_seconds(none) == 0);
+}
+
+TEST_CASE("a hierarchical all-to-all relays rows for another node through the destination's "
+          "local index",
+          "[cost]") {
+  const CostModel flat(two_by_two());
+  const CostModel hierarchical(two_by_two(), CostOptions{AllToAllAlgorithm::Hierarchical});
+  SECTION("one large message pays both stages: flat is faster") {
+    TrafficMatrix t(4);
+    t.at(0, 3) = 1e6;  // node 0 local 0 to node 1 local 1: relayed by rank 1
+    const auto [within, across] = hierarchical.hierarchical_stages(t);
+    CHECK(within.at(0, 1) == 1e6);
+    CHECK(across.at(1, 3) == 1e6);
+    CHECK(flat.all_to_all_seconds(t) == Approx(10e-6 + 1e6 / 10e9));
+    // 11 us within, then 110 us across.
+    CHECK(hierarchical.all_to_all_seconds(t) == Approx(1e-6 + 1e6 / 100e9 + 10e-6 + 1e6 / 10e9));
+  }
+  SECTION("small messages to every rank pay fewer inter-node latencies: hierarchical is faster") {
+    TrafficMatrix t(4);
+    for (int64_t s = 0; s < 4; ++s)
+      for (int64_t d = 0; d < 4; ++d) t.at(s, d) = s == d ? 0 : 1e3;
+    // Flat: two peers on the other node, 2 * 10 us + 2e3 / 10e9.
+    CHECK(flat.all_to_all_seconds(t) == Approx(20e-6 + 2e3 / 10e9));
+    // Within: its own row and the one it relays to its one local peer, 1 us + 2e3 / 100e9;
+    // across: both local ranks' rows to its one peer of the same local index, 10 us + 2e3 / 10e9.
+    CHECK(hierarchical.all_to_all_seconds(t) == Approx(1e-6 + 2e3 / 100e9 + 10e-6 + 2e3 / 10e9));
+  }
+  SECTION("a local index the destination's node lacks wraps round on the smaller node") {
+    TrafficMatrix t(3);  // rank 2 alone on node 1
+    t.at(2, 1) = 1;
+    t.at(1, 2) = 1;
+    const auto [within, across] = hierarchical.hierarchical_stages(t);
+    CHECK(across.at(2, 1) == 1);  // rank 2 is its own node's every local index
+    CHECK(within.at(1, 0) == 1);  // rank 2's local index 0 on node 0 is rank 0
+    CHECK(across.at(0, 2) == 1);
+    CHECK(std::accumulate(within.bytes.begin(), within.bytes.end(), 0.0) == 1);
+    CHECK(std::accumulate(across.bytes.begin(), across.bytes.end(), 0.0) == 2);
+  }
+  SECTION("within one node there is nothing to relay") {
+    TrafficMatrix t(2);
+    t.at(0, 1) = 1e6;
+    CHECK(hierarchical.all_to_all_seconds(t) == flat.all_to_all_seconds(t));
+  }
+  TrafficMatrix t(4);
+  t.at(0, 1) = 5;
+  t.at(0, 2) = 7;
+  t.at(3, 1) = 11;
+  CHECK(flat.cross_node_bytes(t) == 18);
 }
 
 TEST_CASE(

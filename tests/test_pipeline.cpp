@@ -263,8 +263,23 @@ TEST_CASE("the pipeline's statistics count loads, bytes and memory of what it di
   CHECK(held[1].forward_pairs == static_cast<double>(to_rank1));
   CHECK(held[1].backward_pairs == static_cast<double>(to_rank1));
   CHECK(stats.modeled.total() > 0);
+  // The default profile makes every rank a node of its own: every byte moved crosses nodes.
+  const LayerTraffic& t = stats.traffic;
+  CHECK(t.cross_node == t.forward_dispatch + t.forward_combine + t.backward_dispatch +
+                            t.backward_return + t.replica_sync);
   // Taking starts afresh.
   CHECK(pipeline->take_statistics().pairs_routed == 0);
+
+  // Both ranks on one node: nothing crosses.
+  HardwareProfile one_node;
+  one_node.ranks_per_node = 2;
+  PipelineSettings settings = problem.settings();
+  settings.cost_model = CostModel(one_node);
+  auto together = make_pipeline(policies, settings);
+  problem.run(together, problem.pairs, problem.gates);
+  const LayerStepStatistics on_one_node = together->take_statistics();
+  CHECK(on_one_node.traffic.forward_dispatch == t.forward_dispatch);
+  CHECK(on_one_node.traffic.cross_node == 0);
 }
 
 TEST_CASE("a rank receives an expert's parameters once however many of its instances it hosts",

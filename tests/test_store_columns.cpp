@@ -201,6 +201,7 @@ TEST_CASE("every field of every recorded table reads back in its own column", "[
   layer.bytes_backward_dispatch = 1003;
   layer.bytes_backward_return = 1004;
   layer.bytes_replica_sync = 1005;
+  layer.bytes_cross_node = 1008;
   layer.forward_seconds = 20.5;
   layer.backward_seconds = 20.25;
   layer.modeled_seconds = 20.125;
@@ -298,6 +299,7 @@ TEST_CASE("every field of every recorded table reads back in its own column", "[
              {"bytes_backward_dispatch", "1003"},
              {"bytes_backward_return", "1004"},
              {"bytes_replica_sync", "1005"},
+             {"bytes_cross_node", "1008"},
              {"forward_seconds", "20.5"},
              {"backward_seconds", "20.25"},
              {"modeled_seconds", "20.125"},

@@ -18,6 +18,13 @@ enum class CollectiveBackend { Auto, Gloo, Nccl };
 // computes are fetched for the pass (docs/ARCHITECTURE.md, "Expert-sharded state").
 enum class ExpertState { Replicated, Sharded };
 
+// How the cost model's cluster runs an all-to-all (Note [Cost model]); the processes of a run
+// execute flat all-to-all-v either way. Flat: every rank sends straight to every other, over the
+// link between them. Hierarchical: rows for another node go first, within the node, to the rank
+// whose local index is the destination's, which sends all its node has for that destination
+// across in one message.
+enum class AllToAllAlgorithm { Flat, Hierarchical };
+
 struct ClusterConfig {
   int64_t ranks = 1;                      // expert-parallel ranks
   std::string memory_per_rank = "80GiB";  // a size, or "<f>x fixed" (core/config/memory_spec.hpp)
@@ -33,6 +40,7 @@ struct ClusterConfig {
   // sharded: a pass's replica weights travel while its pairs are dispatched (Note [Overlapped
   // expert fetch]); false: they arrive before the pairs leave
   bool overlap_expert_fetch = true;
+  AllToAllAlgorithm modeled_all_to_all = AllToAllAlgorithm::Flat;
 };
 
 }  // namespace lrmoe

@@ -347,7 +347,12 @@ std::vector<FieldDescriptor> build_schema() {
               "parallelism): every process holds and updates every expert")
       .boolean("overlap_expert_fetch", &ClusterConfig::overlap_expert_fetch,
                "sharded: fetch a pass's replica weights while its pairs are dispatched, waiting "
-               "for them only before the expert compute; false: before the dispatch");
+               "for them only before the expert compute; false: before the dispatch")
+      .choice("modeled_all_to_all", &ClusterConfig::modeled_all_to_all, {"flat", "hierarchical"},
+              "how the cost model's cluster runs each all-to-all: flat, every rank straight to "
+              "every other; hierarchical, within each node to the rank of the destination's local "
+              "index, then across nodes in one message per node pair and local index (modeled "
+              "only: the processes execute flat all-to-all-v)");
 
   SectionRows<PoliciesConfig>(rows, "policies", &Experiment::policies,
                               Defaults::FromMemberInitialisers)

@@ -108,6 +108,46 @@ double CostModel::exchange_seconds(const TrafficMatrix& t) const {
   return slowest;
 }
 
+double CostModel::all_to_all_seconds(const TrafficMatrix& t) const {
+  if (options_.all_to_all == AllToAllAlgorithm::Flat || !ring_crosses_nodes(t.ranks))
+    return exchange_seconds(t);
+  // The second stage needs the first's rows at the relays: one after the other.
+  const auto [within, across] = hierarchical_stages(t);
+  return exchange_seconds(within) + exchange_seconds(across);
+}
+
+std::pair<TrafficMatrix, TrafficMatrix> CostModel::hierarchical_stages(
+    const TrafficMatrix& t) const {
+  const int64_t per_node = profile_.ranks_per_node;
+  TrafficMatrix within(t.ranks), across(t.ranks);
+  for (int64_t s = 0; s < t.ranks; ++s) {
+    const int64_t node_first = s / per_node * per_node;
+    // The last node may hold fewer ranks: a local index it lacks wraps round.
+    const int64_t node_size = std::min(per_node, t.ranks - node_first);
+    for (int64_t d = 0; d < t.ranks; ++d) {
+      const double bytes = t.at(s, d);
+      if (s == d || bytes <= 0) continue;
+      if (same_node(s, d)) {
+        within.at(s, d) += bytes;
+        continue;
+      }
+      const int64_t relay = node_first + (d % per_node) % node_size;
+      if (relay != s) within.at(s, relay) += bytes;
+      across.at(relay, d) += bytes;
+    }
+  }
+  return {std::move(within), std::move(across)};
+}
+
+double CostModel::cross_node_bytes(const TrafficMatrix& t) const {
+  double bytes = 0;
+  for (int64_t s = 0; s < t.ranks; ++s) {
+    for (int64_t d = 0; d < t.ranks; ++d)
+      if (!same_node(s, d)) bytes += t.at(s, d);
+  }
+  return bytes;
+}
+
 double CostModel::all_gather_seconds(const std::vector<double>& contribution) const {
   const auto ranks = static_cast<int64_t>(contribution.size());
   if (ranks <= 1) return 0;

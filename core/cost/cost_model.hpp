@@ -6,8 +6,10 @@
 // alike are modeled alike, whatever the machine they ran on.
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
+#include "core/config/cluster_config.hpp"
 #include "core/cost/hardware_profile.hpp"
 
 namespace lrmoe {
@@ -29,6 +31,11 @@ struct TrafficMatrix {
   // move nothing.
   static TrafficMatrix of_rows(const std::vector<int64_t>& rows, int64_t ranks, double row_bytes,
                                bool transpose = false);
+};
+
+// What the modeled cluster does beside its hardware: settings of the experiment, not the profile.
+struct CostOptions {
+  AllToAllAlgorithm all_to_all = AllToAllAlgorithm::Flat;
 };
 
 // Expert GEMM shapes of one MoE layer.
@@ -58,9 +65,11 @@ struct ModeledTime {
 class CostModel {
  public:
   CostModel() = default;
-  explicit CostModel(HardwareProfile profile) : profile_(std::move(profile)) {}
+  explicit CostModel(HardwareProfile profile, CostOptions options = {})
+      : profile_(std::move(profile)), options_(options) {}
 
   const HardwareProfile& profile() const { return profile_; }
+  const CostOptions& options() const { return options_; }
   int64_t element_bytes() const { return profile_.element_bytes; }
 
   // One GEMM [m, k] x [k, n]: its FLOPs at the efficiency of m rows, or its operands and result
@@ -77,6 +86,16 @@ class CostModel {
   // peers on its node and on other nodes go out at once over the two links; it ends when the
   // slowest rank's busiest link does.
   double exchange_seconds(const TrafficMatrix& traffic) const;
+  // One all-to-all-v call of the pipeline, by the options' algorithm: flat, one exchange;
+  // hierarchical, an exchange within the nodes, then one across them between ranks of one local
+  // index.
+  double all_to_all_seconds(const TrafficMatrix& traffic) const;
+  // The two stages of a hierarchical all-to-all of `traffic`: within the nodes (every row to a
+  // rank on its own node: its destination, or the relay of the destination's local index), then
+  // across them (relay to destination).
+  std::pair<TrafficMatrix, TrafficMatrix> hierarchical_stages(const TrafficMatrix& traffic) const;
+  // The bytes of `traffic` between ranks on different nodes.
+  double cross_node_bytes(const TrafficMatrix& traffic) const;
   // A ring all-gather where rank r contributes contribution[r] bytes.
   double all_gather_seconds(const std::vector<double>& contribution) const;
   // An all-reduce of `bytes` on each of `ranks` ranks: the faster of a ring and a tree.
@@ -88,6 +107,7 @@ class CostModel {
   bool ring_crosses_nodes(int64_t ranks) const;
 
   HardwareProfile profile_;
+  CostOptions options_;
 };
 
 // The profile `profile` names (cluster.profile): a file by name or path, or this machine probed

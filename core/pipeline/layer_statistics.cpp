@@ -24,6 +24,7 @@ LayerTraffic& LayerTraffic::operator+=(const LayerTraffic& o) {
   backward_dispatch += o.backward_dispatch;
   backward_return += o.backward_return;
   replica_sync += o.replica_sync;
+  cross_node += o.cross_node;
   return *this;
 }
 

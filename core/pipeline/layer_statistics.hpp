@@ -23,6 +23,9 @@ struct LayerTraffic {
   // Parameter transfers: replica parameters out and their gradients back, once per rank that
   // hosts an expert it does not own, and owners that moved since the previous pass
   int64_t replica_sync = 0;
+  // Of all of the above, the bytes between ranks on different nodes of the hardware profile
+  // (ranks_per_node): what a placement that keeps traffic within a node saves
+  int64_t cross_node = 0;
 
   LayerTraffic& operator+=(const LayerTraffic& other);
 };

@@ -79,6 +79,7 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
           TrafficMatrix::of_rows(*x.pairs, R, static_cast<double>(x.elements), x.back);
       const TrafficMatrix run_bytes =
           scaled(elements, static_cast<double>(c.element_bytes.activation));
+      account.traffic.cross_node += static_cast<int64_t>(model.cross_node_bytes(run_bytes));
       for (int64_t src = 0; src < R; ++src) {
         for (int64_t d = 0; d < R; ++d) {
           const auto bytes = static_cast<int64_t>(run_bytes.at(src, d));
@@ -89,15 +90,15 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
         }
       }
     }
-    account.modeled.all_to_all +=
-        model.exchange_seconds(scaled(call_elements, static_cast<double>(model.element_bytes())));
+    account.modeled.all_to_all += model.all_to_all_seconds(
+        scaled(call_elements, static_cast<double>(model.element_bytes())));
   }
 
   // Parameter transfers (Note [Cost model]): an expert's parameters from its home, the rank of
   // its static owner, where its master weights and optimizer state live, out to every other rank
   // that hosts an instance of it, owner or replica, and the gradients back, once per rank (a
   // second instance on that rank copies locally or shares the copy).
-  TrafficMatrix replica_out(R), replica_back(R);
+  TrafficMatrix replica_out(R), replica_back(R), replica_run_bytes(R);
   const double model_expert_bytes = static_cast<double>(3 * h * ffn * model.element_bytes());
   for (std::size_t e = 0; e < table.expert_instances.size(); ++e) {
     const int64_t home = static_owner(static_cast<int64_t>(e),
@@ -110,12 +111,16 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
       if (reached[static_cast<std::size_t>(rank)]) continue;
       reached[static_cast<std::size_t>(rank)] = true;
       account.traffic.replica_sync += 2 * c.expert_bytes;
+      replica_run_bytes.at(home, rank) += static_cast<double>(2 * c.expert_bytes);
       replica_out.at(home, rank) += model_expert_bytes;
       replica_back.at(rank, home) += model_expert_bytes;
     }
   }
+  // Point to point from each home: over the link between the two ranks, whatever the
+  // all-to-all's algorithm.
   account.modeled.replicas =
       model.exchange_seconds(replica_out) + model.exchange_seconds(replica_back);
+  account.traffic.cross_node += static_cast<int64_t>(model.cross_node_bytes(replica_run_bytes));
 
   account.plan = plan_collectives(settings, forward, backward);
   account.modeled.gathers = account.plan.seconds;

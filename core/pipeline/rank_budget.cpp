@@ -99,7 +99,7 @@ RankBudget rank_budget(const ModelConfig& model, const TrainConfig& train,
 
 PipelineSettings pipeline_settings(const Experiment& experiment, const ModelConfig& model,
                                    int64_t layer, const RankBudget& budget,
-                                   const CostModel& cost_model) {
+                                   const HardwareProfile& profile) {
   const ClusterConfig& cluster = experiment.cluster;
   PipelineSettings settings;
   settings.layer = layer;
@@ -117,7 +117,7 @@ PipelineSettings pipeline_settings(const Experiment& experiment, const ModelConf
   settings.check_plugin_outputs = experiment.policies.check_plugin_outputs;
   settings.planning = experiment.policies.planning;
   settings.seed = experiment.experiment.seed;
-  settings.cost_model = cost_model;
+  settings.cost_model = CostModel(profile, CostOptions{cluster.modeled_all_to_all});
   return settings;
 }
 

@@ -43,9 +43,10 @@ RankBudget rank_budget(const ModelConfig& model, const TrainConfig& train,
 int64_t dense_activation_bytes(const ModelConfig& model, int64_t tokens, int64_t seq_len,
                                int64_t element_bytes);
 
-// The settings of MoE layer `layer` (index among the MoE layers).
+// The settings of MoE layer `layer` (index among the MoE layers), modeled on `profile` with the
+// experiment's cost options.
 PipelineSettings pipeline_settings(const Experiment& experiment, const ModelConfig& model,
                                    int64_t layer, const RankBudget& budget,
-                                   const CostModel& cost_model);
+                                   const HardwareProfile& profile);
 
 }  // namespace lrmoe

@@ -31,14 +31,14 @@ PlanReplay::PlanReplay(const Experiment& experiment, std::shared_ptr<const Polic
       loads_(std::move(loads)),
       budget_(rank_budget(experiment.model, experiment.train, experiment.cluster,
                           pair_costs(experiment.model, experiment))),
-      cost_model_(std::move(profile)),
+      profile_(std::move(profile)),
       memory_costs_(pair_costs(experiment.model, experiment).memory) {
   const ModelConfig& model = experiment_.model;
   const auto collectives = std::make_shared<Collectives>();
   const int64_t all_layers = model.num_layers - model.first_k_dense;
   const int64_t layers = moe_layers > 0 ? std::min(moe_layers, all_layers) : all_layers;
   for (int64_t l = 0; l < layers; ++l) {
-    PipelineSettings settings = pipeline_settings(experiment_, model, l, budget_, cost_model_);
+    PipelineSettings settings = pipeline_settings(experiment_, model, l, budget_, profile_);
     pipelines_.push_back(std::make_shared<ExpertPipeline>(policies, settings, collectives));
   }
 }

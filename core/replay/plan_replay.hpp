@@ -39,7 +39,6 @@ class PlanReplay {
   StepReport step(int64_t step);
 
   const RankBudget& budget() const { return budget_; }
-  const CostModel& cost_model() const { return cost_model_; }
   // Bytes per expert and per pair of the model's MoE layers (Note [Memory model]).
   const MemoryCosts& memory_costs() const { return memory_costs_; }
 
@@ -47,7 +46,7 @@ class PlanReplay {
   Experiment experiment_;
   std::shared_ptr<const ExpertLoads> loads_;
   RankBudget budget_;
-  CostModel cost_model_;
+  HardwareProfile profile_;
   MemoryCosts memory_costs_;
   std::vector<std::shared_ptr<ExpertPipeline>> pipelines_;
   double cumulative_modeled_ = 0;

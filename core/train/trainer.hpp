@@ -138,7 +138,7 @@ class Trainer {
   const GroupedGemmSelection& grouped_gemm() const { return grouped_gemm_; }
   // The profile the cost model uses (loaded, or probed once for "this-machine"); default
   // without policies.
-  const HardwareProfile& hardware_profile() const { return cost_model_.profile(); }
+  const HardwareProfile& hardware_profile() const { return profile_; }
   // How many steps' figures were not ready when read one step late, so that reading them
   // waited for the device (Note [Device timing]); zero on the CPU.
   int64_t timing_waits() const { return timing_waits_; }
@@ -219,7 +219,7 @@ class Trainer {
   std::unique_ptr<torch::optim::AdamW> expert_optimizer_;   // sharded_parameters_, when sharded
   std::vector<std::shared_ptr<ExpertPipeline>> pipelines_;  // one per MoE layer
   RankBudget budget_;
-  CostModel cost_model_;
+  HardwareProfile profile_;  // the cost model's (Note [Cost model])
   SpanTimer step_timer_;  // each step's forward, backward and optimizer
   int64_t timing_waits_ = 0;
   std::shared_ptr<const PolicySet> policies_;
