@@ -72,6 +72,7 @@ const ColumnList<LayerStepRecord>& moe_layer_steps_columns() {
                              {"modeled_all_to_all_seconds", &R::modeled_all_to_all_seconds},
                              {"modeled_gather_seconds", &R::modeled_gather_seconds},
                              {"modeled_replica_seconds", &R::modeled_replica_seconds},
+                             {"modeled_overlapped_seconds", &R::modeled_overlapped_seconds},
                              {"placement_information", &R::placement_information},
                          });
   return columns;

@@ -171,6 +171,9 @@ struct LayerStepRecord {
   double critical_path_seconds = 0, rank_sum_seconds = 0;
   double modeled_compute_seconds = 0, modeled_all_to_all_seconds = 0, modeled_gather_seconds = 0,
          modeled_replica_seconds = 0;
+  // Of the modeled all-to-all seconds, those hidden behind chunks' compute (modeled_seconds is
+  // the parts less these).
+  double modeled_overlapped_seconds = 0;
   // The parts of the measured time spent deciding and rearranging rather than computing.
   double placement_seconds = 0, metric_seconds = 0, selection_seconds = 0, routing_seconds = 0,
          compaction_seconds = 0;

@@ -634,10 +634,12 @@ ALTER TABLE sweeps ADD COLUMN kind TEXT NOT NULL DEFAULT 'train';
 ALTER TABLE sweep_runs ADD COLUMN experiment_sha256 TEXT NOT NULL DEFAULT '';
 )sql"},
     // Of each layer step's bytes (the four all-to-alls and the replica traffic), those between
-    // ranks on different nodes of the hardware profile (Note [Cost model]); NULL for steps
-    // recorded before.
+    // ranks on different nodes of the hardware profile (Note [Cost model]), and of its modeled
+    // seconds of all-to-all, those that ran while chunks computed (Note [Chunked exchange]):
+    // modeled_seconds is its parts less these. NULL for steps recorded before.
     Migration{19, R"sql(
 ALTER TABLE moe_layer_steps ADD COLUMN bytes_cross_node INTEGER;
+ALTER TABLE moe_layer_steps ADD COLUMN modeled_overlapped_seconds REAL;
 )sql"},
 };
 

@@ -90,6 +90,20 @@ TEST_CASE("a hierarchical all-to-all relays rows for another node through the de
   CHECK(flat.cross_node_bytes(t) == 18);
 }
 
+TEST_CASE("chunks overlap their transfers with the compute of their neighbours", "[cost]") {
+  // One chunk: one after the other.
+  CHECK(chunked_phase_seconds({2}, {5}, {3}) == 10);
+  // Compute-bound: chunk 1's dispatch (1) hides behind chunk 0's compute (3), chunk 0's return
+  // behind chunk 1's; the first dispatch and the last return are exposed: 1 + 3 + 3 + 1.
+  CHECK(chunked_phase_seconds({1, 1}, {3, 3}, {1, 1}) == 8);
+  // Transfer-bound: the link is never idle after the first dispatch, and chunk 0's compute (1)
+  // and chunk 1's (1, after its dispatch ends at 6) hide: dispatch 3 + 3, return 3 + 3.
+  CHECK(chunked_phase_seconds({3, 3}, {1, 1}, {3, 3}) == 12);
+  // The link carries one transfer at a time, in issue order: chunk 0's return (issued at 4)
+  // waits for chunk 1's dispatch (2 to 6).
+  CHECK(chunked_phase_seconds({2, 4}, {2, 1}, {1, 1}) == Approx(2 + 4 + 1 + 1));
+}
+
 TEST_CASE(
     "a GEMM is as slow as its FLOPs at the curve's efficiency or its bytes, whichever is slower",
     "[cost]") {

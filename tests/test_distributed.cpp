@@ -271,6 +271,56 @@ TEST_CASE("one run on P = 1, 2 and 4 processes: the same losses and one set of r
   }
 }
 
+TEST_CASE("chunked exchanges train exactly as unchunked ones, overlapped and modeled so",
+          "[distributed]") {
+  // Every instance is in one chunk, and the chunks' rows are put together before they are
+  // added, so the sums are the same (Note [Chunked exchange]).
+  const std::vector<std::pair<std::string, std::vector<std::string>>> variants{
+      {"lrmoe", tiny_settings(4, 3, "lrmoe")},
+      {"lrmoe, recompute, input_grad",
+       with(tiny_settings(4, 3, "lrmoe"), {"--set", "policies.recompute=true", "--set",
+                                           "policies.dropped_pair_keeps=input_grad"})},
+  };
+  for (const auto& [name, settings] : variants) {
+    DYNAMIC_SECTION(name) {
+      TempFolder dir;
+      std::map<int, std::string> db;
+      for (const int chunks : {1, 3}) {
+        db[chunks] = dir.file("c" + std::to_string(chunks) + ".db");
+        auto [code, output] = run_lrmoe(
+            with(with({"launch", "-n", "2", kTinyExperiment}, settings),
+                 {"--set", "train.max_steps=4", "--set", "train.target_loss=0", "--set",
+                  "cluster.exchange_chunks=" + std::to_string(chunks), "--db", db[chunks]}),
+            dir.file("c" + std::to_string(chunks) + ".log"), std::chrono::seconds(240));
+        INFO(output);
+        REQUIRE(code == 0);
+      }
+      const std::string losses = "SELECT train_loss FROM steps ORDER BY step";
+      REQUIRE(doubles(db[1], losses).size() == 4);
+      CHECK(doubles(db[3], losses) == doubles(db[1], losses));
+      // Four calls per chunk: dispatch, combine, backward dispatch and return.
+      CHECK(column(db[3], "SELECT min(exchange_calls), max(exchange_calls) "
+                          "FROM process_layer_steps") == "12 12 \n");
+      // The same plan, bytes and compute; the all-to-all in three calls per call, and some of
+      // it hidden behind the chunks' compute (none in a pass whose later chunks move nothing).
+      const std::string plan = "SELECT forward_pairs, backward_pairs, bytes_sent FROM "
+                               "rank_layer_steps ORDER BY step, layer, rank";
+      CHECK(column(db[3], plan) == column(db[1], plan));
+      CHECK(doubles(db[1], "SELECT sum(modeled_overlapped_seconds) FROM moe_layer_steps")[0] ==
+            0);
+      CHECK(doubles(db[3], "SELECT min(modeled_overlapped_seconds) FROM moe_layer_steps")[0] >=
+            0);
+      CHECK(doubles(db[3], "SELECT sum(modeled_overlapped_seconds) FROM moe_layer_steps")[0] >
+            0);
+      CHECK(column(db[3],
+                   "SELECT count(*) FROM moe_layer_steps WHERE abs(modeled_seconds - "
+                   "(modeled_compute_seconds + modeled_all_to_all_seconds + modeled_gather_seconds "
+                   "+ modeled_replica_seconds - modeled_overlapped_seconds)) > 1e-9 * "
+                   "modeled_seconds") == "0 \n");
+    }
+  }
+}
+
 TEST_CASE("every bundle trains the tiny model to its target on two processes",
           "[distributed][slow]") {
   for (const std::string bundle : {"fixed", "symi", "lrmoe"}) {

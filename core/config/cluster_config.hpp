@@ -41,6 +41,9 @@ struct ClusterConfig {
   // expert fetch]); false: they arrive before the pairs leave
   bool overlap_expert_fetch = true;
   AllToAllAlgorithm modeled_all_to_all = AllToAllAlgorithm::Flat;
+  // each pass's all-to-alls and expert compute in this many chunks of instances, overlapped
+  // (Note [Chunked exchange]); 1: one after the other
+  int64_t exchange_chunks = 1;
 };
 
 }  // namespace lrmoe

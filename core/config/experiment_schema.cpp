@@ -289,6 +289,7 @@ std::vector<FieldDescriptor> build_schema() {
             "the last evaluation loss is within this fraction above target_loss, so that the "
             "step the target is reached is found exactly; 0: every eval_every steps only")
       .integer("log_every", &TrainConfig::log_every, at_least(1), "steps between log lines")
+
       .integer("checkpoint_every", &TrainConfig::checkpoint_every, at_least(0),
                "write a checkpoint every this many steps, beside the database, for `lrmoe "
                "resume`; 0: none")
@@ -352,7 +353,13 @@ std::vector<FieldDescriptor> build_schema() {
               "how the cost model's cluster runs each all-to-all: flat, every rank straight to "
               "every other; hierarchical, within each node to the rank of the destination's local "
               "index, then across nodes in one message per node pair and local index (modeled "
-              "only: the processes execute flat all-to-all-v)");
+              "only: the processes execute flat all-to-all-v)")
+      .integer("exchange_chunks", &ClusterConfig::exchange_chunks, between(1, 64),
+               "split each pass's all-to-alls and expert compute into this many chunks of each "
+               "rank's instances, so that the next chunk's dispatch and the last chunk's return "
+               "travel while a chunk is multiplied, executed and modeled (Note [Chunked "
+               "exchange]); 1: each exchange waits for the compute before it; needs "
+               "policies.planning = \"exact\"");
 
   SectionRows<PoliciesConfig>(rows, "policies", &Experiment::policies,
                               Defaults::FromMemberInitialisers)

@@ -29,7 +29,23 @@ ModeledTime& ModeledTime::operator+=(const ModeledTime& o) {
   all_to_all += o.all_to_all;
   gathers += o.gathers;
   replicas += o.replicas;
+  overlapped += o.overlapped;
   return *this;
+}
+
+double chunked_phase_seconds(const std::vector<double>& dispatch,
+                             const std::vector<double>& compute, const std::vector<double>& back) {
+  double link = 0, computed = 0;  // when each is next free
+  double arrived = dispatch.empty() ? 0 : dispatch.front();
+  link = arrived;
+  for (std::size_t c = 0; c < compute.size(); ++c) {
+    const double start = std::max(computed, arrived);
+    // The next chunk's dispatch is issued as this chunk starts computing.
+    if (c + 1 < compute.size()) arrived = link = std::max(link, start) + dispatch[c + 1];
+    computed = start + compute[c];
+    link = std::max(link, computed) + back[c];
+  }
+  return std::max(link, computed);
 }
 
 double CostModel::gemm_seconds(int64_t m, int64_t k, int64_t n) const {

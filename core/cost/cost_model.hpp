@@ -55,10 +55,13 @@ struct ModeledTime {
   // parameter transfers: replica weights out (with any owner that moved since the previous
   // pass) and replica gradients back
   double replicas = 0;
+  // Of the above, the seconds of all-to-all that ran while chunks computed (Note [Chunked
+  // exchange]): 0 unchunked.
+  double overlapped = 0;
 
   double compute() const { return forward_compute + backward_compute; }
   double communication() const { return all_to_all + gathers + replicas; }
-  double total() const { return compute() + communication(); }
+  double total() const { return compute() + communication() - overlapped; }
   ModeledTime& operator+=(const ModeledTime& other);
 };
 
@@ -109,6 +112,14 @@ class CostModel {
   HardwareProfile profile_;
   CostOptions options_;
 };
+
+// One phase of a chunked pass (Note [Chunked exchange]): chunk c's rows go out (dispatch[c]),
+// compute (compute[c]) and come back (back[c]); the link carries one transfer at a time, in the
+// order the pass issues them (dispatch 0, dispatch 1, back 0, dispatch 2, back 1, ...), and a
+// chunk computes once its rows have arrived and the chunk before it has computed. Returns when
+// the last return ends; with one chunk, the sum of the three.
+double chunked_phase_seconds(const std::vector<double>& dispatch,
+                             const std::vector<double>& compute, const std::vector<double>& back);
 
 // The profile `profile` names (cluster.profile): a file by name or path, or this machine probed
 // now for `ranks` ranks.

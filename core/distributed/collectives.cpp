@@ -353,6 +353,7 @@ std::vector<torch::Tensor> Collectives::PendingMessages::wait() {
     s.group->finish("all-to-all-v", s.work);
     s.group = nullptr;
     const torch::Tensor arrived = s.arrived.to(s.device);
+    if (!s.layout) s.received.push_back(arrived);
     for (std::size_t m = 0; m < s.messages; ++m)
       s.received.push_back(unpack_message(*s.layout, arrived, m, torch::Tensor()));
   }
@@ -378,19 +379,36 @@ Collectives::PendingMessages Collectives::start_exchange_messages(
       part.copy_(messages[i].rows.narrow(0, first, part.size(0)));
     });
   }
+  start_bytes(*state, send, layout.send_bytes(), layout.recv_bytes());
+  return PendingMessages(std::move(state));
+}
+
+Collectives::PendingMessages Collectives::start_exchange_bytes(
+    const torch::Tensor& send, const std::vector<int64_t>& send_bytes,
+    const std::vector<int64_t>& recv_bytes) {
+  auto state = std::make_unique<PendingMessages::State>();
+  if (single()) {
+    state->received.push_back(send);
+    return PendingMessages(std::move(state));
+  }
+  state->device = send.device();
+  start_bytes(*state, send, send_bytes, recv_bytes);
+  return PendingMessages(std::move(state));
+}
+
+void Collectives::start_bytes(PendingMessages::State& s, const torch::Tensor& send,
+                              const std::vector<int64_t>& send_bytes,
+                              const std::vector<int64_t>& recv_bytes) {
   const Group::Route route = group_->route(send);
-  state->send = send.to(route.device);
-  state->send_bytes = layout.send_bytes();
-  state->recv_bytes = layout.recv_bytes();
-  const int64_t received =
-      std::accumulate(state->recv_bytes.begin(), state->recv_bytes.end(), int64_t{0});
-  state->arrived = torch::empty({received, 1}, state->send.options());
-  PendingMessages::State& s = *state;
+  s.send = send.to(route.device);
+  s.send_bytes = send_bytes;
+  s.recv_bytes = recv_bytes;
+  const int64_t received = std::accumulate(recv_bytes.begin(), recv_bytes.end(), int64_t{0});
+  s.arrived = torch::empty({received, 1}, s.send.options());
   s.work = group_->start("all-to-all-v", [&] {
     return route.backend->alltoall_base(s.arrived, s.send, s.recv_bytes, s.send_bytes);
   });
   s.group = group_.get();
-  return PendingMessages(std::move(state));
 }
 
 std::vector<torch::Tensor> Collectives::exchange_messages(const std::vector<RowMessage>& messages) {

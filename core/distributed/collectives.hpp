@@ -98,10 +98,19 @@ class Collectives {
     std::unique_ptr<State> state_;
   };
   PendingMessages start_exchange_messages(const std::vector<RowMessage>& messages);
+  // An all-to-all-v of bytes packed already: `send` [bytes, 1] uint8 holds send_bytes[q] bytes
+  // for process q, in process order; wait() returns the one tensor of recv_bytes[q] bytes from
+  // each process q, in process order, on `send`'s device. With one process, `send` itself.
+  PendingMessages start_exchange_bytes(const torch::Tensor& send,
+                                       const std::vector<int64_t>& send_bytes,
+                                       const std::vector<int64_t>& recv_bytes);
   void barrier();
 
  private:
   void all_reduce(torch::Tensor& tensor, bool maximum);
+  // Issues the all-to-all-v of `send`'s bytes into `s` (several processes).
+  void start_bytes(PendingMessages::State& s, const torch::Tensor& send,
+                   const std::vector<int64_t>& send_bytes, const std::vector<int64_t>& recv_bytes);
 
   struct Group;
   std::unique_ptr<Group> group_;

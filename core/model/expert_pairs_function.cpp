@@ -46,6 +46,16 @@ struct PairsContext : torch::CustomClassHolder {
                       pipeline ? pipeline->settings().process : ProcessView{});
   }
 
+  // The pass's chunks (Note [Chunked exchange]): chunk c of the layout whose whole local slice
+  // is `whole` and whose chunks are `chunks` (the whole when it has none).
+  static int64_t chunk_count(const std::vector<ChunkSlice>& chunks) {
+    return chunks.empty() ? 1 : static_cast<int64_t>(chunks.size());
+  }
+  static const ProcessSlice& chunk(const ProcessSlice& whole, const std::vector<ChunkSlice>& chunks,
+                                   int64_t c) {
+    return chunks.empty() ? whole : chunks[static_cast<std::size_t>(c)].slice;
+  }
+
   // Runs one rank's part of a phase on `device`, timed by the pipeline's timer of that rank
   // (Note [Critical path], Note [Device timing]).
   void run(int phase, const RankPart& part, const torch::Device& device,
@@ -62,6 +72,24 @@ Tensor rows_of(const Tensor& rows, const RankPart& part) {
 // The parts' rows one after another; a single part as it is, without a copy.
 Tensor concat_parts(const std::vector<Tensor>& parts) {
   return parts.size() == 1 ? parts.front() : torch::cat(parts);
+}
+
+// The chunks' returns (each in its chunk's send order) waited for and put together in the send
+// order of `whole`, of which they are the chunks: what one return of the whole gives.
+Tensor returned_whole(std::vector<PendingRows>& returns, const std::vector<ChunkSlice>& chunks,
+                      const ProcessSlice& whole) {
+  if (chunks.empty()) return returns.front().wait().front();
+  Tensor whole_rows;
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    const Tensor rows = returns[c].wait().front();
+    if (!whole_rows.defined()) {
+      auto shape = rows.sizes().vec();
+      shape[0] = whole.send_rows.numel();
+      whole_rows = torch::empty(shape, rows.options());
+    }
+    whole_rows.index_copy_(0, chunks[c].sent_positions, rows);
+  }
+  return whole_rows;
 }
 
 // No fetched experts: an empty tensor of `held`'s matrix shape, outside the graph (LibTorch
@@ -83,28 +111,47 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     const ProcessSlice& here = pass.layout.local;
     PairExchange& exchange = state->exchange();
 
-    auto x_rows = exchange.dispatch(x, tokens, here);
-    // The fetched experts travelled while the pairs did; the compute below reads them. Once
-    // arrived, the exchange's buffers go: the context lives until the backward.
-    if (state->fetch_arrival) {
-      state->fetch_arrival->wait();
-      state->fetch_arrival.reset();
-    }
-    // Each rank's part writes its rows of both in place: the pre-activations, saved for the
-    // backward, and the output rows with each hidden row's norm beside them (a metric signal),
-    // which go home together.
+    // Chunk by chunk (one, unchunked): chunk c + 1's rows travel while chunk c is multiplied,
+    // and chunk c's outputs go home while chunk c + 1 is (Note [Chunked exchange]).
+    const std::vector<ChunkSlice>& chunks = pass.chunks;
+    const int64_t C = PairsContext::chunk_count(chunks);
+    auto dispatch = [&](int64_t c) {
+      return exchange.start_dispatch_together(
+          {{x, tokens, &PairsContext::chunk(here, chunks, c), Tensor()}});
+    };
     const int64_t width = x.size(1);
-    auto pre = torch::empty({x_rows.size(0), w_gate_up.size(1)}, x_rows.options());
-    auto out_rows = torch::empty({x_rows.size(0), width + 1}, x_rows.options());
-    for (const RankPart& part : state->parts(here)) {
-      state->run(kForwardPhase, part, x.device(), [&] {
-        auto part_out = rows_of(out_rows, part);
-        grouped_swiglu_forward_into(rows_of(pre, part), part_out.narrow(1, 0, width),
-                                    part_out.select(1, width), rows_of(x_rows, part), part.offsets,
-                                    w_gate_up, w_down, state->part_weights(part));
-      });
+    const int64_t rows = here.instance_offsets.back();
+    // The pre-activations, saved for the backward, in the whole slice's destination order.
+    auto pre = torch::empty({rows, w_gate_up.size(1)}, x.options());
+    std::vector<PendingRows> returns;
+    PendingRows arriving = dispatch(0);
+    for (int64_t c = 0; c < C; ++c) {
+      const Tensor x_rows = arriving.wait().front();
+      if (c + 1 < C) arriving = dispatch(c + 1);
+      // The fetched experts travelled while the pairs did; the compute below reads them. Once
+      // arrived, the exchange's buffers go: the context lives until the backward.
+      if (state->fetch_arrival) {
+        state->fetch_arrival->wait();
+        state->fetch_arrival.reset();
+      }
+      // Each rank's part writes its rows of both in place: the pre-activations and the output
+      // rows with each hidden row's norm beside them (a metric signal), which go home together.
+      const ProcessSlice& slice = PairsContext::chunk(here, chunks, c);
+      auto chunk_pre = C == 1 ? pre : torch::empty({x_rows.size(0), pre.size(1)}, pre.options());
+      auto out_rows = torch::empty({x_rows.size(0), width + 1}, x_rows.options());
+      for (const RankPart& part : state->parts(slice)) {
+        state->run(kForwardPhase, part, x.device(), [&] {
+          auto part_out = rows_of(out_rows, part);
+          grouped_swiglu_forward_into(rows_of(chunk_pre, part), part_out.narrow(1, 0, width),
+                                      part_out.select(1, width), rows_of(x_rows, part),
+                                      part.offsets, w_gate_up, w_down, state->part_weights(part));
+        });
+      }
+      if (C > 1) pre.index_copy_(0, chunks[static_cast<std::size_t>(c)].destination_positions,
+                                 chunk_pre);
+      returns.push_back(exchange.start_return(out_rows, slice));
     }
-    auto home = exchange.combine(out_rows, here);
+    auto home = PairExchange::combine_returned(returned_whole(returns, chunks, here), here);
     auto y_home = home.narrow(1, 0, width);
     auto hidden_norm = home.select(1, width);
     auto out = torch::zeros_like(x);
@@ -173,53 +220,77 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     const Tensor kept_tokens = tokens.index_select(0, plan.local_kept);
     auto scale = gates.index_select(0, plan.local_kept).to(x.scalar_type());
     if (plan.local_weights.defined()) scale = scale * plan.local_weights.to(x.scalar_type());
-    std::vector<DispatchMessage> messages{{upstream, kept_tokens, &kept_here, scale},
-                                          {x, kept_tokens, &kept_here, Tensor()}};
-    if (move_pre) messages.push_back({saved_pre, plan.context_rows, &plan.context, Tensor()});
-    const std::size_t all_rows_message = messages.size();
-    if (all_input_grads) {
-      messages.push_back({upstream, tokens, &computed_here, gates});
-      if (!saved_pre.defined()) messages.push_back({x, tokens, &computed_here, Tensor()});
-    }
-    const std::vector<Tensor> arrived = exchange.dispatch_together(messages);
-    const Tensor& grad_rows = arrived[0];
-    const Tensor& x_rows = arrived[1];
-    const Tensor pre_rows = move_pre ? arrived[2] : saved_pre;
+    // Chunk by chunk (one, unchunked), by the forward's chunks of instances (Note [Chunked
+    // exchange]): chunk c + 1's messages travel while chunk c computes, and chunk c's input
+    // gradients go home while chunk c + 1 does.
+    const int64_t C = PairsContext::chunk_count(plan.chunks);
+    auto kept_chunk = [&](int64_t c) -> const ProcessSlice& {
+      return PairsContext::chunk(kept_here, plan.chunks, c);
+    };
+    auto computed_chunk = [&](int64_t c) -> const ProcessSlice& {
+      return PairsContext::chunk(computed_here, forward.chunks, c);
+    };
+    const std::size_t all_rows_message = move_pre ? 3 : 2;
+    auto dispatch = [&](int64_t c) {
+      std::vector<DispatchMessage> messages{{upstream, kept_tokens, &kept_chunk(c), scale},
+                                            {x, kept_tokens, &kept_chunk(c), Tensor()}};
+      if (move_pre) {
+        messages.push_back({saved_pre, plan.context_rows,
+                            &PairsContext::chunk(plan.context, plan.context_chunks, c), Tensor()});
+      }
+      if (all_input_grads) {
+        messages.push_back({upstream, tokens, &computed_chunk(c), gates});
+        if (!saved_pre.defined()) messages.push_back({x, tokens, &computed_chunk(c), Tensor()});
+      }
+      return exchange.start_dispatch_together(messages);
+    };
 
-    const std::vector<RankPart> parts = state->parts(kept_here);
     // Every instance's weight gradient summed into its expert's: replica gradients reduce
     // into the owner's parameters.
     SwiGLUWeightGrads weight_grads{WeightGradSum(w_gate_up), WeightGradSum(w_down)};
-    std::vector<Tensor> input_parts;
-    for (const RankPart& part : parts) {
-      state->run(kBackwardPhase, part, x.device(), [&] {
-        const WeightIndex weights = state->part_weights(part);
-        auto part_x = rows_of(x_rows, part);
-        auto pre = pre_rows.defined()
-                       ? rows_of(pre_rows, part)
-                       : grouped_pre_activations(part_x, part.offsets, w_gate_up, weights);
-        auto input = grouped_swiglu_backward(rows_of(grad_rows, part), part_x, pre, part.offsets,
-                                             w_gate_up, w_down, weights, &weight_grads,
-                                             /*input_grads=*/!all_input_grads);
-        if (!all_input_grads) input_parts.push_back(input);
-      });
-    }
-
-    auto grad_x = torch::zeros_like(x);
-    if (!all_input_grads) {
-      exchange.combine_add(grad_x, kept_tokens, concat_parts(input_parts), kept_here);
-    } else {
+    std::vector<PendingRows> returns;
+    PendingRows arriving = dispatch(0);
+    for (int64_t c = 0; c < C; ++c) {
+      const std::vector<Tensor> arrived = arriving.wait();
+      if (c + 1 < C) arriving = dispatch(c + 1);
+      const Tensor& grad_rows = arrived[0];
+      const Tensor& x_rows = arrived[1];
+      const Tensor pre_rows = move_pre ? arrived[2] : saved_pre;
+      std::vector<Tensor> input_parts;
+      for (const RankPart& part : state->parts(kept_chunk(c))) {
+        state->run(kBackwardPhase, part, x.device(), [&] {
+          const WeightIndex weights = state->part_weights(part);
+          auto part_x = rows_of(x_rows, part);
+          auto pre = pre_rows.defined()
+                         ? rows_of(pre_rows, part)
+                         : grouped_pre_activations(part_x, part.offsets, w_gate_up, weights);
+          auto input = grouped_swiglu_backward(rows_of(grad_rows, part), part_x, pre,
+                                               part.offsets, w_gate_up, w_down, weights,
+                                               &weight_grads, /*input_grads=*/!all_input_grads);
+          if (!all_input_grads) input_parts.push_back(input);
+        });
+      }
+      if (!all_input_grads) {
+        returns.push_back(exchange.start_return(concat_parts(input_parts), kept_chunk(c)));
+        continue;
+      }
       // Every computed pair's exact, unweighted input gradient, at its forward instance (Note
-      // [Gradients of dropped pairs]).
+      // [Gradients of dropped pairs]), from its saved pre-activations (in the forward's whole
+      // destination order) or recomputed.
       const Tensor& all_rows = arrived[all_rows_message];
       const Tensor all_x = saved_pre.defined() ? Tensor() : arrived[all_rows_message + 1];
+      const Tensor chunk_pre =
+          !saved_pre.defined() || C == 1
+              ? saved_pre
+              : saved_pre.index_select(
+                    0, forward.chunks[static_cast<std::size_t>(c)].destination_positions);
       std::vector<Tensor> all_inputs;
-      for (const RankPart& part : state->parts(computed_here)) {
+      for (const RankPart& part : state->parts(computed_chunk(c))) {
         state->run(kBackwardPhase, part, x.device(), [&] {
           const WeightIndex weights = state->part_weights(part);
           auto pre =
-              saved_pre.defined()
-                  ? rows_of(saved_pre, part)
+              chunk_pre.defined()
+                  ? rows_of(chunk_pre, part)
                   : grouped_pre_activations(rows_of(all_x, part), part.offsets, w_gate_up, weights);
           all_inputs.push_back(grouped_swiglu_backward(rows_of(all_rows, part), Tensor(), pre,
                                                        part.offsets, w_gate_up, w_down, weights,
@@ -227,7 +298,19 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
                                                        /*input_grads=*/true));
         });
       }
-      exchange.combine_add(grad_x, tokens, concat_parts(all_inputs), computed_here);
+      returns.push_back(exchange.start_return(concat_parts(all_inputs), computed_chunk(c)));
+    }
+
+    // The input gradients home, added in the whole slice's send order: the same sums as
+    // unchunked.
+    auto grad_x = torch::zeros_like(x);
+    if (!all_input_grads) {
+      PairExchange::add_returned(grad_x, kept_tokens,
+                                 returned_whole(returns, plan.chunks, kept_here), kept_here);
+    } else {
+      PairExchange::add_returned(grad_x, tokens,
+                                 returned_whole(returns, forward.chunks, computed_here),
+                                 computed_here);
     }
     // Held and fetched experts' gradients in tensors of their own: the held ones become the
     // parameters' gradients without keeping the fetched ones' memory alive.

@@ -63,6 +63,7 @@ PairLayout count_pair_layout(const std::vector<int64_t>& routed, const torch::Te
   }
   layout.instance_offsets = offsets_from_counts(per_instance);
   layout.load = load_of(layout.matrix, ranks);
+  layout.home_instance = routed;
 
   ProcessSlice& slice = layout.local;
   slice = slice_counts(layout.instance_offsets, layout.matrix, table, process);

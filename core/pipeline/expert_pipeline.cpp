@@ -235,6 +235,12 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_exact(const torc
       all.source_row.index_select(0, pass->computed.index_select(0, pass->layout.local.home_pairs));
   check_budget(rank_holdings(*table, as_loads(pass->layout.load), expected_backward),
                "after forward routing");
+  if (settings_.exchange_chunks > 1) {
+    pass->instance_chunk =
+        instance_chunks(*table, pass->layout.instance_offsets, settings_.exchange_chunks);
+    pass->chunks = split_slice(pass->layout.local, pass->layout.instance, pass->instance_chunk,
+                               settings_.exchange_chunks);
+  }
   overhead.compaction += clock.lap();
 
   statistics_.pairs_routed += all.experts.numel();
@@ -320,21 +326,38 @@ BackwardPass ExpertPipeline::plan_backward_exact(const ForwardPass& forward, Pai
             room(rank_holdings(table, forward_load, no_load), backward_pairs_that_fit));
   overhead.routing += clock.lap();
   // Without recomputation: each kept pair's forward rank, and (riding in the layout's copy) the
-  // kept pairs per (forward rank, backward rank): what moves with their saved pre-activations.
+  // kept pairs per (forward rank, backward instance), summed by the instances' ranks: what moves
+  // with their saved pre-activations.
   torch::Tensor forward_rank;
   std::vector<CountRequest> riders;
+  const int64_t R = settings_.ranks, I = table.size();
   if (!settings_.recompute) {
     forward_rank = table.instance_rank_tensor.index_select(
         0, forward.layout.instance.index_select(0, pass.kept));
-    riders.push_back(
-        {forward_rank * settings_.ranks + table.instance_rank_tensor.index_select(0, instance),
-         settings_.ranks * settings_.ranks});
+    riders.push_back({forward_rank * I + instance, R * I});
   }
   std::vector<std::vector<int64_t>> moved;
-  pass.layout = build_pair_layout(instance, kept_home, table, settings_.ranks, settings_.process,
-                                  riders, &moved);
-  if (!settings_.recompute) pass.by_forward_rank = std::move(moved.front());
+  pass.layout = build_pair_layout(instance, kept_home, table, R, settings_.process, riders, &moved);
+  if (!settings_.recompute) {
+    pass.forward_instance = std::move(moved.front());
+    pass.by_forward_rank.assign(static_cast<std::size_t>(R * R), 0);
+    for (int64_t s = 0; s < R; ++s) {
+      for (int64_t i = 0; i < I; ++i) {
+        pass.by_forward_rank[static_cast<std::size_t>(
+            s * R + table.instance_rank[static_cast<std::size_t>(i)])] +=
+            pass.forward_instance[static_cast<std::size_t>(s * I + i)];
+      }
+    }
+  }
   localize(forward, forward_rank, selection.weights, pass);
+  if (settings_.exchange_chunks > 1) {
+    pass.chunks = split_slice(pass.layout.local, pass.layout.instance, forward.instance_chunk,
+                              settings_.exchange_chunks);
+    if (!settings_.recompute) {
+      pass.context_chunks = split_slice(pass.context, pass.layout.instance,
+                                        forward.instance_chunk, settings_.exchange_chunks);
+    }
+  }
   overhead.compaction += clock.lap();
   return pass;
 }

@@ -33,6 +33,7 @@
 #include "core/config/policies_config.hpp"
 #include "core/cost/cost_model.hpp"
 #include "core/device/span_timer.hpp"
+#include "core/pipeline/exchange_chunks.hpp"
 #include "core/pipeline/instance_table.hpp"
 #include "core/pipeline/layer_statistics.hpp"
 #include "core/pipeline/pair_costs.hpp"
@@ -55,6 +56,7 @@ struct PipelineSettings {
   PairCosts costs;
   bool recompute = false;
   bool overlap_expert_fetch = true;  // Note [Overlapped expert fetch]
+  int64_t exchange_chunks = 1;       // Note [Chunked exchange]; 1: unchunked
   DroppedPairKeeps dropped_pair_keeps = DroppedPairKeeps::Nothing;
   bool check_plugin_outputs = true;  // the value checks of plugin_output_checks.hpp
   Planning planning = Planning::Exact;
@@ -91,6 +93,11 @@ struct ForwardPass {
   // [home rows of layout] int64: index of each computed pair homed here among this process's
   // routed pairs (as given to plan_forward), in pair order.
   torch::Tensor local_pairs;
+  // With exchange_chunks > 1 (Note [Chunked exchange]): [instances] the chunk of each instance,
+  // by the forward's rows, which the backward keeps; and the layout's local slice in chunks.
+  // Empty unchunked.
+  std::vector<int64_t> instance_chunk;
+  std::vector<ChunkSlice> chunks;
 };
 
 struct BackwardPass {
@@ -114,6 +121,13 @@ struct BackwardPass {
   // `context_rows` the forward destination rows here it takes them from.
   ProcessSlice context;
   torch::Tensor context_rows;
+  // With exchange_chunks > 1 (Note [Chunked exchange]), by the forward's chunks of instances:
+  // the layout's local slice and the context move in chunks (else empty). The exact plan without
+  // recomputation: [ranks * instances] kept pairs from forward rank s to backward instance i at
+  // [s * instances + i] (by_forward_rank summed by instance, and each chunk's context move).
+  std::vector<ChunkSlice> chunks;
+  std::vector<ChunkSlice> context_chunks;
+  std::vector<int64_t> forward_instance;
 };
 
 class ExpertPipeline {

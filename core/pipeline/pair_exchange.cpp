@@ -40,6 +40,23 @@ OrderedRows in_order(const DispatchMessage& m, const torch::Tensor& order) {
           m.row_scale.defined() ? m.row_scale.index_select(0, order) : torch::Tensor()};
 }
 
+// Bytes of one row of `rows` [n, ...].
+int64_t bytes_per_row(const torch::Tensor& rows) {
+  const auto sizes = rows.sizes();
+  return std::accumulate(sizes.begin() + 1, sizes.end(), static_cast<int64_t>(rows.element_size()),
+                         std::multiplies<>());
+}
+
+// Rows as [bytes, 1] uint8, and back to rows shaped as `like` (all but the count) from bytes.
+torch::Tensor as_bytes(const torch::Tensor& rows) {
+  return rows.contiguous().view({-1}).view(torch::kUInt8).view({-1, 1});
+}
+torch::Tensor rows_from_bytes(const torch::Tensor& bytes, const torch::Tensor& like) {
+  auto shape = like.sizes().vec();
+  shape[0] = -1;
+  return bytes.view({-1}).view(like.scalar_type()).view(shape);
+}
+
 // Whether gathering `rows` of `source` gives `source` itself.
 bool every_row_in_order(const torch::Tensor& rows, const torch::Tensor& source) {
   return rows.numel() == source.size(0) && rows.equal(torch::arange(rows.numel(), rows.options()));
@@ -56,14 +73,10 @@ int64_t host_clock_ns() {
 PairExchange::PairExchange(std::shared_ptr<Collectives> collectives)
     : collectives_(std::move(collectives)) {}
 
-torch::Tensor PairExchange::exchange(const torch::Tensor& send,
-                                     const std::vector<int64_t>& send_rows,
-                                     const std::vector<int64_t>& recv_rows) {
+std::size_t PairExchange::log_call(const torch::Tensor& send, const std::vector<int64_t>& send_rows,
+                                   const std::vector<int64_t>& recv_rows) {
   const auto me = static_cast<std::size_t>(collectives_->rank());
-  const auto sizes = send.sizes();
-  const int64_t row_bytes =
-      std::accumulate(sizes.begin() + 1, sizes.end(), static_cast<int64_t>(send.element_size()),
-                      std::multiplies<>());
+  const int64_t row_bytes = bytes_per_row(send);
   ExchangeCall& call = measurement_.call_log.emplace_back();
   for (std::size_t q = 0; q < send_rows.size(); ++q) {
     call.sent_bytes.push_back(send_rows[q] * row_bytes);
@@ -72,13 +85,48 @@ torch::Tensor PairExchange::exchange(const torch::Tensor& send,
     measurement_.bytes_sent += call.sent_bytes.back();
     measurement_.bytes_received += call.received_bytes.back();
   }
-  timer_.start(send.device());
   call.entered_ns = host_clock_ns();
-  torch::Tensor received = collectives_->exchange_rows(send, send_rows, recv_rows);
-  call.left_ns = host_clock_ns();
-  timer_.stop();
   ++measurement_.calls;
+  return measurement_.call_log.size() - 1;
+}
+
+torch::Tensor PairExchange::exchange(const torch::Tensor& send,
+                                     const std::vector<int64_t>& send_rows,
+                                     const std::vector<int64_t>& recv_rows) {
+  timer_.start(send.device());
+  const std::size_t call = log_call(send, send_rows, recv_rows);
+  torch::Tensor received = collectives_->exchange_rows(send, send_rows, recv_rows);
+  measurement_.call_log[call].left_ns = host_clock_ns();
+  timer_.stop();
   return received;
+}
+
+PendingRows PairExchange::start_bytes(
+    const torch::Tensor& send, const std::vector<int64_t>& send_bytes,
+    const std::vector<int64_t>& recv_bytes,
+    std::function<std::vector<torch::Tensor>(const torch::Tensor&)> finish) {
+  PendingRows pending;
+  pending.exchange_ = this;
+  pending.device_ = send.device();
+  // The time spent issuing it counts as blocked, as does the wait (Note [Chunked exchange]).
+  timer_.start(send.device());
+  pending.call_ = log_call(send, send_bytes, recv_bytes);
+  pending.pending_.emplace(collectives_->start_exchange_bytes(send, send_bytes, recv_bytes));
+  timer_.stop();
+  pending.finish_ = std::move(finish);
+  return pending;
+}
+
+std::vector<torch::Tensor> PendingRows::wait() {
+  if (done_) return rows_;
+  exchange_->timer_.start(device_);
+  const torch::Tensor arrived = pending_->wait().front();
+  exchange_->measurement_.call_log[call_].left_ns = host_clock_ns();
+  exchange_->timer_.stop();
+  rows_ = finish_(arrived);
+  pending_.reset();
+  done_ = true;
+  return rows_;
 }
 
 torch::Tensor PairExchange::dispatch(const torch::Tensor& home_rows, const ProcessSlice& s) {
@@ -102,15 +150,6 @@ torch::Tensor PairExchange::send_gathered(const torch::Tensor& source,
   return s.arrival.defined() ? received.index_select(0, s.arrival) : received;
 }
 
-torch::Tensor PairExchange::return_buffer(const torch::Tensor& destination_rows,
-                                          const ProcessSlice& s) {
-  const torch::Tensor buffer =
-      s.arrival.defined()
-          ? torch::empty_like(destination_rows).index_copy_(0, s.arrival, destination_rows)
-          : destination_rows;
-  return exchange(buffer, s.recv_counts, s.send_counts);
-}
-
 torch::Tensor PairExchange::dispatch(const torch::Tensor& source, const torch::Tensor& source_rows,
                                      const ProcessSlice& s) {
   const DispatchMessage m{source, source_rows, &s, torch::Tensor()};
@@ -120,52 +159,87 @@ torch::Tensor PairExchange::dispatch(const torch::Tensor& source, const torch::T
 
 std::vector<torch::Tensor> PairExchange::dispatch_together(
     const std::vector<DispatchMessage>& messages) {
-  std::vector<torch::Tensor> arrived;
+  return start_dispatch_together(messages).wait();
+}
+
+PendingRows PairExchange::start_dispatch_together(const std::vector<DispatchMessage>& messages) {
+  PendingRows pending;
   if (collectives_->single()) {
-    for (const DispatchMessage& m : messages) arrived.push_back(gather_here(m));
-    return arrived;
+    for (const DispatchMessage& m : messages) pending.rows_.push_back(gather_here(m));
+    pending.done_ = true;
+    return pending;
   }
   // Each message gathered straight into its parts of the call's buffer, and copied once out of
   // it into its destination order: the call itself moves only bytes.
   std::vector<MessageShape> shapes;
-  for (const DispatchMessage& m : messages)
+  std::vector<torch::Tensor> arrivals;
+  for (const DispatchMessage& m : messages) {
     shapes.push_back(message_shape(m.source, m.slice->send_counts, m.slice->recv_counts));
-  const MessageLayout layout(std::move(shapes));
-  const torch::Tensor send = layout.send_buffer(messages.front().source.device());
+    arrivals.push_back(m.slice->arrival);
+  }
+  auto layout = std::make_shared<const MessageLayout>(std::move(shapes));
+  const torch::Tensor send = layout->send_buffer(messages.front().source.device());
   for (std::size_t i = 0; i < messages.size(); ++i) {
     const DispatchMessage& m = messages[i];
     const OrderedRows picked = in_order(m, m.slice->send_rows);
-    layout.fill_send_parts(send, i, [&](torch::Tensor& part, int64_t first) {
+    layout->fill_send_parts(send, i, [&](torch::Tensor& part, int64_t first) {
       const int64_t count = part.size(0);
       gather_rows_into(
           part, m.source, picked.rows.narrow(0, first, count),
           picked.scale.defined() ? picked.scale.narrow(0, first, count) : picked.scale);
     });
   }
-  const torch::Tensor received = exchange(send, layout.send_bytes(), layout.recv_bytes());
-  for (std::size_t i = 0; i < messages.size(); ++i)
-    arrived.push_back(unpack_message(layout, received, i, messages[i].slice->arrival));
-  return arrived;
+  return start_bytes(send, layout->send_bytes(), layout->recv_bytes(),
+                     [layout, arrivals](const torch::Tensor& received) {
+                       std::vector<torch::Tensor> arrived;
+                       for (std::size_t i = 0; i < arrivals.size(); ++i)
+                         arrived.push_back(unpack_message(*layout, received, i, arrivals[i]));
+                       return arrived;
+                     });
+}
+
+PendingRows PairExchange::start_return(const torch::Tensor& destination_rows,
+                                       const ProcessSlice& s) {
+  PendingRows pending;
+  if (collectives_->single()) {  // arrival and send order are destination order
+    pending.rows_ = {destination_rows};
+    pending.done_ = true;
+    return pending;
+  }
+  const torch::Tensor buffer =
+      s.arrival.defined()
+          ? torch::empty_like(destination_rows).index_copy_(0, s.arrival, destination_rows)
+          : destination_rows;
+  const int64_t row_bytes = bytes_per_row(destination_rows);
+  std::vector<int64_t> send_bytes, recv_bytes;
+  for (std::size_t q = 0; q < s.send_counts.size(); ++q) {
+    send_bytes.push_back(s.recv_counts[q] * row_bytes);
+    recv_bytes.push_back(s.send_counts[q] * row_bytes);
+  }
+  return start_bytes(as_bytes(buffer), send_bytes, recv_bytes,
+                     [like = destination_rows.narrow(0, 0, 0)](const torch::Tensor& received) {
+                       return std::vector<torch::Tensor>{rows_from_bytes(received, like)};
+                     });
+}
+
+torch::Tensor PairExchange::combine_returned(const torch::Tensor& returned,
+                                             const ProcessSlice& s) {
+  return torch::empty_like(returned).index_copy_(0, s.send_rows, returned);
+}
+
+void PairExchange::add_returned(torch::Tensor& out, const torch::Tensor& out_rows,
+                                const torch::Tensor& returned, const ProcessSlice& s) {
+  scatter_add_rows(out, out_rows.index_select(0, s.send_rows), returned, torch::Tensor());
 }
 
 void PairExchange::combine_add(torch::Tensor& out, const torch::Tensor& out_rows,
                                const torch::Tensor& destination_rows, const ProcessSlice& s) {
-  if (collectives_->single()) {
-    scatter_add_rows(out, out_rows.index_select(0, home_row_of_destination(s)), destination_rows,
-                     torch::Tensor());
-    return;
-  }
-  scatter_add_rows(out, out_rows.index_select(0, s.send_rows), return_buffer(destination_rows, s),
-                   torch::Tensor());
+  add_returned(out, out_rows, start_return(destination_rows, s).wait().front(), s);
 }
 
 torch::Tensor PairExchange::combine(const torch::Tensor& destination_rows, const ProcessSlice& s) {
-  if (collectives_->single()) {  // one copy: the arrival and send orders composed
-    return torch::empty_like(destination_rows)
-        .index_copy_(0, home_row_of_destination(s), destination_rows);
-  }
-  const torch::Tensor returned = return_buffer(destination_rows, s);
-  return torch::empty_like(returned).index_copy_(0, s.send_rows, returned);
+  // One process: one copy, the arrival and send orders composed.
+  return combine_returned(start_return(destination_rows, s).wait().front(), s);
 }
 
 ExchangeMeasurement PairExchange::take_measurement(TimedSpans& spans) {

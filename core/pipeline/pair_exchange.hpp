@@ -7,7 +7,9 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/device/span_timer.hpp"
@@ -26,6 +28,7 @@ struct ExchangeCall {
   int64_t entered_ns = 0;               // host_clock_ns() on entry
   int64_t left_ns = 0;                  // host_clock_ns() on return
 };
+
 
 // Nanoseconds on this host's steady clock (CLOCK_MONOTONIC on Linux), which every process of
 // the host reads alike.
@@ -58,6 +61,27 @@ struct DispatchMessage {
   torch::Tensor row_scale;
 };
 
+class PairExchange;
+
+// An exchange under way (Note [Chunked exchange] in docs/notes.md): wait() blocks until it has
+// arrived and returns what the synchronous call returns; later calls return the same. One left
+// unwaited-for frees nothing under the transfer.
+class PendingRows {
+ public:
+  std::vector<torch::Tensor> wait();
+
+ private:
+  friend class PairExchange;
+  PairExchange* exchange_ = nullptr;
+  std::size_t call_ = 0;  // its entry in the exchange's call log
+  std::optional<Collectives::PendingMessages> pending_;
+  // What arrived -> the destination rows of each message (undefined: as it arrived)
+  std::function<std::vector<torch::Tensor>(const torch::Tensor&)> finish_;
+  torch::Device device_ = torch::kCPU;
+  std::vector<torch::Tensor> rows_;
+  bool done_ = false;
+};
+
 class PairExchange {
  public:
   explicit PairExchange(std::shared_ptr<Collectives> collectives);
@@ -81,23 +105,43 @@ class PairExchange {
   void combine_add(torch::Tensor& out, const torch::Tensor& out_rows,
                    const torch::Tensor& destination_rows, const ProcessSlice& slice);
 
+  // The same calls in halves, so that the caller computes while the rows travel (Note [Chunked
+  // exchange]): every process starts them in the same order. start_dispatch_together(m).wait()
+  // is dispatch_together(m); start_return(rows, slice).wait() is one tensor, `rows` back at
+  // their home processes in the order of slice.send_rows, which combine_returned and
+  // add_returned take.
+  PendingRows start_dispatch_together(const std::vector<DispatchMessage>& messages);
+  PendingRows start_return(const torch::Tensor& destination_rows, const ProcessSlice& slice);
+  // [sent rows, ...] in send order -> [home rows, ...]; slice's rows only.
+  static torch::Tensor combine_returned(const torch::Tensor& returned, const ProcessSlice& slice);
+  // out.index_add_(0, out_rows, combine_returned(returned, slice)) without the copy.
+  static void add_returned(torch::Tensor& out, const torch::Tensor& out_rows,
+                           const torch::Tensor& returned, const ProcessSlice& slice);
+
   // The measurement since the last call, then starts afresh. Its seconds are left at zero: the
   // calls' timed spans are handed over unread (Note [Device timing]).
   ExchangeMeasurement take_measurement(TimedSpans& spans);
 
  private:
+  friend class PendingRows;
   // One all-to-all-v call of `send`'s rows between processes (Collectives::exchange_rows),
   // logged and timed.
   torch::Tensor exchange(const torch::Tensor& send, const std::vector<int64_t>& send_rows,
                          const std::vector<int64_t>& recv_rows);
+  // Logs a call of `send`'s rows (send_rows[q] rows to process q, recv_rows[q] from it), entered
+  // now; returns its index in the call log.
+  std::size_t log_call(const torch::Tensor& send, const std::vector<int64_t>& send_rows,
+                       const std::vector<int64_t>& recv_rows);
+  // Issues `send` [bytes, 1] uint8, logged and timed; `finish` makes the result of what arrived.
+  PendingRows start_bytes(const torch::Tensor& send, const std::vector<int64_t>& send_bytes,
+                          const std::vector<int64_t>& recv_bytes,
+                          std::function<std::vector<torch::Tensor>(const torch::Tensor&)> finish);
   // With one process: the message's rows in destination order, gathered (and scaled) in one
   // pass; `source` itself when that is every row in order, unscaled.
   torch::Tensor gather_here(const DispatchMessage& m);
   // source's rows `send_order_rows` [sent rows] int64, sent, in destination order here.
   torch::Tensor send_gathered(const torch::Tensor& source, const torch::Tensor& send_order_rows,
                               const ProcessSlice& slice);
-  // Destination rows back to their home processes, in send order there.
-  torch::Tensor return_buffer(const torch::Tensor& destination_rows, const ProcessSlice& slice);
 
   std::shared_ptr<Collectives> collectives_;
   ExchangeMeasurement measurement_;

@@ -107,18 +107,27 @@ PairLayout build_pair_layout(const torch::Tensor& instance, const torch::Tensor&
   layout.order =
       std::get<1>(torch::sort(instance, /*stable=*/true, /*dim=*/0, /*descending=*/false));
 
-  // Rows per instance and pairs per (home rank, destination rank), with what the caller wants
-  // counted, in one copy to the host.
-  const torch::Tensor destination = table.instance_rank_tensor.index_select(0, instance);
-  std::vector<CountRequest> requests = {{instance, table.size()},
-                                        {home * ranks + destination, ranks * ranks}};
+  // Pairs per (home rank, instance), with what the caller wants counted, in one copy to the
+  // host; rows per instance and the rank matrix are its sums.
+  const int64_t I = table.size();
+  std::vector<CountRequest> requests = {{home * I + instance, ranks * I}};
   requests.insert(requests.end(), extra.begin(), extra.end());
   std::vector<std::vector<int64_t>> counts = host_counts(requests);
+  layout.home_instance = std::move(counts[0]);
+  std::vector<int64_t> rows(static_cast<std::size_t>(I), 0);
+  layout.matrix.assign(static_cast<std::size_t>(ranks * ranks), 0);
+  for (int64_t h = 0; h < ranks; ++h) {
+    for (int64_t i = 0; i < I; ++i) {
+      const int64_t n = layout.home_instance[static_cast<std::size_t>(h * I + i)];
+      rows[static_cast<std::size_t>(i)] += n;
+      layout.matrix[static_cast<std::size_t>(
+          h * ranks + table.instance_rank[static_cast<std::size_t>(i)])] += n;
+    }
+  }
   layout.instance_offsets.assign(1, 0);
-  std::partial_sum(counts[0].begin(), counts[0].end(), std::back_inserter(layout.instance_offsets));
-  layout.matrix = std::move(counts[1]);
+  std::partial_sum(rows.begin(), rows.end(), std::back_inserter(layout.instance_offsets));
   layout.load = load_of(layout.matrix, ranks);
-  if (extra_counts) extra_counts->assign(counts.begin() + 2, counts.end());
+  if (extra_counts) extra_counts->assign(counts.begin() + 1, counts.end());
   layout.local = process_slice(layout.order, instance, home, layout.instance_offsets, layout.matrix,
                                table, process);
   return layout;

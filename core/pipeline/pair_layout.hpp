@@ -46,6 +46,10 @@ struct PairLayout {
   std::vector<int64_t> load;              // [ranks]: pairs each rank receives (its own included)
   // [ranks * ranks]: pairs from home rank s to rank d at [s * ranks + d]
   std::vector<int64_t> matrix;
+  // [ranks * instances]: pairs from home rank s to instance i at [s * instances + i], over every
+  // process; `matrix` summed by the instances' ranks. What a chunk of instances moves (Note
+  // [Chunked exchange]).
+  std::vector<int64_t> home_instance;
   ProcessSlice local;
 
   // [ranks]: pairs each home rank sends (to itself included): the matrix's row sums.

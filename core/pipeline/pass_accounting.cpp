@@ -1,8 +1,12 @@
 #include "core/pipeline/pass_accounting.hpp"
 
 #include <algorithm>
+#include <map>
+#include <numeric>
 
 #include "core/pipeline/plan_budget.hpp"
+#include "core/pipeline/critical_path.hpp"
+#include "core/pipeline/exchange_chunks.hpp"
 #include "core/pipeline/plan_collectives.hpp"
 #include "lrmoe/static_owners.hpp"
 
@@ -70,9 +74,46 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
   // Input gradients home: every computed pair's, or the kept pairs' own.
   calls.push_back(
       {{input_grads_for_all ? &f.matrix : &b.matrix, h, true, &LayerTraffic::backward_return}});
+  // Chunked (Note [Chunked exchange]): each call once per chunk, each of its pair matrices the
+  // chunk's, by the forward's chunk of each (backward) instance.
+  const int64_t chunks =
+      forward.instance_chunk.empty() ? 1 : static_cast<int64_t>(settings.exchange_chunks);
+  std::map<const std::vector<int64_t>*, std::vector<std::vector<int64_t>>> chunk_pairs;
+  if (chunks > 1) {
+    const std::pair<const std::vector<int64_t>*, const std::vector<int64_t>*> by_instance[] = {
+        {&f.matrix, &f.home_instance},
+        {&b.matrix, &b.home_instance},
+        {&moved, &backward.forward_instance}};
+    for (const auto& [matrix, home_instance] : by_instance) {
+      for (int64_t k = 0; k < chunks; ++k) {
+        chunk_pairs[matrix].push_back(
+            home_instance->empty()
+                ? std::vector<int64_t>(matrix->size(), 0)
+                : chunk_matrix(*home_instance, table, forward.instance_chunk, k, R));
+      }
+    }
+  }
+  // [call][chunk]: the modeled seconds of each chunk's call.
+  std::vector<std::vector<double>> call_seconds(calls.size(), std::vector<double>(chunks, 0.0));
+  for (std::size_t n = 0; n < calls.size() && chunks > 1; ++n) {
+    for (int64_t k = 0; k < chunks; ++k) {
+      TrafficMatrix call_elements(R);
+      for (const Message& x : calls[n]) {
+        const TrafficMatrix elements = TrafficMatrix::of_rows(
+            chunk_pairs[x.pairs][static_cast<std::size_t>(k)], R,
+            static_cast<double>(x.elements), x.back);
+        for (std::size_t j = 0; j < elements.bytes.size(); ++j)
+          call_elements.bytes[j] += elements.bytes[j];
+      }
+      call_seconds[n][static_cast<std::size_t>(k)] = model.all_to_all_seconds(
+          scaled(call_elements, static_cast<double>(model.element_bytes())));
+    }
+  }
+
   account.bytes_sent.assign(r_size, 0);
   account.bytes_received.assign(r_size, 0);
-  for (const std::vector<Message>& call : calls) {
+  for (std::size_t n = 0; n < calls.size(); ++n) {
+    const std::vector<Message>& call = calls[n];
     TrafficMatrix call_elements(R);
     for (const Message& x : call) {
       const TrafficMatrix elements =
@@ -90,8 +131,11 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
         }
       }
     }
-    account.modeled.all_to_all += model.all_to_all_seconds(
-        scaled(call_elements, static_cast<double>(model.element_bytes())));
+    if (chunks == 1) {
+      call_seconds[n][0] = model.all_to_all_seconds(
+          scaled(call_elements, static_cast<double>(model.element_bytes())));
+    }
+    for (const double seconds : call_seconds[n]) account.modeled.all_to_all += seconds;
   }
 
   // Parameter transfers (Note [Cost model]): an expert's parameters from its home, the rank of
@@ -126,22 +170,40 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
   account.modeled.gathers = account.plan.seconds;
 
   // Compute: each rank's instances, forward over their computed pairs, backward over their kept
-  // pairs (and input gradients for every computed pair when dropped pairs keep them).
+  // pairs (and input gradients for every computed pair when dropped pairs keep them); per chunk
+  // the slowest rank, as the chunk's exchanges synchronise the ranks.
   const ExpertShape shape{h, ffn};
-  std::vector<double> forward_seconds(r_size, 0.0), backward_seconds(r_size, 0.0);
+  std::vector<std::vector<double>> phase_seconds[kPhases];  // [phase][chunk][rank]
+  for (auto& per_chunk : phase_seconds)
+    per_chunk.assign(static_cast<std::size_t>(chunks), std::vector<double>(r_size, 0.0));
   for (std::size_t i = 0; i < table.instances.size(); ++i) {
     const auto r = static_cast<std::size_t>(table.instance_rank[i]);
+    const auto k = static_cast<std::size_t>(chunks > 1 ? forward.instance_chunk[i] : 0);
     const int64_t computed = rows_of(f, i), kept = rows_of(b, i);
-    forward_seconds[r] += model.expert_forward_seconds(shape, computed);
+    phase_seconds[kForwardPhase][k][r] += model.expert_forward_seconds(shape, computed);
     const int64_t input_rows = input_grads_for_all ? computed : kept;
     int64_t recomputed = 0;
     if (settings.recompute) recomputed = kept + (input_grads_for_all ? computed : 0);
-    backward_seconds[r] += model.expert_backward_seconds(shape, kept, input_rows, recomputed);
+    phase_seconds[kBackwardPhase][k][r] +=
+        model.expert_backward_seconds(shape, kept, input_rows, recomputed);
   }
-  account.modeled.forward_compute =
-      *std::max_element(forward_seconds.begin(), forward_seconds.end());
-  account.modeled.backward_compute =
-      *std::max_element(backward_seconds.begin(), backward_seconds.end());
+  double* compute[kPhases] = {&account.modeled.forward_compute,
+                              &account.modeled.backward_compute};
+  for (int phase = 0; phase < kPhases; ++phase) {
+    std::vector<double> slowest;
+    for (const std::vector<double>& ranks : phase_seconds[phase])
+      slowest.push_back(*std::max_element(ranks.begin(), ranks.end()));
+    *compute[phase] = std::accumulate(slowest.begin(), slowest.end(), 0.0);
+    if (chunks == 1) continue;
+    // Calls 0 and 1 are the forward's dispatch and combine, 2 and 3 the backward's.
+    const std::vector<double>& out = call_seconds[static_cast<std::size_t>(2 * phase)];
+    const std::vector<double>& back = call_seconds[static_cast<std::size_t>(2 * phase + 1)];
+    const double apart = std::accumulate(out.begin(), out.end(), 0.0) + *compute[phase] +
+                         std::accumulate(back.begin(), back.end(), 0.0);
+    // Never below 0 by rounding: chunks hide, they do not add.
+    account.modeled.overlapped +=
+        std::max(0.0, apart - chunked_phase_seconds(out, slowest, back));
+  }
   return account;
 }
 
