@@ -22,6 +22,7 @@
 #include "database_option.hpp"
 #include "export_command.hpp"
 #include "export_hf_command.hpp"
+#include "trace_command.hpp"
 #include "gate_command.hpp"
 #include "hf_compute_command.hpp"
 #include "inspect_commands.hpp"
@@ -238,6 +239,8 @@ int main(int argc, char** argv) {
 
   lrmoe::ExportOptions export_options;
   CLI::App* export_runs = lrmoe::add_export_command(app, export_options);
+  lrmoe::TraceOptions trace_options;
+  CLI::App* trace = lrmoe::add_trace_command(app, trace_options);
   lrmoe::ExportHfOptions export_hf_options;
   CLI::App* export_hf = lrmoe::add_export_hf_command(app, export_hf_options);
   lrmoe::HfComputeOptions hf_compute_options;
@@ -390,6 +393,7 @@ int main(int argc, char** argv) {
     if (plugins->parsed()) return lrmoe::plugins_command(plugin_folders, plugin_kind);
     if (export_runs->parsed()) return lrmoe::export_command(export_options, std::cout);
     if (export_hf->parsed()) return lrmoe::export_hf_command(export_hf_options, std::cout);
+    if (trace->parsed()) return lrmoe::trace_command(trace_options, std::cout);
     if (hf_compute->parsed()) return lrmoe::hf_compute_command(hf_compute_options);
     if (record_failure->parsed()) return lrmoe::record_plugin_failure_command(failure_record);
     std::cout << lrmoe::schema_markdown();

@@ -99,6 +99,21 @@ RankMemoryRecord rank_memory_record(int64_t step, std::size_t rank, const Memory
   return row;
 }
 
+TraceSpanRecord trace_span_record(int64_t step, const TraceSpan& span) {
+  TraceSpanRecord row;
+  row.step = step;
+  row.process = span.process;
+  if (span.rank >= 0) row.rank = span.rank;
+  if (span.layer >= 0) row.layer = span.layer;
+  row.phase = span.phase == kForwardPhase    ? "forward"
+              : span.phase == kBackwardPhase ? "backward"
+                                             : "step";
+  row.kind = trace_kind_name(span.kind);
+  row.start_seconds = span.start;
+  row.seconds = span.seconds;
+  return row;
+}
+
 }  // namespace
 
 RunRecorder::RunRecorder(ResultsStore& store, int64_t run, ProgressDisplay* progress)
@@ -136,6 +151,7 @@ void RunRecorder::on_step(const StepReport& r) {
                  p.parameters.seconds, p.parameters.calls, p.parameters.blocked_seconds});
     }
   }
+  for (const TraceSpan& span : r.trace) store_.add_trace_span(run_, trace_span_record(r.step, span));
   for (std::size_t rank = 0; rank < r.rank_memory.size(); ++rank) {
     RankMemoryRecord row = rank_memory_record(r.step, rank, r.rank_memory[rank]);
     if (rank < r.rank_measured_peak.size() && r.rank_measured_peak[rank]) {

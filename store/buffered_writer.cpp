@@ -14,6 +14,7 @@ BufferedWriter::BufferedWriter(sqlite::Database& db)
       rank_memory_(db, rank_memory_columns()),
       rank_layers_(db, rank_layer_steps_columns()),
       process_layers_(db, process_layer_steps_columns()),
+      trace_spans_(db, trace_spans_columns()),
       placements_(db, placements_columns()),
       events_(db, events_columns()) {}
 
@@ -50,6 +51,11 @@ void BufferedWriter::add_process_layer(int64_t run, const ProcessLayerRecord& re
   flush_if_large();
 }
 
+void BufferedWriter::add_trace_span(int64_t run, const TraceSpanRecord& record) {
+  trace_spans_.add(run, record);
+  flush_if_large();
+}
+
 void BufferedWriter::add_placement(int64_t run, const PlacementRecord& record) {
   placements_.add(run, record);
   flush_if_large();
@@ -63,7 +69,8 @@ void BufferedWriter::add_event(int64_t run, const std::string& level, const std:
 
 size_t BufferedWriter::buffered_rows() const {
   return steps_.size() + expert_load_.size() + layer_steps_.size() + rank_memory_.size() +
-         rank_layers_.size() + process_layers_.size() + placements_.size() + events_.size();
+         rank_layers_.size() + process_layers_.size() + trace_spans_.size() + placements_.size() +
+         events_.size();
 }
 
 void BufferedWriter::flush_if_large() {
@@ -91,6 +98,7 @@ void BufferedWriter::write_buffered_rows() {
   rank_memory_.write();
   rank_layers_.write();
   process_layers_.write();
+  trace_spans_.write();
   placements_.write();
   events_.write();
   transaction.commit();
@@ -103,6 +111,7 @@ void BufferedWriter::clear() {
   rank_memory_.clear();
   rank_layers_.clear();
   process_layers_.clear();
+  trace_spans_.clear();
   placements_.clear();
   events_.clear();
 }

@@ -33,6 +33,7 @@ class BufferedWriter {
   void add_rank_memory(int64_t run, const RankMemoryRecord& record);
   void add_rank_layer(int64_t run, const RankLayerRecord& record);
   void add_process_layer(int64_t run, const ProcessLayerRecord& record);
+  void add_trace_span(int64_t run, const TraceSpanRecord& record);
   void add_placement(int64_t run, const PlacementRecord& record);
   void add_event(int64_t run, const std::string& level, const std::string& message);
 
@@ -83,6 +84,7 @@ class BufferedWriter {
   BufferedTable<RankMemoryRecord> rank_memory_;
   BufferedTable<RankLayerRecord> rank_layers_;
   BufferedTable<ProcessLayerRecord> process_layers_;
+  BufferedTable<TraceSpanRecord> trace_spans_;
   BufferedTable<PlacementRecord> placements_;
   BufferedTable<EventRecord> events_;
 };

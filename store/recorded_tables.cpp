@@ -165,6 +165,21 @@ const ColumnList<EventRecord>& events_columns() {
   return columns;
 }
 
+const ColumnList<TraceSpanRecord>& trace_spans_columns() {
+  using R = TraceSpanRecord;
+  static const ColumnList<R> columns("trace_spans", {
+                                                        {"step", &R::step},
+                                                        {"process", &R::process},
+                                                        {"rank", &R::rank},
+                                                        {"layer", &R::layer},
+                                                        {"phase", &R::phase},
+                                                        {"kind", &R::kind},
+                                                        {"start_seconds", &R::start_seconds},
+                                                        {"seconds", &R::seconds},
+                                                    });
+  return columns;
+}
+
 std::vector<const TableColumns*> recorded_tables() {
   return {&steps_columns(),
           &expert_load_columns(),
@@ -172,6 +187,7 @@ std::vector<const TableColumns*> recorded_tables() {
           &rank_memory_columns(),
           &rank_layer_steps_columns(),
           &process_layer_steps_columns(),
+          &trace_spans_columns(),
           &placements_columns(),
           &events_columns()};
 }

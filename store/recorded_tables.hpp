@@ -29,6 +29,7 @@ const ColumnList<LayerStepRecord>& moe_layer_steps_columns();
 const ColumnList<RankMemoryRecord>& rank_memory_columns();
 const ColumnList<RankLayerRecord>& rank_layer_steps_columns();
 const ColumnList<ProcessLayerRecord>& process_layer_steps_columns();
+const ColumnList<TraceSpanRecord>& trace_spans_columns();
 const ColumnList<PlacementRecord>& placements_columns();
 const ColumnList<EventRecord>& events_columns();
 

@@ -196,6 +196,10 @@ class SqliteResultsStore final : public ResultsStore {
     writer().add_process_layer(run, record);
   }
 
+  void add_trace_span(int64_t run, const TraceSpanRecord& record) override {
+    writer().add_trace_span(run, record);
+  }
+
   void add_placement(int64_t run, const PlacementRecord& record) override {
     writer().add_placement(run, record);
   }

@@ -199,6 +199,18 @@ struct RankLayerRecord {
   double forward_seconds = 0, backward_seconds = 0;
 };
 
+// One span of a recorded step's timeline (Note [Step trace]): what it was (kind: "step",
+// "layer", "plan", "expert", "all-to-all", "transfer"), where (process; rank for an expert
+// span; MoE layer and phase "forward" or "backward", or "step" for the whole step), and when,
+// in seconds from the process's start of the step.
+struct TraceSpanRecord {
+  int64_t step = 0, process = 0;
+  std::optional<int64_t> rank, layer;
+  std::string phase;
+  std::string kind;
+  double start_seconds = 0, seconds = 0;
+};
+
 // One process in one MoE layer and step of a multi-process run, measured.
 struct ProcessLayerRecord {
   int64_t step = 0, layer = 0, process = 0;
@@ -388,6 +400,7 @@ class ResultsStore {
   virtual void add_rank_memory(int64_t run, const RankMemoryRecord& record) = 0;
   virtual void add_rank_layer(int64_t run, const RankLayerRecord& record) = 0;
   virtual void add_process_layer(int64_t run, const ProcessLayerRecord& record) = 0;
+  virtual void add_trace_span(int64_t run, const TraceSpanRecord& record) = 0;
   virtual void add_placement(int64_t run, const PlacementRecord& record) = 0;
   virtual void add_event(int64_t run, const std::string& level, const std::string& message) = 0;
   // Commits everything buffered in one transaction (also done on its own past 20k buffered

@@ -641,6 +641,23 @@ ALTER TABLE sweep_runs ADD COLUMN experiment_sha256 TEXT NOT NULL DEFAULT '';
 ALTER TABLE moe_layer_steps ADD COLUMN bytes_cross_node INTEGER;
 ALTER TABLE moe_layer_steps ADD COLUMN modeled_overlapped_seconds REAL;
 )sql"},
+    // The timelines of the steps train.trace_every names (Note [Step trace]): every process's
+    // spans, each from the process's own start of the step; `lrmoe trace` draws them.
+    Migration{20, R"sql(
+CREATE TABLE trace_spans (
+  run           INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  step          INTEGER NOT NULL,
+  process       INTEGER NOT NULL,
+  rank          INTEGER,
+  layer         INTEGER,
+  phase         TEXT NOT NULL CHECK (phase IN ('forward', 'backward', 'step')),
+  kind          TEXT NOT NULL
+                CHECK (kind IN ('step', 'layer', 'plan', 'expert', 'all-to-all', 'transfer')),
+  start_seconds REAL NOT NULL,
+  seconds       REAL NOT NULL
+);
+CREATE INDEX trace_spans_by_step ON trace_spans (run, step);
+)sql"},
 };
 
 constexpr bool numbered_in_order() {

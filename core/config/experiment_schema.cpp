@@ -289,7 +289,10 @@ std::vector<FieldDescriptor> build_schema() {
             "the last evaluation loss is within this fraction above target_loss, so that the "
             "step the target is reached is found exactly; 0: every eval_every steps only")
       .integer("log_every", &TrainConfig::log_every, at_least(1), "steps between log lines")
-
+      .integer("trace_every", &TrainConfig::trace_every, at_least(0),
+               "record the timeline of steps 1, 1 + n, 1 + 2n, ...: every process's spans of "
+               "compute, exchange, planning and transfers, which `lrmoe trace RUN --step N` "
+               "writes for Perfetto; 0: none")
       .integer("checkpoint_every", &TrainConfig::checkpoint_every, at_least(0),
                "write a checkpoint every this many steps, beside the database, for `lrmoe "
                "resume`; 0: none")

@@ -35,6 +35,9 @@ struct TrainConfig {
   // evaluate every step once a loss is within this fraction of the target
   double near_target_margin = 0.05;
   int64_t log_every = 10;
+  // steps between recorded step timelines (Note [Step trace]): steps 1, 1 + n, 1 + 2n, ...; 0: none
+  int64_t trace_every = 10;
+  bool traces(int64_t step) const { return trace_every > 0 && (step - 1) % trace_every == 0; }
   int64_t checkpoint_every = 0;  // steps between checkpoints; 0: none (Note [Checkpoints])
   int64_t checkpoint_keep = 2;   // the newest checkpoints kept
   // checkpoint the last step too and keep it once the run finished (for lrmoe export-hf)

@@ -177,10 +177,14 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward(const torch::Ten
                                                                 const torch::Tensor& gates,
                                                                 const torch::Tensor& home,
                                                                 int64_t tokens) {
+  const int64_t started = host_clock_ns();
   try {
-    return settings_.planning == Planning::Scalable
-               ? plan_forward_from_counts(experts, gates, home, tokens)
-               : plan_forward_exact(experts, gates, home, tokens);
+    auto pass = settings_.planning == Planning::Scalable
+                    ? plan_forward_from_counts(experts, gates, home, tokens)
+                    : plan_forward_exact(experts, gates, home, tokens);
+    statistics_.plan_spans[kForwardPhase].push_back(
+        {started, 1e-9 * static_cast<double>(host_clock_ns() - started)});
+    return pass;
   } catch (const PlanError& error) {
     throw located(error, "forward");
   }
@@ -276,6 +280,7 @@ torch::Tensor ExpertPipeline::score(const ForwardPass& forward, PairBatch& signa
 }
 
 BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch signals) {
+  const int64_t started = host_clock_ns();
   PipelineOverhead overhead;
   BackwardPass pass;
   try {
@@ -293,6 +298,8 @@ BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch
   statistics_.overhead += overhead;
   statistics_.planning_seconds[kBackwardPhase] += overhead.total();
   account(forward, pass);
+  statistics_.plan_spans[kBackwardPhase].push_back(
+      {started, 1e-9 * static_cast<double>(host_clock_ns() - started)});
   return pass;
 }
 

@@ -107,6 +107,8 @@ struct LayerStepStatistics {
   std::vector<ProcessStepMeasurement> processes;
   PipelineOverhead overhead;                  // part of the two above
   double planning_seconds[kPhases] = {0, 0};  // the overhead by phase: the plan every rank computes
+  // [phase]: each pass's plan on the host, where it lies (a step's timeline, `lrmoe trace`)
+  std::vector<SpanInterval> plan_spans[kPhases];
   // [phase][rank]: each rank's timed expert work (this process's ranks; zero for the others).
   std::vector<double> rank_expert_seconds[kPhases];
   CriticalPath critical_path;  // of the whole step, over all processes (set by the trainer)

@@ -64,12 +64,6 @@ bool every_row_in_order(const torch::Tensor& rows, const torch::Tensor& source) 
 
 }  // namespace
 
-int64_t host_clock_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 PairExchange::PairExchange(std::shared_ptr<Collectives> collectives)
     : collectives_(std::move(collectives)) {}
 

@@ -30,10 +30,6 @@ struct ExchangeCall {
 };
 
 
-// Nanoseconds on this host's steady clock (CLOCK_MONOTONIC on Linux), which every process of
-// the host reads alike.
-int64_t host_clock_ns();
-
 // What one process's exchanges moved to and from other processes, and the wall time of their
 // all-to-all-v calls (waiting for the slowest peer included).
 struct ExchangeMeasurement {

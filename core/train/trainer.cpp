@@ -16,6 +16,7 @@
 #include "core/system/threads.hpp"
 #include "core/train/gradient_clipping.hpp"
 #include "core/train/lr_schedule.hpp"
+#include "core/train/step_trace.hpp"
 
 namespace lrmoe {
 namespace {
@@ -258,8 +259,12 @@ StepReport Trainer::read_step(QueuedStep queued) {
     report.expert_load.push_back({layer, std::move(pairs)});
   }
   report.step_seconds = queued.step_time.read(&waited);
+  for (LayerStepStatistics& statistics : queued.layers) statistics.read_times(&waited);
+  if (experiment_.train.traces(report.step)) {
+    report.trace = gather_trace(
+        *collectives_, process_trace(queued.layers, queued.step_time, collectives_->rank()));
+  }
   for (LayerStepStatistics& statistics : queued.layers) {
-    statistics.read_times(&waited);
     report.moe_seconds += statistics.forward_seconds + statistics.backward_seconds;
     report.moe_modeled_seconds += statistics.modeled.total();
     if (!pipelines_.empty()) report.layers.push_back(std::move(statistics));

@@ -9,6 +9,7 @@
 #include "core/device/step_peaks.hpp"
 #include "core/pipeline/layer_statistics.hpp"
 #include "core/pipeline/memory_timeline.hpp"
+#include "core/train/trace_span.hpp"
 
 namespace lrmoe {
 
@@ -46,6 +47,8 @@ struct StepReport {
   // its phases on the device of the process hosting it (the ranks of one process share it);
   // none on the CPU.
   std::vector<std::optional<MeasuredPeaks>> rank_measured_peak;
+  // On the steps train.trace_every names: every process's spans of the step (Note [Step trace]).
+  std::vector<TraceSpan> trace;
 };
 
 class TrainingObserver {
