@@ -64,6 +64,30 @@ std::string peak_text(const std::vector<int64_t>& values, const MemoryUnit& unit
   return fmt::format("{} (r{})", in_unit(*it, unit), it - values.begin());
 }
 
+// Per variant, the plan's host seconds per step by part beside the modeled MoE time it plans:
+// what must keep up with the step (Note [Replay]).
+void print_plan_parts(const std::vector<ReplayOutcome>& outcomes, std::ostream& out) {
+  QueryResult parts;
+  parts.columns = {"variant", "placement", "metric", "selection", "routing",
+                   "compaction",  "plan s/step", "modeled MoE s/step", "plan / modeled"};
+  for (const ReplayOutcome& o : outcomes) {
+    if (o.steady_steps == 0) continue;
+    const double steps = static_cast<double>(o.steady_steps);
+    const PipelineOverhead& p = o.plan_parts;
+    auto per_step = [&](double seconds) {
+      return std::optional<std::string>(fmt::format("{:.3f}", seconds / steps));
+    };
+    parts.rows.push_back({o.label, per_step(p.placement), per_step(p.metric),
+                          per_step(p.selection), per_step(p.routing), per_step(p.compaction),
+                          per_step(p.total()), fmt::format("{:.4f}", o.modeled / steps),
+                          fmt::format("{:.2f}", o.modeled > 0 ? p.total() / o.modeled : 0.0)});
+  }
+  if (parts.rows.empty()) return;
+  out << "\nplanning on this host, seconds per step by part (every MoE layer, forward and "
+         "backward), against the modeled MoE time it plans:\n"
+      << render_text_table(parts, 24, "-");
+}
+
 }  // namespace
 
 void add_replay_step(ReplayOutcome& o, const StepReport& report) {
@@ -96,6 +120,7 @@ void add_replay_step(ReplayOutcome& o, const StepReport& report) {
       o.dropped += layer.pairs_dropped;
       o.kept += layer.pairs_kept;
       o.planning += layer.overhead.total();
+      o.plan_parts += layer.overhead;
       const LayerTraffic& t = layer.traffic;
       o.moved_bytes += static_cast<double>(t.forward_dispatch + t.forward_combine +
                                            t.backward_dispatch + t.backward_return + t.replica_sync);
@@ -179,6 +204,7 @@ void print_replay_outcomes(const std::vector<ReplayOutcome>& outcomes, std::ostr
         o.label, o.warm_up_steps, o.warm_up_modeled / static_cast<double>(o.warm_up_steps),
         percent(o.warm_up_dropped, o.warm_up_routed));
   }
+  print_plan_parts(outcomes, out);
   for (const ReplayOutcome& o : outcomes)
     if (o.failed) out << fmt::format("\n{} does not fit: {}\n", o.label, *o.failed);
   for (const ReplayOutcome& o : outcomes) {

@@ -9,6 +9,7 @@
 #include "core/pipeline/expert_counts.hpp"
 #include "core/pipeline/pair_rows.hpp"
 #include "core/pipeline/rank_parts.hpp"
+#include "core/pipeline/stable_order.hpp"
 
 namespace lrmoe {
 namespace {
@@ -332,8 +333,7 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
 ExpertPairs compact_pairs_by_expert(const torch::Tensor& pair_tokens,
                                     const torch::Tensor& pair_experts, int64_t num_experts,
                                     torch::Tensor* gate_order) {
-  auto order =
-      std::get<1>(torch::sort(pair_experts, /*stable=*/true, /*dim=*/0, /*descending=*/false));
+  auto order = stable_order(pair_experts, num_experts);
   ExpertPairs pairs;
   pairs.tokens = pair_tokens.index_select(0, order);
   pairs.experts = pair_experts.index_select(0, order);

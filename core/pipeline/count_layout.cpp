@@ -4,6 +4,8 @@
 
 #include <numeric>
 
+#include "core/pipeline/stable_order.hpp"
+
 namespace lrmoe {
 namespace {
 
@@ -51,7 +53,7 @@ PairLayout count_pair_layout(const std::vector<int64_t>& routed, const torch::Te
         assigned, process.index, m));
   layout.instance = runs(run_instance, run_length, m, device);
   // Stable: each instance's pairs in pair order (Note [Pair order]).
-  layout.order = std::get<1>(torch::sort(layout.instance, /*stable=*/true, 0, false));
+  layout.order = stable_order(layout.instance, I);
 
   std::vector<int64_t> per_instance(static_cast<std::size_t>(I), 0);
   layout.matrix.assign(static_cast<std::size_t>(ranks * ranks), 0);

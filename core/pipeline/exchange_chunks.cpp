@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "core/pipeline/expert_counts.hpp"
-#include "lrmoe/expert_segments.hpp"
+#include "core/pipeline/stable_order.hpp"
 
 namespace lrmoe {
 namespace {
@@ -86,11 +86,23 @@ std::vector<ChunkSlice> split_slice(const ProcessSlice& slice, const torch::Tens
   const std::vector<std::vector<int64_t>> counts =
       host_counts({{sent_chunk * P + sent_process, chunks * P},
                    {destination_chunk * P + destination_source, chunks * P}});
-  // Each buffer row's chunk: a chunk's buffer is the whole buffer's rows of that chunk, in order.
-  const torch::Tensor buffer_chunk =
-      torch::empty_like(destination_chunk).index_copy_(0, arrival, destination_chunk);
+  // Rows grouped by chunk, each chunk's in order: one counting sort each, cut by the counts.
+  const torch::Tensor sent_by_chunk = stable_order(sent_chunk, chunks);
+  const torch::Tensor destination_by_chunk = stable_order(destination_chunk, chunks);
+  // Each buffer row's place in its chunk's buffer: a chunk's buffer is the whole buffer's rows
+  // of that chunk, in order (the first of chunk c's is at its chunk's start).
+  torch::Tensor buffer_place;
+  if (slice.arrival.defined()) {
+    const torch::Tensor buffer_chunk =
+        torch::empty_like(destination_chunk).index_copy_(0, arrival, destination_chunk);
+    const torch::Tensor buffer_by_chunk = stable_order(buffer_chunk, chunks);
+    buffer_place = torch::empty_like(buffer_by_chunk)
+                       .index_copy_(0, buffer_by_chunk,
+                                    torch::arange(rows, buffer_by_chunk.options()));
+  }
 
   std::vector<ChunkSlice> split(static_cast<std::size_t>(chunks));
+  int64_t sent_start = 0, received_start = 0;
   for (int64_t c = 0; c < chunks; ++c) {
     ChunkSlice& k = split[static_cast<std::size_t>(c)];
     ProcessSlice& s = k.slice;
@@ -101,15 +113,16 @@ std::vector<ChunkSlice> split_slice(const ProcessSlice& slice, const torch::Tens
     const int64_t sent = std::accumulate(s.send_counts.begin(), s.send_counts.end(), int64_t{0});
     const int64_t received =
         std::accumulate(s.recv_counts.begin(), s.recv_counts.end(), int64_t{0});
-    k.sent_positions = positions_of_true(sent_chunk.eq(c), sent);
+    k.sent_positions = sent_by_chunk.narrow(0, sent_start, sent);
     s.send_rows = slice.send_rows.index_select(0, k.sent_positions);
-    k.destination_positions = positions_of_true(destination_chunk.eq(c), received);
+    k.destination_positions = destination_by_chunk.narrow(0, received_start, received);
     if (slice.arrival.defined()) {
-      const torch::Tensor in_chunk = buffer_chunk.eq(c);
-      const torch::Tensor chunk_buffer_row = in_chunk.to(torch::kInt64).cumsum(0) - 1;
       s.arrival =
-          chunk_buffer_row.index_select(0, arrival.index_select(0, k.destination_positions));
+          buffer_place.index_select(0, arrival.index_select(0, k.destination_positions)) -
+          received_start;
     }
+    sent_start += sent;
+    received_start += received;
     s.instance_offsets.assign(1, 0);
     for (int64_t i = 0; i < I; ++i) {
       const int64_t n = instance_chunk[static_cast<std::size_t>(i)] == c

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/pipeline/stable_order.hpp"
+
 namespace lrmoe {
 
 GlobalPairs gather_pairs(Collectives& collectives, const torch::Tensor& experts,
@@ -41,8 +43,7 @@ torch::Tensor gather_in_pair_order(Collectives& collectives, const torch::Tensor
                                    const std::vector<int64_t>& rows_per_process) {
   if (collectives.single()) return local;
   // The gather concatenates by process; within a process the rows are in pair order.
-  const torch::Tensor by_process =
-      std::get<1>(torch::sort(home_process, /*stable=*/true, 0, false));
+  const torch::Tensor by_process = stable_order(home_process, collectives.size());
   const torch::Tensor all = collectives.gather_rows(local, rows_per_process);
   return torch::empty_like(all).index_copy_(0, by_process, all);
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/pipeline/stable_order.hpp"
 #include "lrmoe/expert_segments.hpp"
 
 namespace lrmoe {
@@ -89,7 +90,7 @@ ProcessSlice process_slice(const torch::Tensor& order, const torch::Tensor& inst
   // Receiving: each source sends its rows in destination order, so the buffer is ordered by
   // (source, row).
   const torch::Tensor source = home_process.index_select(0, order.narrow(0, slice.first_row, rows));
-  const torch::Tensor buffer_order = std::get<1>(torch::sort(source, /*stable=*/true, 0, false));
+  const torch::Tensor buffer_order = stable_order(source, process.processes);
   slice.arrival = torch::empty_like(buffer_order)
                       .index_copy_(0, buffer_order, torch::arange(rows, buffer_order.options()));
   return slice;
@@ -104,8 +105,7 @@ PairLayout build_pair_layout(const torch::Tensor& instance, const torch::Tensor&
   layout.instance = instance;
   // Stable, so a slice keeps its pairs in pair order (expert, then token): deterministic, and the
   // same on every process (Note [Pair order] in docs/notes.md).
-  layout.order =
-      std::get<1>(torch::sort(instance, /*stable=*/true, /*dim=*/0, /*descending=*/false));
+  layout.order = stable_order(instance, table.size());
 
   // Pairs per (home rank, instance), with what the caller wants counted, in one copy to the
   // host; rows per instance and the rank matrix are its sums.
