@@ -22,7 +22,6 @@
 #include "database_option.hpp"
 #include "export_command.hpp"
 #include "export_hf_command.hpp"
-#include "trace_command.hpp"
 #include "gate_command.hpp"
 #include "hf_compute_command.hpp"
 #include "inspect_commands.hpp"
@@ -38,6 +37,7 @@
 #include "resume_command.hpp"
 #include "run_command.hpp"
 #include "sweep_command.hpp"
+#include "trace_command.hpp"
 
 namespace {
 

@@ -68,8 +68,9 @@ std::string peak_text(const std::vector<int64_t>& values, const MemoryUnit& unit
 // what must keep up with the step (Note [Replay]).
 void print_plan_parts(const std::vector<ReplayOutcome>& outcomes, std::ostream& out) {
   QueryResult parts;
-  parts.columns = {"variant", "placement", "metric", "selection", "routing",
-                   "compaction",  "plan s/step", "modeled MoE s/step", "plan / modeled"};
+  parts.columns = {"variant",       "placement",  "metric",      "selection",
+                   "routing",       "compaction", "plan s/step", "modeled MoE s/step",
+                   "plan / modeled"};
   for (const ReplayOutcome& o : outcomes) {
     if (o.steady_steps == 0) continue;
     const double steps = static_cast<double>(o.steady_steps);
@@ -77,9 +78,9 @@ void print_plan_parts(const std::vector<ReplayOutcome>& outcomes, std::ostream& 
     auto per_step = [&](double seconds) {
       return std::optional<std::string>(fmt::format("{:.3f}", seconds / steps));
     };
-    parts.rows.push_back({o.label, per_step(p.placement), per_step(p.metric),
-                          per_step(p.selection), per_step(p.routing), per_step(p.compaction),
-                          per_step(p.total()), fmt::format("{:.4f}", o.modeled / steps),
+    parts.rows.push_back({o.label, per_step(p.placement), per_step(p.metric), per_step(p.selection),
+                          per_step(p.routing), per_step(p.compaction), per_step(p.total()),
+                          fmt::format("{:.4f}", o.modeled / steps),
                           fmt::format("{:.2f}", o.modeled > 0 ? p.total() / o.modeled : 0.0)});
   }
   if (parts.rows.empty()) return;
@@ -122,8 +123,9 @@ void add_replay_step(ReplayOutcome& o, const StepReport& report) {
       o.planning += layer.overhead.total();
       o.plan_parts += layer.overhead;
       const LayerTraffic& t = layer.traffic;
-      o.moved_bytes += static_cast<double>(t.forward_dispatch + t.forward_combine +
-                                           t.backward_dispatch + t.backward_return + t.replica_sync);
+      o.moved_bytes +=
+          static_cast<double>(t.forward_dispatch + t.forward_combine + t.backward_dispatch +
+                              t.backward_return + t.replica_sync);
       o.cross_node_bytes += static_cast<double>(t.cross_node);
     }
   }

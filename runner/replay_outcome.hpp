@@ -39,8 +39,8 @@ struct ReplayOutcome {
   double replicas = 0;  // summed over steps and layers
   int64_t layer_steps = 0;
   int64_t routed = 0, dropped = 0, kept = 0;
-  double modeled = 0;   // MoE seconds, summed over steps
-  double planning = 0;  // wall seconds of the plans on this machine, summed over steps
+  double modeled = 0;           // MoE seconds, summed over steps
+  double planning = 0;          // wall seconds of the plans on this machine, summed over steps
   PipelineOverhead plan_parts;  // the same by part
   // bytes moved (all-to-alls and replica traffic), and of them between nodes, summed over steps
   double moved_bytes = 0, cross_node_bytes = 0;

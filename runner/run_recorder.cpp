@@ -151,7 +151,8 @@ void RunRecorder::on_step(const StepReport& r) {
                  p.parameters.seconds, p.parameters.calls, p.parameters.blocked_seconds});
     }
   }
-  for (const TraceSpan& span : r.trace) store_.add_trace_span(run_, trace_span_record(r.step, span));
+  for (const TraceSpan& span : r.trace)
+    store_.add_trace_span(run_, trace_span_record(r.step, span));
   for (std::size_t rank = 0; rank < r.rank_memory.size(); ++rank) {
     RankMemoryRecord row = rank_memory_record(r.step, rank, r.rank_memory[rank]);
     if (rank < r.rank_measured_peak.size() && r.rank_measured_peak[rank]) {

@@ -22,7 +22,9 @@ double micros(const std::optional<std::string>& seconds) {
   return seconds ? 1e6 * std::stod(*seconds) : 0.0;
 }
 
-std::string text(const std::optional<std::string>& cell) { return cell.value_or(""); }
+std::string text(const std::optional<std::string>& cell) {
+  return cell.value_or("");
+}
 
 json metadata(const char* what, int64_t pid, std::optional<int64_t> tid, const std::string& name,
               int64_t sort_index) {
@@ -50,7 +52,8 @@ CLI::App* add_trace_command(CLI::App& app, TraceOptions& options) {
   command->add_option("run", options.run, "the run (its id)")->required();
   command->add_option("--step", options.step, "the step; train.trace_every says which have one")
       ->required();
-  command->add_option("--out", options.out, "the file to write; default trace-run<RUN>-step<N>.json");
+  command->add_option("--out", options.out,
+                      "the file to write; default trace-run<RUN>-step<N>.json");
   add_database_option(command, options.database, "results database");
   return command;
 }
@@ -108,8 +111,8 @@ int trace_command(const TraceOptions& options, std::ostream& out) {
     const double start = micros(row[5]), duration = micros(row[6]);
     if (kind == "all-to-all" || kind == "transfer") {
       // In flight from issue to arrival: they may overlap one another and the compute.
-      json begin = {{"ph", "b"}, {"cat", kind}, {"name", name}, {"id", ++async_id},
-                    {"pid", process}, {"tid", kProcessTrack}, {"ts", start}, {"args", args}};
+      json begin = {{"ph", "b"},      {"cat", kind},          {"name", name}, {"id", ++async_id},
+                    {"pid", process}, {"tid", kProcessTrack}, {"ts", start},  {"args", args}};
       json end = begin;
       end["ph"] = "e";
       end["ts"] = start + duration;
@@ -123,8 +126,14 @@ int trace_command(const TraceOptions& options, std::ostream& out) {
       tid = kFirstRankTrack + std::stoll(*row[1]);
       args["rank"] = std::stoll(*row[1]);
     }
-    events.push_back({{"ph", "X"}, {"cat", kind}, {"name", name}, {"pid", process},
-                      {"tid", tid}, {"ts", start}, {"dur", duration}, {"args", args}});
+    events.push_back({{"ph", "X"},
+                      {"cat", kind},
+                      {"name", name},
+                      {"pid", process},
+                      {"tid", tid},
+                      {"ts", start},
+                      {"dur", duration},
+                      {"args", args}});
   }
 
   // The cost model's time of each MoE layer, laid end to end, by part: the compute, the
@@ -143,20 +152,31 @@ int trace_command(const TraceOptions& options, std::ostream& out) {
     const std::string layer = text(row[0]);
     const double total = micros(row[1]);
     const double overlapped = micros(row[6]);
-    events.push_back({{"ph", "X"}, {"cat", "modeled"}, {"name", "MoE layer " + layer},
-                      {"pid", modeled_pid}, {"tid", kProcessTrack}, {"ts", at}, {"dur", total},
-                      {"args", {{"layer", std::stoll(layer)},
-                                {"all-to-all us", micros(row[3])},
-                                {"overlapped us", overlapped}}}});
-    const std::pair<const char*, double> parts[] = {{"compute", micros(row[2])},
-                                                    {"all-to-all (exposed)",
-                                                     micros(row[3]) - overlapped},
-                                                    {"plan collectives", micros(row[4])},
-                                                    {"parameter transfers", micros(row[5])}};
+    events.push_back({{"ph", "X"},
+                      {"cat", "modeled"},
+                      {"name", "MoE layer " + layer},
+                      {"pid", modeled_pid},
+                      {"tid", kProcessTrack},
+                      {"ts", at},
+                      {"dur", total},
+                      {"args",
+                       {{"layer", std::stoll(layer)},
+                        {"all-to-all us", micros(row[3])},
+                        {"overlapped us", overlapped}}}});
+    const std::pair<const char*, double> parts[] = {
+        {"compute", micros(row[2])},
+        {"all-to-all (exposed)", micros(row[3]) - overlapped},
+        {"plan collectives", micros(row[4])},
+        {"parameter transfers", micros(row[5])}};
     double part_at = at;
     for (const auto& [part, duration] : parts) {
-      events.push_back({{"ph", "X"}, {"cat", "modeled"}, {"name", part}, {"pid", modeled_pid},
-                        {"tid", kProcessTrack}, {"ts", part_at}, {"dur", duration},
+      events.push_back({{"ph", "X"},
+                        {"cat", "modeled"},
+                        {"name", part},
+                        {"pid", modeled_pid},
+                        {"tid", kProcessTrack},
+                        {"ts", part_at},
+                        {"dur", duration},
                         {"args", {{"layer", std::stoll(layer)}}}});
       part_at += duration;
     }
@@ -169,18 +189,19 @@ int trace_command(const TraceOptions& options, std::ostream& out) {
        {{"run", options.run},
         {"step", options.step},
         {"database", store->path()},
-        {"clock", "measured spans from each process's start of the step; modeled layers end to "
-                  "end from 0"}}},
+        {"clock",
+         "measured spans from each process's start of the step; modeled layers end to "
+         "end from 0"}}},
       {"traceEvents", events}};
-  const std::string file =
-      options.out.empty() ? fmt::format("trace-run{}-step{}.json", options.run, options.step)
-                          : options.out;
+  const std::string file = options.out.empty()
+                               ? fmt::format("trace-run{}-step{}.json", options.run, options.step)
+                               : options.out;
   const std::string body = trace.dump(1);
   write_file_atomically(file, [&](const ByteSink& sink) { sink(body.data(), body.size()); });
-  out << fmt::format("wrote {}: run {} step {}, {} spans of {} processes and {} ranks, {} MoE "
-                     "layers modeled; open it in https://ui.perfetto.dev\n",
-                     file, options.run, options.step, spans.rows.size(), processes, ranks,
-                     modeled.rows.size());
+  out << fmt::format(
+      "wrote {}: run {} step {}, {} spans of {} processes and {} ranks, {} MoE "
+      "layers modeled; open it in https://ui.perfetto.dev\n",
+      file, options.run, options.step, spans.rows.size(), processes, ranks, modeled.rows.size());
   return 0;
 }
 

@@ -181,15 +181,9 @@ const ColumnList<TraceSpanRecord>& trace_spans_columns() {
 }
 
 std::vector<const TableColumns*> recorded_tables() {
-  return {&steps_columns(),
-          &expert_load_columns(),
-          &moe_layer_steps_columns(),
-          &rank_memory_columns(),
-          &rank_layer_steps_columns(),
-          &process_layer_steps_columns(),
-          &trace_spans_columns(),
-          &placements_columns(),
-          &events_columns()};
+  return {&steps_columns(),       &expert_load_columns(),      &moe_layer_steps_columns(),
+          &rank_memory_columns(), &rank_layer_steps_columns(), &process_layer_steps_columns(),
+          &trace_spans_columns(), &placements_columns(),       &events_columns()};
 }
 
 }  // namespace lrmoe::store

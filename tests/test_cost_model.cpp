@@ -42,9 +42,10 @@ TEST_CASE("an exchange ends when the slowest rank's busiest link does", "[cost]"
   CHECK(model.exchange_seconds(none) == 0);
 }
 
-TEST_CASE("a hierarchical all-to-all relays rows for another node through the destination's "
-          "local index",
-          "[cost]") {
+TEST_CASE(
+    "a hierarchical all-to-all relays rows for another node through the destination's "
+    "local index",
+    "[cost]") {
   const CostModel flat(two_by_two());
   const CostModel hierarchical(two_by_two(), CostOptions{AllToAllAlgorithm::Hierarchical});
   SECTION("one large message pays both stages: flat is faster") {

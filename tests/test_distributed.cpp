@@ -299,19 +299,18 @@ TEST_CASE("chunked exchanges train exactly as unchunked ones, overlapped and mod
       REQUIRE(doubles(db[1], losses).size() == 4);
       CHECK(doubles(db[3], losses) == doubles(db[1], losses));
       // Four calls per chunk: dispatch, combine, backward dispatch and return.
-      CHECK(column(db[3], "SELECT min(exchange_calls), max(exchange_calls) "
-                          "FROM process_layer_steps") == "12 12 \n");
+      CHECK(column(db[3],
+                   "SELECT min(exchange_calls), max(exchange_calls) "
+                   "FROM process_layer_steps") == "12 12 \n");
       // The same plan, bytes and compute; the all-to-all in three calls per call, and some of
       // it hidden behind the chunks' compute (none in a pass whose later chunks move nothing).
-      const std::string plan = "SELECT forward_pairs, backward_pairs, bytes_sent FROM "
-                               "rank_layer_steps ORDER BY step, layer, rank";
+      const std::string plan =
+          "SELECT forward_pairs, backward_pairs, bytes_sent FROM "
+          "rank_layer_steps ORDER BY step, layer, rank";
       CHECK(column(db[3], plan) == column(db[1], plan));
-      CHECK(doubles(db[1], "SELECT sum(modeled_overlapped_seconds) FROM moe_layer_steps")[0] ==
-            0);
-      CHECK(doubles(db[3], "SELECT min(modeled_overlapped_seconds) FROM moe_layer_steps")[0] >=
-            0);
-      CHECK(doubles(db[3], "SELECT sum(modeled_overlapped_seconds) FROM moe_layer_steps")[0] >
-            0);
+      CHECK(doubles(db[1], "SELECT sum(modeled_overlapped_seconds) FROM moe_layer_steps")[0] == 0);
+      CHECK(doubles(db[3], "SELECT min(modeled_overlapped_seconds) FROM moe_layer_steps")[0] >= 0);
+      CHECK(doubles(db[3], "SELECT sum(modeled_overlapped_seconds) FROM moe_layer_steps")[0] > 0);
       CHECK(column(db[3],
                    "SELECT count(*) FROM moe_layer_steps WHERE abs(modeled_seconds - "
                    "(modeled_compute_seconds + modeled_all_to_all_seconds + modeled_gather_seconds "

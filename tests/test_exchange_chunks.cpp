@@ -36,7 +36,7 @@ TEST_CASE("each rank's instances go in contiguous chunks of about equal rows", "
   const std::vector<int64_t> idle{0, 0, 0, 0, 5, 10, 15};
   CHECK(instance_chunks(table, idle, 3) == std::vector<int64_t>{0, 1, 2, 0, 1, 2});
   // A chunk's matrix counts its instances' pairs only.
-  const std::vector<int64_t> home_instance{1, 2, 3, 4, 5, 6,  // from rank 0
+  const std::vector<int64_t> home_instance{1, 2, 3, 4,  5,  6,  // from rank 0
                                            7, 8, 9, 10, 11, 12};
   const std::vector<int64_t> chunk{0, 1, 1, 0, 1, 1};
   CHECK(chunk_matrix(home_instance, table, chunk, 0, 2) == std::vector<int64_t>{1, 4, 7, 10});
@@ -75,29 +75,30 @@ TEST_CASE("chunk slices put together give the whole slice's rows in its orders",
         // A chunk's buffer is the whole buffer's rows of the chunk, by source then in order.
         const torch::Tensor in_chunk =
             torch::zeros({rows}, torch::kBool).index_fill_(0, k.destination_positions, true);
-        const torch::Tensor chunk_buffer =
-            buffer.index_select(0, torch::nonzero(in_chunk.index_select(
-                                                      0, whole.arrival.defined()
-                                                             ? torch::argsort(whole.arrival)
-                                                             : buffer))
-                                       .flatten());
-        const torch::Tensor chunk_rows =
-            k.slice.arrival.defined() ? chunk_buffer.index_select(0, k.slice.arrival) : chunk_buffer;
+        const torch::Tensor chunk_buffer = buffer.index_select(
+            0,
+            torch::nonzero(in_chunk.index_select(
+                               0, whole.arrival.defined() ? torch::argsort(whole.arrival) : buffer))
+                .flatten());
+        const torch::Tensor chunk_rows = k.slice.arrival.defined()
+                                             ? chunk_buffer.index_select(0, k.slice.arrival)
+                                             : chunk_buffer;
         CHECK(chunk_rows.equal(whole_rows.index_select(0, k.destination_positions)));
         // Its instance offsets count its instances' rows only, from 0.
         CHECK(k.slice.instance_offsets.back() == k.destination_positions.numel());
         for (std::size_t i = 0; i < chunk_of.size(); ++i) {
           const int64_t n = k.slice.instance_offsets[i + 1] - k.slice.instance_offsets[i];
           if (chunk_of[i] != c) CHECK(n == 0);
-          if (chunk_of[i] == c) CHECK(n == whole.instance_offsets[i + 1] - whole.instance_offsets[i]);
+          if (chunk_of[i] == c)
+            CHECK(n == whole.instance_offsets[i + 1] - whole.instance_offsets[i]);
         }
-        for (int64_t p : std::vector<int64_t>(k.sent_positions.data_ptr<int64_t>(),
-                                              k.sent_positions.data_ptr<int64_t>() +
-                                                  k.sent_positions.numel()))
+        for (int64_t p :
+             std::vector<int64_t>(k.sent_positions.data_ptr<int64_t>(),
+                                  k.sent_positions.data_ptr<int64_t>() + k.sent_positions.numel()))
           ++sent[static_cast<std::size_t>(p)];
-        for (int64_t p : std::vector<int64_t>(k.destination_positions.data_ptr<int64_t>(),
-                                              k.destination_positions.data_ptr<int64_t>() +
-                                                  k.destination_positions.numel()))
+        for (int64_t p : std::vector<int64_t>(
+                 k.destination_positions.data_ptr<int64_t>(),
+                 k.destination_positions.data_ptr<int64_t>() + k.destination_positions.numel()))
           ++received[static_cast<std::size_t>(p)];
       }
       // Every row in exactly one chunk.

@@ -16,7 +16,8 @@ TEST_CASE("the counting sort orders small keys exactly as a stable sort does", "
     }
   }
   // A view with a stride sorts as its values do.
-  const torch::Tensor strided = torch::tensor({3, 9, 1, 9, 3, 9, 0, 9}, torch::kInt64).slice(0, 0, 8, 2);
+  const torch::Tensor strided =
+      torch::tensor({3, 9, 1, 9, 3, 9, 0, 9}, torch::kInt64).slice(0, 0, 8, 2);
   CHECK(lrmoe::stable_order(strided, 4).equal(torch::tensor({3, 1, 0, 2}, torch::kInt64)));
   CHECK_THROWS_WITH(lrmoe::stable_order(torch::tensor({0, 4}, torch::kInt64), 4),
                     Catch::Contains("key 4 outside [0, 4)"));

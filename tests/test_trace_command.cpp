@@ -48,12 +48,17 @@ TEST_CASE("lrmoe trace writes a step's spans that nest, with every rank's work i
   const std::string db = dir.file("trace.db");
   // Four ranks on two processes, chunked exchanges (calls in flight over the compute), every
   // step traced.
-  auto [code, output] = run_lrmoe(
-      {"launch", "-n", "2", kTinyExperiment, "--set", "cluster.ranks=4", "--set",
-       "cluster.slots_per_rank=3", "--set", "policies.bundle=lrmoe", "--set",
-       "cluster.exchange_chunks=2", "--set", "train.max_steps=2", "--set", "train.target_loss=0",
-       "--set", "train.trace_every=1", "--db", db},
-      dir.file("run.log"), std::chrono::seconds(240));
+  auto [code, output] = run_lrmoe({"launch", "-n",
+                                   "2",      kTinyExperiment,
+                                   "--set",  "cluster.ranks=4",
+                                   "--set",  "cluster.slots_per_rank=3",
+                                   "--set",  "policies.bundle=lrmoe",
+                                   "--set",  "cluster.exchange_chunks=2",
+                                   "--set",  "train.max_steps=2",
+                                   "--set",  "train.target_loss=0",
+                                   "--set",  "train.trace_every=1",
+                                   "--db",   db},
+                                  dir.file("run.log"), std::chrono::seconds(240));
   INFO(output);
   REQUIRE(code == 0);
 

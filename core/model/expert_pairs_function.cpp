@@ -148,8 +148,8 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
                                       part.offsets, w_gate_up, w_down, state->part_weights(part));
         });
       }
-      if (C > 1) pre.index_copy_(0, chunks[static_cast<std::size_t>(c)].destination_positions,
-                                 chunk_pre);
+      if (C > 1)
+        pre.index_copy_(0, chunks[static_cast<std::size_t>(c)].destination_positions, chunk_pre);
       returns.push_back(exchange.start_return(out_rows, slice));
     }
     auto home = PairExchange::combine_returned(returned_whole(returns, chunks, here), here);
@@ -265,9 +265,9 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
           auto pre = pre_rows.defined()
                          ? rows_of(pre_rows, part)
                          : grouped_pre_activations(part_x, part.offsets, w_gate_up, weights);
-          auto input = grouped_swiglu_backward(rows_of(grad_rows, part), part_x, pre,
-                                               part.offsets, w_gate_up, w_down, weights,
-                                               &weight_grads, /*input_grads=*/!all_input_grads);
+          auto input = grouped_swiglu_backward(rows_of(grad_rows, part), part_x, pre, part.offsets,
+                                               w_gate_up, w_down, weights, &weight_grads,
+                                               /*input_grads=*/!all_input_grads);
           if (!all_input_grads) input_parts.push_back(input);
         });
       }
@@ -309,9 +309,8 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
       PairExchange::add_returned(grad_x, kept_tokens,
                                  returned_whole(returns, plan.chunks, kept_here), kept_here);
     } else {
-      PairExchange::add_returned(grad_x, tokens,
-                                 returned_whole(returns, forward.chunks, computed_here),
-                                 computed_here);
+      PairExchange::add_returned(
+          grad_x, tokens, returned_whole(returns, forward.chunks, computed_here), computed_here);
     }
     // Held and fetched experts' gradients in tensors of their own: the held ones become the
     // parameters' gradients without keeping the fetched ones' memory alive.

@@ -29,10 +29,9 @@ std::vector<int64_t> instance_chunks(const InstanceTable& table,
     const auto count = static_cast<int64_t>(end - first);
     for (std::size_t i = first; i < end; ++i) {
       // Twice the row (or instance) at the instance's middle, against twice the rank's total.
-      const int64_t middle =
-          rows > 0 ? 2 * (instance_offsets[i] - instance_offsets[first]) +
-                         (instance_offsets[i + 1] - instance_offsets[i])
-                   : 2 * static_cast<int64_t>(i - first) + 1;
+      const int64_t middle = rows > 0 ? 2 * (instance_offsets[i] - instance_offsets[first]) +
+                                            (instance_offsets[i + 1] - instance_offsets[i])
+                                      : 2 * static_cast<int64_t>(i - first) + 1;
       const int64_t whole = rows > 0 ? 2 * rows : 2 * count;
       chunk[i] = std::min(chunks - 1, middle * chunks / whole);
     }
@@ -96,9 +95,9 @@ std::vector<ChunkSlice> split_slice(const ProcessSlice& slice, const torch::Tens
     const torch::Tensor buffer_chunk =
         torch::empty_like(destination_chunk).index_copy_(0, arrival, destination_chunk);
     const torch::Tensor buffer_by_chunk = stable_order(buffer_chunk, chunks);
-    buffer_place = torch::empty_like(buffer_by_chunk)
-                       .index_copy_(0, buffer_by_chunk,
-                                    torch::arange(rows, buffer_by_chunk.options()));
+    buffer_place =
+        torch::empty_like(buffer_by_chunk)
+            .index_copy_(0, buffer_by_chunk, torch::arange(rows, buffer_by_chunk.options()));
   }
 
   std::vector<ChunkSlice> split(static_cast<std::size_t>(chunks));
@@ -117,9 +116,8 @@ std::vector<ChunkSlice> split_slice(const ProcessSlice& slice, const torch::Tens
     s.send_rows = slice.send_rows.index_select(0, k.sent_positions);
     k.destination_positions = destination_by_chunk.narrow(0, received_start, received);
     if (slice.arrival.defined()) {
-      s.arrival =
-          buffer_place.index_select(0, arrival.index_select(0, k.destination_positions)) -
-          received_start;
+      s.arrival = buffer_place.index_select(0, arrival.index_select(0, k.destination_positions)) -
+                  received_start;
     }
     sent_start += sent;
     received_start += received;

@@ -361,8 +361,8 @@ BackwardPass ExpertPipeline::plan_backward_exact(const ForwardPass& forward, Pai
     pass.chunks = split_slice(pass.layout.local, pass.layout.instance, forward.instance_chunk,
                               settings_.exchange_chunks);
     if (!settings_.recompute) {
-      pass.context_chunks = split_slice(pass.context, pass.layout.instance,
-                                        forward.instance_chunk, settings_.exchange_chunks);
+      pass.context_chunks = split_slice(pass.context, pass.layout.instance, forward.instance_chunk,
+                                        settings_.exchange_chunks);
     }
   }
   overhead.compaction += clock.lap();

@@ -216,8 +216,7 @@ PendingRows PairExchange::start_return(const torch::Tensor& destination_rows,
                      });
 }
 
-torch::Tensor PairExchange::combine_returned(const torch::Tensor& returned,
-                                             const ProcessSlice& s) {
+torch::Tensor PairExchange::combine_returned(const torch::Tensor& returned, const ProcessSlice& s) {
   return torch::empty_like(returned).index_copy_(0, s.send_rows, returned);
 }
 

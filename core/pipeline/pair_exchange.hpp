@@ -29,7 +29,6 @@ struct ExchangeCall {
   int64_t left_ns = 0;                  // host_clock_ns() on return
 };
 
-
 // What one process's exchanges moved to and from other processes, and the wall time of their
 // all-to-all-v calls (waiting for the slowest peer included).
 struct ExchangeMeasurement {

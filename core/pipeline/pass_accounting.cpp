@@ -4,9 +4,9 @@
 #include <map>
 #include <numeric>
 
-#include "core/pipeline/plan_budget.hpp"
 #include "core/pipeline/critical_path.hpp"
 #include "core/pipeline/exchange_chunks.hpp"
+#include "core/pipeline/plan_budget.hpp"
 #include "core/pipeline/plan_collectives.hpp"
 #include "lrmoe/static_owners.hpp"
 
@@ -99,9 +99,9 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
     for (int64_t k = 0; k < chunks; ++k) {
       TrafficMatrix call_elements(R);
       for (const Message& x : calls[n]) {
-        const TrafficMatrix elements = TrafficMatrix::of_rows(
-            chunk_pairs[x.pairs][static_cast<std::size_t>(k)], R,
-            static_cast<double>(x.elements), x.back);
+        const TrafficMatrix elements =
+            TrafficMatrix::of_rows(chunk_pairs[x.pairs][static_cast<std::size_t>(k)], R,
+                                   static_cast<double>(x.elements), x.back);
         for (std::size_t j = 0; j < elements.bytes.size(); ++j)
           call_elements.bytes[j] += elements.bytes[j];
       }
@@ -187,8 +187,7 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
     phase_seconds[kBackwardPhase][k][r] +=
         model.expert_backward_seconds(shape, kept, input_rows, recomputed);
   }
-  double* compute[kPhases] = {&account.modeled.forward_compute,
-                              &account.modeled.backward_compute};
+  double* compute[kPhases] = {&account.modeled.forward_compute, &account.modeled.backward_compute};
   for (int phase = 0; phase < kPhases; ++phase) {
     std::vector<double> slowest;
     for (const std::vector<double>& ranks : phase_seconds[phase])
@@ -201,8 +200,7 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
     const double apart = std::accumulate(out.begin(), out.end(), 0.0) + *compute[phase] +
                          std::accumulate(back.begin(), back.end(), 0.0);
     // Never below 0 by rounding: chunks hide, they do not add.
-    account.modeled.overlapped +=
-        std::max(0.0, apart - chunked_phase_seconds(out, slowest, back));
+    account.modeled.overlapped += std::max(0.0, apart - chunked_phase_seconds(out, slowest, back));
   }
   return account;
 }

@@ -12,8 +12,8 @@ torch::Tensor stable_order(const torch::Tensor& keys, int64_t bins) {
   const int64_t* key = contiguous.data_ptr<int64_t>();
   std::vector<int64_t> next(static_cast<std::size_t>(bins) + 1, 0);
   for (int64_t i = 0; i < n; ++i) {
-    TORCH_CHECK(key[i] >= 0 && key[i] < bins, "stable_order: key ", key[i], " outside [0, ",
-                bins, ")");
+    TORCH_CHECK(key[i] >= 0 && key[i] < bins, "stable_order: key ", key[i], " outside [0, ", bins,
+                ")");
     ++next[static_cast<std::size_t>(key[i]) + 1];
   }
   for (std::size_t b = 1; b < next.size(); ++b) next[b] += next[b - 1];

@@ -44,8 +44,8 @@ std::vector<TraceSpan> process_trace(const std::vector<LayerStepStatistics>& lay
   std::vector<TraceSpan> spans;
   auto add = [&](int64_t rank, int64_t layer, int phase, TraceKind kind,
                  const SpanInterval& interval) {
-    spans.push_back({process, rank, layer, phase, kind, seconds_since(started_ns, interval.start_ns),
-                     interval.seconds});
+    spans.push_back({process, rank, layer, phase, kind,
+                     seconds_since(started_ns, interval.start_ns), interval.seconds});
   };
   for (const SpanInterval& interval : whole) add(-1, -1, -1, TraceKind::Step, interval);
   for (const LayerStepStatistics& layer : layers) {

@@ -140,13 +140,13 @@ void Trainer::install_pipelines(std::shared_ptr<const PolicySet> policies,
   policies_ = policies;
   const PairCosts costs = pair_costs(model_config_, experiment_);
   budget_ = lrmoe::rank_budget(model_config_, experiment_.train, experiment_.cluster, costs);
-  profile_ = profile ? std::move(*profile)
-                     : resolve_hardware_profile(experiment_.cluster.profile,
-                                                experiment_.cluster.ranks);
+  profile_ = profile
+                 ? std::move(*profile)
+                 : resolve_hardware_profile(experiment_.cluster.profile, experiment_.cluster.ranks);
   const auto& layers = model_->moe_layers();
   for (std::size_t i = 0; i < layers.size(); ++i) {
-    PipelineSettings settings = pipeline_settings(experiment_, model_config_,
-                                                  static_cast<int64_t>(i), budget_, profile_);
+    PipelineSettings settings =
+        pipeline_settings(experiment_, model_config_, static_cast<int64_t>(i), budget_, profile_);
     settings.process.index = collectives_->rank();
     settings.process.processes = collectives_->size();
     auto pipeline = std::make_shared<ExpertPipeline>(policies, settings, collectives_);

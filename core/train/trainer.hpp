@@ -220,7 +220,7 @@ class Trainer {
   std::vector<std::shared_ptr<ExpertPipeline>> pipelines_;  // one per MoE layer
   RankBudget budget_;
   HardwareProfile profile_;  // the cost model's (Note [Cost model])
-  SpanTimer step_timer_;  // each step's forward, backward and optimizer
+  SpanTimer step_timer_;     // each step's forward, backward and optimizer
   int64_t timing_waits_ = 0;
   std::shared_ptr<const PolicySet> policies_;
   std::optional<CheckpointSettings> checkpoints_;
