@@ -77,11 +77,13 @@ TEST_CASE("home shards are contiguous, cover every expert once, and follow the s
 
 TEST_CASE(
     "fetched experts hold their home's weights in the compute dtype, a collective issued while "
-    "they travel runs, and their gradients come home summed in the master dtype",
+    "they travel runs, and their gradients come home summed in the master dtype, at once or "
+    "when the returns are finished",
     "[fetch][distributed]") {
   const torch::ScalarType compute = GENERATE(torch::kFloat32, torch::kBFloat16);
-  INFO("compute dtype " << compute);
-  const std::vector<int> codes = in_processes(2, [compute](Collectives& collectives) {
+  const bool deferred = GENERATE(false, true);
+  INFO("compute dtype " << compute << ", return deferred " << deferred);
+  const std::vector<int> codes = in_processes(2, [compute, deferred](Collectives& collectives) {
     const int64_t me = collectives.rank();
     auto plan = std::make_shared<const ExpertFetchPlan>(
         plan_expert_fetch(two_rank_table(), 4, 2, process(me, 2, 2)));
@@ -93,9 +95,10 @@ TEST_CASE(
       return torch::stack(matrices).requires_grad_();
     };
     const torch::Tensor gate_up = weights(1, {4, 3}), down = weights(-1, {3, 2});
-    const FetchedExperts fetched =
-        fetch_experts(gate_up, down, plan,
-                      std::shared_ptr<Collectives>(&collectives, [](Collectives*) {}), compute);
+    auto returns = deferred ? std::make_shared<GradientReturns>() : nullptr;
+    const FetchedExperts fetched = fetch_experts(
+        gate_up, down, plan, std::shared_ptr<Collectives>(&collectives, [](Collectives*) {}),
+        compute, nullptr, returns);
     // Issued after the fetch started and before it is waited for, as the pairs' dispatch is.
     torch::Tensor between = torch::full({1}, static_cast<double>(me + 1));
     collectives.sum(between);
@@ -114,6 +117,15 @@ TEST_CASE(
     const double weight = static_cast<double>(me + 1);
     ((fetched.gate_up.sum() + fetched.down.sum()) * weight + (gate_up.sum() + down.sum()) * 3)
         .backward();
+    if (deferred) {
+      // Before the returns finish, only the home's own part; a collective issued meanwhile runs.
+      ok = ok && gate_up.grad().eq(3).all().item<bool>() && !returns->empty();
+      torch::Tensor meanwhile = torch::ones({1});
+      collectives.sum(meanwhile);
+      ok = ok && meanwhile.item<double>() == 2;
+      returns->finish();
+      ok = ok && returns->empty();
+    }
     // Process 0 sends 0 and 1 to process 1 (weight 2); process 1 sends 3 to process 0 (weight 1).
     const std::vector<double> expected =
         me == 0 ? std::vector<double>{5, 5} : std::vector<double>{3, 4};

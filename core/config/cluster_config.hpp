@@ -40,6 +40,9 @@ struct ClusterConfig {
   // sharded: a pass's replica weights travel while its pairs are dispatched (Note [Overlapped
   // expert fetch]); false: they arrive before the pairs leave
   bool overlap_expert_fetch = true;
+  // sharded: a layer's replica gradients go home while the layers below it compute their
+  // backward, waited for before the gradients are summed; false: within the layer's backward
+  bool overlap_gradient_return = true;
   AllToAllAlgorithm modeled_all_to_all = AllToAllAlgorithm::Flat;
   // each pass's all-to-alls and expert compute in this many chunks of instances, overlapped
   // (Note [Chunked exchange]); 1: one after the other

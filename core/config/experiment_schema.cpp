@@ -352,6 +352,10 @@ std::vector<FieldDescriptor> build_schema() {
       .boolean("overlap_expert_fetch", &ClusterConfig::overlap_expert_fetch,
                "sharded: fetch a pass's replica weights while its pairs are dispatched, waiting "
                "for them only before the expert compute; false: before the dispatch")
+      .boolean("overlap_gradient_return", &ClusterConfig::overlap_gradient_return,
+               "sharded: send a layer's replica gradients home while the layers below it run "
+               "their backward, waiting for them only before the gradients are summed; false: "
+               "within the layer's backward")
       .choice("modeled_all_to_all", &ClusterConfig::modeled_all_to_all, {"flat", "hierarchical"},
               "how the cost model's cluster runs each all-to-all: flat, every rank straight to "
               "every other; hierarchical, within each node to the rank of the destination's local "

@@ -22,6 +22,10 @@ struct FetchContext : torch::CustomClassHolder {
   // The home tensors' shapes and options, for their gradients.
   std::vector<int64_t> gate_up_shape, down_shape;
   torch::TensorOptions options;
+  // Deferred returns: where the backward queues its return, and the home parameters it adds
+  // into (null: the backward waits and hands the gradients to autograd).
+  std::shared_ptr<GradientReturns> returns;
+  Tensor home_gate_up, home_down;
 };
 
 std::vector<int64_t> sizes_of(const std::vector<std::vector<int64_t>>& lists) {
@@ -156,16 +160,42 @@ class FetchExpertsFunction : public torch::autograd::Function<FetchExpertsFuncti
     const Tensor grad_down_rows =
         or_zeros(grads[1], fetched, state->down_shape, state->options).to(state->options);
     const int64_t entered = host_clock_ns();
-    const std::vector<Tensor> returned = start_exchange(*state->collectives, grad_gate_up_rows,
-                                                        grad_down_rows, send_counts, recv_counts)
-                                             .wait();
-    tally_exchange(state->tally, expert_bytes(grad_gate_up_rows, grad_down_rows), send_counts,
-                   recv_counts, entered, host_clock_ns() - entered);
+    auto exchange = std::make_shared<Collectives::PendingMessages>(start_exchange(
+        *state->collectives, grad_gate_up_rows, grad_down_rows, send_counts, recv_counts));
+    const int64_t issuing = host_clock_ns() - entered;
+    const int64_t row_bytes = expert_bytes(grad_gate_up_rows, grad_down_rows);
+    const Tensor sent = sent_matrices(plan, state->options.device());
+    // What came home, summed per home expert (an expert sent to several processes gets each
+    // one's gradient), once arrived; `waited_ns`: how long the wait blocked.
+    auto arrive = [exchange, state, row_bytes, send_counts, recv_counts, entered, issuing,
+                   sent](int64_t* waited_ns) {
+      const int64_t waiting = host_clock_ns();
+      std::vector<Tensor> returned = exchange->wait();
+      *waited_ns = host_clock_ns() - waiting;
+      tally_exchange(state->tally, row_bytes, send_counts, recv_counts, entered,
+                     issuing + *waited_ns);
+      return returned;
+    };
+    if (state->returns) {
+      state->returns->add([arrive, state, sent] {
+        int64_t waited = 0;
+        const std::vector<Tensor> returned = arrive(&waited);
+        if (sent.numel() == 0) return;
+        torch::NoGradGuard no_grad;
+        const Tensor* homes[] = {&state->home_gate_up, &state->home_down};
+        for (std::size_t m = 0; m < 2; ++m) {
+          Tensor home = *homes[m];
+          if (!home.grad().defined()) home.mutable_grad() = torch::zeros_like(home);
+          home.mutable_grad().index_add_(0, sent, returned[m].to(home.grad().scalar_type()));
+        }
+      });
+      return {Tensor(), Tensor(), Tensor()};
+    }
+    int64_t waited = 0;
+    const std::vector<Tensor> returned = arrive(&waited);
     // Nothing sent from here: no gradient comes home (not a zero tensor the size of every home
     // expert, which a single process would allocate and add for each layer and step).
-    const Tensor sent = sent_matrices(plan, state->options.device());
     if (sent.numel() == 0) return {Tensor(), Tensor(), Tensor()};
-    // An expert sent to several processes gets each one's gradient: index_add sums them.
     auto grad_gate_up =
         torch::zeros(state->gate_up_shape, state->options).index_add_(0, sent, returned[0]);
     auto grad_down =
@@ -176,11 +206,24 @@ class FetchExpertsFunction : public torch::autograd::Function<FetchExpertsFuncti
 
 }  // namespace
 
+void GradientReturns::finish() {
+  // Taken first: a failing wait leaves none behind for the next step.
+  std::vector<std::function<void()>> pending = std::move(pending_);
+  pending_.clear();
+  for (const std::function<void()>& finish : pending) finish();
+}
+
 FetchedExperts fetch_experts(const torch::Tensor& home_gate_up, const torch::Tensor& home_down,
                              std::shared_ptr<const ExpertFetchPlan> plan,
                              std::shared_ptr<Collectives> collectives,
-                             torch::ScalarType compute_dtype, ExchangeMeasurement* tally) {
+                             torch::ScalarType compute_dtype, ExchangeMeasurement* tally,
+                             std::shared_ptr<GradientReturns> returns) {
   auto state = c10::make_intrusive<FetchContext>();
+  if (returns) {
+    state->returns = std::move(returns);
+    state->home_gate_up = home_gate_up;
+    state->home_down = home_down;
+  }
   state->plan = std::move(plan);
   state->collectives = std::move(collectives);
   state->compute_dtype = compute_dtype;

@@ -50,7 +50,8 @@ MoELayerImpl::ExpertBank MoELayerImpl::bank_for(const ForwardPass& pass,
   // backward's return exchange, so its outputs stay in the graph.
   FetchedExperts fetched =
       fetch_experts(w_gate_up_, w_down_, std::move(plan), pipeline_->collectives(),
-                    like.scalar_type(), &pipeline_->parameter_transfers());
+                    like.scalar_type(), &pipeline_->parameter_transfers(),
+                    settings.overlap_gradient_return ? gradient_returns_ : nullptr);
   // Not overlapped: the experts arrive before the pairs leave.
   if (!settings.overlap_expert_fetch) fetched.arrival->wait();
   return {as_compute(w_gate_up_, like), as_compute(w_down_, like), std::move(fetched),

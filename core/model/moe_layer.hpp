@@ -47,6 +47,11 @@ class MoELayerImpl : public torch::nn::Module {
   // Null: the exact single-rank layer.
   void set_pipeline(std::shared_ptr<ExpertPipeline> pipeline);
 
+  // Waits for the replica gradients this layer's backwards sent home and adds them into its
+  // experts' gradients (cluster.overlap_gradient_return, Note [Overlapped expert fetch]); the
+  // trainer calls it after the step's last backward, before the gradients are read.
+  void finish_gradient_returns() { gradient_returns_->finish(); }
+
   Router& router() { return router_; }
   // This layer's pipeline statistics and timed forward and backward since the last call (the
   // times alone without a pipeline), the spans unread (LayerStepStatistics::read_times).
@@ -76,6 +81,7 @@ class MoELayerImpl : public torch::nn::Module {
   std::shared_ptr<ExpertPipeline> pipeline_;
   BackwardStopwatch backward_clock_;
   SpanTimer forward_timer_;  // Note [Device timing]
+  std::shared_ptr<GradientReturns> gradient_returns_ = std::make_shared<GradientReturns>();
 };
 TORCH_MODULE(MoELayer);
 

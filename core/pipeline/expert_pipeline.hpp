@@ -55,8 +55,9 @@ struct PipelineSettings {
   int64_t budget_bytes = 0;  // per rank for this layer's instances and token buffers
   PairCosts costs;
   bool recompute = false;
-  bool overlap_expert_fetch = true;  // Note [Overlapped expert fetch]
-  int64_t exchange_chunks = 1;       // Note [Chunked exchange]; 1: unchunked
+  bool overlap_expert_fetch = true;     // Note [Overlapped expert fetch]
+  bool overlap_gradient_return = true;  // the same Note
+  int64_t exchange_chunks = 1;          // Note [Chunked exchange]; 1: unchunked
   DroppedPairKeeps dropped_pair_keeps = DroppedPairKeeps::Nothing;
   bool check_plugin_outputs = true;  // the value checks of plugin_output_checks.hpp
   Planning planning = Planning::Exact;

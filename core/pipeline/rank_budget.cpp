@@ -112,6 +112,7 @@ PipelineSettings pipeline_settings(const Experiment& experiment, const ModelConf
   settings.budget_bytes = budget.layer_bytes;
   settings.recompute = experiment.policies.recompute;
   settings.overlap_expert_fetch = cluster.overlap_expert_fetch;
+  settings.overlap_gradient_return = cluster.overlap_gradient_return;
   settings.exchange_chunks = cluster.exchange_chunks;
   settings.costs = pair_costs(model, experiment);
   settings.dropped_pair_keeps = experiment.policies.dropped_pair_keeps;

@@ -192,6 +192,7 @@ Trainer::QueuedStep Trainer::train_step(int64_t step) {
         micro_batches;
     queued.report.tokens += batch.inputs.numel() * collectives_->size();
   }
+  finish_gradient_returns();
   sum_gradients();
   const double max_norm = t.grad_clip > 0 ? t.grad_clip : std::numeric_limits<double>::infinity();
   const torch::Tensor grad_norm =
@@ -226,6 +227,7 @@ Trainer::ForwardBackward Trainer::forward_backward(const Batch& batch) {
   const torch::Tensor ce = cross_entropy(out.logits, on_device.targets);
   // Each process's loss is its shard's mean: their mean is the batch's.
   (ce / static_cast<double>(collectives_->size())).backward();
+  finish_gradient_returns();
   sum_gradients();
   for (MoELayer layer : model_->moe_layers()) {
     (void)layer->router()->take_step_counts();
@@ -278,6 +280,10 @@ StepReport Trainer::read_step(QueuedStep queued) {
   }
   gather_measurements(report, queued.measured);
   return report;
+}
+
+void Trainer::finish_gradient_returns() {
+  for (MoELayer layer : model_->moe_layers()) layer->finish_gradient_returns();
 }
 
 // Replica gradients are already in their experts'; the sum adds every process's contributions,

@@ -197,6 +197,9 @@ class Trainer {
   bool on_every_process(bool done) const;
   // The optimizers: the replicated parameters', then the sharded experts' (when sharded).
   std::vector<torch::optim::Optimizer*> optimizers() const;
+  // The replica gradients still on their way home, added into their experts' (Note
+  // [Overlapped expert fetch]): after a step's last backward, before gradients are read.
+  void finish_gradient_returns();
   // Whether any process's observer asks to stop.
   bool stop_requested(const TrainingObserver& observer);
   // The means over processes of values each computed on its shard, in one collective.
