@@ -122,8 +122,12 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     };
     const int64_t width = x.size(1);
     const int64_t rows = here.instance_offsets.back();
-    // The pre-activations, saved for the backward, in the whole slice's destination order.
-    auto pre = torch::empty({rows, w_gate_up.size(1)}, x.options());
+    const bool recompute = state->pipeline && state->pipeline->recompute();
+    // The pre-activations, saved for the backward in the whole slice's destination order; put
+    // together from the chunks only when the backward reads them (it may recompute them).
+    const int64_t pre_width = w_gate_up.size(1);
+    const Tensor pre =
+        C == 1 || !recompute ? torch::empty({rows, pre_width}, x.options()) : Tensor();
     std::vector<PendingRows> returns;
     PendingRows arriving = dispatch(0);
     for (int64_t c = 0; c < C; ++c) {
@@ -138,7 +142,7 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
       // Each rank's part writes its rows of both in place: the pre-activations and the output
       // rows with each hidden row's norm beside them (a metric signal), which go home together.
       const ProcessSlice& slice = PairsContext::chunk(here, chunks, c);
-      auto chunk_pre = C == 1 ? pre : torch::empty({x_rows.size(0), pre.size(1)}, pre.options());
+      auto chunk_pre = C == 1 ? pre : torch::empty({x_rows.size(0), pre_width}, x.options());
       auto out_rows = torch::empty({x_rows.size(0), width + 1}, x_rows.options());
       for (const RankPart& part : state->parts(slice)) {
         state->run(kForwardPhase, part, x.device(), [&] {
@@ -148,7 +152,7 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
                                       part.offsets, w_gate_up, w_down, state->part_weights(part));
         });
       }
-      if (C > 1)
+      if (C > 1 && pre.defined())
         pre.index_copy_(0, chunks[static_cast<std::size_t>(c)].destination_positions, chunk_pre);
       returns.push_back(exchange.start_return(out_rows, slice));
     }
@@ -158,7 +162,6 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
     auto out = torch::zeros_like(x);
     scatter_add_rows(out, tokens, y_home, gates);
 
-    const bool recompute = state->pipeline && state->pipeline->recompute();
     ctx->save_for_backward({x, gates, held_gate_up, held_down, tokens, y_home, hidden_norm,
                             recompute ? Tensor() : pre, fetched_gate_up, fetched_down});
     ctx->saved_data["state"] = c10::IValue::make_capsule(std::move(state));

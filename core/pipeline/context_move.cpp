@@ -4,12 +4,10 @@
 
 #include <numeric>
 
+#include "core/pipeline/stable_order.hpp"
+
 namespace lrmoe {
 namespace {
-
-torch::Tensor stable_order(const torch::Tensor& keys) {
-  return std::get<1>(torch::sort(keys, /*stable=*/true, 0, false));
-}
 
 torch::Tensor inverse_permutation(const torch::Tensor& permutation) {
   return torch::empty_like(permutation)
@@ -47,7 +45,8 @@ ContextMove context_move(Collectives& collectives, const torch::Tensor& forward_
   // along the backward layout, which orders the rows when they arrive (3.).
   const ProcessSlice& b = backward.local;
   const std::vector<torch::Tensor> received = collectives.exchange_messages(
-      {{rows.index_select(0, stable_order(forward_process)), send_counts, recv_counts},
+      {{rows.index_select(0, stable_order(forward_process, process.processes)), send_counts,
+        recv_counts},
        {forward_process.index_select(0, b.send_rows).unsqueeze(1), b.send_counts, b.recv_counts}});
   const torch::Tensor& told = received[0];
 
@@ -61,7 +60,8 @@ ContextMove context_move(Collectives& collectives, const torch::Tensor& forward_
         "the scalable plan's context move: process {} was told of {} kept pairs to send, the "
         "summed counts say {}",
         process.index, sent, planned));
-  const torch::Tensor by_backward_row = stable_order(told.select(1, 1));
+  const torch::Tensor by_backward_row =
+      std::get<1>(torch::sort(told.select(1, 1), /*stable=*/true, 0, false));
   move.rows = told.select(1, 0).index_select(0, by_backward_row) - forward_first_row;
   move.slice.home_pairs = move.slice.send_rows = torch::arange(sent, move.rows.options());
 
@@ -69,7 +69,7 @@ ContextMove context_move(Collectives& collectives, const torch::Tensor& forward_
   // destination row's forward process orders the buffer.
   torch::Tensor source = received[1].squeeze(1);
   if (b.arrival.defined()) source = source.index_select(0, b.arrival);
-  move.slice.arrival = inverse_permutation(stable_order(source));
+  move.slice.arrival = inverse_permutation(stable_order(source, process.processes));
   return move;
 }
 

@@ -55,17 +55,7 @@ PairLayout count_pair_layout(const std::vector<int64_t>& routed, const torch::Te
   // Stable: each instance's pairs in pair order (Note [Pair order]).
   layout.order = stable_order(layout.instance, I);
 
-  std::vector<int64_t> per_instance(static_cast<std::size_t>(I), 0);
-  layout.matrix.assign(static_cast<std::size_t>(ranks * ranks), 0);
-  for (int64_t h = 0; h < ranks; ++h) {
-    for (int64_t i = 0; i < I; ++i) {
-      per_instance[static_cast<std::size_t>(i)] += count(h, i);
-      layout.matrix[static_cast<std::size_t>(h * ranks + table.instance_rank[i])] += count(h, i);
-    }
-  }
-  layout.instance_offsets = offsets_from_counts(per_instance);
-  layout.load = load_of(layout.matrix, ranks);
-  layout.home_instance = routed;
+  set_layout_counts(layout, routed, table, ranks);
 
   ProcessSlice& slice = layout.local;
   slice = slice_counts(layout.instance_offsets, layout.matrix, table, process);

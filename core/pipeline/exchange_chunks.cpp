@@ -44,17 +44,11 @@ std::vector<int64_t> chunk_matrix(const std::vector<int64_t>& home_instance,
                                   const InstanceTable& table,
                                   const std::vector<int64_t>& instance_chunk, int64_t chunk,
                                   int64_t ranks) {
-  const auto I = static_cast<int64_t>(instance_chunk.size());
-  std::vector<int64_t> matrix(static_cast<std::size_t>(ranks * ranks), 0);
-  for (int64_t h = 0; h < ranks; ++h) {
-    for (int64_t i = 0; i < I; ++i) {
-      if (instance_chunk[static_cast<std::size_t>(i)] != chunk) continue;
-      matrix[static_cast<std::size_t>(h * ranks +
-                                      table.instance_rank[static_cast<std::size_t>(i)])] +=
-          home_instance[static_cast<std::size_t>(h * I + i)];
-    }
-  }
-  return matrix;
+  const auto I = instance_chunk.size();
+  std::vector<int64_t> in_chunk = home_instance;
+  for (std::size_t j = 0; j < in_chunk.size(); ++j)
+    if (instance_chunk[j % I] != chunk) in_chunk[j] = 0;
+  return rank_matrix(in_chunk, table, ranks);
 }
 
 std::vector<ChunkSlice> split_slice(const ProcessSlice& slice, const torch::Tensor& pair_instance,
@@ -71,10 +65,9 @@ std::vector<ChunkSlice> split_slice(const ProcessSlice& slice, const torch::Tens
   const torch::Tensor sent_process = repeated_indices(slice.send_counts, device);
   // Receiving: each destination row's chunk, from its instance, and its source process (the
   // buffer runs by source).
-  std::vector<int64_t> instance_rows(static_cast<std::size_t>(I));
-  std::adjacent_difference(slice.instance_offsets.begin() + 1, slice.instance_offsets.end(),
-                           instance_rows.begin());
-  instance_rows.front() = slice.instance_offsets[1] - slice.instance_offsets[0];
+  std::vector<int64_t> instance_rows;
+  for (std::size_t i = 0; i + 1 < slice.instance_offsets.size(); ++i)
+    instance_rows.push_back(slice.instance_offsets[i + 1] - slice.instance_offsets[i]);
   const torch::Tensor destination_chunk =
       chunk_of.index_select(0, repeated_indices(instance_rows, device));
   const int64_t rows = destination_chunk.numel();

@@ -347,14 +347,7 @@ BackwardPass ExpertPipeline::plan_backward_exact(const ForwardPass& forward, Pai
   pass.layout = build_pair_layout(instance, kept_home, table, R, settings_.process, riders, &moved);
   if (!settings_.recompute) {
     pass.forward_instance = std::move(moved.front());
-    pass.by_forward_rank.assign(static_cast<std::size_t>(R * R), 0);
-    for (int64_t s = 0; s < R; ++s) {
-      for (int64_t i = 0; i < I; ++i) {
-        pass.by_forward_rank[static_cast<std::size_t>(
-            s * R + table.instance_rank[static_cast<std::size_t>(i)])] +=
-            pass.forward_instance[static_cast<std::size_t>(s * I + i)];
-      }
-    }
+    pass.by_forward_rank = rank_matrix(pass.forward_instance, table, R);
   }
   localize(forward, forward_rank, selection.weights, pass);
   if (settings_.exchange_chunks > 1) {

@@ -84,17 +84,6 @@ std::size_t PairExchange::log_call(const torch::Tensor& send, const std::vector<
   return measurement_.call_log.size() - 1;
 }
 
-torch::Tensor PairExchange::exchange(const torch::Tensor& send,
-                                     const std::vector<int64_t>& send_rows,
-                                     const std::vector<int64_t>& recv_rows) {
-  timer_.start(send.device());
-  const std::size_t call = log_call(send, send_rows, recv_rows);
-  torch::Tensor received = collectives_->exchange_rows(send, send_rows, recv_rows);
-  measurement_.call_log[call].left_ns = host_clock_ns();
-  timer_.stop();
-  return received;
-}
-
 PendingRows PairExchange::start_bytes(
     const torch::Tensor& send, const std::vector<int64_t>& send_bytes,
     const std::vector<int64_t>& recv_bytes,
@@ -124,8 +113,7 @@ std::vector<torch::Tensor> PendingRows::wait() {
 }
 
 torch::Tensor PairExchange::dispatch(const torch::Tensor& home_rows, const ProcessSlice& s) {
-  if (collectives_->single()) return gather_here({home_rows, torch::Tensor(), &s, torch::Tensor()});
-  return send_gathered(home_rows, s.send_rows, s);
+  return dispatch_together({{home_rows, torch::Tensor(), &s, torch::Tensor()}}).front();
 }
 
 torch::Tensor PairExchange::gather_here(const DispatchMessage& m) {
@@ -136,19 +124,9 @@ torch::Tensor PairExchange::gather_here(const DispatchMessage& m) {
   return gather_rows(m.source, picked.rows, picked.scale);
 }
 
-torch::Tensor PairExchange::send_gathered(const torch::Tensor& source,
-                                          const torch::Tensor& send_order_rows,
-                                          const ProcessSlice& s) {
-  torch::Tensor received =
-      exchange(gather_rows(source, send_order_rows, torch::Tensor()), s.send_counts, s.recv_counts);
-  return s.arrival.defined() ? received.index_select(0, s.arrival) : received;
-}
-
 torch::Tensor PairExchange::dispatch(const torch::Tensor& source, const torch::Tensor& source_rows,
                                      const ProcessSlice& s) {
-  const DispatchMessage m{source, source_rows, &s, torch::Tensor()};
-  if (!collectives_->single()) return send_gathered(source, in_order(m, s.send_rows).rows, s);
-  return gather_here(m);
+  return dispatch_together({{source, source_rows, &s, torch::Tensor()}}).front();
 }
 
 std::vector<torch::Tensor> PairExchange::dispatch_together(
@@ -223,16 +201,6 @@ torch::Tensor PairExchange::combine_returned(const torch::Tensor& returned, cons
 void PairExchange::add_returned(torch::Tensor& out, const torch::Tensor& out_rows,
                                 const torch::Tensor& returned, const ProcessSlice& s) {
   scatter_add_rows(out, out_rows.index_select(0, s.send_rows), returned, torch::Tensor());
-}
-
-void PairExchange::combine_add(torch::Tensor& out, const torch::Tensor& out_rows,
-                               const torch::Tensor& destination_rows, const ProcessSlice& s) {
-  add_returned(out, out_rows, start_return(destination_rows, s).wait().front(), s);
-}
-
-torch::Tensor PairExchange::combine(const torch::Tensor& destination_rows, const ProcessSlice& s) {
-  // One process: one copy, the arrival and send orders composed.
-  return combine_returned(start_return(destination_rows, s).wait().front(), s);
 }
 
 ExchangeMeasurement PairExchange::take_measurement(TimedSpans& spans) {

@@ -93,12 +93,6 @@ class PairExchange {
   // message's destination rows, as its own dispatch would return them. The messages may differ
   // in width and dtype, and their slices in counts.
   std::vector<torch::Tensor> dispatch_together(const std::vector<DispatchMessage>& messages);
-  // [destination rows, ...] -> [home rows, ...]: the inverse of dispatch.
-  torch::Tensor combine(const torch::Tensor& destination_rows, const ProcessSlice& slice);
-  // out.index_add_(0, out_rows, combine(destination_rows, slice)) without the combined copy:
-  // out_rows [home rows] int64 names the row of `out` each home row adds into.
-  void combine_add(torch::Tensor& out, const torch::Tensor& out_rows,
-                   const torch::Tensor& destination_rows, const ProcessSlice& slice);
 
   // The same calls in halves, so that the caller computes while the rows travel (Note [Chunked
   // exchange]): every process starts them in the same order. start_dispatch_together(m).wait()
@@ -107,9 +101,11 @@ class PairExchange {
   // add_returned take.
   PendingRows start_dispatch_together(const std::vector<DispatchMessage>& messages);
   PendingRows start_return(const torch::Tensor& destination_rows, const ProcessSlice& slice);
-  // [sent rows, ...] in send order -> [home rows, ...]; slice's rows only.
+  // [sent rows, ...] in send order -> [home rows, ...]; slice's rows only: the inverse of
+  // dispatch.
   static torch::Tensor combine_returned(const torch::Tensor& returned, const ProcessSlice& slice);
-  // out.index_add_(0, out_rows, combine_returned(returned, slice)) without the copy.
+  // out.index_add_(0, out_rows, combine_returned(returned, slice)) without the copy: out_rows
+  // [home rows] int64 names the row of `out` each home row adds into.
   static void add_returned(torch::Tensor& out, const torch::Tensor& out_rows,
                            const torch::Tensor& returned, const ProcessSlice& slice);
 
@@ -119,10 +115,6 @@ class PairExchange {
 
  private:
   friend class PendingRows;
-  // One all-to-all-v call of `send`'s rows between processes (Collectives::exchange_rows),
-  // logged and timed.
-  torch::Tensor exchange(const torch::Tensor& send, const std::vector<int64_t>& send_rows,
-                         const std::vector<int64_t>& recv_rows);
   // Logs a call of `send`'s rows (send_rows[q] rows to process q, recv_rows[q] from it), entered
   // now; returns its index in the call log.
   std::size_t log_call(const torch::Tensor& send, const std::vector<int64_t>& send_rows,
@@ -134,9 +126,6 @@ class PairExchange {
   // With one process: the message's rows in destination order, gathered (and scaled) in one
   // pass; `source` itself when that is every row in order, unscaled.
   torch::Tensor gather_here(const DispatchMessage& m);
-  // source's rows `send_order_rows` [sent rows] int64, sent, in destination order here.
-  torch::Tensor send_gathered(const torch::Tensor& source, const torch::Tensor& send_order_rows,
-                              const ProcessSlice& slice);
 
   std::shared_ptr<Collectives> collectives_;
   ExchangeMeasurement measurement_;

@@ -96,6 +96,35 @@ ProcessSlice process_slice(const torch::Tensor& order, const torch::Tensor& inst
   return slice;
 }
 
+std::vector<int64_t> rank_matrix(const std::vector<int64_t>& home_instance,
+                                 const InstanceTable& table, int64_t ranks) {
+  const int64_t I = table.size();
+  std::vector<int64_t> matrix(static_cast<std::size_t>(ranks * ranks), 0);
+  for (int64_t h = 0; h < ranks; ++h) {
+    for (int64_t i = 0; i < I; ++i) {
+      matrix[static_cast<std::size_t>(h * ranks +
+                                      table.instance_rank[static_cast<std::size_t>(i)])] +=
+          home_instance[static_cast<std::size_t>(h * I + i)];
+    }
+  }
+  return matrix;
+}
+
+void set_layout_counts(PairLayout& layout, std::vector<int64_t> home_instance,
+                       const InstanceTable& table, int64_t ranks) {
+  const int64_t I = table.size();
+  std::vector<int64_t> rows(static_cast<std::size_t>(I), 0);
+  for (int64_t h = 0; h < ranks; ++h) {
+    for (int64_t i = 0; i < I; ++i)
+      rows[static_cast<std::size_t>(i)] += home_instance[static_cast<std::size_t>(h * I + i)];
+  }
+  layout.instance_offsets.assign(1, 0);
+  std::partial_sum(rows.begin(), rows.end(), std::back_inserter(layout.instance_offsets));
+  layout.matrix = rank_matrix(home_instance, table, ranks);
+  layout.load = load_of(layout.matrix, ranks);
+  layout.home_instance = std::move(home_instance);
+}
+
 PairLayout build_pair_layout(const torch::Tensor& instance, const torch::Tensor& home,
                              const InstanceTable& table, int64_t ranks, const ProcessView& process,
                              const std::vector<CountRequest>& extra,
@@ -113,20 +142,7 @@ PairLayout build_pair_layout(const torch::Tensor& instance, const torch::Tensor&
   std::vector<CountRequest> requests = {{home * I + instance, ranks * I}};
   requests.insert(requests.end(), extra.begin(), extra.end());
   std::vector<std::vector<int64_t>> counts = host_counts(requests);
-  layout.home_instance = std::move(counts[0]);
-  std::vector<int64_t> rows(static_cast<std::size_t>(I), 0);
-  layout.matrix.assign(static_cast<std::size_t>(ranks * ranks), 0);
-  for (int64_t h = 0; h < ranks; ++h) {
-    for (int64_t i = 0; i < I; ++i) {
-      const int64_t n = layout.home_instance[static_cast<std::size_t>(h * I + i)];
-      rows[static_cast<std::size_t>(i)] += n;
-      layout.matrix[static_cast<std::size_t>(
-          h * ranks + table.instance_rank[static_cast<std::size_t>(i)])] += n;
-    }
-  }
-  layout.instance_offsets.assign(1, 0);
-  std::partial_sum(rows.begin(), rows.end(), std::back_inserter(layout.instance_offsets));
-  layout.load = load_of(layout.matrix, ranks);
+  set_layout_counts(layout, std::move(counts[0]), table, ranks);
   if (extra_counts) extra_counts->assign(counts.begin() + 1, counts.end());
   layout.local = process_slice(layout.order, instance, home, layout.instance_offsets, layout.matrix,
                                table, process);

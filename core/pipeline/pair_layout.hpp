@@ -79,6 +79,16 @@ ProcessSlice slice_counts(const std::vector<int64_t>& instance_offsets,
 // [ranks]: the pairs each rank receives, from a rank matrix [ranks * ranks].
 std::vector<int64_t> load_of(const std::vector<int64_t>& matrix, int64_t ranks);
 
+// [ranks * ranks]: pairs from home rank s to rank d at [s * ranks + d], from pairs per (home
+// rank, instance) [ranks * instances] summed by the instances' ranks.
+std::vector<int64_t> rank_matrix(const std::vector<int64_t>& home_instance,
+                                 const InstanceTable& table, int64_t ranks);
+
+// Sets `layout`'s counts from its pairs per (home rank, instance) `home_instance`: it, the rows
+// per instance, the rank matrix and the loads.
+void set_layout_counts(PairLayout& layout, std::vector<int64_t> home_instance,
+                       const InstanceTable& table, int64_t ranks);
+
 // `instance`: [pairs] int64 index into table.instances; `home`: [pairs] int64 home ranks; both on
 // the device of table's tensors. `extra`: bincounts the caller wants brought to the host in the
 // layout's one copy; their counts are returned in `extra_counts`.

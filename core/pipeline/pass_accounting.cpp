@@ -1,7 +1,6 @@
 #include "core/pipeline/pass_accounting.hpp"
 
 #include <algorithm>
-#include <map>
 #include <numeric>
 
 #include "core/pipeline/critical_path.hpp"
@@ -47,79 +46,46 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
   const std::vector<int64_t>& moved = backward.by_forward_rank;
 
   // The exchanges of the pass, each one all-to-all-v call of one or more messages: (pair
-  // matrix, elements per row, transposed, category). The run's bytes use its element size; the
-  // model uses the profile's.
+  // matrix, the same per (home rank, instance) for chunks, elements per row, transposed,
+  // category). The run's bytes use its element size; the model uses the profile's.
   struct Message {
     const std::vector<int64_t>* pairs;
+    const std::vector<int64_t>* home_instance;
     int64_t elements;
     bool back;
     int64_t LayerTraffic::*category;
   };
   const int64_t h = c.hidden, ffn = c.ffn;
+  const std::vector<int64_t>*fh = &f.home_instance, *bh = &b.home_instance;
   std::vector<std::vector<Message>> calls = {
-      {{&f.matrix, h, false, &LayerTraffic::forward_dispatch}},
-      {{&f.matrix, h + 1, true, &LayerTraffic::forward_combine}},  // output row and hidden norm
+      {{&f.matrix, fh, h, false, &LayerTraffic::forward_dispatch}},
+      {{&f.matrix, fh, h + 1, true, &LayerTraffic::forward_combine}},  // output row, hidden norm
   };
   // The backward sends everything in one call (Note [Fused dispatch]): the kept pairs' gradient
   // and input rows, their saved pre-activations, and with input gradients for every computed
   // pair, those pairs' gradient rows (and input rows, to recompute) to their forward instance.
-  std::vector<Message> backward_out = {{&b.matrix, 2 * h, false, &LayerTraffic::backward_dispatch}};
-  if (!settings.recompute)
-    backward_out.push_back({&moved, 2 * ffn, false, &LayerTraffic::backward_dispatch});
+  std::vector<Message> backward_out = {
+      {&b.matrix, bh, 2 * h, false, &LayerTraffic::backward_dispatch}};
+  if (!settings.recompute) {
+    backward_out.push_back(
+        {&moved, &backward.forward_instance, 2 * ffn, false, &LayerTraffic::backward_dispatch});
+  }
   if (input_grads_for_all) {
     backward_out.push_back(
-        {&f.matrix, settings.recompute ? 2 * h : h, false, &LayerTraffic::backward_dispatch});
+        {&f.matrix, fh, settings.recompute ? 2 * h : h, false, &LayerTraffic::backward_dispatch});
   }
   calls.push_back(backward_out);
   // Input gradients home: every computed pair's, or the kept pairs' own.
-  calls.push_back(
-      {{input_grads_for_all ? &f.matrix : &b.matrix, h, true, &LayerTraffic::backward_return}});
-  // Chunked (Note [Chunked exchange]): each call once per chunk, each of its pair matrices the
-  // chunk's, by the forward's chunk of each (backward) instance.
-  const int64_t chunks =
-      forward.instance_chunk.empty() ? 1 : static_cast<int64_t>(settings.exchange_chunks);
-  std::map<const std::vector<int64_t>*, std::vector<std::vector<int64_t>>> chunk_pairs;
-  if (chunks > 1) {
-    const std::pair<const std::vector<int64_t>*, const std::vector<int64_t>*> by_instance[] = {
-        {&f.matrix, &f.home_instance},
-        {&b.matrix, &b.home_instance},
-        {&moved, &backward.forward_instance}};
-    for (const auto& [matrix, home_instance] : by_instance) {
-      for (int64_t k = 0; k < chunks; ++k) {
-        chunk_pairs[matrix].push_back(
-            home_instance->empty()
-                ? std::vector<int64_t>(matrix->size(), 0)
-                : chunk_matrix(*home_instance, table, forward.instance_chunk, k, R));
-      }
-    }
-  }
-  // [call][chunk]: the modeled seconds of each chunk's call.
-  std::vector<std::vector<double>> call_seconds(calls.size(), std::vector<double>(chunks, 0.0));
-  for (std::size_t n = 0; n < calls.size() && chunks > 1; ++n) {
-    for (int64_t k = 0; k < chunks; ++k) {
-      TrafficMatrix call_elements(R);
-      for (const Message& x : calls[n]) {
-        const TrafficMatrix elements =
-            TrafficMatrix::of_rows(chunk_pairs[x.pairs][static_cast<std::size_t>(k)], R,
-                                   static_cast<double>(x.elements), x.back);
-        for (std::size_t j = 0; j < elements.bytes.size(); ++j)
-          call_elements.bytes[j] += elements.bytes[j];
-      }
-      call_seconds[n][static_cast<std::size_t>(k)] = model.all_to_all_seconds(
-          scaled(call_elements, static_cast<double>(model.element_bytes())));
-    }
-  }
+  calls.push_back({input_grads_for_all
+                       ? Message{&f.matrix, fh, h, true, &LayerTraffic::backward_return}
+                       : Message{&b.matrix, bh, h, true, &LayerTraffic::backward_return}});
 
   account.bytes_sent.assign(r_size, 0);
   account.bytes_received.assign(r_size, 0);
-  for (std::size_t n = 0; n < calls.size(); ++n) {
-    const std::vector<Message>& call = calls[n];
-    TrafficMatrix call_elements(R);
+  for (const std::vector<Message>& call : calls) {
     for (const Message& x : call) {
-      const TrafficMatrix elements =
-          TrafficMatrix::of_rows(*x.pairs, R, static_cast<double>(x.elements), x.back);
-      const TrafficMatrix run_bytes =
-          scaled(elements, static_cast<double>(c.element_bytes.activation));
+      const TrafficMatrix run_bytes = TrafficMatrix::of_rows(
+          *x.pairs, R, static_cast<double>(x.elements * c.element_bytes.activation), x.back);
       account.traffic.cross_node += static_cast<int64_t>(model.cross_node_bytes(run_bytes));
       for (int64_t src = 0; src < R; ++src) {
         for (int64_t d = 0; d < R; ++d) {
@@ -127,15 +93,33 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
           account.traffic.*x.category += bytes;
           account.bytes_sent[static_cast<std::size_t>(src)] += bytes;
           account.bytes_received[static_cast<std::size_t>(d)] += bytes;
-          call_elements.at(src, d) += elements.at(src, d);
         }
       }
     }
-    if (chunks == 1) {
-      call_seconds[n][0] = model.all_to_all_seconds(
-          scaled(call_elements, static_cast<double>(model.element_bytes())));
+  }
+
+  // The modeled seconds of each call, [call][chunk]: unchunked one exchange of its messages'
+  // summed bytes; chunked (Note [Chunked exchange]), one per chunk over the chunk's pairs (its
+  // instances' pairs, by the forward's chunk of each instance).
+  const int64_t chunks =
+      forward.instance_chunk.empty() ? 1 : static_cast<int64_t>(settings.exchange_chunks);
+  std::vector<std::vector<double>> call_seconds;
+  for (const std::vector<Message>& call : calls) {
+    std::vector<double>& seconds = call_seconds.emplace_back();
+    for (int64_t k = 0; k < chunks; ++k) {
+      TrafficMatrix elements(R);
+      for (const Message& x : call) {
+        const std::vector<int64_t> in_chunk =
+            chunks == 1 ? std::vector<int64_t>()
+                        : chunk_matrix(*x.home_instance, table, forward.instance_chunk, k, R);
+        const TrafficMatrix part = TrafficMatrix::of_rows(chunks == 1 ? *x.pairs : in_chunk, R,
+                                                          static_cast<double>(x.elements), x.back);
+        for (std::size_t j = 0; j < part.bytes.size(); ++j) elements.bytes[j] += part.bytes[j];
+      }
+      seconds.push_back(
+          model.all_to_all_seconds(scaled(elements, static_cast<double>(model.element_bytes()))));
+      account.modeled.all_to_all += seconds.back();
     }
-    for (const double seconds : call_seconds[n]) account.modeled.all_to_all += seconds;
   }
 
   // Parameter transfers (Note [Cost model]): an expert's parameters from its home, the rank of

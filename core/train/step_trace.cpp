@@ -7,13 +7,6 @@ double seconds_since(int64_t started_ns, int64_t ns) {
   return 1e-9 * static_cast<double>(ns - started_ns);
 }
 
-// The phase whose span of `layer` (this process's) holds `ns`: forward when it starts before
-// the layer's backward does.
-int phase_at(const LayerStepStatistics& layer, int64_t ns) {
-  const std::vector<SpanInterval> backward = layer.spans.backward.intervals();
-  return !backward.empty() && ns >= backward.front().start_ns ? kBackwardPhase : kForwardPhase;
-}
-
 // Fields of a span as it travels between processes.
 constexpr int64_t kFields = 7;
 
@@ -49,9 +42,10 @@ std::vector<TraceSpan> process_trace(const std::vector<LayerStepStatistics>& lay
   };
   for (const SpanInterval& interval : whole) add(-1, -1, -1, TraceKind::Step, interval);
   for (const LayerStepStatistics& layer : layers) {
-    const TimedSpans* phases[kPhases] = {&layer.spans.forward, &layer.spans.backward};
+    const std::vector<SpanInterval> phases[kPhases] = {layer.spans.forward.intervals(),
+                                                       layer.spans.backward.intervals()};
     for (int phase = 0; phase < kPhases; ++phase) {
-      for (const SpanInterval& interval : phases[phase]->intervals())
+      for (const SpanInterval& interval : phases[phase])
         add(-1, layer.layer, phase, TraceKind::Layer, interval);
       for (const SpanInterval& interval : layer.plan_spans[phase])
         add(-1, layer.layer, phase, TraceKind::Plan, interval);
@@ -61,11 +55,16 @@ std::vector<TraceSpan> process_trace(const std::vector<LayerStepStatistics>& lay
           add(static_cast<int64_t>(r), layer.layer, phase, TraceKind::Expert, interval);
       }
     }
+    // A call is in the backward when it starts once the layer's backward has.
+    const std::vector<SpanInterval>& backward = phases[kBackwardPhase];
+    auto phase_at = [&](int64_t ns) {
+      return !backward.empty() && ns >= backward.front().start_ns ? kBackwardPhase : kForwardPhase;
+    };
     const std::pair<const ExchangeMeasurement*, TraceKind> calls[] = {
         {&layer.exchange, TraceKind::AllToAll}, {&layer.parameters, TraceKind::Transfer}};
     for (const auto& [measurement, kind] : calls) {
       for (const ExchangeCall& call : measurement->call_log) {
-        add(-1, layer.layer, phase_at(layer, call.entered_ns), kind,
+        add(-1, layer.layer, phase_at(call.entered_ns), kind,
             {call.entered_ns, seconds_since(call.entered_ns, call.left_ns)});
       }
     }
