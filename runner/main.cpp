@@ -267,6 +267,11 @@ int main(int argc, char** argv) {
       ->check(lrmoe::count_between(1, 1000000));
   replay->add_option("--record", replay_options.record_as,
                      "record each variant as a replay run, a cell of the sweep NAME");
+  replay
+      ->add_option("--processes", replay_options.processes,
+                   "plan as N processes (threads here) of cluster.ranks / N ranks each, each "
+                   "planning its own pairs; the plan time is the slowest one's CPU time")
+      ->check(lrmoe::count_between(1, 4096));
   replay->add_flag("--allocate", replay_options.allocate,
                    "on a GPU: allocate the busiest rank's buffers of the plan and report the "
                    "allocator's peak beside the model's");

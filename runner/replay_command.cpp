@@ -136,12 +136,13 @@ ReplayOutcome replay_variant(const PreparedVariant& p, const ReplayOptions& opti
   o.policies = policy_names(p.experiment.policies);
   std::unique_ptr<RunRecorder> recorder;
   try {
-    PlanReplay replay(p.experiment, p.policies, p.profile, loads);
+    PlanReplay replay(p.experiment, p.policies, p.profile, loads, /*moe_layers=*/0,
+                      options.processes);
     o.memory_per_rank = replay.budget().memory_per_rank;
     o.costs = replay.memory_costs();
     o.fixed = StaticMemory{replay.budget().optimizer_bytes, replay.budget().dense_bytes};
     if (store) {
-      RunInfo info = run_info(p.experiment, p.profile, o.memory_per_rank, blas, 1);
+      RunInfo info = run_info(p.experiment, p.profile, o.memory_per_rank, blas, options.processes);
       info.replay = true;
       info.target_loss.reset();  // nothing trains, so there is nothing to reach
       info.load_source = loads->describe();
@@ -248,8 +249,18 @@ int replay_command(const ReplayOptions& options, std::ostream& out) {
   }
   // Every variant resolves, and its plugins load, before anything replays or is written.
   std::vector<PreparedVariant> prepared;
-  for (const ReplayVariant& v : parse_variants(options.variants))
+  for (const ReplayVariant& v : parse_variants(options.variants)) {
     prepared.push_back(prepare(options.source, v));
+    if (const std::string problem =
+            replay_processes_problem(prepared.back().experiment, options.processes);
+        !problem.empty()) {
+      throw std::invalid_argument(fmt::format("{} (variant {}): --processes {}",
+                                              experiment_place(options.source), v.label, problem));
+    }
+  }
+  // The plan's parts are timed by each planning thread's CPU time (PlanClock::ThreadCpu), which
+  // counts all of a part's work only when LibTorch runs it in that thread: one core a process.
+  torch::set_num_threads(1);
   const std::string database = prepared.front().experiment.store.path;
 
   if (options.record_as) {
@@ -278,11 +289,16 @@ int replay_command(const ReplayOptions& options, std::ostream& out) {
   const ModelConfig& model = first.model;
   out << fmt::format(
       "replay of {}: model {} ({} MoE layers of {} experts, top {}), {} ranks, "
-      "memory_per_rank {}, {} tokens per micro-batch x {}, {} steps, hardware profile {}\n",
+      "memory_per_rank {}, {} tokens per micro-batch x {}, {} steps, hardware profile {}, "
+      "planned by {}\n",
       experiment_place(options.source), model.preset, model.num_layers - model.first_k_dense,
       model.num_experts, model.top_k, first.cluster.ranks, first.cluster.memory_per_rank,
       first.train.batch_size * first.train.seq_len, first.train.micro_batches, options.steps,
-      prepared.front().profile.name);
+      prepared.front().profile.name,
+      options.processes == 1
+          ? std::string("one process")
+          : fmt::format("{} processes of {} ranks (threads here)", options.processes,
+                        first.cluster.ranks / options.processes));
 
   std::vector<ReplayOutcome> outcomes;
   const auto started = std::chrono::steady_clock::now();

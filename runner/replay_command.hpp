@@ -1,9 +1,10 @@
 #pragma once
 // `lrmoe replay [EXPERIMENT] [--set K=V]... (--skew zipf:S | --loads-from RUN) [--variant V]...
-// [--steps N] [--db PATH] [--record NAME]`: the experiment's plans at its model's full dimensions,
-// without training (Note [Replay] in docs/notes.md). Per policy variant it prints whether every
-// plan fits cluster.memory_per_rank, each rank's peak memory subtotal and total, the replicas,
-// the pairs dropped and kept, and the modeled MoE time per step under cluster.profile. With
+// [--steps N] [--processes P] [--db PATH] [--record NAME]`: the experiment's plans at its model's
+// full dimensions, without training (Note [Replay] in docs/notes.md). Per policy variant it prints
+// whether every plan fits cluster.memory_per_rank, each rank's peak memory subtotal and total, the
+// replicas, the pairs dropped and kept, and the modeled MoE time per step under cluster.profile.
+// With
 // --record NAME, each variant is a run of kind 'replay' in the database, recorded as a cell of
 // the sweep NAME (its settings are the cell's values), so `lrmoe compare --sweep NAME` compares
 // the variants. With --allocate, on a GPU, each variant's busiest pass is allocated for real.
@@ -31,6 +32,9 @@ struct ReplayOptions {
   std::optional<int64_t> loads_from;  // a run of the database whose recorded loads drive it
   int64_t steps = 4;
   std::optional<std::string> record_as;  // a sweep name
+  // The run's processes, each planning its own ranks' pairs on a thread of this one (Note
+  // [Replay]); must divide cluster.ranks and a micro-batch's tokens.
+  int64_t processes = 1;
   // Allocate the busiest rank's busiest pass on the GPU and report the allocator's peak beside
   // the model's (core/replay/allocated_timeline.hpp). Refused without a GPU.
   bool allocate = false;

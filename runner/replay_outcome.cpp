@@ -84,8 +84,9 @@ void print_plan_parts(const std::vector<ReplayOutcome>& outcomes, std::ostream& 
                           fmt::format("{:.2f}", o.modeled > 0 ? p.total() / o.modeled : 0.0)});
   }
   if (parts.rows.empty()) return;
-  out << "\nplanning on this host, seconds per step by part (every MoE layer, forward and "
-         "backward), against the modeled MoE time it plans:\n"
+  out << "\nplanning on this host, CPU seconds per step of the process that plans longest, on "
+         "one core, by part (every MoE layer, forward and backward), against the modeled MoE "
+         "time it plans:\n"
       << render_text_table(parts, 24, "-");
 }
 

@@ -233,6 +233,56 @@ TEST_CASE("the default experiment replays under every bundle at a full-size pres
     CHECK_THAT(output, Contains(variant));
 }
 
+TEST_CASE(
+    "a replay planned by 4 processes, exact or scalable, plans what one process plans, and "
+    "times the slowest process",
+    "[replay]") {
+  TempFolder dir;
+  const std::string db = dir.file("results.db");
+  for (const char* processes : {"1", "4"}) {
+    const auto [code, output] = run_lrmoe(
+        {"replay",      kTinyExperiment,
+         "--set",       "cluster.ranks=4",
+         "--set",       "cluster.slots_per_rank=3",
+         "--skew",      "zipf:1.2",
+         "--steps",     "3",
+         "--db",        db,
+         "--record",    std::string("by-") + processes,
+         "--processes", processes,
+         "--variant",   "fixed",
+         "--variant",   "lrmoe",
+         "--variant",   "lrmoe-scalable:policies.bundle=lrmoe,policies.planning=scalable"},
+        dir.file("replay.log"));
+    INFO(output);
+    REQUIRE(code == 0);
+    CHECK_THAT(output, Contains(std::string(processes) == "1"
+                                    ? "planned by one process"
+                                    : "planned by 4 processes of 1 ranks (threads here)"));
+  }
+  // Runs 1-3 by one process, 4-6 by four, variant for variant: the same plans, so the same
+  // loads, bytes, memory and modeled time.
+  const auto store = lrmoe::ResultsStore::open_read_only(db);
+  CHECK(scalar(*store, "SELECT count(*) FROM moe_layer_steps WHERE run > 3") ==
+        scalar(*store, "SELECT count(*) FROM moe_layer_steps WHERE run <= 3"));
+  CHECK(scalar(*store, R"(
+SELECT count(*) FROM moe_layer_steps a JOIN moe_layer_steps b
+  ON b.run = a.run + 3 AND b.step = a.step AND b.layer = a.layer
+WHERE a.run <= 3 AND (a.pairs_dropped != b.pairs_dropped OR a.pairs_kept != b.pairs_kept
+   OR a.replicas != b.replicas OR a.forward_load_max != b.forward_load_max
+   OR a.backward_load_max != b.backward_load_max
+   OR a.bytes_forward_dispatch != b.bytes_forward_dispatch
+   OR a.bytes_backward_dispatch != b.bytes_backward_dispatch
+   OR a.bytes_replica_sync != b.bytes_replica_sync
+   OR abs(a.modeled_seconds - b.modeled_seconds) > 1e-12 * a.modeled_seconds
+   OR b.compaction_seconds IS NULL OR b.compaction_seconds <= 0))") == "0");
+  CHECK(scalar(*store, R"(
+SELECT count(*) FROM rank_memory a JOIN rank_memory b
+  ON b.run = a.run + 3 AND b.step = a.step AND b.rank = a.rank
+WHERE a.run <= 3 AND (a.replicas != b.replicas OR a.forward_tokens != b.forward_tokens
+   OR a.backward_tokens != b.backward_tokens))") == "0");
+  CHECK(scalar(*store, "SELECT count(*) FROM rank_memory WHERE run > 3") == "36");
+}
+
 TEST_CASE("a replay's mistakes are refused before anything is written", "[replay]") {
   TempFolder dir;
   const std::string db = dir.file("results.db");
@@ -250,6 +300,8 @@ TEST_CASE("a replay's mistakes are refused before anything is written", "[replay
       error_of({"--skew", "zipf:1", "--variant", "x:policies.placement.lrmoe.keep_fraction=2"}),
       Contains("keep_fraction"));
   CHECK_THAT(error_of({"--loads-from", "7"}), Contains("no such file"));
+  CHECK_THAT(error_of({"--skew", "zipf:1", "--set", "cluster.ranks=4", "--processes", "3"}),
+             Contains("--processes 3 processes cannot share cluster.ranks = 4 evenly"));
   CHECK_FALSE(std::filesystem::exists(db));
 }
 

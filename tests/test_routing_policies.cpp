@@ -238,6 +238,68 @@ TEST_CASE("capacity_aware stays within capacity whenever some routing does", "[p
   }
 }
 
+TEST_CASE("capacity_aware routes within the least shift Hall's condition allows", "[policies]") {
+  // Small random cases with capacity short or plentiful. The least feasible shift s*, from
+  // every subset of experts (Hall's condition: its pairs fit on the ranks hosting it, each
+  // holding max(0, capacity + s)), bounds every rank's load; at s* - 1 the pairs do not fit, so
+  // a routing within those bounds is one at the least shift.
+  const auto policy = load<lrmoe::RoutingPolicy>("capacity_aware");
+  std::mt19937 random(5);
+  auto below = [&](int64_t n) { return std::uniform_int_distribution<int64_t>(0, n - 1)(random); };
+  for (int trial = 0; trial < 300; ++trial) {
+    const int64_t ranks = 2 + below(4);
+    const int64_t experts = 1 + below(5);
+    std::vector<ExpertInstance> instances;
+    std::vector<uint32_t> hosts(static_cast<size_t>(experts), 0);  // bit r: an instance on r
+    std::vector<int64_t> slots(static_cast<size_t>(ranks), 0);
+    for (int64_t e = 0; e < experts; ++e) {
+      const int64_t owner = below(ranks);
+      instances.push_back({e, owner, slots[static_cast<size_t>(owner)]++, true});
+      hosts[static_cast<size_t>(e)] |= 1U << owner;
+      for (int64_t r = 0; r < ranks; ++r) {
+        if (r != owner && below(3) == 0) {
+          instances.push_back({e, r, slots[static_cast<size_t>(r)]++, false});
+          hosts[static_cast<size_t>(e)] |= 1U << r;
+        }
+      }
+    }
+    std::vector<int64_t> pair_experts(static_cast<size_t>(1 + below(40)));
+    for (int64_t& e : pair_experts) e = below(experts);
+    std::sort(pair_experts.begin(), pair_experts.end());
+    std::vector<int64_t> homes(pair_experts.size()), supply(static_cast<size_t>(experts), 0);
+    for (size_t i = 0; i < pair_experts.size(); ++i) {
+      homes[i] = below(ranks);
+      ++supply[static_cast<size_t>(pair_experts[i])];
+    }
+    std::vector<int64_t> capacity(static_cast<size_t>(ranks));
+    for (int64_t& c : capacity) c = below(20);
+    auto feasible = [&](int64_t shift) {
+      for (uint32_t subset = 1; subset < (1U << experts); ++subset) {
+        int64_t pairs = 0, room = 0;
+        uint32_t reach = 0;
+        for (int64_t e = 0; e < experts; ++e) {
+          if ((subset >> e & 1U) == 0) continue;
+          pairs += supply[static_cast<size_t>(e)];
+          reach |= hosts[static_cast<size_t>(e)];
+        }
+        for (int64_t r = 0; r < ranks; ++r)
+          if (reach >> r & 1U)
+            room += std::max<int64_t>(0, capacity[static_cast<size_t>(r)] + shift);
+        if (pairs > room) return false;
+      }
+      return true;
+    };
+    int64_t least = -20;
+    while (!feasible(least)) ++least;
+    const RoutingRequest request = routing_request(ranks, instances, pair_experts, homes, capacity);
+    const std::vector<int64_t> routed = to_vector(policy->route(request));
+    check_eligible(request, routed);
+    const std::vector<int64_t> loads = rank_loads(request, routed);
+    for (size_t r = 0; r < loads.size(); ++r)
+      CHECK(loads[r] <= std::max<int64_t>(0, capacity[r] + least));
+  }
+}
+
 TEST_CASE("Count routings give each (home rank, expert) the instance counts of their pair routing",
           "[policies]") {
   // Pairs in pair order, by expert and then home rank (Note [Pair order]); random placements and

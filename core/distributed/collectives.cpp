@@ -24,8 +24,10 @@
 #include "core/device/compute_device.hpp"
 #include "core/distributed/message_layout.hpp"
 #include "core/distributed/route_address.hpp"
+#include "core/distributed/thread_meeting.hpp"
 #include "core/system/host_info.hpp"
 #include "core/system/libtorch_compat.hpp"
+#include "core/system/thread_cpu_clock.hpp"
 
 namespace lrmoe {
 namespace {
@@ -255,6 +257,15 @@ std::shared_ptr<Collectives> Collectives::connect(const LaunchEnvironment& launc
                  resolve_backend(cluster.backend, resolve_device(train.device, launch.local_rank)));
 }
 
+std::shared_ptr<Collectives> Collectives::join_threads(std::shared_ptr<ThreadMeeting> meeting,
+                                                       int64_t rank) {
+  auto collectives = std::make_shared<Collectives>();
+  collectives->rank_ = rank;
+  collectives->size_ = meeting->size();
+  if (collectives->size_ > 1) collectives->meeting_ = std::move(meeting);
+  return collectives;
+}
+
 Collectives::Collectives() = default;
 Collectives::~Collectives() = default;
 
@@ -268,6 +279,11 @@ void Collectives::max(torch::Tensor& tensor) {
 
 void Collectives::all_reduce(torch::Tensor& tensor, bool maximum) {
   if (single()) return;
+  CollectiveCpuScope collective;
+  if (meeting_) {
+    meeting_->all_reduce(rank_, tensor, maximum);
+    return;
+  }
   const Group::Route route = group_->route(tensor);
   std::vector<torch::Tensor> tensors{tensor.contiguous().to(route.device)};
   c10d::AllreduceOptions options;
@@ -292,6 +308,8 @@ torch::Tensor Collectives::gather_rows(const torch::Tensor& local, std::vector<i
 torch::Tensor Collectives::gather_rows(const torch::Tensor& local,
                                        const std::vector<int64_t>& rows) {
   if (single()) return local;
+  CollectiveCpuScope collective;
+  if (meeting_) return meeting_->gather_rows(rank_, local);
   // Collective gathers want equal shapes: every part is padded to the largest.
   const int64_t widest = std::max<int64_t>(1, *std::max_element(rows.begin(), rows.end()));
   auto shape = local.sizes().vec();
@@ -314,7 +332,18 @@ torch::Tensor Collectives::exchange_rows(const torch::Tensor& send,
                                          const std::vector<int64_t>& send_rows,
                                          const std::vector<int64_t>& recv_rows) {
   if (single()) return send;
+  CollectiveCpuScope collective;
   auto shape = send.sizes().vec();
+  if (meeting_) {
+    const torch::Tensor bytes = as_byte_rows(send);
+    std::vector<int64_t> send_bytes = send_rows, recv_bytes = recv_rows;
+    for (int64_t& n : send_bytes) n *= bytes.size(1);
+    for (int64_t& n : recv_bytes) n *= bytes.size(1);
+    const torch::Tensor arrived =
+        meeting_->exchange_bytes(rank_, bytes.reshape({-1, 1}), send_bytes, recv_bytes);
+    shape[0] = std::accumulate(recv_rows.begin(), recv_rows.end(), int64_t{0});
+    return arrived.view(send.scalar_type()).reshape(shape);
+  }
   const Group::Route route = group_->route(send);
   torch::Tensor bytes = as_byte_rows(send).to(route.device);  // c10d takes it non-const
   const int64_t received = std::accumulate(recv_rows.begin(), recv_rows.end(), int64_t{0});
@@ -335,7 +364,15 @@ struct Collectives::PendingMessages::State {
   torch::Tensor send, arrived;  // [bytes, 1] uint8 on the backend's device
   std::vector<int64_t> send_bytes, recv_bytes;
   torch::Device device = torch::kCPU;   // the messages' device, where they arrive
-  std::vector<torch::Tensor> received;  // once waited for (at once with one process)
+  std::vector<torch::Tensor> received;  // once waited for (at once with one process or threads)
+
+  // `arrived`, on the messages' device, as what wait() returns.
+  void unpack() {
+    const torch::Tensor here = arrived.to(device);
+    if (!layout) received.push_back(here);
+    for (std::size_t m = 0; m < messages; ++m)
+      received.push_back(unpack_message(*layout, here, m, torch::Tensor()));
+  }
 };
 
 Collectives::PendingMessages::PendingMessages(std::unique_ptr<State> state)
@@ -350,12 +387,10 @@ Collectives::PendingMessages::~PendingMessages() = default;
 std::vector<torch::Tensor> Collectives::PendingMessages::wait() {
   State& s = *state_;
   if (s.group) {
+    CollectiveCpuScope collective;
     s.group->finish("all-to-all-v", s.work);
     s.group = nullptr;
-    const torch::Tensor arrived = s.arrived.to(s.device);
-    if (!s.layout) s.received.push_back(arrived);
-    for (std::size_t m = 0; m < s.messages; ++m)
-      s.received.push_back(unpack_message(*s.layout, arrived, m, torch::Tensor()));
+    s.unpack();
   }
   return s.received;
 }
@@ -367,6 +402,7 @@ Collectives::PendingMessages Collectives::start_exchange_messages(
     for (const RowMessage& m : messages) state->received.push_back(m.rows);
     return PendingMessages(std::move(state));
   }
+  CollectiveCpuScope collective;
   std::vector<MessageShape> shapes;
   for (const RowMessage& m : messages)
     shapes.push_back(message_shape(m.rows, m.send_rows, m.recv_rows));
@@ -391,6 +427,7 @@ Collectives::PendingMessages Collectives::start_exchange_bytes(
     state->received.push_back(send);
     return PendingMessages(std::move(state));
   }
+  CollectiveCpuScope collective;
   state->device = send.device();
   start_bytes(*state, send, send_bytes, recv_bytes);
   return PendingMessages(std::move(state));
@@ -399,6 +436,11 @@ Collectives::PendingMessages Collectives::start_exchange_bytes(
 void Collectives::start_bytes(PendingMessages::State& s, const torch::Tensor& send,
                               const std::vector<int64_t>& send_bytes,
                               const std::vector<int64_t>& recv_bytes) {
+  if (meeting_) {  // in memory, at once: wait() finds it done
+    s.arrived = meeting_->exchange_bytes(rank_, send, send_bytes, recv_bytes);
+    s.unpack();
+    return;
+  }
   const Group::Route route = group_->route(send);
   s.send = send.to(route.device);
   s.send_bytes = send_bytes;
@@ -420,6 +462,11 @@ std::vector<torch::Tensor> Collectives::exchange_messages(const std::vector<RowM
 
 void Collectives::barrier() {
   if (single()) return;
+  CollectiveCpuScope collective;
+  if (meeting_) {
+    meeting_->barrier();
+    return;
+  }
   group_->run("barrier", [&] { return group_->backend->barrier(); });
 }
 

@@ -29,6 +29,8 @@ class PeerError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+class ThreadMeeting;
+
 class Collectives {
  public:
   // One process: every collective is the identity.
@@ -43,6 +45,11 @@ class Collectives {
   static std::shared_ptr<Collectives> connect(const LaunchEnvironment& launch,
                                               const ClusterConfig& cluster,
                                               const TrainConfig& train);
+  // Thread `rank` of `meeting`'s threads, which stand for a run's processes within this one
+  // (`lrmoe replay --processes`, Note [Replay] in docs/notes.md): its collectives run in memory
+  // (core/distributed/thread_meeting.hpp), host tensors only.
+  static std::shared_ptr<Collectives> join_threads(std::shared_ptr<ThreadMeeting> meeting,
+                                                   int64_t rank);
   ~Collectives();
   Collectives(const Collectives&) = delete;
   Collectives& operator=(const Collectives&) = delete;
@@ -114,6 +121,7 @@ class Collectives {
 
   struct Group;
   std::unique_ptr<Group> group_;
+  std::shared_ptr<ThreadMeeting> meeting_;  // instead of group_, for threads
   int64_t rank_ = 0;
   int64_t local_rank_ = 0;
   int64_t size_ = 1;

@@ -194,7 +194,7 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_exact(const torc
                                                                       const torch::Tensor& gates,
                                                                       const torch::Tensor& home,
                                                                       int64_t tokens) {
-  Stopwatch clock;
+  Stopwatch clock(settings_.plan_clock);
   PipelineOverhead overhead;
   const GlobalPairs all = gather_pairs(*collectives_, experts, gates, home);
   overhead.compaction += clock.lap();
@@ -290,7 +290,7 @@ BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch
   } catch (const PlanError& error) {
     throw located(error, "backward");
   }
-  Stopwatch clock;
+  Stopwatch clock(settings_.plan_clock);
   check_budget(
       rank_holdings(*forward.table, as_loads(forward.layout.load), as_loads(pass.layout.load)),
       "after backward routing");
@@ -305,7 +305,7 @@ BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch
 
 BackwardPass ExpertPipeline::plan_backward_exact(const ForwardPass& forward, PairBatch signals,
                                                  PipelineOverhead& overhead) {
-  Stopwatch clock;
+  Stopwatch clock(settings_.plan_clock);
   signals = gather_signals(forward, std::move(signals));
   overhead.compaction += clock.lap();
   const torch::Tensor scores = score(forward, signals);

@@ -41,6 +41,7 @@
 #include "core/pipeline/pair_layout.hpp"
 #include "core/pipeline/process_view.hpp"
 #include "core/pipeline/rank_clock.hpp"
+#include "core/pipeline/stopwatch.hpp"
 #include "core/plugins/plugin_boundary.hpp"
 #include "core/plugins/policy_set.hpp"
 
@@ -61,6 +62,7 @@ struct PipelineSettings {
   DroppedPairKeeps dropped_pair_keeps = DroppedPairKeeps::Nothing;
   bool check_plugin_outputs = true;  // the value checks of plugin_output_checks.hpp
   Planning planning = Planning::Exact;
+  PlanClock plan_clock = PlanClock::Wall;  // what PipelineOverhead's parts are timed by
   uint64_t seed = 0;
   CostModel cost_model;
   ProcessView process;

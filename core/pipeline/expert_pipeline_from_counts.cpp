@@ -38,7 +38,7 @@ std::vector<int64_t> groups_by_expert(const std::vector<int64_t>& routed,
 std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
     const torch::Tensor& experts, const torch::Tensor& gates, const torch::Tensor& home,
     int64_t tokens) {
-  Stopwatch clock;
+  Stopwatch clock(settings_.plan_clock);
   PipelineOverhead overhead;
   const int64_t E = settings_.num_experts, R = settings_.ranks;
   // Routed pairs per (home rank, expert) over every process: each home rank is one process's.
@@ -120,7 +120,7 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
 BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forward,
                                                        PairBatch signals,
                                                        PipelineOverhead& overhead) {
-  Stopwatch clock;
+  Stopwatch clock(settings_.plan_clock);
   const int64_t E = settings_.num_experts, R = settings_.ranks;
   const ProcessView& process = settings_.process;
   const InstanceTable& table = *forward.table;

@@ -8,9 +8,12 @@
 // which is exact:
 //  1. Room. The smallest shift s (an integer, negative while capacity is plentiful) such that
 //     every rank r can hold at most capacity[r] + s pairs (at least 0) and all pairs still find
-//     an instance: found by bisection, each step a maximum flow source -> expert (its pairs) ->
-//     rank hosting an instance of it -> sink (capacity[r] + s). So the rank with the least room
-//     left has as much as any routing can leave it; with equal capacities that is the smallest
+//     an instance in a maximum flow source -> expert (its pairs) -> rank hosting an instance of
+//     it -> sink (capacity[r] + s). Found from below: each flow that falls short names a set of
+//     experts that cannot fit on the ranks they reach, which raises s to where they could
+//     (Hall's condition), until one fits; a handful of flows where bisection took twenty, the
+//     same s (tests/test_routing_policies.cpp checks it is the least). So the rank with the least
+//     room left has as much as any routing can leave it; with equal capacities that is the smallest
 //     busiest rank. s > 0 only when no routing fits: the overflow is then the least possible, on
 //     every rank at most s, and the runner reports it.
 //  2. Flow. The flow for that s starts from each pair at its home rank where that rank hosts the
@@ -25,7 +28,6 @@
 #include <lrmoe/plugin.hpp>
 
 #include <algorithm>
-#include <deque>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -35,19 +37,25 @@ namespace {
 // Flows of pairs from experts to the ranks that host them, within per-rank limits.
 class ExpertRankFlow {
  public:
-  ExpertRankFlow(std::vector<int64_t> supply, std::vector<std::vector<int64_t>> ranks_of,
+  ExpertRankFlow(std::vector<int64_t> supply, const std::vector<std::vector<int64_t>>& ranks_of,
                  std::vector<int64_t> limit)
-      : ranks_of_(std::move(ranks_of)),
+      : ranks_of_(&ranks_of),
+        experts_(supply.size()),
+        ranks_(limit.size()),
         limit_(std::move(limit)),
-        flow_(supply.size(), std::vector<int64_t>(limit_.size(), 0)),
-        load_(limit_.size(), 0),
+        flow_(experts_ * ranks_, 0),
+        load_(ranks_, 0),
+        supply_(supply),
         unplaced_(std::move(supply)) {}
+
+  // Raises the ranks' limits to `limit` (none lower): the flow so far stays within them.
+  void raise_limits(std::vector<int64_t> limit) { limit_ = std::move(limit); }
 
   // Adds `pairs` of `expert` to `rank` as far as the rank's limit allows.
   void place(size_t expert, size_t rank, int64_t pairs) {
     const int64_t moved = std::min({pairs, unplaced_[expert], limit_[rank] - load_[rank]});
     if (moved <= 0) return;
-    flow_[expert][rank] += moved;
+    flow_[expert * ranks_ + rank] += moved;
     load_[rank] += moved;
     unplaced_[expert] -= moved;
   }
@@ -57,12 +65,16 @@ class ExpertRankFlow {
   // expert -> hosting rank (always open) and rank -> expert (undoing flow that expert sends
   // there), and ends at a rank below its limit.
   bool complete() {
-    const size_t E = unplaced_.size();
-    const size_t R = limit_.size();
+    const size_t E = experts_;
+    // Nodes 0..E-1 are experts, E..E+R-1 ranks; parent[v] is where the path came from. The
+    // queue is a vector read from `head`: every node enters it at most once per search.
+    std::vector<int64_t>& parent = parent_;
+    parent.resize(E + ranks_);
+    std::vector<size_t> queue;
+    queue.reserve(E + ranks_);
     for (;;) {
-      // Nodes 0..E-1 are experts, E..E+R-1 ranks; parent[v] is where the path came from.
-      std::vector<int64_t> parent(E + R, -1);
-      std::deque<size_t> queue;
+      std::fill(parent.begin(), parent.end(), -1);
+      queue.clear();
       for (size_t e = 0; e < E; ++e) {
         if (unplaced_[e] > 0) {
           parent[e] = static_cast<int64_t>(e);
@@ -71,11 +83,10 @@ class ExpertRankFlow {
       }
       if (queue.empty()) return true;
       int64_t end = -1;
-      while (!queue.empty() && end < 0) {
-        const size_t node = queue.front();
-        queue.pop_front();
+      for (size_t head = 0; head < queue.size() && end < 0; ++head) {
+        const size_t node = queue[head];
         if (node < E) {
-          for (const int64_t r : ranks_of_[node]) {
+          for (const int64_t r : (*ranks_of_)[node]) {
             const size_t rank = E + static_cast<size_t>(r);
             if (parent[rank] >= 0) continue;
             parent[rank] = static_cast<int64_t>(node);
@@ -86,8 +97,9 @@ class ExpertRankFlow {
             queue.push_back(rank);
           }
         } else {
+          const size_t r = node - E;
           for (size_t e = 0; e < E; ++e) {
-            if (parent[e] < 0 && flow_[e][node - E] > 0) {
+            if (parent[e] < 0 && flow_[e * ranks_ + r] > 0) {
               parent[e] = static_cast<int64_t>(node);
               queue.push_back(e);
             }
@@ -106,32 +118,74 @@ class ExpertRankFlow {
           break;
         }
         node = static_cast<size_t>(parent[expert]);
-        amount = std::min(amount, flow_[expert][node - E]);
+        amount = std::min(amount, flow_[expert * ranks_ + node - E]);
       }
       node = static_cast<size_t>(end);
       load_[end_rank] += amount;
       while (true) {
         const auto expert = static_cast<size_t>(parent[node]);
-        flow_[expert][node - E] += amount;
+        flow_[expert * ranks_ + node - E] += amount;
         if (parent[expert] == static_cast<int64_t>(expert)) {
           unplaced_[expert] -= amount;
           break;
         }
         node = static_cast<size_t>(parent[expert]);
-        flow_[expert][node - E] -= amount;
+        flow_[expert * ranks_ + node - E] -= amount;
       }
     }
   }
 
-  const std::vector<std::vector<int64_t>>& flow() const { return flow_; }
+  // After complete() failed: the experts its last search reached from those with unplaced pairs
+  // (their pairs in all) and the ranks it reached, every one at its limit and loaded by those
+  // experts alone, which host nowhere else. Those experts' pairs cannot fit until those ranks
+  // hold more: a set that breaks Hall's condition.
+  struct Blocked {
+    int64_t pairs = 0;
+    std::vector<int64_t> ranks;
+  };
+  Blocked blocked() const {
+    Blocked b;
+    for (size_t e = 0; e < experts_; ++e)
+      if (parent_[e] >= 0) b.pairs += supply_[e];
+    for (size_t r = 0; r < ranks_; ++r)
+      if (parent_[experts_ + r] >= 0) b.ranks.push_back(static_cast<int64_t>(r));
+    return b;
+  }
+
+  // [experts][ranks] pairs placed.
+  std::vector<std::vector<int64_t>> flow() const {
+    std::vector<std::vector<int64_t>> rows(experts_);
+    for (size_t e = 0; e < experts_; ++e)
+      rows[e].assign(flow_.begin() + static_cast<std::ptrdiff_t>(e * ranks_),
+                     flow_.begin() + static_cast<std::ptrdiff_t>((e + 1) * ranks_));
+    return rows;
+  }
 
  private:
-  std::vector<std::vector<int64_t>> ranks_of_;  // [experts] ranks hosting an instance
-  std::vector<int64_t> limit_;                  // [ranks] pairs each may hold
-  std::vector<std::vector<int64_t>> flow_;      // [experts][ranks] pairs placed
-  std::vector<int64_t> load_;                   // [ranks] pairs placed
-  std::vector<int64_t> unplaced_;               // [experts]
+  const std::vector<std::vector<int64_t>>* ranks_of_;  // [experts] ranks hosting an instance
+  size_t experts_, ranks_;
+  std::vector<int64_t> limit_;     // [ranks] pairs each may hold
+  std::vector<int64_t> flow_;      // [experts * ranks] pairs placed
+  std::vector<int64_t> load_;      // [ranks] pairs placed
+  std::vector<int64_t> supply_;    // [experts] pairs in all
+  std::vector<int64_t> unplaced_;  // [experts]
+  std::vector<int64_t> parent_;    // the last search's: where each node was reached from, or -1
 };
+
+// The smallest shift s at which `ranks` (a subset of them) can hold `demand` pairs between
+// them, each at most max(0, capacity + s): a bound below every feasible shift, since the pairs
+// of experts hosted only there must fit there. `low` must hold too few, `high` enough.
+int64_t least_shift_holding(const std::vector<int64_t>& capacity, const std::vector<int64_t>& ranks,
+                            int64_t demand, int64_t low, int64_t high) {
+  while (high - low > 1) {
+    const int64_t middle = low + (high - low) / 2;
+    int64_t room = 0;
+    for (const int64_t r : ranks)
+      room += std::max<int64_t>(0, capacity[static_cast<size_t>(r)] + middle);
+    (room >= demand ? high : low) = middle;
+  }
+  return high;
+}
 
 // Where each expert's instances are: the ranks hosting one (instance order, each rank once) and
 // the instance that takes a rank's pairs.
@@ -176,10 +230,13 @@ std::vector<std::vector<int64_t>> transport(const std::vector<std::vector<int64_
   });
 
   // Step 2 for one shift s: the flow's start, which complete() then finishes.
-  auto flow_at = [&](int64_t shift) {
+  auto limits_at = [&](int64_t shift) {
     std::vector<int64_t> limit(R);
     for (size_t r = 0; r < R; ++r) limit[r] = std::max<int64_t>(0, capacity[r] + shift);
-    ExpertRankFlow flow(supply, hosts.ranks_of, std::move(limit));
+    return limit;
+  };
+  auto flow_at = [&](int64_t shift) {
+    ExpertRankFlow flow(supply, hosts.ranks_of, limits_at(shift));
     for (const size_t e : order) {
       for (const int64_t rank : hosts.ranks_of[e]) {
         flow.place(e, static_cast<size_t>(rank), at_home[e][static_cast<size_t>(rank)]);
@@ -188,16 +245,28 @@ std::vector<std::vector<int64_t>> transport(const std::vector<std::vector<int64_
     return flow;
   };
 
-  // Step 1: at s = all pairs - min capacity every rank can hold them all; below -max capacity
-  // none can hold any. The bisection keeps `high` feasible and `low` infeasible.
+  // Step 1: the smallest feasible shift. Feasibility only grows with s, so it is one number
+  // however it is found. At s = all pairs - min capacity every rank can hold them all. The
+  // search starts from a shift no feasible one is below (every rank for all pairs) and raises
+  // it while the flow there is short, each time to the least shift at which the set of experts
+  // its last search was blocked by could fit on the ranks it reached: a bound below every
+  // feasible shift, above the one tried. Raising the limits keeps the flow so far, so each
+  // round only augments what is missing.
   const auto [least, most] = std::minmax_element(capacity.begin(), capacity.end());
-  int64_t high = total - *least;
-  int64_t low = -*most - 1;
-  while (high - low > 1) {
-    const int64_t middle = low + (high - low) / 2;
-    (flow_at(middle).complete() ? high : low) = middle;
+  const int64_t high = total - *least;
+  std::vector<int64_t> every_rank(R);
+  std::iota(every_rank.begin(), every_rank.end(), 0);
+  int64_t shift = least_shift_holding(capacity, every_rank, total, -*most - 1, high);
+  ExpertRankFlow search = flow_at(shift);
+  while (shift < high && !search.complete()) {
+    const ExpertRankFlow::Blocked blocked = search.blocked();
+    shift = blocked.ranks.empty()
+                ? high
+                : least_shift_holding(capacity, blocked.ranks, blocked.pairs, shift, high);
+    search.raise_limits(limits_at(shift));
   }
-  ExpertRankFlow feasible = flow_at(high);
+  // Step 2 at that shift, from its own start: the routing does not depend on the search.
+  ExpertRankFlow feasible = flow_at(shift);
   if (!feasible.complete()) {
     throw std::logic_error("capacity_aware: no routing at the feasible shift");
   }
