@@ -17,7 +17,8 @@ void reduce_into(T* out, const std::vector<torch::Tensor>& inputs, int64_t first
   std::copy(in + first, in + last, out + first);
   for (std::size_t q = 1; q < inputs.size(); ++q) {
     in = inputs[q].data_ptr<T>();
-    for (int64_t i = first; i < last; ++i) out[i] = maximum ? std::max(out[i], in[i]) : out[i] + in[i];
+    for (int64_t i = first; i < last; ++i)
+      out[i] = maximum ? std::max(out[i], in[i]) : out[i] + in[i];
   }
 }
 
@@ -93,9 +94,10 @@ torch::Tensor ThreadMeeting::exchange_bytes(int64_t rank, const torch::Tensor& s
   for (std::size_t q = 0; q < posted_.size(); ++q) {
     const std::vector<int64_t>& sent = *posted_counts_[q];
     if (sent[me] != recv_bytes[q]) {
-      throw std::logic_error(fmt::format("thread collectives: thread {} sends {} bytes to thread "
-                                         "{}, which expects {}",
-                                         q, sent[me], rank, recv_bytes[q]));
+      throw std::logic_error(
+          fmt::format("thread collectives: thread {} sends {} bytes to thread "
+                      "{}, which expects {}",
+                      q, sent[me], rank, recv_bytes[q]));
     }
     const int64_t offset = std::accumulate(sent.begin(), sent.begin() + rank, int64_t{0});
     const uint8_t* in = posted_[q].data_ptr<uint8_t>() + offset;

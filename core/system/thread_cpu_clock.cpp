@@ -20,7 +20,8 @@ double thread_work_cpu_seconds() {
   return thread_cpu_seconds() - in_collectives;
 }
 
-CollectiveCpuScope::CollectiveCpuScope() : started_(open_scopes++ == 0 ? thread_cpu_seconds() : 0) {}
+CollectiveCpuScope::CollectiveCpuScope()
+    : started_(open_scopes++ == 0 ? thread_cpu_seconds() : 0) {}
 
 CollectiveCpuScope::~CollectiveCpuScope() {
   if (--open_scopes == 0) in_collectives += thread_cpu_seconds() - started_;
