@@ -62,6 +62,31 @@ void check_eligible(const RoutingRequest& request, const std::vector<int64_t>& r
   }
 }
 
+// `experts` owners on random ranks, and a replica of each on every other rank with odds 1 in
+// `replica_odds`; hosts[e]: the ranks hosting expert e, owner first.
+struct RandomPlacement {
+  std::vector<ExpertInstance> instances;
+  std::vector<std::vector<int64_t>> hosts;
+};
+RandomPlacement random_placement(std::mt19937& random, int64_t ranks, int64_t experts,
+                                 int64_t replica_odds) {
+  auto below = [&](int64_t n) { return std::uniform_int_distribution<int64_t>(0, n - 1)(random); };
+  RandomPlacement p{{}, std::vector<std::vector<int64_t>>(static_cast<size_t>(experts))};
+  std::vector<int64_t> slots(static_cast<size_t>(ranks), 0);
+  for (int64_t e = 0; e < experts; ++e) {
+    const int64_t owner = below(ranks);
+    p.instances.push_back({e, owner, slots[static_cast<size_t>(owner)]++, true});
+    p.hosts[static_cast<size_t>(e)].push_back(owner);
+    for (int64_t r = 0; r < ranks; ++r) {
+      if (r != owner && below(replica_odds) == 0) {
+        p.instances.push_back({e, r, slots[static_cast<size_t>(r)]++, false});
+        p.hosts[static_cast<size_t>(e)].push_back(r);
+      }
+    }
+  }
+  return p;
+}
+
 // Rank 0: e0 (owner), e2 (replica); rank 1: e1 (owner), e0 (replica); rank 2: e2 (owner), e0
 // (replica).
 std::vector<ExpertInstance> three_rank_instances() {
@@ -196,20 +221,7 @@ TEST_CASE("capacity_aware stays within capacity whenever some routing does", "[p
   for (int trial = 0; trial < 200; ++trial) {
     const int64_t ranks = 2 + below(5);
     const int64_t experts = 1 + below(8);
-    std::vector<ExpertInstance> instances;
-    std::vector<std::vector<int64_t>> hosts(static_cast<size_t>(experts));
-    std::vector<int64_t> slots(static_cast<size_t>(ranks), 0);
-    for (int64_t e = 0; e < experts; ++e) {
-      const int64_t owner = below(ranks);
-      instances.push_back({e, owner, slots[static_cast<size_t>(owner)]++, true});
-      hosts[static_cast<size_t>(e)].push_back(owner);
-      for (int64_t r = 0; r < ranks; ++r) {
-        if (r != owner && below(4) == 0) {
-          instances.push_back({e, r, slots[static_cast<size_t>(r)]++, false});
-          hosts[static_cast<size_t>(e)].push_back(r);
-        }
-      }
-    }
+    const auto [instances, hosts] = random_placement(random, ranks, experts, 4);
     std::vector<int64_t> pair_experts(static_cast<size_t>(below(60)));
     for (int64_t& e : pair_experts) e = below(experts);
     std::sort(pair_experts.begin(), pair_experts.end());
@@ -249,20 +261,10 @@ TEST_CASE("capacity_aware routes within the least shift Hall's condition allows"
   for (int trial = 0; trial < 300; ++trial) {
     const int64_t ranks = 2 + below(4);
     const int64_t experts = 1 + below(5);
-    std::vector<ExpertInstance> instances;
+    const auto [instances, host_lists] = random_placement(random, ranks, experts, 3);
     std::vector<uint32_t> hosts(static_cast<size_t>(experts), 0);  // bit r: an instance on r
-    std::vector<int64_t> slots(static_cast<size_t>(ranks), 0);
-    for (int64_t e = 0; e < experts; ++e) {
-      const int64_t owner = below(ranks);
-      instances.push_back({e, owner, slots[static_cast<size_t>(owner)]++, true});
-      hosts[static_cast<size_t>(e)] |= 1U << owner;
-      for (int64_t r = 0; r < ranks; ++r) {
-        if (r != owner && below(3) == 0) {
-          instances.push_back({e, r, slots[static_cast<size_t>(r)]++, false});
-          hosts[static_cast<size_t>(e)] |= 1U << r;
-        }
-      }
-    }
+    for (size_t e = 0; e < hosts.size(); ++e)
+      for (const int64_t r : host_lists[e]) hosts[e] |= 1U << r;
     std::vector<int64_t> pair_experts(static_cast<size_t>(1 + below(40)));
     for (int64_t& e : pair_experts) e = below(experts);
     std::sort(pair_experts.begin(), pair_experts.end());
