@@ -122,10 +122,10 @@ PlanReplay::PlanReplay(const Experiment& experiment, std::shared_ptr<const Polic
       budget_(rank_budget(experiment.model, experiment.train, experiment.cluster,
                           pair_costs(experiment.model, experiment))),
       profile_(std::move(profile)),
-      memory_costs_(pair_costs(experiment.model, experiment).memory),
-      processes_(static_cast<std::size_t>(processes)) {
+      memory_costs_(pair_costs(experiment.model, experiment).memory) {
   if (const std::string problem = replay_processes_problem(experiment, processes); !problem.empty())
     throw std::invalid_argument(problem);
+  processes_.resize(static_cast<std::size_t>(processes));
   const auto meeting = std::make_shared<ThreadMeeting>(
       processes,
       std::chrono::milliseconds(static_cast<int64_t>(experiment.cluster.timeout * 1000)));

@@ -14,8 +14,10 @@
 // (in memory: core/distributed/thread_meeting.hpp), each planning its own ranks' pairs as the
 // process would: under policies.planning = "scalable" from its pairs and summed counts, under
 // "exact" from every pair it gathers. The plan's parts are timed by each thread's CPU time
-// (PlanClock::ThreadCpu), what the process would spend on a core of its own; a step's plan time is
-// its slowest process's. With P = 1 there is no thread and no collective.
+// (PlanClock::ThreadCpu), what the process would spend on a core of its own, which counts all of
+// a part's work only when LibTorch runs it in that thread (`lrmoe replay` sets one intra-op
+// thread); a step's plan time is its slowest process's. With P = 1 there is no thread and no
+// collective.
 
 #include <cstdint>
 #include <memory>
