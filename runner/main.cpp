@@ -20,6 +20,7 @@
 #include "core/system/one_line.hpp"
 #include "count_option.hpp"
 #include "database_option.hpp"
+#include "experiment_options.hpp"
 #include "export_command.hpp"
 #include "export_hf_command.hpp"
 #include "gate_command.hpp"
@@ -43,11 +44,8 @@ namespace {
 
 constexpr int kUsageExit = 2;
 
-// A repeatable option takes one value per occurrence, so that `--set a=b FILE` leaves FILE to
-// the positional argument.
-CLI::Option* repeatable(CLI::Option* option) {
-  return option->allow_extra_args(false);
-}
+using lrmoe::add_experiment_options;
+using lrmoe::repeatable;
 
 // "lrmoe run": the deepest subcommand the command line reached, for the usage hint.
 std::string command_path(const CLI::App& app) {
@@ -57,14 +55,6 @@ std::string command_path(const CLI::App& app) {
     path += " " + command->get_name();
   }
   return path;
-}
-
-void add_experiment_options(CLI::App* command, lrmoe::ExperimentSource& source,
-                            bool file_required) {
-  auto* file = command->add_option("experiment", source.file, "experiment TOML file");
-  if (file_required) file->required();
-  repeatable(command->add_option("--set", source.overrides,
-                                 "override a field: section.key=value (repeatable)"));
 }
 
 // LibTorch's own log lines (c10d's connection retries and timeouts, its process groups'
@@ -246,35 +236,8 @@ int main(int argc, char** argv) {
   lrmoe::HfComputeOptions hf_compute_options;
   CLI::App* hf_compute = lrmoe::add_hf_compute_command(app, hf_compute_options);
 
-  auto* replay = app.add_subcommand(
-      "replay",
-      "plan an experiment at its model's full size without training: memory, replicas and "
-      "modeled MoE time per policy variant");
   lrmoe::ReplayOptions replay_options;
-  add_experiment_options(replay, replay_options.source, false);
-  lrmoe::add_database_option(
-      replay, replay_options.source.database,
-      "results database for --loads-from and --record (overrides store.path)");
-  replay->add_option("--skew", replay_options.skew,
-                     "synthetic routing: zipf:S, expert shares proportional to 1/rank^S");
-  replay->add_option("--loads-from", replay_options.loads_from,
-                     "routing from a run's recorded per-expert loads (its last --steps steps)");
-  repeatable(replay->add_option(
-      "--variant", replay_options.variants,
-      "a bundle (fixed, symi, lrmoe) or LABEL:section.key=value,... (repeatable; default: the "
-      "three bundles)"));
-  replay->add_option("--steps", replay_options.steps, "optimizer steps to replay")
-      ->check(lrmoe::count_between(1, 1000000));
-  replay->add_option("--record", replay_options.record_as,
-                     "record each variant as a replay run, a cell of the sweep NAME");
-  replay
-      ->add_option("--processes", replay_options.processes,
-                   "plan as N processes (threads here) of cluster.ranks / N ranks each, each "
-                   "planning its own pairs; the plan time is the slowest one's CPU time")
-      ->check(lrmoe::count_between(1, 4096));
-  replay->add_flag("--allocate", replay_options.allocate,
-                   "on a GPU: allocate the busiest rank's buffers of the plan and report the "
-                   "allocator's peak beside the model's");
+  CLI::App* replay = lrmoe::add_replay_command(app, replay_options);
 
   auto* bench_planning = app.add_subcommand(
       "bench-planning",

@@ -20,6 +20,9 @@
 #include "core/replay/plan_replay.hpp"
 #include "core/system/blas_probe.hpp"
 #include "core/train/trainer.hpp"
+#include "runner/count_option.hpp"
+#include "runner/database_option.hpp"
+#include "runner/experiment_options.hpp"
 #include "runner/interrupt.hpp"
 #include "runner/plugin_failure_report.hpp"
 #include "runner/replay_outcome.hpp"
@@ -190,6 +193,37 @@ ReplayOutcome replay_variant(const PreparedVariant& p, const ReplayOptions& opti
 }
 
 }  // namespace
+
+CLI::App* add_replay_command(CLI::App& app, ReplayOptions& options) {
+  CLI::App* command = app.add_subcommand(
+      "replay",
+      "plan an experiment at its model's full size without training: memory, replicas and "
+      "modeled MoE time per policy variant");
+  add_experiment_options(command, options.source, false);
+  add_database_option(command, options.source.database,
+                      "results database for --loads-from and --record (overrides store.path)");
+  command->add_option("--skew", options.skew,
+                      "synthetic routing: zipf:S, expert shares proportional to 1/rank^S");
+  command->add_option("--loads-from", options.loads_from,
+                      "routing from a run's recorded per-expert loads (its last --steps steps)");
+  repeatable(command->add_option(
+      "--variant", options.variants,
+      "a bundle (fixed, symi, lrmoe) or LABEL:section.key=value,... (repeatable; default: the "
+      "three bundles)"));
+  command->add_option("--steps", options.steps, "optimizer steps to replay")
+      ->check(count_between(1, 1000000));
+  command->add_option("--record", options.record_as,
+                      "record each variant as a replay run, a cell of the sweep NAME");
+  command
+      ->add_option("--processes", options.processes,
+                   "plan as N processes (threads here) of cluster.ranks / N ranks each, each "
+                   "planning its own pairs; the plan time is the slowest one's CPU time")
+      ->check(count_between(1, 4096));
+  command->add_flag("--allocate", options.allocate,
+                    "on a GPU: allocate the busiest rank's buffers of the plan and report the "
+                    "allocator's peak beside the model's");
+  return command;
+}
 
 double parse_skew(const std::string& text, const std::string& option) {
   const std::string prefix = "zipf:";

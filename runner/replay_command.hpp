@@ -9,6 +9,8 @@
 // the sweep NAME (its settings are the cell's values), so `lrmoe compare --sweep NAME` compares
 // the variants. With --allocate, on a GPU, each variant's busiest pass is allocated for real.
 
+#include <CLI/CLI.hpp>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -39,6 +41,9 @@ struct ReplayOptions {
   // the model's (core/replay/allocated_timeline.hpp). Refused without a GPU.
   bool allocate = false;
 };
+
+// Registers `replay` and its options, parsed into `options`.
+CLI::App* add_replay_command(CLI::App& app, ReplayOptions& options);
 
 // One experiment resolved for replay: `settings` ("section.key=value") applied after the
 // source's overrides, its model's vocabulary resolved, its policies loaded and its hardware
