@@ -279,7 +279,7 @@ void Collectives::max(torch::Tensor& tensor) {
 
 void Collectives::all_reduce(torch::Tensor& tensor, bool maximum) {
   if (single()) return;
-  CollectiveCpuScope collective;
+  CollectiveCpuScope collective(meeting_ != nullptr);
   if (meeting_) {
     meeting_->all_reduce(rank_, tensor, maximum);
     return;
@@ -308,7 +308,7 @@ torch::Tensor Collectives::gather_rows(const torch::Tensor& local, std::vector<i
 torch::Tensor Collectives::gather_rows(const torch::Tensor& local,
                                        const std::vector<int64_t>& rows) {
   if (single()) return local;
-  CollectiveCpuScope collective;
+  CollectiveCpuScope collective(meeting_ != nullptr);
   if (meeting_) return meeting_->gather_rows(rank_, local);
   // Collective gathers want equal shapes: every part is padded to the largest.
   const int64_t widest = std::max<int64_t>(1, *std::max_element(rows.begin(), rows.end()));
@@ -332,7 +332,7 @@ torch::Tensor Collectives::exchange_rows(const torch::Tensor& send,
                                          const std::vector<int64_t>& send_rows,
                                          const std::vector<int64_t>& recv_rows) {
   if (single()) return send;
-  CollectiveCpuScope collective;
+  CollectiveCpuScope collective(meeting_ != nullptr);
   auto shape = send.sizes().vec();
   if (meeting_) {
     const torch::Tensor bytes = as_byte_rows(send);
@@ -387,7 +387,6 @@ Collectives::PendingMessages::~PendingMessages() = default;
 std::vector<torch::Tensor> Collectives::PendingMessages::wait() {
   State& s = *state_;
   if (s.group) {
-    CollectiveCpuScope collective;
     s.group->finish("all-to-all-v", s.work);
     s.group = nullptr;
     s.unpack();
@@ -402,7 +401,7 @@ Collectives::PendingMessages Collectives::start_exchange_messages(
     for (const RowMessage& m : messages) state->received.push_back(m.rows);
     return PendingMessages(std::move(state));
   }
-  CollectiveCpuScope collective;
+  CollectiveCpuScope collective(meeting_ != nullptr);
   std::vector<MessageShape> shapes;
   for (const RowMessage& m : messages)
     shapes.push_back(message_shape(m.rows, m.send_rows, m.recv_rows));
@@ -427,7 +426,7 @@ Collectives::PendingMessages Collectives::start_exchange_bytes(
     state->received.push_back(send);
     return PendingMessages(std::move(state));
   }
-  CollectiveCpuScope collective;
+  CollectiveCpuScope collective(meeting_ != nullptr);
   state->device = send.device();
   start_bytes(*state, send, send_bytes, recv_bytes);
   return PendingMessages(std::move(state));
@@ -462,7 +461,7 @@ std::vector<torch::Tensor> Collectives::exchange_messages(const std::vector<RowM
 
 void Collectives::barrier() {
   if (single()) return;
-  CollectiveCpuScope collective;
+  CollectiveCpuScope collective(meeting_ != nullptr);
   if (meeting_) {
     meeting_->barrier();
     return;

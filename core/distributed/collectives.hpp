@@ -121,7 +121,10 @@ class Collectives {
 
   struct Group;
   std::unique_ptr<Group> group_;
-  std::shared_ptr<ThreadMeeting> meeting_;  // instead of group_, for threads
+  // Instead of group_, for threads. Only then are collectives marked CollectiveCpuScopes: only
+  // threads standing for processes time their plans by CPU (PlanClock::ThreadCpu), and the
+  // training path pays no clock reads for it.
+  std::shared_ptr<ThreadMeeting> meeting_;
   int64_t rank_ = 0;
   int64_t local_rank_ = 0;
   int64_t size_ = 1;

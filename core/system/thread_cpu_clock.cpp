@@ -20,11 +20,12 @@ double thread_work_cpu_seconds() {
   return thread_cpu_seconds() - in_collectives;
 }
 
-CollectiveCpuScope::CollectiveCpuScope()
-    : started_(open_scopes++ == 0 ? thread_cpu_seconds() : 0) {}
+CollectiveCpuScope::CollectiveCpuScope(bool active) : active_(active) {
+  if (active_ && open_scopes++ == 0) started_ = thread_cpu_seconds();
+}
 
 CollectiveCpuScope::~CollectiveCpuScope() {
-  if (--open_scopes == 0) in_collectives += thread_cpu_seconds() - started_;
+  if (active_ && --open_scopes == 0) in_collectives += thread_cpu_seconds() - started_;
 }
 
 }  // namespace lrmoe

@@ -13,17 +13,18 @@ double thread_cpu_seconds();
 // thread_cpu_seconds() less the time spent inside CollectiveCpuScopes on this thread.
 double thread_work_cpu_seconds();
 
-// Marks the thread inside a collective from construction to destruction. A scope inside another
-// (a collective made of others) counts nothing of its own.
+// Marks the thread inside a collective from construction to destruction, when `active`. A scope
+// inside another (a collective made of others) counts nothing of its own.
 class CollectiveCpuScope {
  public:
-  CollectiveCpuScope();
+  explicit CollectiveCpuScope(bool active);
   ~CollectiveCpuScope();
   CollectiveCpuScope(const CollectiveCpuScope&) = delete;
   CollectiveCpuScope& operator=(const CollectiveCpuScope&) = delete;
 
  private:
-  double started_;
+  bool active_;
+  double started_ = 0;
 };
 
 }  // namespace lrmoe
