@@ -55,6 +55,19 @@ for option in "$@"; do
   esac
 done
 
+# A PyTorch install that runs out of disk half way leaves a broken environment behind and pip's
+# "No space left on device" in the middle of CI's log; refuse before starting instead.
+require_free_gb() {
+  local dir=$1 gb=$2 what=$3
+  mkdir -p "$dir"
+  local free_kb
+  free_kb=$(df -Pk "$dir" | awk 'NR == 2 {print $4}')
+  if [ "$free_kb" -lt $((gb * 1024 * 1024)) ]; then
+    echo "setup: $what needs about $gb GB free in $dir, which has $((free_kb / 1024 / 1024)) GB; free some disk and rerun" >&2
+    exit 1
+  fi
+}
+
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -100,6 +113,7 @@ print(" ".join(["torch==" + torch.__version__.split("+")[0], "transformers==" + 
   if [ "$have" = "${pins[*]}" ]; then
     echo "setup: ${pins[*]} present in $venv"
   else
+    require_free_gb "$root/.tools" 6 "installing ${pins[*]}"
     echo "setup: installing ${pins[*]} from PyPI into $venv (about 4.5 GB with PyTorch's CUDA libraries)"
     [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${pins[@]}"
@@ -116,6 +130,7 @@ if $cuda; then
   if [ "$installed" = "$version" ]; then
     echo "setup: PyTorch $version present in $venv"
   else
+    require_free_gb build-cuda 6 "installing PyTorch $version"
     echo "setup: installing PyTorch $version from PyPI into $venv (about 4.5 GB with its CUDA libraries)"
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "torch==$version"
   fi
