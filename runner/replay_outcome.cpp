@@ -26,11 +26,14 @@ void keep_busiest_pass(ReplayOutcome& o, const StepReport& report) {
       [](const auto& a, const auto& b) { return a.at_peak.total() < b.at_peak.total(); });
   if (busiest == peaks.end() || busiest->at_peak.total() <= o.busiest_total) return;
   const auto rank = static_cast<std::size_t>(busiest - peaks.begin());
+  std::vector<bool> placed_ahead;
+  for (const LayerStepStatistics& layer : report.layers) placed_ahead.push_back(layer.placed_ahead);
   for (std::size_t pass = 0; pass < report.layers.front().passes.size(); ++pass) {
     std::vector<LayerHolding> holdings;
     for (const LayerStepStatistics& layer : report.layers)
       holdings.push_back(layer.passes[pass][rank]);
-    if (pass_peak(o.costs, holdings, o.fixed).at_peak.total() == busiest->at_peak.total()) {
+    if (pass_peak(o.costs, holdings, o.fixed, placed_ahead).at_peak.total() ==
+        busiest->at_peak.total()) {
       o.busiest_total = busiest->at_peak.total();
       o.busiest_rank = static_cast<int64_t>(rank);
       o.busiest_pass = std::move(holdings);

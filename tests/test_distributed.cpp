@@ -144,12 +144,15 @@ TEST_CASE("one run on P = 1, 2 and 4 processes: the same losses and one set of r
   // (docs/ARCHITECTURE.md, "Expert-sharded state"; SYMI's owners leave their homes):
   // keep_all (fixed), deterministic quota top-k with replicas and capacity-aware routing
   // (lrmoe), lrmoe with recomputation and exact input gradients for dropped pairs, and with its
-  // fetch waited for before the dispatch; lrmoe and SYMI (forward capacity, round-robin
-  // routing) with the scalable plan. Then every process holding every expert (the replicated
-  // variant).
+  // fetch waited for before the dispatch; SYMI's second layer fetched behind its first, and not;
+  // lrmoe and SYMI (forward capacity, round-robin routing) with the scalable plan. Then every
+  // process holding every expert (the replicated variant).
   const std::vector<Variant> variants{
       {"fixed", tiny_settings(4, 3, "fixed")},
       {"symi", tiny_settings(4, 3, "symi")},
+      {"symi, fetch and gradient return not overlapped",
+       with(tiny_settings(4, 3, "symi"), {"--set", "cluster.overlap_expert_fetch=false", "--set",
+                                          "cluster.overlap_gradient_return=false"})},
       {"lrmoe", tiny_settings(4, 3, "lrmoe")},
       {"lrmoe, recompute, input_grad",
        with(tiny_settings(4, 3, "lrmoe"), {"--set", "policies.recompute=true", "--set",

@@ -79,3 +79,25 @@ TEST_CASE("a layer's own subtotal counts its instances, saved activations and bu
   // Layer 1: 2 x 100 + 20 saved + max(40 forward, 50 backward) = 270.
   CHECK(layer_subtotal_bytes(kCosts, kLayers[1]) == 270);
 }
+
+TEST_CASE(
+    "a layer placed ahead holds its replicas from the previous layer's forward, within the "
+    "per-layer bound",
+    "[memory]") {
+  // Layer 0: 100 pairs forward (saved 100, forward buffers 200), no replica; layer 1: 3 replicas
+  // (300), 1 pair. Apart, the subtotal peaks in layer 1's forward: 400 + 300 + 101 + 2 = 803.
+  // Placed ahead, layer 1's replicas arrive during layer 0's forward: 400 + 300 + 100 + 200 = 1000.
+  const std::vector<LayerHolding> layers{{2, 0, 100, 0}, {2, 3, 1, 0}};
+  const MemoryPeak apart = pass_peak(kCosts, layers, kStatic);
+  CHECK(apart.subtotal == 803);
+  CHECK(apart.subtotal_peak.layer == 1);
+  const MemoryPeak ahead = pass_peak(kCosts, layers, kStatic, {false, true});
+  CHECK(ahead.subtotal == 1000);
+  CHECK(ahead.subtotal_peak.phase == Phase::Forward);
+  CHECK(ahead.subtotal_peak.layer == 0);
+  CHECK(ahead.at_peak.replicas == 300);
+  // The replicas were reserved in layer 1's own budget all along.
+  CHECK(ahead.at_peak.total() <= layer_peak_bytes(kCosts, layers[0]) +
+                                     layer_peak_bytes(kCosts, layers[1]) + kStatic.optimizer +
+                                     kStatic.dense);
+}

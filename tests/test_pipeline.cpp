@@ -349,6 +349,92 @@ TEST_CASE("an owner away from its expert's home is charged a fetch and a return 
   CHECK(pipeline->take_statistics().traffic.replica_sync == 4 * costs.expert_bytes);
 }
 
+TEST_CASE(
+    "a placement planned ahead is the plan its pass uses, its fetch modeled behind the compute "
+    "it was given",
+    "[pipeline]") {
+  Problem problem;
+  std::vector<std::size_t> counts_seen, history_seen;
+  // Experts 0 and 2 owned away from their homes every pass: a fetch and a return each.
+  auto policies = scripted_policies([&](const PlacementRequest& request) {
+    counts_seen.push_back(request.counts.size());
+    history_seen.push_back(request.history.size());
+    PlacementPlan plan;
+    plan.instances = {{2, 0, 0, true}, {1, 0, 1, true}, {0, 1, 0, true}, {3, 1, 1, true}};
+    plan.quota.assign(4, kKeepEveryPair);
+    plan.information = PlanInformation::EarlierPasses;
+    return plan;
+  });
+  lrmoe_test::placement_of(*policies).declared = PlanInformation::EarlierPasses;
+  std::vector<int64_t> quota_seen;
+  lrmoe_test::selection_of(*policies).decide = [&](const PairBatch& pairs, const at::Tensor&) {
+    quota_seen = pairs.quota;
+    return Selection{torch::arange(pairs.experts.numel(), torch::kInt64), {}};
+  };
+  // Every message costs a second and bytes nothing: the fetch and the return a second each.
+  HardwareProfile profile;
+  profile.intra_node_latency = profile.inter_node_latency = 1.0;
+  profile.intra_node_bandwidth = profile.inter_node_bandwidth = 1e30;
+  PipelineSettings settings = problem.settings();
+  settings.cost_model = CostModel(profile);
+  auto pipeline = make_pipeline(policies, settings);
+  REQUIRE(pipeline->places_ahead());
+  const torch::Device cpu(torch::kCPU);
+
+  // Placed after the router (no layer before it): nothing hidden.
+  const Grads apart = problem.run(pipeline, problem.pairs, problem.gates);
+  const LayerStepStatistics first = pipeline->take_statistics();
+  CHECK_FALSE(first.placed_ahead);
+  CHECK(first.modeled.overlapped == 0);
+  REQUIRE(first.modeled.replicas == Approx(2.0));
+  // The quota the selection sees is each expert's count, not kKeepEveryPair.
+  CHECK(quota_seen == std::vector<int64_t>{6, 5, 4, 1});
+
+  // Placed ahead, behind more compute than the fetch takes: the fetch is hidden whole; the plan
+  // and the math are the same.
+  pipeline->place_ahead(Problem::tokens, cpu, 1e9);
+  const Grads ahead = problem.run(pipeline, problem.pairs, problem.gates);
+  const LayerStepStatistics second = pipeline->take_statistics();
+  CHECK(second.placed_ahead);
+  CHECK(second.modeled.replicas == first.modeled.replicas);
+  CHECK(second.modeled.overlapped == Approx(1.0));
+  CHECK(second.traffic.replica_sync == first.traffic.replica_sync);
+  CHECK(torch::equal(ahead.out, apart.out));
+  CHECK(torch::equal(ahead.wgu, apart.wgu));
+  CHECK(quota_seen == std::vector<int64_t>{6, 5, 4, 1});
+  // Planned without the counts, with the first pass's counts in its history.
+  CHECK(counts_seen == std::vector<std::size_t>{4, 0});
+  CHECK(history_seen == std::vector<std::size_t>{0, 1});
+
+  // Behind less compute than the fetch takes: that much is hidden.
+  pipeline->place_ahead(Problem::tokens, cpu, 0.25);
+  problem.run(pipeline, problem.pairs, problem.gates);
+  CHECK(pipeline->take_statistics().modeled.overlapped == Approx(0.25));
+
+  // Not overlapping the fetch places nothing ahead.
+  PipelineSettings waiting = settings;
+  waiting.overlap_expert_fetch = false;
+  CHECK_FALSE(make_pipeline(policies, waiting)->places_ahead());
+}
+
+TEST_CASE("a placement that plans ahead but says its plan used this pass's counts is refused",
+          "[pipeline]") {
+  Problem problem;
+  auto policies = scripted_policies([](const PlacementRequest&) {
+    PlacementPlan plan;
+    plan.instances = {{0, 0, 0, true}, {1, 0, 1, true}, {2, 1, 0, true}, {3, 1, 1, true}};
+    plan.quota.assign(4, kKeepEveryPair);
+    return plan;  // information = ThisPass
+  });
+  lrmoe_test::placement_of(*policies).declared = PlanInformation::NoCounts;
+  auto pipeline = make_pipeline(policies, problem.settings());
+  pipeline->set_step(3);
+  CHECK_THROWS_WITH(
+      pipeline->place_ahead(Problem::tokens, torch::Device(torch::kCPU), 0),
+      Catch::Contains("step 3, MoE layer 0, forward, placed ahead: placement 'scripted_placement' "
+                      "declares that it plans without this pass's counts"));
+}
+
 TEST_CASE("a pass is modeled as four all-to-all calls, the backward's messages as one",
           "[pipeline]") {
   Problem problem;

@@ -123,7 +123,10 @@ TEST_CASE("symi removes a replica from the expert furthest above its goal", "[po
   using I = std::vector<int64_t>;
   CHECK(layout(plan) == std::vector<I>{I{0, 0, 0, 1}, I{1, 0, 1, 1}, I{2, 0, 2, 1}, I{3, 1, 0, 1},
                                        I{3, 1, 1, 0}, I{3, 1, 2, 0}});
-  CHECK(plan.quota == request.counts);  // SYMI keeps every pair in backward
+  // SYMI keeps every pair in backward, and plans without this pass's counts.
+  CHECK(plan.quota == std::vector<int64_t>(4, lrmoe::kKeepEveryPair));
+  CHECK(load<lrmoe::PlacementPolicy>("symi")->plans_from() ==
+        lrmoe::PlanInformation::EarlierPasses);
 }
 
 TEST_CASE("symi adds replicas to the experts furthest below their goal", "[policies]") {
@@ -278,6 +281,9 @@ TEST_CASE("each built-in placement says what information its plan used", "[polic
         lrmoe::PlanInformation::NoCounts);
   CHECK(load<lrmoe::PlacementPolicy>("lrmoe")->plan(request).information ==
         lrmoe::PlanInformation::ThisPass);
+  // Declared before any call: the runner plans ahead the two that do not read this pass's counts.
+  CHECK(symi->plans_from() == lrmoe::PlanInformation::EarlierPasses);
+  CHECK(load<lrmoe::PlacementPolicy>("lrmoe")->plans_from() == lrmoe::PlanInformation::ThisPass);
 }
 
 TEST_CASE("fixed_ownership places expert e on rank e / ceil(E/R) with the Megatron capacity",
@@ -292,7 +298,9 @@ TEST_CASE("fixed_ownership places expert e on rank e / ceil(E/R) with the Megatr
     CHECK(instance.rank == instance.expert / 3);
     CHECK(instance.slot == instance.expert % 3);
   }
-  CHECK(dropless.quota == request.counts);
+  CHECK(dropless.quota == std::vector<int64_t>(10, lrmoe::kKeepEveryPair));
+  CHECK(load<lrmoe::PlacementPolicy>("fixed_ownership")->plans_from() ==
+        lrmoe::PlanInformation::NoCounts);
   CHECK(dropless.forward_capacity.empty());  // capacity_factor 0 (default): dropless
   // C = ceil(k * T / E * capacity_factor) = ceil(2 * 25 / 10 * 1.5) = 7.5 -> 8.
   const PlacementPlan capped =

@@ -219,6 +219,57 @@ TEST_CASE("a replay reports SYMI's history-less first step apart and records wha
             .epsilon(1e-9));
 }
 
+TEST_CASE(
+    "SYMI planned ahead plans what it plans after the router, its fetch hidden behind the "
+    "previous layer's forward compute",
+    "[replay]") {
+  TempFolder dir;
+  const std::string db = dir.file("results.db");
+  const auto [code, output] =
+      run_lrmoe({"replay", kTinyExperiment, "--set", "cluster.ranks=4", "--set",
+                 "cluster.slots_per_rank=3", "--skew", "zipf:1.2", "--steps", "3", "--db", db,
+                 "--record", "ahead", "--variant", "ahead:policies.bundle=symi", "--variant",
+                 "apart:policies.bundle=symi,cluster.overlap_expert_fetch=false"},
+                dir.file("replay.log"));
+  INFO(output);
+  REQUIRE(code == 0);
+  const auto store = lrmoe::ResultsStore::open_read_only(db);
+  const auto rows = [&](int run, const std::string& columns, const std::string& table) {
+    return scalar(*store, "SELECT group_concat(row, ' | ') FROM (SELECT " + columns +
+                              " AS row FROM " + table + " WHERE run = " + std::to_string(run) +
+                              " ORDER BY step, layer" +
+                              (table == "rank_layer_steps" ? ", rank" : "") + ")");
+  };
+  // The same plans: placements, loads, bytes and every modeled part but the overlap.
+  const std::string planned =
+      "step || ':' || layer || ':' || placement_information || ':' || replicas || ':' || "
+      "bytes_replica_sync || ':' || bytes_forward_dispatch || ':' || bytes_backward_dispatch || "
+      "':' || modeled_compute_seconds || ':' || "
+      "modeled_all_to_all_seconds || ':' || modeled_replica_seconds";
+  CHECK(rows(1, planned, "moe_layer_steps") == rows(2, planned, "moe_layer_steps"));
+  const std::string loads = "forward_pairs || ':' || backward_pairs";
+  CHECK(rows(1, loads, "rank_layer_steps") == rows(2, loads, "rank_layer_steps"));
+  // The first MoE layer has no layer before it; the second's fetch hides behind the first's
+  // forward compute, at most the whole fetch.
+  const auto number = [&](const std::string& query) { return std::stod(scalar(*store, query)); };
+  for (int step = 2; step <= 3; ++step) {
+    INFO("step " << step);
+    const auto of = [&](int run, int layer, const std::string& column) {
+      return number(
+          "SELECT " + column + " FROM moe_layer_steps WHERE run = " + std::to_string(run) +
+          " AND step = " + std::to_string(step) + " AND layer = " + std::to_string(layer));
+    };
+    CHECK(of(1, 0, "modeled_overlapped_seconds") == of(2, 0, "modeled_overlapped_seconds"));
+    const double hidden =
+        of(1, 1, "modeled_overlapped_seconds") - of(2, 1, "modeled_overlapped_seconds");
+    REQUIRE(of(1, 1, "modeled_replica_seconds") > 0);
+    CHECK(hidden > 0);
+    CHECK(hidden < of(1, 1, "modeled_replica_seconds"));
+    CHECK(hidden <= of(1, 0, "modeled_compute_seconds"));
+    CHECK(of(1, 1, "modeled_seconds") == Approx(of(2, 1, "modeled_seconds") - hidden));
+  }
+}
+
 TEST_CASE("the default experiment replays under every bundle at a full-size preset", "[replay]") {
   // The default experiment writes the lrmoe placement's keep_fraction; the other bundles replay
   // it all the same (Note [Plugin parameters]).

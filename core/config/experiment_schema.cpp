@@ -350,8 +350,11 @@ std::vector<FieldDescriptor> build_schema() {
               "replicated (a harness-made variant: data parallelism emulating expert "
               "parallelism): every process holds and updates every expert")
       .boolean("overlap_expert_fetch", &ClusterConfig::overlap_expert_fetch,
-               "sharded: fetch a pass's replica weights while its pairs are dispatched, waiting "
-               "for them only before the expert compute; false: before the dispatch")
+               "fetch a pass's replica weights while its pairs are dispatched, waiting for them "
+               "only before the expert compute, and for a placement that reads no counts of the "
+               "pass (SYMI, fixed) plan it during the previous MoE layer's forward and fetch "
+               "behind that layer's expert compute (modeled so); false: fetch before the "
+               "dispatch")
       .boolean("overlap_gradient_return", &ClusterConfig::overlap_gradient_return,
                "sharded: send a layer's replica gradients home while the layers below it run "
                "their backward, waiting for them only before the gradients are summed; false: "

@@ -24,6 +24,7 @@ struct PairsContext : torch::CustomClassHolder {
   std::shared_ptr<const ForwardPass> forward;
   std::vector<int64_t> bank_index;  // [experts]: each expert's weight matrix; empty: its index
   std::shared_ptr<FetchArrival> fetch_arrival;  // the fetched experts' (sharded state), or null
+  std::function<void()> after_dispatch;         // run once the first pairs left (may be empty)
 
   // The weight matrix of each of one rank's instances: replicas read their expert's matrix where
   // it is (Note [Grouped GEMM kernels]).
@@ -130,6 +131,10 @@ class ExpertPairsFunction : public torch::autograd::Function<ExpertPairsFunction
         C == 1 || !recompute ? torch::empty({rows, pre_width}, x.options()) : Tensor();
     std::vector<PendingRows> returns;
     PendingRows arriving = dispatch(0);
+    if (state->after_dispatch) {
+      state->after_dispatch();
+      state->after_dispatch = nullptr;  // it may hold references to the caller's frame
+    }
     for (int64_t c = 0; c < C; ++c) {
       const Tensor x_rows = arriving.wait().front();
       if (c + 1 < C) arriving = dispatch(c + 1);
@@ -378,8 +383,10 @@ torch::Tensor routed_experts(const torch::Tensor& x, const torch::Tensor& gates,
                              const torch::Tensor& tokens, const torch::Tensor& w_gate_up,
                              const torch::Tensor& w_down, std::shared_ptr<ExpertPipeline> pipeline,
                              std::shared_ptr<const ForwardPass> forward,
-                             std::vector<int64_t> bank_index, FetchedExperts fetched) {
+                             std::vector<int64_t> bank_index, FetchedExperts fetched,
+                             std::function<void()> after_dispatch) {
   auto state = c10::make_intrusive<PairsContext>();
+  state->after_dispatch = std::move(after_dispatch);
   state->pipeline = std::move(pipeline);
   state->forward = std::move(forward);
   state->bank_index = std::move(bank_index);

@@ -14,6 +14,8 @@
 
 #include <torch/torch.h>
 
+#include <functional>
+
 #include <memory>
 #include <vector>
 
@@ -44,12 +46,14 @@ std::shared_ptr<const ForwardPass> single_rank_pass(const ExpertPairs& pairs, in
 // with sharded expert state, the experts fetched for the pass after them (`fetched`, undefined
 // tensors: none), whose arrival is waited for after the pairs' dispatch (Note [Overlapped expert
 // fetch]): expert e's matrix is the bank_index[e]-th of held then fetched (empty: the e-th).
-// Returns [tokens, hidden] = sum over a token's pairs of gate * expert(x). Without a pipeline
-// every pair keeps its exact backward.
+// `after_dispatch` (may be empty) runs once the first chunk's pairs are on their way, before
+// any expert compute: the next layer's prefetch. Returns [tokens, hidden] = sum over a token's
+// pairs of gate * expert(x). Without a pipeline every pair keeps its exact backward.
 torch::Tensor routed_experts(const torch::Tensor& x, const torch::Tensor& gates,
                              const torch::Tensor& tokens, const torch::Tensor& w_gate_up,
                              const torch::Tensor& w_down, std::shared_ptr<ExpertPipeline> pipeline,
                              std::shared_ptr<const ForwardPass> forward,
-                             std::vector<int64_t> bank_index = {}, FetchedExperts fetched = {});
+                             std::vector<int64_t> bank_index = {}, FetchedExperts fetched = {},
+                             std::function<void()> after_dispatch = {});
 
 }  // namespace lrmoe

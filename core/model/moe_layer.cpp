@@ -6,6 +6,7 @@
 #include "core/model/fetched_experts.hpp"
 #include "core/model/mixed_precision.hpp"
 #include "core/pipeline/home_pass.hpp"
+#include "core/pipeline/pass_accounting.hpp"
 #include "lrmoe/counter_random.hpp"
 
 namespace lrmoe {
@@ -39,12 +40,12 @@ void MoELayerImpl::initialise_experts(double std, uint64_t layer_seed) {
   }
 }
 
-MoELayerImpl::ExpertBank MoELayerImpl::bank_for(const ForwardPass& pass,
+MoELayerImpl::ExpertBank MoELayerImpl::bank_for(const InstanceTable& table,
                                                 const torch::Tensor& like) {
   if (!sharded_) return {as_compute(w_gate_up_, like), as_compute(w_down_, like), {}, {}};
   const PipelineSettings& settings = pipeline_->settings();
   auto plan = std::make_shared<const ExpertFetchPlan>(
-      plan_expert_fetch(*pass.table, num_experts_, settings.ranks, settings.process));
+      plan_expert_fetch(table, num_experts_, settings.ranks, settings.process));
   std::vector<int64_t> index = plan->bank_index;
   // Passed on even when nothing was fetched: every process's fetch must take part in the
   // backward's return exchange, so its outputs stay in the graph.
@@ -56,6 +57,13 @@ MoELayerImpl::ExpertBank MoELayerImpl::bank_for(const ForwardPass& pass,
   if (!settings.overlap_expert_fetch) fetched.arrival->wait();
   return {as_compute(w_gate_up_, like), as_compute(w_down_, like), std::move(fetched),
           std::move(index)};
+}
+
+void MoELayerImpl::prefetch(int64_t tokens, double cover_seconds, const torch::Tensor& like) {
+  auto table = pipeline_->place_ahead(tokens, like.device(), cover_seconds);
+  // Replicated expert state fetches nothing: the placement is planned ahead all the same, so
+  // that the plan and its modeled time do not depend on where the state lives.
+  if (sharded_) prefetched_ = bank_for(*table, like);
 }
 
 void MoELayerImpl::set_pipeline(std::shared_ptr<ExpertPipeline> pipeline) {
@@ -99,10 +107,23 @@ MoEOutput MoELayerImpl::forward(const torch::Tensor& input) {
     // The plan has summed them over the processes: no collective of the router's own.
     routed = torch::tensor(pass->routed_per_expert, torch::kInt64);
     batch_tokens *= process.processes;  // every process routes as many tokens
-    ExpertBank bank = bank_for(*pass, x);
+    ExpertBank bank = prefetched_ ? std::move(*prefetched_) : bank_for(*pass->table, x);
+    prefetched_.reset();
+    // The next layer's replicas travel behind this layer's expert compute: started once this
+    // layer's pairs have left, so that on one stream (NCCL) they do not delay them.
+    std::function<void()> after_dispatch;
+    if (next_ && next_->pipeline_ && next_->pipeline_->places_ahead()) {
+      after_dispatch = [this, tokens, &pass, &x] {
+        // It runs inside this layer's autograd function, whose forward LibTorch runs without
+        // grad mode: the fetch must enter the graph, or the replicas' gradients never go home.
+        torch::AutoGradMode in_training(true);
+        next_->prefetch(tokens, modeled_forward_compute(pipeline_->settings(), *pass), x);
+      };
+    }
     out = routed_experts(x, gates.index_select(0, pass->local_pairs).to(x.scalar_type()),
                          pairs.tokens.index_select(0, pass->local_pairs), bank.gate_up, bank.down,
-                         pipeline_, pass, std::move(bank.index), std::move(bank.fetched));
+                         pipeline_, pass, std::move(bank.index), std::move(bank.fetched),
+                         std::move(after_dispatch));
   } else {
     // Evaluation measures the model, so it computes every pair whatever the training policies:
     // sharded, each at its expert's home; otherwise here.

@@ -7,6 +7,8 @@
 
 #include <torch/torch.h>
 
+#include <optional>
+
 #include "core/config/model_config.hpp"
 #include "core/device/span_timer.hpp"
 #include "core/model/backward_stopwatch.hpp"
@@ -46,6 +48,10 @@ class MoELayerImpl : public torch::nn::Module {
 
   // Null: the exact single-rank layer.
   void set_pipeline(std::shared_ptr<ExpertPipeline> pipeline);
+  // The MoE layer after this one (null for the last), whose placement this layer's forward plans
+  // ahead and whose replicas it fetches behind its own expert compute where the placement allows
+  // (ExpertPipeline::places_ahead, Note [Overlapped expert fetch]). Not owned.
+  void set_next(MoELayerImpl* next) { next_ = next; }
 
   // Waits for the replica gradients this layer's backwards sent home and adds them into its
   // experts' gradients (cluster.overlap_gradient_return, Note [Overlapped expert fetch]); the
@@ -68,7 +74,11 @@ class MoELayerImpl : public torch::nn::Module {
     FetchedExperts fetched;  // with sharded state; its arrival is waited for by the experts
     std::vector<int64_t> index;
   };
-  ExpertBank bank_for(const ForwardPass& pass, const torch::Tensor& like);
+  ExpertBank bank_for(const InstanceTable& table, const torch::Tensor& like);
+  // In training, before this layer's router: plans its next pass's placement (for `tokens`
+  // tokens per process) and, sharded, starts fetching its replicas; they travel behind
+  // `cover_seconds` of modeled compute, the previous layer's.
+  void prefetch(int64_t tokens, double cover_seconds, const torch::Tensor& like);
 
   int64_t num_experts_;
   int64_t top_k_;
@@ -79,6 +89,9 @@ class MoELayerImpl : public torch::nn::Module {
   torch::Tensor w_down_;     // [shard experts, hidden, ffn]
   SwiGLU shared_{nullptr};
   std::shared_ptr<ExpertPipeline> pipeline_;
+  MoELayerImpl* next_ = nullptr;
+  // Fetched by the previous layer's forward for the next pass (prefetch), used by it.
+  std::optional<ExpertBank> prefetched_;
   BackwardStopwatch backward_clock_;
   SpanTimer forward_timer_;  // Note [Device timing]
   std::shared_ptr<GradientReturns> gradient_returns_ = std::make_shared<GradientReturns>();

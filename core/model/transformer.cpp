@@ -42,6 +42,8 @@ TransformerImpl::TransformerImpl(const ModelConfig& c, std::optional<ExpertShard
       moe_layer_indices_.push_back(i);
     }
   }
+  for (std::size_t l = 0; l + 1 < moe_layers_.size(); ++l)
+    moe_layers_[l]->set_next(moe_layers_[l + 1].get());
   final_norm_ = register_module("final_norm", RMSNorm(c.hidden_size, c.rms_eps));
   if (!c.tie_embeddings) {
     lm_head_ = register_module(

@@ -114,8 +114,8 @@ void ExpertPipeline::check_budget(const std::vector<LayerHolding>& holdings,
   check_plan_fits(holdings, settings_.costs.memory, settings_.budget_bytes, plan_name(), stage);
 }
 
-PlacementPlan ExpertPipeline::place(ForwardPass& pass, const std::vector<int64_t>& counts,
-                                    int64_t tokens, const torch::Device& device) {
+std::pair<PlacementPlan, std::shared_ptr<InstanceTable>> ExpertPipeline::plan_placement(
+    const std::vector<int64_t>& counts, int64_t tokens, const torch::Device& device) {
   PlacementRequest request;
   request.step = step_;
   request.layer = settings_.layer;
@@ -130,13 +130,56 @@ PlacementPlan ExpertPipeline::place(ForwardPass& pass, const std::vector<int64_t
   request.memory = settings_.costs.memory;
   PlacementPlan plan = call_policy(PolicyKind::Placement, "plan",
                                    [&] { return policies_->placement->plan(request); });
-  history_.push_back(counts);
-  if (history_.size() > kHistoryLength) history_.pop_front();
-  statistics_.forward_capacity = statistics_.forward_capacity || !plan.forward_capacity.empty();
   auto table = std::make_shared<InstanceTable>(
       build_instance_table(plan, settings_.num_experts, settings_.ranks, settings_.slots_per_rank,
                            policy_name(PolicyKind::Placement)));
   table->place_on(device);
+  return {std::move(plan), std::move(table)};
+}
+
+bool ExpertPipeline::places_ahead() const {
+  return settings_.overlap_expert_fetch &&
+         policies_->placement->plans_from() != PlanInformation::ThisPass;
+}
+
+std::shared_ptr<const InstanceTable> ExpertPipeline::place_ahead(int64_t tokens,
+                                                                 const torch::Device& device,
+                                                                 double cover_seconds) {
+  Stopwatch clock(settings_.plan_clock);
+  try {
+    auto [plan, table] = plan_placement({}, tokens, device);
+    if (plan.information == PlanInformation::ThisPass) {
+      throw PlanError(fmt::format(
+          "placement '{}' declares that it plans without this pass's counts (plans_from), but its "
+          "plan says it used them (information = ThisPass); make the two agree",
+          policy_name(PolicyKind::Placement)));
+    }
+    ahead_ = PlacedAhead{std::move(plan), std::move(table), cover_seconds};
+  } catch (const PlanError& error) {
+    throw located(error, "forward, placed ahead");
+  }
+  const double seconds = clock.lap();
+  statistics_.overhead.placement += seconds;
+  statistics_.planning_seconds[kForwardPhase] += seconds;
+  return ahead_->table;
+}
+
+PlacementPlan ExpertPipeline::place(ForwardPass& pass, const std::vector<int64_t>& counts,
+                                    int64_t tokens, const torch::Device& device) {
+  auto [plan, table] = ahead_ ? std::pair{std::move(ahead_->plan), std::move(ahead_->table)}
+                              : plan_placement(counts, tokens, device);
+  if (ahead_) {
+    pass.fetch_cover_seconds = ahead_->cover_seconds;
+    statistics_.placed_ahead = true;
+  }
+  ahead_.reset();
+  history_.push_back(counts);
+  if (history_.size() > kHistoryLength) history_.pop_front();
+  // A quota above the count keeps the same pairs (kKeepEveryPair among them): what the selection
+  // and the records see is the number kept at most.
+  for (std::size_t e = 0; e < plan.quota.size(); ++e)
+    plan.quota[e] = std::min(plan.quota[e], counts[e]);
+  statistics_.forward_capacity = statistics_.forward_capacity || !plan.forward_capacity.empty();
   pass.step = step_;
   pass.table = table;
   pass.quota = plan.quota;

@@ -27,7 +27,9 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/config/policies_config.hpp"
@@ -101,6 +103,10 @@ struct ForwardPass {
   // Empty unchunked.
   std::vector<int64_t> instance_chunk;
   std::vector<ChunkSlice> chunks;
+  // Placed before the router (ExpertPipeline::place_ahead): the modeled forward compute of the
+  // previous MoE layer's pass, behind which this pass's replica fetch travels (Note [Overlapped
+  // expert fetch]). Absent when placed after the router.
+  std::optional<double> fetch_cover_seconds;
 };
 
 struct BackwardPass {
@@ -158,6 +164,15 @@ class ExpertPipeline {
   // `signals`: gates and norms of the forward's computed pairs homed here (its home rows).
   BackwardPass plan_backward(const ForwardPass& forward, PairBatch signals);
 
+  // Whether the next pass's placement is planned before its router: its policy plans without
+  // this pass's counts and the fetch overlaps (Note [Overlapped expert fetch]).
+  bool places_ahead() const;
+  // Plans the next pass's placement now, for `tokens` tokens per process, its instance table on
+  // `device`; its replicas' fetch travels behind `cover_seconds` of modeled compute (the previous
+  // MoE layer's forward). The next plan_forward uses it. Only where places_ahead().
+  std::shared_ptr<const InstanceTable> place_ahead(int64_t tokens, const torch::Device& device,
+                                                   double cover_seconds);
+
   PairExchange& exchange() { return *exchange_; }
   // The run's processes, for the layer's own collectives (the experts it fetches), and where
   // those transfers are tallied for the step's statistics.
@@ -194,10 +209,13 @@ class ExpertPipeline {
   std::vector<int64_t> route_counts(Phase phase, const std::vector<int64_t>& groups,
                                     const InstanceTable& table, std::vector<int64_t> capacity);
   // The placement's plan for `pass`, with `counts` routed pairs per expert over every process of
-  // `tokens` tokens each: sets the pass's step, instance table (on `device`) and quota; the
-  // counts join the history.
+  // `tokens` tokens each (or the plan placed ahead): sets the pass's step, instance table (on
+  // `device`) and quota, each at most its expert's count; the counts join the history.
   PlacementPlan place(ForwardPass& pass, const std::vector<int64_t>& counts, int64_t tokens,
                       const torch::Device& device);
+  // The placement policy's plan for `counts` (empty: planned ahead) and its instance table.
+  std::pair<PlacementPlan, std::shared_ptr<InstanceTable>> plan_placement(
+      const std::vector<int64_t>& counts, int64_t tokens, const torch::Device& device);
   // Checks the plan as planned (loads split evenly over instances), for `computed` pairs per
   // expert; returns the expected backward loads per rank, the room the forward routing leaves.
   std::vector<double> check_as_planned(const InstanceTable& table,
@@ -255,6 +273,13 @@ class ExpertPipeline {
   // Earlier global counts, oldest first: the same on every process (Note [Exact multi-process
   // plan]).
   std::deque<std::vector<int64_t>> history_;
+  // The next pass's placement, planned before its router (place_ahead).
+  struct PlacedAhead {
+    PlacementPlan plan;
+    std::shared_ptr<InstanceTable> table;
+    double cover_seconds = 0;
+  };
+  std::optional<PlacedAhead> ahead_;
   LayerStepStatistics statistics_;
 };
 

@@ -88,6 +88,9 @@ struct LayerStepStatistics {
   // What the placement planned from (PlanInformation): the last pass's, or WarmUp when any pass
   // of the step was a warm-up pass.
   PlanInformation information = PlanInformation::ThisPass;
+  // The passes' placements were planned before the router (ExpertPipeline::place_ahead): their
+  // replicas are held from the previous MoE layer's forward (Note [Overlapped expert fetch]).
+  bool placed_ahead = false;
   std::vector<int64_t> forward_load;   // per rank: pairs computed
   std::vector<int64_t> backward_load;  // per rank: kept pairs
   // per rank: pair-row bytes to other ranks, all four all-to-alls

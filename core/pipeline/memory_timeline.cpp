@@ -11,9 +11,11 @@ int64_t whole(double bytes) {
 }
 
 // One moment, category by category. `live` layers are those whose forward has run and whose
-// backward has not finished; `current` is the layer running at the moment.
+// backward has not finished; `current` is the layer running at the moment. A layer placed ahead
+// holds its replicas from the previous layer's forward.
 RankMemory at_moment(const MemoryCosts& c, const std::vector<LayerHolding>& layers,
-                     const StaticMemory& fixed, TimelineMoment moment) {
+                     const StaticMemory& fixed, const std::vector<bool>& placed_ahead,
+                     TimelineMoment moment) {
   RankMemory m;
   m.optimizer = fixed.optimizer;
   m.dense = fixed.dense;
@@ -22,8 +24,11 @@ RankMemory at_moment(const MemoryCosts& c, const std::vector<LayerHolding>& laye
     const LayerHolding& h = layers[l];
     m.owned += h.owned * c.expert_bytes;
     m.gradients += h.owned * c.expert_bytes;
-    if (l > current) continue;  // not yet forwarded, or already backwarded
-    m.replicas += h.replicas * c.expert_bytes;
+    const bool live = l <= current;  // not yet forwarded, or already backwarded, otherwise
+    const bool arriving = moment.phase == Phase::Forward && l == current + 1 &&
+                          l < placed_ahead.size() && placed_ahead[l];
+    if (live || arriving) m.replicas += h.replicas * c.expert_bytes;
+    if (!live) continue;
     m.forward_tokens += whole(h.forward_pairs * static_cast<double>(c.saved_pair_bytes));
   }
   const LayerHolding& now = layers[current];
@@ -43,11 +48,11 @@ const char* phase_name(Phase phase) {
 }
 
 MemoryPeak pass_peak(const MemoryCosts& costs, const std::vector<LayerHolding>& layers,
-                     const StaticMemory& fixed) {
+                     const StaticMemory& fixed, const std::vector<bool>& placed_ahead) {
   MemoryPeak peak;
   bool first = true;
   auto visit = [&](TimelineMoment moment) {
-    const RankMemory m = at_moment(costs, layers, fixed, moment);
+    const RankMemory m = at_moment(costs, layers, fixed, placed_ahead, moment);
     if (first || m.total() > peak.at_peak.total()) {
       peak.at_peak = m;
       peak.peak = moment;
@@ -96,11 +101,13 @@ std::vector<MemoryPeak> step_memory_peaks(const MemoryCosts& costs,
   const std::size_t passes = layers.front().passes.size();
   const std::size_t ranks = passes == 0 ? 0 : layers.front().passes.front().size();
   peaks.resize(ranks);
+  std::vector<bool> placed_ahead;
+  for (const LayerStepStatistics& layer : layers) placed_ahead.push_back(layer.placed_ahead);
   for (std::size_t r = 0; r < ranks; ++r) {
     for (std::size_t pass = 0; pass < passes; ++pass) {
       std::vector<LayerHolding> holdings;
       for (const LayerStepStatistics& layer : layers) holdings.push_back(layer.passes[pass][r]);
-      const MemoryPeak peak = pass_peak(costs, holdings, fixed);
+      const MemoryPeak peak = pass_peak(costs, holdings, fixed, placed_ahead);
       peaks[r] = pass == 0 ? peak : max_peak(peaks[r], peak);
     }
   }

@@ -56,9 +56,10 @@ struct StaticMemory {
 };
 
 // The peak of one forward-backward pass of one rank: `layers[l]` is what it holds for MoE layer
-// l. Ties keep the earliest moment.
+// l; `placed_ahead[l]` (empty: none) says that layer l's replicas arrive during layer l - 1's
+// forward (LayerStepStatistics::placed_ahead). Ties keep the earliest moment.
 MemoryPeak pass_peak(const MemoryCosts& costs, const std::vector<LayerHolding>& layers,
-                     const StaticMemory& fixed);
+                     const StaticMemory& fixed, const std::vector<bool>& placed_ahead = {});
 
 // The larger of two peaks, each measure on its own: (the step's peak over its micro-batches).
 MemoryPeak max_peak(const MemoryPeak& a, const MemoryPeak& b);

@@ -22,6 +22,35 @@ int64_t rows_of(const PairLayout& layout, std::size_t instance) {
   return layout.instance_offsets[instance + 1] - layout.instance_offsets[instance];
 }
 
+int64_t chunk_count(const PipelineSettings& settings, const ForwardPass& forward) {
+  return forward.instance_chunk.empty() ? 1 : static_cast<int64_t>(settings.exchange_chunks);
+}
+
+// [chunk][rank] modeled seconds of each rank's forward expert compute, over its computed pairs.
+std::vector<std::vector<double>> forward_seconds(const PipelineSettings& settings,
+                                                 const ForwardPass& forward) {
+  const InstanceTable& table = *forward.table;
+  const int64_t chunks = chunk_count(settings, forward);
+  std::vector<std::vector<double>> seconds(
+      static_cast<std::size_t>(chunks),
+      std::vector<double>(static_cast<std::size_t>(settings.ranks), 0.0));
+  const ExpertShape shape{settings.costs.hidden, settings.costs.ffn};
+  for (std::size_t i = 0; i < table.instances.size(); ++i) {
+    const auto k = static_cast<std::size_t>(chunks > 1 ? forward.instance_chunk[i] : 0);
+    seconds[k][static_cast<std::size_t>(table.instance_rank[i])] +=
+        settings.cost_model.expert_forward_seconds(shape, rows_of(forward.layout, i));
+  }
+  return seconds;
+}
+
+// The slowest rank of each chunk: the chunk's exchanges synchronise the ranks.
+std::vector<double> slowest_ranks(const std::vector<std::vector<double>>& per_chunk) {
+  std::vector<double> slowest;
+  for (const std::vector<double>& ranks : per_chunk)
+    slowest.push_back(*std::max_element(ranks.begin(), ranks.end()));
+  return slowest;
+}
+
 }  // namespace
 
 PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& forward,
@@ -101,8 +130,7 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
   // The modeled seconds of each call, [call][chunk]: unchunked one exchange of its messages'
   // summed bytes; chunked (Note [Chunked exchange]), one per chunk over the chunk's pairs (its
   // instances' pairs, by the forward's chunk of each instance).
-  const int64_t chunks =
-      forward.instance_chunk.empty() ? 1 : static_cast<int64_t>(settings.exchange_chunks);
+  const int64_t chunks = chunk_count(settings, forward);
   std::vector<std::vector<double>> call_seconds;
   for (const std::vector<Message>& call : calls) {
     std::vector<double>& seconds = call_seconds.emplace_back();
@@ -145,9 +173,12 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
     }
   }
   // Point to point from each home: over the link between the two ranks, whatever the
-  // all-to-all's algorithm.
-  account.modeled.replicas =
-      model.exchange_seconds(replica_out) + model.exchange_seconds(replica_back);
+  // all-to-all's algorithm. A fetch placed before the router travels behind the previous MoE
+  // layer's forward compute (Note [Overlapped expert fetch]).
+  const double fetch = model.exchange_seconds(replica_out);
+  account.modeled.replicas = fetch + model.exchange_seconds(replica_back);
+  if (forward.fetch_cover_seconds)
+    account.modeled.overlapped += std::min(fetch, *forward.fetch_cover_seconds);
   account.traffic.cross_node += static_cast<int64_t>(model.cross_node_bytes(replica_run_bytes));
 
   account.plan = plan_collectives(settings, forward, backward);
@@ -157,14 +188,15 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
   // pairs (and input gradients for every computed pair when dropped pairs keep them); per chunk
   // the slowest rank, as the chunk's exchanges synchronise the ranks.
   const ExpertShape shape{h, ffn};
-  std::vector<std::vector<double>> phase_seconds[kPhases];  // [phase][chunk][rank]
-  for (auto& per_chunk : phase_seconds)
-    per_chunk.assign(static_cast<std::size_t>(chunks), std::vector<double>(r_size, 0.0));
+  std::vector<std::vector<double>> phase_seconds[kPhases] = {
+      // [phase][chunk][rank]
+      forward_seconds(settings, forward),
+      std::vector<std::vector<double>>(static_cast<std::size_t>(chunks),
+                                       std::vector<double>(r_size, 0.0))};
   for (std::size_t i = 0; i < table.instances.size(); ++i) {
     const auto r = static_cast<std::size_t>(table.instance_rank[i]);
     const auto k = static_cast<std::size_t>(chunks > 1 ? forward.instance_chunk[i] : 0);
     const int64_t computed = rows_of(f, i), kept = rows_of(b, i);
-    phase_seconds[kForwardPhase][k][r] += model.expert_forward_seconds(shape, computed);
     const int64_t input_rows = input_grads_for_all ? computed : kept;
     int64_t recomputed = 0;
     if (settings.recompute) recomputed = kept + (input_grads_for_all ? computed : 0);
@@ -173,9 +205,7 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
   }
   double* compute[kPhases] = {&account.modeled.forward_compute, &account.modeled.backward_compute};
   for (int phase = 0; phase < kPhases; ++phase) {
-    std::vector<double> slowest;
-    for (const std::vector<double>& ranks : phase_seconds[phase])
-      slowest.push_back(*std::max_element(ranks.begin(), ranks.end()));
+    const std::vector<double> slowest = slowest_ranks(phase_seconds[phase]);
     *compute[phase] = std::accumulate(slowest.begin(), slowest.end(), 0.0);
     if (chunks == 1) continue;
     // Calls 0 and 1 are the forward's dispatch and combine, 2 and 3 the backward's.
@@ -187,6 +217,11 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
     account.modeled.overlapped += std::max(0.0, apart - chunked_phase_seconds(out, slowest, back));
   }
   return account;
+}
+
+double modeled_forward_compute(const PipelineSettings& settings, const ForwardPass& forward) {
+  const std::vector<double> slowest = slowest_ranks(forward_seconds(settings, forward));
+  return std::accumulate(slowest.begin(), slowest.end(), 0.0);
 }
 
 }  // namespace lrmoe

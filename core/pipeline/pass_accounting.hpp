@@ -24,4 +24,8 @@ struct PassAccount {
 PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& forward,
                          const BackwardPass& backward);
 
+// The forward's modeled expert compute (ModeledTime::forward_compute of its pass): what the next
+// MoE layer's replica fetch travels behind when that layer is placed ahead.
+double modeled_forward_compute(const PipelineSettings& settings, const ForwardPass& forward);
+
 }  // namespace lrmoe

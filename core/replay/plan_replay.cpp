@@ -11,6 +11,7 @@
 #include "core/data/seeded_rng.hpp"
 #include "core/distributed/thread_meeting.hpp"
 #include "core/pipeline/memory_timeline.hpp"
+#include "core/pipeline/pass_accounting.hpp"
 #include "core/pipeline/stable_order.hpp"
 #include "core/replay/replay_pairs.hpp"
 
@@ -185,6 +186,13 @@ StepReport PlanReplay::step(int64_t step) {
         ExpertPipeline& pipeline = *processes_[at].pipelines[l];
         const auto forward = pipeline.plan_forward(mine.pairs.experts, mine.pairs.gates,
                                                    mine.pairs.home, tokens / processes);
+        // As training does: the next layer's placement planned behind this layer's compute,
+        // where it allows (Note [Overlapped expert fetch]).
+        if (l + 1 < layers && processes_[at].pipelines[l + 1]->places_ahead()) {
+          processes_[at].pipelines[l + 1]->place_ahead(
+              tokens / processes, mine.pairs.experts.device(),
+              modeled_forward_compute(pipeline.settings(), *forward));
+        }
         pipeline.plan_backward(*forward, signal_rows(mine.signals, forward->local_pairs));
       }
     });

@@ -22,11 +22,13 @@ class FixedOwnership : public lrmoe::PlacementPolicy {
       : capacity_factor_(parameters.real("capacity_factor")),
         capacity_(parameters.integer("capacity")) {}
 
+  lrmoe::PlanInformation plans_from() const override { return lrmoe::PlanInformation::NoCounts; }
+
   lrmoe::PlacementPlan plan(const lrmoe::PlacementRequest& request) override {
     const int64_t experts = request.num_experts;
     lrmoe::PlacementPlan plan;
     plan.instances = lrmoe::static_owners(experts, request.ranks);
-    plan.quota = request.counts;
+    plan.quota.assign(static_cast<size_t>(experts), lrmoe::kKeepEveryPair);
     plan.information = lrmoe::PlanInformation::NoCounts;  // the same owners every pass
     if (capacity_ >= 0) {
       plan.forward_capacity.assign(static_cast<size_t>(experts), capacity_);

@@ -132,6 +132,12 @@ class Symi : public lrmoe::PlacementPolicy {
     }
   }
 
+  // The previous pass's counts only: planned before the router, its replicas fetched behind the
+  // previous layer.
+  lrmoe::PlanInformation plans_from() const override {
+    return lrmoe::PlanInformation::EarlierPasses;
+  }
+
   lrmoe::PlacementPlan plan(const lrmoe::PlacementRequest& request) override {
     std::vector<int64_t> popularity(static_cast<size_t>(request.num_experts), 1);
     const bool warm_up = request.history.empty();
@@ -152,7 +158,7 @@ class Symi : public lrmoe::PlacementPolicy {
 
     lrmoe::PlacementPlan plan;
     plan.instances = std::move(layout.instances);
-    plan.quota = request.counts;
+    plan.quota.assign(static_cast<size_t>(request.num_experts), lrmoe::kKeepEveryPair);
     plan.co_located_share_copy = shared_copy_;
     plan.information =
         warm_up ? lrmoe::PlanInformation::WarmUp : lrmoe::PlanInformation::EarlierPasses;

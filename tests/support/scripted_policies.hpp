@@ -12,6 +12,8 @@ namespace lrmoe_test {
 
 struct ScriptedPlacement : lrmoe::PlacementPolicy {
   std::function<lrmoe::PlacementPlan(const lrmoe::PlacementRequest&)> decide;
+  lrmoe::PlanInformation declared = lrmoe::PlanInformation::ThisPass;
+  lrmoe::PlanInformation plans_from() const override { return declared; }
   lrmoe::PlacementPlan plan(const lrmoe::PlacementRequest& request) override {
     return decide(request);
   }

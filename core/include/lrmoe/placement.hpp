@@ -14,6 +14,7 @@
 // allocated. A placement that plans within the budget calls the same functions.
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "lrmoe/memory_model.hpp"
@@ -36,7 +37,9 @@ struct PlacementRequest {
   int64_t slots_per_rank = 0;
   int64_t top_k = 0;
   int64_t tokens = 0;  // tokens in this forward pass, over all ranks
-  // Routed pairs per expert in this forward pass, over all ranks (sum = tokens * top_k).
+  // Routed pairs per expert in this forward pass, over all ranks (sum = tokens * top_k). Empty
+  // when the placement declared that it plans without them (PlacementPolicy::plans_from) and
+  // the runner plans it before the layer's router.
   std::vector<int64_t> counts;
   // The counts of earlier forward passes of this layer, oldest first, most recent last; empty
   // on the first one. The runner keeps a bounded number of them.
@@ -64,10 +67,14 @@ enum class PlanInformation {
 // capacity in pairs (int64) into a negative number.
 inline constexpr double kMostCapacityFactor = 1e6;
 
+// A quota that keeps every pair of its expert, for a plan made without the counts.
+inline constexpr int64_t kKeepEveryPair = std::numeric_limits<int64_t>::max();
+
 struct PlacementPlan {
   std::vector<ExpertInstance> instances;  // at least one per expert, in any order
   // Per expert: at most this many of its pairs keep their backward work, over all ranks.
-  // A quota >= the expert's count keeps all of them.
+  // A quota >= the expert's count keeps all of them; the runner lowers every quota to its
+  // expert's routed count before anything reads it.
   std::vector<int64_t> quota;
   // Per expert: at most this many of its pairs are computed in forward (the others are dropped,
   // as capacity-factor baselines do). Empty: every routed pair is computed.
@@ -83,6 +90,12 @@ struct PlacementPlan {
 
 class PlacementPolicy : public Policy {
  public:
+  // What plan() reads, declared before any call. A placement that never reads request.counts
+  // (EarlierPasses or NoCounts) is planned before its layer's router, with request.counts
+  // empty, so that its replicas' weights can travel behind the previous MoE layer's compute
+  // (Note [Overlapped expert fetch]); each of its plans must then say so in `information`
+  // (not ThisPass). The default, ThisPass, is planned after the router, with the counts.
+  virtual PlanInformation plans_from() const { return PlanInformation::ThisPass; }
   virtual PlacementPlan plan(const PlacementRequest& request) = 0;
 };
 

@@ -17,7 +17,9 @@ namespace lrmoe {
 // 4: Policy::save_state and restore_state, for exact resume from checkpoints.
 // 5: PairBatch::pair_ids, so that per-pair draws agree between plans and processes.
 // 6: PlacementPlan::co_located_share_copy and PlacementPlan::information.
-inline constexpr int kPluginApiVersion = 6;
+// 7: PlacementPolicy::plans_from, so that placements planned without this pass's counts are
+//    planned before the router and their replicas fetched behind the previous layer.
+inline constexpr int kPluginApiVersion = 7;
 
 // Plain data, so that the loader can read it from any plugin before trusting its C++ types.
 struct PluginAbi {
