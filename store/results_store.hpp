@@ -171,7 +171,8 @@ struct LayerStepRecord {
   double critical_path_seconds = 0, rank_sum_seconds = 0;
   double modeled_compute_seconds = 0, modeled_all_to_all_seconds = 0, modeled_gather_seconds = 0,
          modeled_replica_seconds = 0;
-  // Of the modeled all-to-all seconds, those hidden behind chunks' compute (modeled_seconds is
+  // Of the modeled seconds of transfer, those hidden behind compute: the chunks' all-to-all, a
+  // fetch placed ahead, a deferred gradient return (ModeledTime::overlapped; modeled_seconds is
   // the parts less these).
   double modeled_overlapped_seconds = 0;
   // The parts of the measured time spent deciding and rearranging rather than computing.

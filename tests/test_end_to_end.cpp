@@ -16,6 +16,7 @@
 #include "support/child_process.hpp"
 #include "support/network.hpp"
 #include "support/run_database.hpp"
+#include "support/store_samples.hpp"
 #include "support/temp_folder.hpp"
 
 using lrmoe_test::ChildProcess;

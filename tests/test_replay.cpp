@@ -221,15 +221,32 @@ TEST_CASE("a replay reports SYMI's history-less first step apart and records wha
 
 TEST_CASE(
     "SYMI planned ahead plans what it plans after the router, its fetch hidden behind the "
-    "previous layer's forward compute",
+    "previous layer's forward compute and its deferred return behind the next one's backward",
     "[replay]") {
   TempFolder dir;
   const std::string db = dir.file("results.db");
   const auto [code, output] =
-      run_lrmoe({"replay", kTinyExperiment, "--set", "cluster.ranks=4", "--set",
-                 "cluster.slots_per_rank=3", "--skew", "zipf:1.2", "--steps", "3", "--db", db,
-                 "--record", "ahead", "--variant", "ahead:policies.bundle=symi", "--variant",
-                 "apart:policies.bundle=symi,cluster.overlap_expert_fetch=false"},
+      run_lrmoe({"replay",
+                 kTinyExperiment,
+                 "--set",
+                 "cluster.ranks=4",
+                 "--set",
+                 "cluster.slots_per_rank=3",
+                 "--skew",
+                 "zipf:1.2",
+                 "--steps",
+                 "3",
+                 "--db",
+                 db,
+                 "--record",
+                 "ahead",
+                 "--variant",
+                 "ahead:policies.bundle=symi",
+                 "--variant",
+                 "apart:policies.bundle=symi,cluster.overlap_expert_fetch=false",
+                 "--variant",
+                 "waited:policies.bundle=symi,cluster.overlap_expert_fetch=false,"
+                 "cluster.overlap_gradient_return=false"},
                 dir.file("replay.log"));
   INFO(output);
   REQUIRE(code == 0);
@@ -267,6 +284,14 @@ TEST_CASE(
     CHECK(hidden < of(1, 1, "modeled_replica_seconds"));
     CHECK(hidden <= of(1, 0, "modeled_compute_seconds"));
     CHECK(of(1, 1, "modeled_seconds") == Approx(of(2, 1, "modeled_seconds") - hidden));
+    // The second layer's gradient return, deferred, hides behind the first layer's backward;
+    // waited for within the layer, it does not. The first layer's has nothing below it.
+    CHECK(of(2, 0, "modeled_overlapped_seconds") == of(3, 0, "modeled_overlapped_seconds"));
+    const double returned =
+        of(2, 1, "modeled_overlapped_seconds") - of(3, 1, "modeled_overlapped_seconds");
+    CHECK(returned > 0);
+    CHECK(returned < of(2, 1, "modeled_replica_seconds"));
+    CHECK(returned <= of(2, 0, "modeled_compute_seconds"));
   }
 }
 

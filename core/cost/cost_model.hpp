@@ -55,8 +55,9 @@ struct ModeledTime {
   // parameter transfers: replica weights out (with any owner that moved since the previous
   // pass) and replica gradients back
   double replicas = 0;
-  // Of the above, the seconds of all-to-all that ran while chunks computed (Note [Chunked
-  // exchange]): 0 unchunked.
+  // Of the above, the seconds hidden behind compute: all-to-all that ran while chunks computed
+  // (Note [Chunked exchange]), a fetch placed ahead behind the previous layer's forward and a
+  // deferred gradient return behind the layer below's backward (Note [Overlapped expert fetch]).
   double overlapped = 0;
 
   double compute() const { return forward_compute + backward_compute; }

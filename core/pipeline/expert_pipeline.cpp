@@ -473,6 +473,8 @@ void ExpertPipeline::account(const ForwardPass& forward, const BackwardPass& bac
       std::accumulate(backward.layout.load.begin(), backward.layout.load.end(), int64_t{0});
   statistics_.traffic += pass.traffic;
   statistics_.modeled += pass.modeled;
+  statistics_.pass_returns.push_back({settings_.overlap_gradient_return ? pass.modeled_return : 0.0,
+                                      pass.modeled.backward_compute});
   statistics_.plan += pass.plan;
   statistics_.passes.push_back(std::move(pass.holdings));
 }

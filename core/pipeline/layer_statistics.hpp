@@ -116,7 +116,16 @@ struct LayerStepStatistics {
   std::vector<double> rank_expert_seconds[kPhases];
   CriticalPath critical_path;  // of the whole step, over all processes (set by the trainer)
   ModeledTime modeled;         // cost model: the step's passes under the run's hardware profile
-  PlanCollectives plan;        // the step's passes' plan collectives
+  // Per pass (micro-batch), in order, modeled: the replica gradients' return when it travels
+  // behind the layers below (cluster.overlap_gradient_return; 0 otherwise) and the pass's
+  // backward expert compute, what the return of the layer above hides behind
+  // (hide_deferred_returns, core/pipeline/deferred_returns.hpp).
+  struct PassReturn {
+    double deferred_return = 0;
+    double backward_compute = 0;
+  };
+  std::vector<PassReturn> pass_returns;
+  PlanCollectives plan;  // the step's passes' plan collectives
   // What forward_seconds, backward_seconds, exchange.seconds and rank_expert_seconds are read
   // from; those stay zero until read_times().
   LayerSpans spans;

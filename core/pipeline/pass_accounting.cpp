@@ -176,7 +176,8 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
   // all-to-all's algorithm. A fetch placed before the router travels behind the previous MoE
   // layer's forward compute (Note [Overlapped expert fetch]).
   const double fetch = model.exchange_seconds(replica_out);
-  account.modeled.replicas = fetch + model.exchange_seconds(replica_back);
+  account.modeled_return = model.exchange_seconds(replica_back);
+  account.modeled.replicas = fetch + account.modeled_return;
   if (forward.fetch_cover_seconds)
     account.modeled.overlapped += std::min(fetch, *forward.fetch_cover_seconds);
   account.traffic.cross_node += static_cast<int64_t>(model.cross_node_bytes(replica_run_bytes));

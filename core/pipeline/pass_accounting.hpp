@@ -18,7 +18,8 @@ struct PassAccount {
   std::vector<int64_t> bytes_sent;      // [ranks]: pair-row bytes to other ranks
   std::vector<int64_t> bytes_received;  // [ranks]
   ModeledTime modeled;
-  PlanCollectives plan;  // what agreeing on the plan cost each rank
+  double modeled_return = 0;  // of modeled.replicas, the gradients' return
+  PlanCollectives plan;       // what agreeing on the plan cost each rank
 };
 
 PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& forward,

@@ -10,6 +10,7 @@
 
 #include "core/data/seeded_rng.hpp"
 #include "core/distributed/thread_meeting.hpp"
+#include "core/pipeline/deferred_returns.hpp"
 #include "core/pipeline/memory_timeline.hpp"
 #include "core/pipeline/pass_accounting.hpp"
 #include "core/pipeline/stable_order.hpp"
@@ -214,6 +215,7 @@ StepReport PlanReplay::step(int64_t step) {
       slowest = p;
     }
   }
+  hide_deferred_returns(statistics.front());
   for (std::size_t l = 0; l < layers; ++l) {
     LayerStepStatistics layer = std::move(statistics.front()[l]);
     const LayerStepStatistics& planned_longest = statistics[slowest][l];

@@ -13,6 +13,7 @@
 #include "core/device/compute_device.hpp"
 #include "core/device/step_peaks.hpp"
 #include "core/hf/hf_import.hpp"
+#include "core/pipeline/deferred_returns.hpp"
 #include "core/system/threads.hpp"
 #include "core/train/gradient_clipping.hpp"
 #include "core/train/lr_schedule.hpp"
@@ -262,6 +263,7 @@ StepReport Trainer::read_step(QueuedStep queued) {
   }
   report.step_seconds = queued.step_time.read(&waited);
   for (LayerStepStatistics& statistics : queued.layers) statistics.read_times(&waited);
+  hide_deferred_returns(queued.layers);
   if (experiment_.train.traces(report.step)) {
     report.trace = gather_trace(
         *collectives_, process_trace(queued.layers, queued.step_time, collectives_->rank()));
