@@ -45,6 +45,7 @@ LayerStepRecord layer_step_record(int64_t step, const LayerStepStatistics& s) {
   record.modeled_gather_seconds = s.modeled.gathers;
   record.modeled_replica_seconds = s.modeled.replicas;
   record.modeled_overlapped_seconds = s.modeled.overlapped;
+  record.modeled_hidden_transfer_seconds = s.modeled.hidden_transfers;
   record.placement_seconds = s.overhead.placement;
   record.metric_seconds = s.overhead.metric;
   record.selection_seconds = s.overhead.selection;

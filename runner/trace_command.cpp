@@ -137,10 +137,11 @@ int trace_command(const TraceOptions& options, std::ostream& out) {
   }
 
   // The cost model's time of each MoE layer, laid end to end, by part: the compute, the
-  // all-to-all not hidden behind it, the plan's collectives, the parameter transfers.
+  // all-to-all not hidden behind it, the plan's collectives, the parameter transfers not hidden.
   const QueryResult modeled = store->query(fmt::format(
       "SELECT layer, modeled_seconds, modeled_compute_seconds, modeled_all_to_all_seconds, "
-      "modeled_gather_seconds, modeled_replica_seconds, coalesce(modeled_overlapped_seconds, 0) "
+      "modeled_gather_seconds, modeled_replica_seconds, coalesce(modeled_overlapped_seconds, 0), "
+      "coalesce(modeled_hidden_transfer_seconds, 0) "
       "FROM moe_layer_steps WHERE run = {} AND step = {} ORDER BY layer",
       options.run, options.step));
   const int64_t modeled_pid = processes;
@@ -151,7 +152,9 @@ int trace_command(const TraceOptions& options, std::ostream& out) {
   for (const auto& row : modeled.rows) {
     const std::string layer = text(row[0]);
     const double total = micros(row[1]);
-    const double overlapped = micros(row[6]);
+    // Hidden behind compute: all-to-all behind chunks, parameter transfers behind the layers
+    // around (Note [Overlapped expert fetch]).
+    const double overlapped = micros(row[6]), hidden_transfers = micros(row[7]);
     events.push_back({{"ph", "X"},
                       {"cat", "modeled"},
                       {"name", "MoE layer " + layer},
@@ -162,12 +165,13 @@ int trace_command(const TraceOptions& options, std::ostream& out) {
                       {"args",
                        {{"layer", std::stoll(layer)},
                         {"all-to-all us", micros(row[3])},
-                        {"overlapped us", overlapped}}}});
+                        {"overlapped us", overlapped},
+                        {"hidden transfers us", hidden_transfers}}}});
     const std::pair<const char*, double> parts[] = {
         {"compute", micros(row[2])},
-        {"all-to-all (exposed)", micros(row[3]) - overlapped},
+        {"all-to-all (exposed)", micros(row[3]) - (overlapped - hidden_transfers)},
         {"plan collectives", micros(row[4])},
-        {"parameter transfers", micros(row[5])}};
+        {"parameter transfers (exposed)", micros(row[5]) - hidden_transfers}};
     double part_at = at;
     for (const auto& [part, duration] : parts) {
       events.push_back({{"ph", "X"},

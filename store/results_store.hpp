@@ -175,6 +175,8 @@ struct LayerStepRecord {
   // fetch placed ahead, a deferred gradient return (ModeledTime::overlapped; modeled_seconds is
   // the parts less these).
   double modeled_overlapped_seconds = 0;
+  // Of those, the parameter transfers' (ModeledTime::hidden_transfers); the rest is all-to-all.
+  double modeled_hidden_transfer_seconds = 0;
   // The parts of the measured time spent deciding and rearranging rather than computing.
   double placement_seconds = 0, metric_seconds = 0, selection_seconds = 0, routing_seconds = 0,
          compaction_seconds = 0;

@@ -658,6 +658,13 @@ CREATE TABLE trace_spans (
 );
 CREATE INDEX trace_spans_by_step ON trace_spans (run, step);
 )sql"},
+    // Of each layer step's modeled_overlapped_seconds, those of parameter transfers: a fetch
+    // placed a layer ahead and a gradient return deferred behind the layer below (Note
+    // [Overlapped expert fetch]); the rest is all-to-all behind chunks. NULL for steps recorded
+    // before, whose overlap was all all-to-all.
+    Migration{21, R"sql(
+ALTER TABLE moe_layer_steps ADD COLUMN modeled_hidden_transfer_seconds REAL;
+)sql"},
 };
 
 constexpr bool numbered_in_order() {

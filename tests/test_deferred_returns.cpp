@@ -22,13 +22,16 @@ TEST_CASE("a layer's deferred return hides behind the backward compute of the la
           "[cost]") {
   // Two passes. Layer 2's returns (3, 1) behind layer 1's backward (2, 4): 2 + 1 hidden. Layer
   // 1's (5, 0) behind layer 0's (10, 10): 5. Layer 0's return has nothing below it.
-  std::vector<LayerStepStatistics> layers{layer_with({{7, 10}, {7, 10}}),
-                                          layer_with({{5, 2}, {0, 4}}),
-                                          layer_with({{3, 1}, {1, 1}})};
+  std::vector<LayerStepStatistics> layers{
+      layer_with({{7, 10}, {7, 10}}), layer_with({{5, 2}, {0, 4}}), layer_with({{3, 1}, {1, 1}})};
   hide_deferred_returns(layers);
   CHECK(layers[0].modeled.overlapped == 0.5);
   CHECK(layers[1].modeled.overlapped == 0.5 + 5);
   CHECK(layers[2].modeled.overlapped == 0.5 + 2 + 1);
+  // Of the overlap, the transfers' part apart from the chunks' all-to-all.
+  CHECK(layers[0].modeled.hidden_transfers == 0);
+  CHECK(layers[1].modeled.hidden_transfers == 5);
+  CHECK(layers[2].modeled.hidden_transfers == 2 + 1);
 }
 
 TEST_CASE("a return not deferred hides nothing, nor does a lone layer", "[cost]") {

@@ -317,6 +317,8 @@ TEST_CASE("chunked exchanges train exactly as unchunked ones, overlapped and mod
       CHECK(doubles(db[1], "SELECT sum(modeled_overlapped_seconds) FROM moe_layer_steps")[0] == 0);
       CHECK(doubles(db[3], "SELECT min(modeled_overlapped_seconds) FROM moe_layer_steps")[0] >= 0);
       CHECK(doubles(db[3], "SELECT sum(modeled_overlapped_seconds) FROM moe_layer_steps")[0] > 0);
+      CHECK(doubles(db[3], "SELECT sum(modeled_hidden_transfer_seconds) FROM moe_layer_steps")[0] ==
+            0);
       CHECK(column(db[3],
                    "SELECT count(*) FROM moe_layer_steps WHERE abs(modeled_seconds - "
                    "(modeled_compute_seconds + modeled_all_to_all_seconds + modeled_gather_seconds "

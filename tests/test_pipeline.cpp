@@ -398,6 +398,7 @@ TEST_CASE(
   CHECK(second.placed_ahead);
   CHECK(second.modeled.replicas == first.modeled.replicas);
   CHECK(second.modeled.overlapped == Approx(1.0));
+  CHECK(second.modeled.hidden_transfers == Approx(1.0));
   CHECK(second.traffic.replica_sync == first.traffic.replica_sync);
   CHECK(torch::equal(ahead.out, apart.out));
   CHECK(torch::equal(ahead.wgu, apart.wgu));

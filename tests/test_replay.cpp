@@ -269,6 +269,10 @@ TEST_CASE(
   // The first MoE layer has no layer before it; the second's fetch hides behind the first's
   // forward compute, at most the whole fetch.
   const auto number = [&](const std::string& query) { return std::stod(scalar(*store, query)); };
+  // Unchunked, everything hidden is a parameter transfer.
+  CHECK(scalar(*store,
+               "SELECT count(*) FROM moe_layer_steps WHERE "
+               "abs(modeled_overlapped_seconds - modeled_hidden_transfer_seconds) > 1e-12") == "0");
   for (int step = 2; step <= 3; ++step) {
     INFO("step " << step);
     const auto of = [&](int run, int layer, const std::string& column) {

@@ -221,6 +221,7 @@ TEST_CASE("every field of every recorded table reads back in its own column", "[
   layer.modeled_gather_seconds = 41.5;
   layer.modeled_replica_seconds = 41.25;
   layer.modeled_overlapped_seconds = 41.75;
+  layer.modeled_hidden_transfer_seconds = 41.875;
   layer.placement_information = "earlier passes";
 
   lrmoe::RankMemoryRecord memory =
@@ -320,6 +321,7 @@ TEST_CASE("every field of every recorded table reads back in its own column", "[
              {"modeled_gather_seconds", "41.5"},
              {"modeled_replica_seconds", "41.25"},
              {"modeled_overlapped_seconds", "41.75"},
+             {"modeled_hidden_transfer_seconds", "41.875"},
              {"placement_information", "earlier passes"}});
 
   check_row(*reader, "rank_memory", "run = " + id,

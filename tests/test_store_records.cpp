@@ -220,12 +220,13 @@ TEST_CASE("layer statistics and rank memory round-trip, buffered until a flush",
                                                     "measured_parameter_bytes",
                                                     "measured_parameter_seconds",
                                                     "bytes_cross_node",
-                                                    "modeled_overlapped_seconds"});
+                                                    "modeled_overlapped_seconds",
+                                                    "modeled_hidden_transfer_seconds"});
     REQUIRE(layer.rows.size() == 1);
     CHECK(row_text(layer.rows[0]) ==
           id + "|3|1|100|3|90|2|40|24.25|30|22.5|1001|1002|1003|1004|1005|0.5|0.75|0.375|"
                "0.0625|0.03125|0.015625|0.125|0.25|2048|0.5|0.0|0.0|0.0|0.0|0.0|0.0|this pass|0|"
-               "0.0|0|0.0");
+               "0.0|0|0.0|0.0");
 
     const lrmoe::QueryResult ranks = reader->query("SELECT * FROM rank_layer_steps");
     CHECK(ranks.columns == std::vector<std::string>{"run", "step", "layer", "rank", "forward_pairs",

@@ -30,6 +30,7 @@ ModeledTime& ModeledTime::operator+=(const ModeledTime& o) {
   gathers += o.gathers;
   replicas += o.replicas;
   overlapped += o.overlapped;
+  hidden_transfers += o.hidden_transfers;
   return *this;
 }
 

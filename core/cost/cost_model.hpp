@@ -59,6 +59,9 @@ struct ModeledTime {
   // (Note [Chunked exchange]), a fetch placed ahead behind the previous layer's forward and a
   // deferred gradient return behind the layer below's backward (Note [Overlapped expert fetch]).
   double overlapped = 0;
+  // Of `overlapped`, the parameter transfers' part (the fetches placed ahead and the deferred
+  // returns); the rest is all-to-all.
+  double hidden_transfers = 0;
 
   double compute() const { return forward_compute + backward_compute; }
   double communication() const { return all_to_all + gathers + replicas; }

@@ -10,8 +10,11 @@ void hide_deferred_returns(std::vector<LayerStepStatistics>& layers) {
     const std::vector<LayerStepStatistics::PassReturn>& below = layers[l - 1].pass_returns;
     // Every layer plans every pass; a step cut short by an error has nothing to adjust.
     const std::size_t passes = std::min(above.size(), below.size());
-    for (std::size_t p = 0; p < passes; ++p)
-      layers[l].modeled.overlapped += std::min(above[p].deferred_return, below[p].backward_compute);
+    for (std::size_t p = 0; p < passes; ++p) {
+      const double hidden = std::min(above[p].deferred_return, below[p].backward_compute);
+      layers[l].modeled.overlapped += hidden;
+      layers[l].modeled.hidden_transfers += hidden;
+    }
   }
 }
 

@@ -178,8 +178,11 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
   const double fetch = model.exchange_seconds(replica_out);
   account.modeled_return = model.exchange_seconds(replica_back);
   account.modeled.replicas = fetch + account.modeled_return;
-  if (forward.fetch_cover_seconds)
-    account.modeled.overlapped += std::min(fetch, *forward.fetch_cover_seconds);
+  if (forward.fetch_cover_seconds) {
+    const double hidden = std::min(fetch, *forward.fetch_cover_seconds);
+    account.modeled.overlapped += hidden;
+    account.modeled.hidden_transfers += hidden;
+  }
   account.traffic.cross_node += static_cast<int64_t>(model.cross_node_bytes(replica_run_bytes));
 
   account.plan = plan_collectives(settings, forward, backward);
