@@ -358,9 +358,10 @@ TEST_CASE("a run whose checkpoint cannot be written fails in one line and an err
           "[resume][e2e]") {
   TempFolder dir;
   const std::string db = dir.file("r.db");
-  // 1000 KiB per file: the database fits, the tiny model's first checkpoint part does not.
+  // 700 KiB per file (1400 blocks of 512 bytes): the database fits, with room beside the 400-500
+  // KiB its schema takes; the tiny model's first checkpoint part (about 1.7 MB) does not.
   const std::string command = fmt::format(
-      "ulimit -f 1000; exec {} run {} --db {} --set train.checkpoint_every=5 --set "
+      "ulimit -f 1400; exec {} run {} --db {} --set train.checkpoint_every=5 --set "
       "train.max_steps=20 --set train.target_loss=0",
       LRMOE_BINARY, kTinyExperiment, db);
   lrmoe_test::ChildProcess child({"/bin/sh", "-c", command}, dir.file("run.log"));
