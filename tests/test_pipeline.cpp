@@ -6,8 +6,10 @@
 
 #include <limits>
 #include <stdexcept>
+#include <tuple>
 
 #include "core/model/expert_pairs_function.hpp"
+#include "core/pipeline/pass_accounting.hpp"
 #include "core/pipeline/plugin_output_checks.hpp"
 #include "core/plugins/policy_parameters.hpp"
 #include "lrmoe/expert_segments.hpp"
@@ -416,6 +418,43 @@ TEST_CASE(
   PipelineSettings waiting = settings;
   waiting.overlap_expert_fetch = false;
   CHECK_FALSE(make_pipeline(policies, waiting)->places_ahead());
+}
+
+TEST_CASE(
+    "a chunked pass's compute covers its own chunks only: no fetch behind its forward, and a "
+    "return behind what its backward has left",
+    "[pipeline]") {
+  Problem problem;
+  // Compute slow enough to hide a chunk's messages behind: milliseconds per GEMM and message.
+  HardwareProfile profile;
+  profile.peak_flops = 1e5;
+  profile.memory_bandwidth = 1e12;
+  profile.intra_node_latency = profile.inter_node_latency = 1e-3;
+  profile.intra_node_bandwidth = profile.inter_node_bandwidth = 1e12;
+  const auto covers = [&](int64_t chunks) {
+    PipelineSettings settings = problem.settings();
+    settings.cost_model = CostModel(profile);
+    settings.exchange_chunks = chunks;
+    auto pipeline = make_pipeline(scripted_policies(replicated_plan), settings);
+    pipeline->set_step(1);
+    auto pass = pipeline->plan_forward(problem.pairs.experts, problem.gates, problem.home(),
+                                       Problem::tokens);
+    const double fetch_cover = modeled_fetch_cover(settings, *pass);
+    problem.run(pipeline, problem.pairs, problem.gates);
+    LayerStepStatistics statistics = pipeline->take_statistics();
+    REQUIRE(statistics.pass_returns.size() == 1);  // the run's pass: the one above has no backward
+    return std::make_tuple(fetch_cover, statistics.pass_returns.back().backward_cover,
+                           statistics.modeled.backward_compute, statistics.modeled.overlapped);
+  };
+  const auto [fetch_whole, return_whole, backward_whole, hidden_whole] = covers(1);
+  CHECK(fetch_whole > 0);
+  CHECK(hidden_whole == 0);
+  CHECK(return_whole == Approx(backward_whole));  // unchunked: the whole backward compute
+  const auto [fetch_chunked, return_chunked, backward_chunked, hidden_chunked] = covers(2);
+  CHECK(fetch_chunked == 0);
+  REQUIRE(hidden_chunked > 0);
+  CHECK(return_chunked < backward_chunked);
+  CHECK(return_chunked >= 0);
 }
 
 TEST_CASE("a placement that plans ahead but says its plan used this pass's counts is refused",

@@ -117,7 +117,7 @@ MoEOutput MoELayerImpl::forward(const torch::Tensor& input) {
         // It runs inside this layer's autograd function, whose forward LibTorch runs without
         // grad mode: the fetch must enter the graph, or the replicas' gradients never go home.
         torch::AutoGradMode in_training(true);
-        next_->prefetch(tokens, modeled_forward_compute(pipeline_->settings(), *pass), x);
+        next_->prefetch(tokens, modeled_fetch_cover(pipeline_->settings(), *pass), x);
       };
     }
     out = routed_experts(x, gates.index_select(0, pass->local_pairs).to(x.scalar_type()),

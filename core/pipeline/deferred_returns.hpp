@@ -11,7 +11,7 @@ namespace lrmoe {
 
 // `layers`: one step's statistics of every MoE layer, in layer order, each with one
 // LayerStepStatistics::PassReturn per pass. For every pass and every layer l > 0, adds
-// min(layer l's deferred return, layer l - 1's backward compute) to layer l's
+// min(layer l's deferred return, layer l - 1's backward cover) to layer l's
 // modeled.overlapped and modeled.hidden_transfers. The lowest MoE layer's return, behind nothing
 // the model counts, stays whole.
 void hide_deferred_returns(std::vector<LayerStepStatistics>& layers);

@@ -118,11 +118,12 @@ struct LayerStepStatistics {
   ModeledTime modeled;         // cost model: the step's passes under the run's hardware profile
   // Per pass (micro-batch), in order, modeled: the replica gradients' return when it travels
   // behind the layers below (cluster.overlap_gradient_return; 0 otherwise) and the pass's
-  // backward expert compute, what the return of the layer above hides behind
-  // (hide_deferred_returns, core/pipeline/deferred_returns.hpp).
+  // backward expert compute not already hiding its own chunks (PassAccount::backward_cover),
+  // what the return of the layer above hides behind (hide_deferred_returns,
+  // core/pipeline/deferred_returns.hpp).
   struct PassReturn {
     double deferred_return = 0;
-    double backward_compute = 0;
+    double backward_cover = 0;
   };
   std::vector<PassReturn> pass_returns;
   PlanCollectives plan;  // the step's passes' plan collectives

@@ -211,6 +211,7 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
   for (int phase = 0; phase < kPhases; ++phase) {
     const std::vector<double> slowest = slowest_ranks(phase_seconds[phase]);
     *compute[phase] = std::accumulate(slowest.begin(), slowest.end(), 0.0);
+    if (phase == kBackwardPhase) account.backward_cover = *compute[phase];
     if (chunks == 1) continue;
     // Calls 0 and 1 are the forward's dispatch and combine, 2 and 3 the backward's.
     const std::vector<double>& out = call_seconds[static_cast<std::size_t>(2 * phase)];
@@ -218,12 +219,16 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
     const double apart = std::accumulate(out.begin(), out.end(), 0.0) + *compute[phase] +
                          std::accumulate(back.begin(), back.end(), 0.0);
     // Never below 0 by rounding: chunks hide, they do not add.
-    account.modeled.overlapped += std::max(0.0, apart - chunked_phase_seconds(out, slowest, back));
+    const double hidden = std::max(0.0, apart - chunked_phase_seconds(out, slowest, back));
+    account.modeled.overlapped += hidden;
+    if (phase == kBackwardPhase)
+      account.backward_cover = std::max(0.0, account.backward_cover - hidden);
   }
   return account;
 }
 
-double modeled_forward_compute(const PipelineSettings& settings, const ForwardPass& forward) {
+double modeled_fetch_cover(const PipelineSettings& settings, const ForwardPass& forward) {
+  if (chunk_count(settings, forward) > 1) return 0;
   const std::vector<double> slowest = slowest_ranks(forward_seconds(settings, forward));
   return std::accumulate(slowest.begin(), slowest.end(), 0.0);
 }

@@ -19,14 +19,19 @@ struct PassAccount {
   std::vector<int64_t> bytes_received;  // [ranks]
   ModeledTime modeled;
   double modeled_return = 0;  // of modeled.replicas, the gradients' return
-  PlanCollectives plan;       // what agreeing on the plan cost each rank
+  // The backward expert compute that its own chunks' all-to-all does not already hide behind:
+  // what the return of the layer above can hide behind (core/pipeline/deferred_returns.hpp).
+  double backward_cover = 0;
+  PlanCollectives plan;  // what agreeing on the plan cost each rank
 };
 
 PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& forward,
                          const BackwardPass& backward);
 
-// The forward's modeled expert compute (ModeledTime::forward_compute of its pass): what the next
-// MoE layer's replica fetch travels behind when that layer is placed ahead.
-double modeled_forward_compute(const PipelineSettings& settings, const ForwardPass& forward);
+// What the next MoE layer's replica fetch travels behind when that layer is placed ahead: the
+// forward's modeled expert compute (ModeledTime::forward_compute of its pass) when unchunked;
+// chunked, none, as that compute hides the pass's own chunks already (the model does not share
+// one compute between two transfers).
+double modeled_fetch_cover(const PipelineSettings& settings, const ForwardPass& forward);
 
 }  // namespace lrmoe

@@ -192,7 +192,7 @@ StepReport PlanReplay::step(int64_t step) {
         if (l + 1 < layers && processes_[at].pipelines[l + 1]->places_ahead()) {
           processes_[at].pipelines[l + 1]->place_ahead(
               tokens / processes, mine.pairs.experts.device(),
-              modeled_forward_compute(pipeline.settings(), *forward));
+              modeled_fetch_cover(pipeline.settings(), *forward));
         }
         pipeline.plan_backward(*forward, signal_rows(mine.signals, forward->local_pairs));
       }
