@@ -1,5 +1,6 @@
-// The plan's counting sort of small keys gives the order a stable comparison sort gives, so the
-// plans it builds are the ones they were (Note [Replay]).
+// The plan's counting sort of small keys, and its radix sort of wide ones, give the order a
+// stable comparison sort gives, so the plans they build are the ones they were (Note [Replay]);
+// and an order's inverse says where each pair went.
 #include <catch2/catch.hpp>
 
 #include "core/pipeline/stable_order.hpp"
@@ -21,4 +22,33 @@ TEST_CASE("the counting sort orders small keys exactly as a stable sort does", "
   CHECK(lrmoe::stable_order(strided, 4).equal(torch::tensor({3, 1, 0, 2}, torch::kInt64)));
   CHECK_THROWS_WITH(lrmoe::stable_order(torch::tensor({0, 4}, torch::kInt64), 4),
                     Catch::Contains("key 4 outside [0, 4)"));
+}
+
+TEST_CASE("keys with many more bins than keys sort digit by digit as a stable sort does",
+          "[pipeline]") {
+  torch::manual_seed(11);
+  // One digit of 11 bits is not enough past 2048 bins; three are needed past 2^22.
+  for (const int64_t bins : {int64_t{1} << 12, int64_t{131072} + 5, int64_t{1} << 30}) {
+    for (const int64_t n : {0, 1, 7, 1000}) {
+      INFO(n << " keys in " << bins << " bins");
+      const torch::Tensor keys = torch::randint(0, bins, {n}, torch::kInt64);
+      // Repeated keys, so that ties must keep their order.
+      const torch::Tensor tied = torch::cat({keys, keys.flip(0)});
+      const torch::Tensor expected =
+          std::get<1>(torch::sort(tied, /*stable=*/true, /*dim=*/0, /*descending=*/false));
+      CHECK(lrmoe::stable_order(tied, bins).equal(expected));
+    }
+  }
+}
+
+TEST_CASE("an order's inverse puts each position back where it came from", "[pipeline]") {
+  torch::manual_seed(3);
+  for (const int64_t n : {0, 1, 5000}) {
+    const torch::Tensor order = torch::randperm(n, torch::kInt64);
+    const torch::Tensor inverse = lrmoe::inverse_permutation(order);
+    CHECK(inverse.index_select(0, order).equal(torch::arange(n, torch::kInt64)));
+    CHECK(order.index_select(0, inverse).equal(torch::arange(n, torch::kInt64)));
+  }
+  CHECK_THROWS_WITH(lrmoe::inverse_permutation(torch::tensor({0, 2}, torch::kInt64)),
+                    Catch::Contains("2 outside [0, 2)"));
 }

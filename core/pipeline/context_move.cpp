@@ -7,14 +7,6 @@
 #include "core/pipeline/stable_order.hpp"
 
 namespace lrmoe {
-namespace {
-
-torch::Tensor inverse_permutation(const torch::Tensor& permutation) {
-  return torch::empty_like(permutation)
-      .index_copy_(0, permutation, torch::arange(permutation.numel(), permutation.options()));
-}
-
-}  // namespace
 
 ContextMove context_move(Collectives& collectives, const torch::Tensor& forward_row,
                          const torch::Tensor& backward_row, const torch::Tensor& forward_process,
@@ -61,7 +53,7 @@ ContextMove context_move(Collectives& collectives, const torch::Tensor& forward_
         "summed counts say {}",
         process.index, sent, planned));
   const torch::Tensor by_backward_row =
-      std::get<1>(torch::sort(told.select(1, 1), /*stable=*/true, 0, false));
+      stable_order(told.select(1, 1), backward.instance_offsets.back());
   move.rows = told.select(1, 0).index_select(0, by_backward_row) - forward_first_row;
   move.slice.home_pairs = move.slice.send_rows = torch::arange(sent, move.rows.options());
 

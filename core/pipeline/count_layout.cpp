@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "core/pipeline/stable_order.hpp"
@@ -13,11 +14,14 @@ torch::Tensor on_device(const std::vector<int64_t>& values, const torch::Device&
   return torch::tensor(values, torch::kInt64).to(device);
 }
 
-// `values` [runs] repeated `lengths` [runs] times each, in order: `total` rows.
+// `values` [runs] repeated `lengths` [runs] times each, in order: `total` rows, filled on the
+// host (the counts are there) and copied to the device once.
 torch::Tensor runs(const std::vector<int64_t>& values, const std::vector<int64_t>& lengths,
                    int64_t total, const torch::Device& device) {
-  if (total == 0) return torch::empty({0}, torch::dtype(torch::kInt64).device(device));
-  return torch::repeat_interleave(on_device(values, device), on_device(lengths, device), 0, total);
+  torch::Tensor filled = torch::empty({total}, torch::kInt64);
+  int64_t* row = filled.data_ptr<int64_t>();
+  for (std::size_t r = 0; r < values.size(); ++r) row = std::fill_n(row, lengths[r], values[r]);
+  return filled.to(device);
 }
 
 }  // namespace
@@ -66,14 +70,23 @@ PairLayout count_pair_layout(const std::vector<int64_t>& routed, const torch::Te
 
   // The receive buffer holds each source process's rows in destination order, sources in
   // order; destination order has, per instance, the sources in order (pair order is process
-  // order within an expert). Blocks of (instance, source) in destination order, each shifted
-  // from its destination rows to its buffer rows.
+  // order within an expert). Blocks of (instance, source) in destination order, each a run of
+  // consecutive buffer rows from where that source's rows have got to.
   const auto P = static_cast<std::size_t>(process.processes);
   std::vector<int64_t> buffer_start(P, 0);  // where each source's rows begin in the buffer
   std::partial_sum(slice.recv_counts.begin(), slice.recv_counts.end() - 1,
                    buffer_start.begin() + 1);
-  std::vector<int64_t> shift, length;
+  const int64_t received =
+      std::accumulate(slice.recv_counts.begin(), slice.recv_counts.end(), int64_t{0});
+  torch::Tensor arrival = torch::empty({received}, torch::kInt64);
+  int64_t* buffer_row = arrival.data_ptr<int64_t>();
   int64_t destination = 0;
+  auto mismatch = [&] {
+    return PlanError(fmt::format(
+        "the scalable plan's layout: process {} receives {} rows, its instances do not take as "
+        "many",
+        process.index, received));
+  };
   for (int64_t i = 0; i < I; ++i) {
     if (process.process_of(table.instance_rank[i]) != process.index) continue;
     for (std::size_t q = 0; q < P; ++q) {
@@ -82,15 +95,14 @@ PairLayout count_pair_layout(const std::vector<int64_t>& routed, const torch::Te
       for (int64_t h = source * process.ranks_per_process;
            h < (source + 1) * process.ranks_per_process; ++h)
         rows += count(h, i);
-      if (rows == 0) continue;
-      shift.push_back(buffer_start[q] - destination);
-      length.push_back(rows);
+      if (destination + rows > received) throw mismatch();
+      std::iota(buffer_row + destination, buffer_row + destination + rows, buffer_start[q]);
       buffer_start[q] += rows;
       destination += rows;
     }
   }
-  slice.arrival = torch::arange(destination, torch::dtype(torch::kInt64).device(device)) +
-                  runs(shift, length, destination, device);
+  if (destination != received) throw mismatch();
+  slice.arrival = arrival.to(device);
   return layout;
 }
 
@@ -111,9 +123,8 @@ torch::Tensor destination_rows(const std::vector<int64_t>& routed, const PairLay
     mine_before += mine;
   }
   const torch::Tensor& order = layout.order;
-  const torch::Tensor position =
-      torch::empty_like(order).index_copy_(0, order, torch::arange(order.numel(), order.options()));
-  return position + on_device(shift, order.device()).index_select(0, layout.instance);
+  return inverse_permutation(order) +
+         on_device(shift, order.device()).index_select(0, layout.instance);
 }
 
 }  // namespace lrmoe

@@ -88,9 +88,7 @@ std::vector<ChunkSlice> split_slice(const ProcessSlice& slice, const torch::Tens
     const torch::Tensor buffer_chunk =
         torch::empty_like(destination_chunk).index_copy_(0, arrival, destination_chunk);
     const torch::Tensor buffer_by_chunk = stable_order(buffer_chunk, chunks);
-    buffer_place =
-        torch::empty_like(buffer_by_chunk)
-            .index_copy_(0, buffer_by_chunk, torch::arange(rows, buffer_by_chunk.options()));
+    buffer_place = inverse_permutation(buffer_by_chunk);
   }
 
   std::vector<ChunkSlice> split(static_cast<std::size_t>(chunks));

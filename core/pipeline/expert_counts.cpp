@@ -1,5 +1,7 @@
 #include "core/pipeline/expert_counts.hpp"
 
+#include <algorithm>
+
 namespace lrmoe {
 
 std::vector<int64_t> int64_values(const torch::Tensor& values) {
@@ -8,6 +10,23 @@ std::vector<int64_t> int64_values(const torch::Tensor& values) {
 }
 
 std::vector<std::vector<int64_t>> host_counts(const std::vector<CountRequest>& requests) {
+  const bool on_host = std::all_of(requests.begin(), requests.end(),
+                                   [](const CountRequest& r) { return r.keys.device().is_cpu(); });
+  if (on_host) {
+    // Counted in place: a few tensor operations a request cost more than the counting.
+    std::vector<std::vector<int64_t>> split;
+    for (const CountRequest& request : requests) {
+      const torch::Tensor keys = request.keys.to(torch::kInt64).contiguous();
+      const int64_t* key = keys.data_ptr<int64_t>();
+      std::vector<int64_t>& count = split.emplace_back(static_cast<std::size_t>(request.bins), 0);
+      for (int64_t i = 0; i < keys.numel(); ++i) {
+        TORCH_CHECK(key[i] >= 0 && key[i] < request.bins, "host_counts: key ", key[i],
+                    " outside [0, ", request.bins, ")");
+        ++count[static_cast<std::size_t>(key[i])];
+      }
+    }
+    return split;
+  }
   std::vector<torch::Tensor> counts;
   for (const CountRequest& request : requests) {
     // Not bincount: on CUDA it reads the largest key on the host to size its output.

@@ -91,8 +91,7 @@ ProcessSlice process_slice(const torch::Tensor& order, const torch::Tensor& inst
   // (source, row).
   const torch::Tensor source = home_process.index_select(0, order.narrow(0, slice.first_row, rows));
   const torch::Tensor buffer_order = stable_order(source, process.processes);
-  slice.arrival = torch::empty_like(buffer_order)
-                      .index_copy_(0, buffer_order, torch::arange(rows, buffer_order.options()));
+  slice.arrival = inverse_permutation(buffer_order);
   return slice;
 }
 

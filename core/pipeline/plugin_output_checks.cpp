@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "lrmoe/placement.hpp"
@@ -139,6 +140,12 @@ void check_scores(const torch::Tensor& scores, int64_t pairs, bool values,
         kScore);
   }
   if (!values || pairs == 0) return;
+  // One pass over the scores on the way that succeeds: the least and the greatest score are in
+  // [0, inf) exactly when every score is (a NaN makes both NaN, which fails).
+  const auto [least, greatest] = torch::aminmax(scores.detach());
+  if (verdicts({least.ge(0).logical_and(greatest.lt(std::numeric_limits<double>::infinity()))})
+          .front())
+    return;
   const std::vector<bool> ok = verdicts({scores.isfinite().all(), scores.ge(0).all()});
   if (!ok[0]) {
     // Only on this failure path: are the inputs themselves already non-finite?

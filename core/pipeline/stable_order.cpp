@@ -3,6 +3,24 @@
 #include <vector>
 
 namespace lrmoe {
+namespace {
+
+// One counting pass: the stable order of `from`'s entries by (key >> shift) & (bins - 1), bins
+// a power of two, or by the whole key when shift is 0 and bins covers it.
+void counting_pass(const int64_t* key, const int64_t* from, int64_t* to, int64_t n, int shift,
+                   int64_t bins, std::vector<int64_t>& next) {
+  next.assign(static_cast<std::size_t>(bins) + 1, 0);
+  const int64_t mask = bins - 1;
+  auto digit = [&](int64_t i) { return static_cast<std::size_t>((key[i] >> shift) & mask); };
+  for (int64_t k = 0; k < n; ++k) ++next[digit(from ? from[k] : k) + 1];
+  for (std::size_t b = 1; b < next.size(); ++b) next[b] += next[b - 1];
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t i = from ? from[k] : k;
+    to[next[digit(i)]++] = i;
+  }
+}
+
+}  // namespace
 
 torch::Tensor stable_order(const torch::Tensor& keys, int64_t bins) {
   if (!keys.device().is_cpu())
@@ -10,17 +28,52 @@ torch::Tensor stable_order(const torch::Tensor& keys, int64_t bins) {
   const torch::Tensor contiguous = keys.contiguous();
   const int64_t n = contiguous.numel();
   const int64_t* key = contiguous.data_ptr<int64_t>();
-  std::vector<int64_t> next(static_cast<std::size_t>(bins) + 1, 0);
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < n; ++i)
     TORCH_CHECK(key[i] >= 0 && key[i] < bins, "stable_order: key ", key[i], " outside [0, ", bins,
                 ")");
-    ++next[static_cast<std::size_t>(key[i]) + 1];
-  }
-  for (std::size_t b = 1; b < next.size(); ++b) next[b] += next[b - 1];
   torch::Tensor order = torch::empty({n}, contiguous.options());
-  int64_t* position = order.data_ptr<int64_t>();
-  for (int64_t i = 0; i < n; ++i) position[next[static_cast<std::size_t>(key[i])]++] = i;
+  std::vector<int64_t> next;
+  // Few bins for the keys: one pass over every bin. Many: digits of 11 bits (2048 bins), each
+  // pass stable, the least significant first, so the last pass leaves the whole keys sorted.
+  constexpr int kDigitBits = 11;
+  int bits = 0;
+  while ((int64_t{1} << bits) < bins) ++bits;
+  if (bins <= 4 * n + (int64_t{1} << kDigitBits) || bits <= kDigitBits) {
+    next.assign(static_cast<std::size_t>(bins) + 1, 0);
+    for (int64_t i = 0; i < n; ++i) ++next[static_cast<std::size_t>(key[i]) + 1];
+    for (std::size_t b = 1; b < next.size(); ++b) next[b] += next[b - 1];
+    int64_t* position = order.data_ptr<int64_t>();
+    for (int64_t i = 0; i < n; ++i) position[next[static_cast<std::size_t>(key[i])]++] = i;
+    return order;
+  }
+  std::vector<int64_t> scratch(static_cast<std::size_t>(n));
+  const int passes = (bits + kDigitBits - 1) / kDigitBits;
+  // The passes alternate between two buffers so that the last lands in `order`.
+  int64_t* buffer[2] = {order.data_ptr<int64_t>(), scratch.data()};
+  int64_t* to = buffer[(passes - 1) % 2];
+  counting_pass(key, nullptr, to, n, 0, int64_t{1} << kDigitBits, next);
+  for (int p = 1; p < passes; ++p) {
+    int64_t* from = to;
+    to = buffer[(passes - 1 - p) % 2];
+    counting_pass(key, from, to, n, p * kDigitBits, int64_t{1} << kDigitBits, next);
+  }
   return order;
+}
+
+torch::Tensor inverse_permutation(const torch::Tensor& order) {
+  if (!order.device().is_cpu())
+    return torch::empty_like(order).index_copy_(0, order,
+                                                torch::arange(order.numel(), order.options()));
+  const torch::Tensor contiguous = order.contiguous();
+  const int64_t n = contiguous.numel();
+  const int64_t* at = contiguous.data_ptr<int64_t>();
+  torch::Tensor inverse = torch::empty({n}, contiguous.options());
+  int64_t* place = inverse.data_ptr<int64_t>();
+  for (int64_t k = 0; k < n; ++k) {
+    TORCH_CHECK(at[k] >= 0 && at[k] < n, "inverse_permutation: ", at[k], " outside [0, ", n, ")");
+    place[at[k]] = k;
+  }
+  return inverse;
 }
 
 }  // namespace lrmoe

@@ -1,9 +1,11 @@
 #pragma once
-// The stable sorting order of small integer keys: expert, instance, rank and process ids, which
-// the plan sorts pairs by several times a pass. On the CPU a counting sort, one pass to count
-// and one to place (O(n + bins)), where a comparison sort of a layer's pairs was most of the
-// plan's host time at full dimensions (Note [Replay]); elsewhere torch::sort, stable. Both give
-// the same order: ties keep their order.
+// Orders of pairs. The stable sorting order of integer keys: expert, instance, rank and process
+// ids, which the plan sorts pairs by several times a pass, and rows, which are distinct. On the
+// CPU a counting sort, one pass to count and one to place (O(n + bins)), where a comparison sort
+// of a layer's pairs was most of the plan's host time at full dimensions (Note [Replay]); with
+// many more bins than keys, the same sort digit by digit (radix, least significant first);
+// elsewhere torch::sort, stable. All give the same order: ties keep their order. And the inverse
+// of an order, which says where each pair went.
 
 #include <torch/torch.h>
 
@@ -13,5 +15,9 @@ namespace lrmoe {
 
 // [n] int64 positions that sort `keys` ([n] int64, each in [0, bins)) stably, on keys' device.
 torch::Tensor stable_order(const torch::Tensor& keys, int64_t bins);
+
+// [n] int64 `inverse` with inverse[order[k]] = k, on order's device; order: [n] int64, a
+// permutation of 0..n-1.
+torch::Tensor inverse_permutation(const torch::Tensor& order);
 
 }  // namespace lrmoe
