@@ -37,9 +37,12 @@ namespace {
 // Flows of pairs from experts to the ranks that host them, within per-rank limits.
 class ExpertRankFlow {
  public:
+  // ranks_of: [experts] the ranks hosting each; experts_on: [ranks] the experts each hosts, in
+  // increasing order (the only experts that can send it pairs).
   ExpertRankFlow(std::vector<int64_t> supply, const std::vector<std::vector<int64_t>>& ranks_of,
-                 std::vector<int64_t> limit)
+                 const std::vector<std::vector<int64_t>>& experts_on, std::vector<int64_t> limit)
       : ranks_of_(&ranks_of),
+        experts_on_(&experts_on),
         experts_(supply.size()),
         ranks_(limit.size()),
         limit_(std::move(limit)),
@@ -72,6 +75,14 @@ class ExpertRankFlow {
     parent.resize(E + ranks_);
     std::vector<size_t> queue;
     queue.reserve(E + ranks_);
+    // Paths of one edge first, without a search each. The search finds them first anyway: it
+    // looks at every starting expert's ranks before any rank's experts, so it takes the lowest
+    // expert with a rank below its limit, that expert's first such rank. Placing them only
+    // takes room, so no path of one edge opens later: this loop takes the same paths in the
+    // same order, and the searches below only the longer ones.
+    for (size_t e = 0; e < E; ++e) {
+      for (const int64_t r : (*ranks_of_)[e]) place(e, static_cast<size_t>(r), unplaced_[e]);
+    }
     for (;;) {
       std::fill(parent.begin(), parent.end(), -1);
       queue.clear();
@@ -98,7 +109,8 @@ class ExpertRankFlow {
           }
         } else {
           const size_t r = node - E;
-          for (size_t e = 0; e < E; ++e) {
+          for (const int64_t hosted : (*experts_on_)[r]) {
+            const auto e = static_cast<size_t>(hosted);
             if (parent[e] < 0 && flow_[e * ranks_ + r] > 0) {
               parent[e] = static_cast<int64_t>(node);
               queue.push_back(e);
@@ -152,17 +164,12 @@ class ExpertRankFlow {
     return b;
   }
 
-  // [experts][ranks] pairs placed.
-  std::vector<std::vector<int64_t>> flow() const {
-    std::vector<std::vector<int64_t>> rows(experts_);
-    for (size_t e = 0; e < experts_; ++e)
-      rows[e].assign(flow_.begin() + static_cast<std::ptrdiff_t>(e * ranks_),
-                     flow_.begin() + static_cast<std::ptrdiff_t>((e + 1) * ranks_));
-    return rows;
-  }
+  // [experts * ranks] pairs placed.
+  std::vector<int64_t> flow() && { return std::move(flow_); }
 
  private:
-  const std::vector<std::vector<int64_t>>* ranks_of_;  // [experts] ranks hosting an instance
+  const std::vector<std::vector<int64_t>>* ranks_of_;    // [experts] ranks hosting an instance
+  const std::vector<std::vector<int64_t>>* experts_on_;  // [ranks] experts hosted, increasing
   size_t experts_, ranks_;
   std::vector<int64_t> limit_;     // [ranks] pairs each may hold
   std::vector<int64_t> flow_;      // [experts * ranks] pairs placed
@@ -190,39 +197,43 @@ int64_t least_shift_holding(const std::vector<int64_t>& capacity, const std::vec
 // Where each expert's instances are: the ranks hosting one (instance order, each rank once) and
 // the instance that takes a rank's pairs.
 struct ExpertHosts {
-  std::vector<std::vector<int64_t>> ranks_of;     // [experts]
-  std::vector<std::vector<int64_t>> instance_on;  // [experts][ranks], -1: none there
+  std::vector<std::vector<int64_t>> ranks_of;    // [experts]
+  std::vector<int64_t> instance_on;              // [experts * ranks], -1: none there
+  std::vector<std::vector<int64_t>> experts_on;  // [ranks] the experts hosted, increasing
+  size_t ranks = 0;
+  int64_t instance(size_t expert, size_t rank) const { return instance_on[expert * ranks + rank]; }
 };
 
 ExpertHosts expert_hosts(const std::vector<lrmoe::ExpertInstance>& instances,
                          const std::vector<std::vector<int64_t>>& expert_instances, size_t ranks) {
   const size_t E = expert_instances.size();
-  ExpertHosts hosts{std::vector<std::vector<int64_t>>(E),
-                    std::vector<std::vector<int64_t>>(E, std::vector<int64_t>(ranks, -1))};
+  ExpertHosts hosts{std::vector<std::vector<int64_t>>(E), std::vector<int64_t>(E * ranks, -1),
+                    std::vector<std::vector<int64_t>>(ranks), ranks};
   for (size_t e = 0; e < E; ++e) {
     for (const int64_t instance : expert_instances[e]) {
       const int64_t rank = instances[static_cast<size_t>(instance)].rank;
-      if (hosts.instance_on[e][static_cast<size_t>(rank)] >= 0) continue;
-      hosts.instance_on[e][static_cast<size_t>(rank)] = instance;
+      int64_t& on_rank = hosts.instance_on[e * ranks + static_cast<size_t>(rank)];
+      if (on_rank >= 0) continue;
+      on_rank = instance;
       hosts.ranks_of[e].push_back(rank);
+      hosts.experts_on[static_cast<size_t>(rank)].push_back(static_cast<int64_t>(e));
     }
   }
   return hosts;
 }
 
-// Steps 1 and 2: [experts][ranks] pairs of each expert each hosting rank takes, from the pairs
-// per expert and home rank, `at_home` [experts][ranks].
-std::vector<std::vector<int64_t>> transport(const std::vector<std::vector<int64_t>>& at_home,
-                                            const ExpertHosts& hosts,
-                                            const std::vector<int64_t>& capacity) {
-  const size_t E = at_home.size();
+// Steps 1 and 2: [experts * ranks] pairs of each expert each hosting rank takes, from the pairs
+// per home rank and expert, `at_home` [ranks * experts].
+std::vector<int64_t> transport(const std::vector<int64_t>& at_home, const ExpertHosts& hosts,
+                               const std::vector<int64_t>& capacity) {
+  const size_t E = hosts.ranks_of.size();
   const size_t R = capacity.size();
   std::vector<int64_t> supply(E, 0);
-  for (size_t e = 0; e < E; ++e) {
-    for (const int64_t pairs : at_home[e]) supply[e] += pairs;
+  for (size_t h = 0; h < R; ++h) {
+    for (size_t e = 0; e < E; ++e) supply[e] += at_home[h * E + e];
   }
   const int64_t total = std::accumulate(supply.begin(), supply.end(), int64_t{0});
-  if (total == 0) return std::vector<std::vector<int64_t>>(E, std::vector<int64_t>(R, 0));
+  if (total == 0) return std::vector<int64_t>(E * R, 0);
   std::vector<size_t> order(E);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -236,10 +247,10 @@ std::vector<std::vector<int64_t>> transport(const std::vector<std::vector<int64_
     return limit;
   };
   auto flow_at = [&](int64_t shift) {
-    ExpertRankFlow flow(supply, hosts.ranks_of, limits_at(shift));
+    ExpertRankFlow flow(supply, hosts.ranks_of, hosts.experts_on, limits_at(shift));
     for (const size_t e : order) {
       for (const int64_t rank : hosts.ranks_of[e]) {
-        flow.place(e, static_cast<size_t>(rank), at_home[e][static_cast<size_t>(rank)]);
+        flow.place(e, static_cast<size_t>(rank), at_home[static_cast<size_t>(rank) * E + e]);
       }
     }
     return flow;
@@ -256,21 +267,25 @@ std::vector<std::vector<int64_t>> transport(const std::vector<std::vector<int64_
   const int64_t high = total - *least;
   std::vector<int64_t> every_rank(R);
   std::iota(every_rank.begin(), every_rank.end(), 0);
-  int64_t shift = least_shift_holding(capacity, every_rank, total, -*most - 1, high);
+  const int64_t first = least_shift_holding(capacity, every_rank, total, -*most - 1, high);
+  int64_t shift = first;
   ExpertRankFlow search = flow_at(shift);
-  while (shift < high && !search.complete()) {
+  bool complete = false;
+  while (shift < high && !(complete = search.complete())) {
     const ExpertRankFlow::Blocked blocked = search.blocked();
     shift = blocked.ranks.empty()
                 ? high
                 : least_shift_holding(capacity, blocked.ranks, blocked.pairs, shift, high);
     search.raise_limits(limits_at(shift));
   }
-  // Step 2 at that shift, from its own start: the routing does not depend on the search.
+  // Step 2 at that shift, from its own start: the routing does not depend on the search. A
+  // search that fit at its first shift already is that flow (the common case: room to spare).
+  if (complete && shift == first) return std::move(search).flow();
   ExpertRankFlow feasible = flow_at(shift);
   if (!feasible.complete()) {
     throw std::logic_error("capacity_aware: no routing at the feasible shift");
   }
-  return feasible.flow();
+  return std::move(feasible).flow();
 }
 
 void check_capacity(const std::vector<int64_t>& capacity, int64_t ranks) {
@@ -294,28 +309,29 @@ class CapacityAware : public lrmoe::CountRoutingPolicy {
     const size_t E = request.expert_instances.size();
     const auto R = static_cast<size_t>(request.ranks);
 
-    // Per expert: its pairs, and its pairs per home rank.
+    // Per expert: its pairs; and pairs per (home rank, expert).
     std::vector<std::vector<int64_t>> pairs_of(E);
-    std::vector<std::vector<int64_t>> at_home(E, std::vector<int64_t>(R, 0));
+    std::vector<int64_t> at_home(R * E, 0);
     for (int64_t i = 0; i < experts.numel(); ++i) {
       const auto e = static_cast<size_t>(expert[i]);
       pairs_of[e].push_back(i);
-      ++at_home[e][static_cast<size_t>(home[i])];
+      ++at_home[static_cast<size_t>(home[i]) * E + e];
     }
     const ExpertHosts hosts = expert_hosts(request.instances, request.expert_instances, R);
-    std::vector<std::vector<int64_t>> flow = transport(at_home, hosts, request.capacity);
+    std::vector<int64_t> flow = transport(at_home, hosts, request.capacity);
 
     // Step 3.
     at::Tensor routed = at::empty({experts.numel()}, at::kLong);
     int64_t* chosen = routed.data_ptr<int64_t>();
+    std::vector<int64_t> later;
     for (size_t e = 0; e < E; ++e) {
-      std::vector<int64_t>& left = flow[e];
-      std::vector<int64_t> later;
+      int64_t* left = flow.data() + e * R;
+      later.clear();
       for (const int64_t pair : pairs_of[e]) {
         const auto h = static_cast<size_t>(home[pair]);
         if (left[h] > 0) {
           --left[h];
-          chosen[pair] = hosts.instance_on[e][h];
+          chosen[pair] = hosts.instance(e, h);
         } else {
           later.push_back(pair);
         }
@@ -325,7 +341,7 @@ class CapacityAware : public lrmoe::CountRoutingPolicy {
         while (left[static_cast<size_t>(hosts.ranks_of[e][next])] == 0) ++next;
         const auto rank = static_cast<size_t>(hosts.ranks_of[e][next]);
         --left[rank];
-        chosen[pair] = hosts.instance_on[e][rank];
+        chosen[pair] = hosts.instance(e, rank);
       }
     }
     return routed;
@@ -338,22 +354,20 @@ class CapacityAware : public lrmoe::CountRoutingPolicy {
     const auto E = static_cast<size_t>(request.num_experts);
     const auto R = static_cast<size_t>(request.ranks);
     const size_t I = request.instances.size();
-    std::vector<std::vector<int64_t>> at_home(E, std::vector<int64_t>(R, 0));
-    for (size_t h = 0; h < R; ++h) {
-      for (size_t e = 0; e < E; ++e) at_home[e][h] = request.pairs[h * E + e];
-    }
+    const std::vector<int64_t>& at_home = request.pairs;  // [ranks * experts]
     const ExpertHosts hosts = expert_hosts(request.instances, request.expert_instances, R);
-    std::vector<std::vector<int64_t>> flow = transport(at_home, hosts, request.capacity);
+    std::vector<int64_t> flow = transport(at_home, hosts, request.capacity);
 
     std::vector<int64_t> routed(R * I, 0);
+    std::vector<int64_t> later(R);
     for (size_t e = 0; e < E; ++e) {
-      std::vector<int64_t>& left = flow[e];
-      std::vector<int64_t> later(R, 0);
+      int64_t* left = flow.data() + e * R;
       for (size_t h = 0; h < R; ++h) {
-        const int64_t stay = std::min(at_home[e][h], left[h]);
-        if (stay > 0) routed[h * I + static_cast<size_t>(hosts.instance_on[e][h])] += stay;
+        const int64_t pairs = at_home[h * E + e];
+        const int64_t stay = std::min(pairs, left[h]);
+        if (stay > 0) routed[h * I + static_cast<size_t>(hosts.instance(e, h))] += stay;
         left[h] -= stay;
-        later[h] = at_home[e][h] - stay;
+        later[h] = pairs - stay;
       }
       size_t next = 0;
       for (size_t h = 0; h < R; ++h) {
@@ -361,7 +375,7 @@ class CapacityAware : public lrmoe::CountRoutingPolicy {
           while (left[static_cast<size_t>(hosts.ranks_of[e][next])] == 0) ++next;
           const auto rank = static_cast<size_t>(hosts.ranks_of[e][next]);
           const int64_t moved = std::min(later[h], left[rank]);
-          routed[h * I + static_cast<size_t>(hosts.instance_on[e][rank])] += moved;
+          routed[h * I + static_cast<size_t>(hosts.instance(e, rank))] += moved;
           left[rank] -= moved;
           later[h] -= moved;
         }
