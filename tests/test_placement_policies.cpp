@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <set>
 #include <utility>
@@ -501,6 +502,29 @@ TEST_CASE("lrmoe plans are valid and fit the budget over random requests", "[pol
     });
     if (feasible || keeps) {
       REQUIRE(fits);
+    }
+    // The quotas are the largest water level's: at the next level where a quota grows, the sum
+    // passes K or a rank passes the budget the plan is made for (less the default headroom).
+    double next_level = std::numeric_limits<double>::infinity();
+    for (size_t e = 0; e < counts.size(); ++e) {
+      if (plan.quota[e] < counts[e])
+        next_level = std::min(
+            next_level, static_cast<double>(plan.quota[e] + 1) / static_cast<double>(copies[e]));
+    }
+    if (keeps && std::isfinite(next_level)) {
+      PlacementPlan higher = plan;
+      for (size_t e = 0; e < counts.size(); ++e) {
+        higher.quota[e] = std::min(
+            counts[e],
+            std::max(plan.quota[e], static_cast<int64_t>(std::floor(
+                                        static_cast<double>(copies[e]) * next_level + 1e-9))));
+      }
+      const double planned = static_cast<double>(request.budget_bytes) * (1 - 0.03);
+      const std::vector<double> higher_memory = rank_memory(request, higher);
+      const bool over_budget = std::any_of(higher_memory.begin(), higher_memory.end(),
+                                           [&](double m) { return m > planned * (1 - 1e-12); });
+      REQUIRE((sum(higher.quota) > static_cast<int64_t>(std::ceil(keep_fraction * total)) ||
+               over_budget));
     }
     // With room to spare, a K that covers every pair keeps them all.
     PlacementRequest roomy = request;

@@ -62,7 +62,7 @@ InstanceTable build_instance_table(const PlacementPlan& plan, int64_t num_expert
   InstanceTable table;
   table.instances = plan.instances;
   table.co_located_share_copy = plan.co_located_share_copy;
-  std::set<std::pair<int64_t, int64_t>> used;
+  std::vector<char> used(static_cast<std::size_t>(ranks * slots_per_rank), 0);  // [rank, slot]
   for (const ExpertInstance& instance : table.instances) {
     if (instance.expert < 0 || instance.expert >= num_experts || instance.rank < 0 ||
         instance.rank >= ranks || instance.slot < 0 || instance.slot >= slots_per_rank) {
@@ -72,7 +72,9 @@ InstanceTable build_instance_table(const PlacementPlan& plan, int64_t num_expert
           policy, instance.expert, instance.rank, instance.slot, num_experts, ranks,
           slots_per_rank));
     }
-    if (!used.emplace(instance.rank, instance.slot).second) {
+    if (std::exchange(
+            used[static_cast<std::size_t>(instance.rank * slots_per_rank + instance.slot)],
+            char{1})) {
       throw PlanError(fmt::format("placement '{}' put two instances on rank {} slot {}", policy,
                                   instance.rank, instance.slot));
     }

@@ -51,16 +51,22 @@ struct Layout {
   // Instances per rank. Slots fill from 0 up, so this is also the rank's lowest free slot.
   std::vector<int64_t> hosted;
   std::vector<int64_t> owned;  // owners per rank
+  std::vector<char> hosting;   // [experts * ranks]: whether the rank hosts an instance of it
 
   lrmoe::LayerHolding holding(size_t rank, double forward_pairs, double backward_pairs) const {
     return {owned[rank], hosted[rank] - owned[rank], forward_pairs, backward_pairs};
   }
 
   bool hosts(int64_t rank, int64_t expert) const {
-    return std::any_of(instances.begin(), instances.end(),
-                       [&](const lrmoe::ExpertInstance& instance) {
-                         return instance.rank == rank && instance.expert == expert;
-                       });
+    return hosting[static_cast<size_t>(expert) * hosted.size() + static_cast<size_t>(rank)] != 0;
+  }
+
+  void add(const lrmoe::ExpertInstance& instance) {
+    instances.push_back(instance);
+    hosting[static_cast<size_t>(instance.expert) * hosted.size() +
+            static_cast<size_t>(instance.rank)] = 1;
+    ++hosted[static_cast<size_t>(instance.rank)];
+    ++copies[static_cast<size_t>(instance.expert)];
   }
 
   // Per rank, the sum over its instances of pairs_e / cnt_e: each expert's pairs split evenly
@@ -131,8 +137,7 @@ struct Layout {
   }
 
   void add_replica(int64_t expert, int64_t rank) {
-    instances.push_back({expert, rank, hosted[static_cast<size_t>(rank)]++, false});
-    ++copies[static_cast<size_t>(expert)];
+    add({expert, rank, hosted[static_cast<size_t>(rank)], false});
   }
 };
 
@@ -158,12 +163,16 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
  private:
   // Step 1.
   static Layout owners(const lrmoe::PlacementRequest& request) {
-    Layout layout{lrmoe::static_owners(request.num_experts, request.ranks),
-                  std::vector<int64_t>(static_cast<size_t>(request.num_experts), 1),
-                  std::vector<int64_t>(static_cast<size_t>(request.ranks), 0),
-                  {}};
-    for (const lrmoe::ExpertInstance& owner : layout.instances)
-      ++layout.hosted[static_cast<size_t>(owner.rank)];
+    const auto E = static_cast<size_t>(request.num_experts);
+    const auto R = static_cast<size_t>(request.ranks);
+    Layout layout{{},
+                  std::vector<int64_t>(E, 0),
+                  std::vector<int64_t>(R, 0),
+                  {},
+                  std::vector<char>(E * R, 0)};
+    for (const lrmoe::ExpertInstance& owner :
+         lrmoe::static_owners(request.num_experts, request.ranks))
+      layout.add(owner);
     layout.owned = layout.hosted;
     return layout;
   }
@@ -265,8 +274,11 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
       low = high;
     } else {
       // The quotas change only at tau = m / cnt_e; 100 halvings of [0, max n] end closer to the
-      // last feasible change than any two changes are apart.
+      // last feasible change than any two changes are apart. They stop early once the quotas
+      // are the same all through [low, high): each is monotone in tau, so every tau the
+      // remaining halvings could keep gives these quotas, the ones they would return.
       for (int i = 0; i < 100; ++i) {
+        if (quotas_at(low) == quotas_at(std::nextafter(high, low))) break;
         const double middle = low + (high - low) / 2;
         if (feasible(middle)) {
           low = middle;

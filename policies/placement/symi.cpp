@@ -38,7 +38,6 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <set>
 #include <stdexcept>
 #include <utility>
 
@@ -202,7 +201,11 @@ class Symi : public lrmoe::PlacementPolicy {
   // Whether every rank fits with `capacity` pairs per instance (dropless: the expected pairs).
   bool fits(const lrmoe::PlacementRequest& request, const Layout& layout, int64_t capacity) const {
     std::vector<lrmoe::LayerHolding> ranks(static_cast<size_t>(request.ranks));
-    std::set<std::pair<int64_t, int64_t>> copies;  // (rank, expert) with a copy
+    // [rank * experts + expert]: whether the rank holds a copy of the expert's weights
+    std::vector<char> copies(static_cast<size_t>(request.ranks * request.num_experts), 0);
+    auto copy = [&](const lrmoe::ExpertInstance& instance) -> char& {
+      return copies[static_cast<size_t>(instance.rank * request.num_experts + instance.expert)];
+    };
     for (const lrmoe::ExpertInstance& instance : layout.instances) {
       lrmoe::LayerHolding& h = ranks[static_cast<size_t>(instance.rank)];
       const double pairs = capacity_factor_ > 0
@@ -212,12 +215,12 @@ class Symi : public lrmoe::PlacementPolicy {
       h.backward_pairs += pairs;
       if (instance.owner) {
         ++h.owned;
-        copies.emplace(instance.rank, instance.expert);
+        copy(instance) = 1;
       }
     }
     for (const lrmoe::ExpertInstance& instance : layout.instances) {
       if (instance.owner) continue;
-      if (shared_copy_ && !copies.emplace(instance.rank, instance.expert).second) continue;
+      if (shared_copy_ && std::exchange(copy(instance), char{1})) continue;
       ++ranks[static_cast<size_t>(instance.rank)].replicas;
     }
     for (const lrmoe::LayerHolding& h : ranks) {
