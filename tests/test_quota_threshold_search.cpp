@@ -34,11 +34,19 @@ struct Searched {
   std::vector<int64_t> groups;
 };
 
+// The kept pairs' indices ([k] int64) as a mask over n pairs.
+std::vector<bool> as_mask(const torch::Tensor& kept, std::size_t n) {
+  std::vector<bool> mask(n, false);
+  for (int64_t i = 0; i < kept.numel(); ++i)
+    mask.at(static_cast<std::size_t>(kept[i].item<int64_t>())) = true;
+  return mask;
+}
+
 Searched searched(const std::vector<ProcessPairs>& processes, const std::vector<int64_t>& quota) {
   std::vector<QuotaThresholdSearch> searches;
   for (const ProcessPairs& p : processes)
     searches.emplace_back(int_tensor(p.experts), torch::tensor(p.scores), quota);
-  for (int round = 0; round < QuotaThresholdSearch::kRounds; ++round) {
+  while (!searches.front().done()) {
     torch::Tensor sum;
     for (const QuotaThresholdSearch& s : searches) {
       const torch::Tensor local = s.local_histogram();
@@ -56,8 +64,8 @@ Searched searched(const std::vector<ProcessPairs>& processes, const std::vector<
   }
   Searched result;
   for (int64_t p = 0; p < ranks; ++p) {
-    const torch::Tensor mask = searches[static_cast<std::size_t>(p)].kept(groups, p);
-    result.kept.emplace_back(mask.data_ptr<bool>(), mask.data_ptr<bool>() + mask.numel());
+    result.kept.push_back(as_mask(searches[static_cast<std::size_t>(p)].kept(groups, p),
+                                  processes[static_cast<std::size_t>(p)].experts.size()));
   }
   result.groups = searches.front().kept_groups(groups);
   return result;
@@ -181,8 +189,7 @@ TEST_CASE("the search's counts say how many pairs are kept above and at each thr
 
   QuotaThresholdSearch search(int_tensor({0, 0, 0, 0, 0}),
                               torch::tensor({5.0F, 3.0F, 3.0F, 3.0F, 1.0F}), {3});
-  while (search.rounds_done() < QuotaThresholdSearch::kRounds)
-    search.narrow(search.local_histogram());
+  while (!search.done()) search.narrow(search.local_histogram());
   CHECK(search.above() == std::vector<int64_t>{1});
   CHECK(search.ties_kept() == std::vector<int64_t>{2});
   const torch::Tensor groups = search.local_groups(int_tensor({0, 0, 0, 0, 0}), 1);
@@ -191,10 +198,29 @@ TEST_CASE("the search's counts say how many pairs are kept above and at each thr
   CHECK(search.kept_groups(groups) == std::vector<int64_t>{3});
 }
 
+TEST_CASE("an expert closes once its threshold's bin is kept whole or not at all", "[selection]") {
+  // Expert 0: 4 and 1 differ in their high byte, and a quota of 1 keeps that byte's bin whole.
+  // Expert 1: three equal scores, a quota of 2: its bin is split to the last byte. Expert 2: a
+  // quota of 0 keeps nothing whatever the bytes below.
+  QuotaThresholdSearch search(int_tensor({0, 0, 1, 1, 1, 2}),
+                              torch::tensor({4.0F, 1.0F, 3.0F, 3.0F, 3.0F, 2.0F}), {1, 2, 0});
+  while (!search.done()) search.narrow(search.local_histogram());
+  CHECK(search.rounds() == std::vector<int64_t>{3, 1, 1, 1});
+  const torch::Tensor groups = search.local_groups(int_tensor({0, 0, 0, 0, 0, 0}), 1);
+  CHECK(search.kept_groups(groups) == std::vector<int64_t>{1, 2, 0});
+  CHECK(as_mask(search.kept(groups, 0), 6) ==
+        std::vector<bool>{true, false, true, true, false, false});
+}
+
 TEST_CASE("histograms that disagree with the quota are refused, not read past", "[selection]") {
-  QuotaThresholdSearch search(int_tensor({0, 0}), torch::tensor({1.0F, 2.0F}), {2});
+  // One expert, two pairs in one top-byte bin, a quota of 1: it stays open after a round.
+  QuotaThresholdSearch search(int_tensor({0, 0}), torch::tensor({1.0F, 1.5F}), {1});
   search.narrow(search.local_histogram());
+  REQUIRE_FALSE(search.done());
   // A later round's sum holding fewer pairs than the first promised: processes out of step.
   CHECK_THROWS_WITH(search.narrow(torch::zeros({1, QuotaThresholdSearch::kBins}, torch::kInt64)),
+                    Catch::Contains("disagree"));
+  // One of another shape: processes that disagree on which experts are open.
+  CHECK_THROWS_WITH(search.narrow(torch::zeros({2, QuotaThresholdSearch::kBins}, torch::kInt64)),
                     Catch::Contains("disagree"));
 }

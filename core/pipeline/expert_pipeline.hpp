@@ -89,9 +89,10 @@ struct ForwardPass {
   // [ranks]: routed pairs (dropped ones included) homed on each rank
   std::vector<int64_t> routed_per_home_rank;
   // Scalable plan: [ranks * instances] computed pairs homed on rank h routed to instance i, from
-  // which the layout was built; whether the forward capacity needed a threshold search.
+  // which the layout was built; and the histogram rows of each round of the threshold search the
+  // forward capacity needed (empty: none needed).
   std::vector<int64_t> routed_counts;
-  bool threshold_searched = false;
+  std::vector<int64_t> search_rounds;
   std::shared_ptr<const InstanceTable> table;
   std::vector<int64_t> quota;
   PairLayout layout;
@@ -112,10 +113,11 @@ struct ForwardPass {
 struct BackwardPass {
   torch::Tensor kept;  // [k] int64 on the device: indices into the computed pairs, increasing
   PairLayout layout;   // over the kept pairs
-  // Scalable plan: whether the selection needed a threshold search (not every pair kept), and
-  // [ranks * ranks] kept pairs homed on rank h with their forward instance on rank s, at
-  // [h * ranks + s] (without recomputation; the context move's index messages)
-  bool threshold_searched = false;
+  // Scalable plan: the histogram rows of each round of the threshold search the selection
+  // needed (empty: every pair kept), and [ranks * ranks] kept pairs homed on rank h with their
+  // forward instance on rank s, at [h * ranks + s] (without recomputation; the context move's
+  // index messages)
+  std::vector<int64_t> search_rounds;
   std::vector<int64_t> home_forward;
   // [ranks * ranks] on the host: kept pairs whose forward instance is on rank s and backward
   // instance on rank d, at [s * ranks + d]; empty with recomputation, where nothing moves with them

@@ -69,12 +69,12 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
   } else {
     for (std::size_t e = 0; e < counts.size(); ++e)
       pass->computed_counts[e] = std::min(counts[e], plan.forward_capacity[e]);
-    pass->threshold_searched = pass->computed_counts != counts;
-    if (pass->threshold_searched) {
+    if (pass->computed_counts != counts) {
       KeptOverProcesses computed = kept_over_processes(*collectives_, experts, home, gates.detach(),
                                                        pass->computed_counts, R, settings_.process);
       pass->computed = std::move(computed.kept);
       computed_groups = std::move(computed.groups);
+      pass->search_rounds = std::move(computed.rounds);
     } else {
       pass->computed = torch::arange(experts.numel(), experts.options());
     }
@@ -134,7 +134,7 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
   const std::string& selection_name = policy_name(PolicyKind::Selection);
   std::vector<int64_t> keep(static_cast<std::size_t>(E));
   std::vector<float> weight(static_cast<std::size_t>(E), 1.0F);
-  bool weighted = false;
+  bool weighted = false, searched = false;
   BackwardPass pass;
   for (int64_t e = 0; e < E; ++e) {
     const auto x = static_cast<std::size_t>(e);
@@ -149,14 +149,15 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
       check_kept_weight(weight[x], e, selection_name);
       weighted = weighted || weight[x] != 1.0F;
     }
-    pass.threshold_searched = pass.threshold_searched || keep[x] != pairs;
+    searched = searched || keep[x] != pairs;
   }
   std::vector<int64_t> kept_groups;  // kept pairs per (home rank, expert), over every process
-  if (pass.threshold_searched) {
+  if (searched) {
     KeptOverProcesses kept =
         kept_over_processes(*collectives_, forward.experts, forward.home, scores, keep, R, process);
     pass.kept = std::move(kept.kept);
     kept_groups = std::move(kept.groups);
+    pass.search_rounds = std::move(kept.rounds);
   } else {
     pass.kept = torch::arange(forward.experts.numel(), forward.experts.options());
     kept_groups = groups_by_expert(forward.routed_counts, table, R, E);

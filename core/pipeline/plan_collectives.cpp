@@ -92,21 +92,26 @@ void scalable_plan(const PipelineSettings& settings, const ForwardPass& forward,
   const auto I = static_cast<double>(forward.table->size());
   const double groups = R * E * kCountBytes;  // pairs per (home rank, expert)
   const double rank_pairs = R * R * kCountBytes;
-  // A threshold search: four histogram rounds, then every home rank's pairs above and at the
-  // threshold per expert (which are the kept groups).
-  auto search = [&] {
-    const double histogram = E * QuotaThresholdSearch::kBins * kCountBytes;
-    for (int round = 0; round < QuotaThresholdSearch::kRounds; ++round) plan.all_reduce(histogram);
+  // A threshold search: a histogram round per byte, of the experts still open in it, then every
+  // home rank's pairs above and at the threshold per expert (which are the kept groups).
+  auto search = [&](const std::vector<int64_t>& rounds) {
+    double largest = 2 * groups;
+    for (const int64_t open : rounds) {
+      const double histogram =
+          static_cast<double>(open) * QuotaThresholdSearch::kBins * kCountBytes;
+      plan.all_reduce(histogram);
+      largest = std::max(largest, histogram);
+    }
     plan.all_reduce(2 * groups);
-    return std::max(histogram, 2 * groups);
+    return largest;
   };
   double searched = 0;
   plan.all_reduce(groups);  // routed
-  if (forward.threshold_searched) searched = search();
-  if (backward.threshold_searched) searched = search();
+  if (!forward.search_rounds.empty()) searched = search(forward.search_rounds);
+  if (!backward.search_rounds.empty()) searched = search(backward.search_rounds);
   // Routed and computed groups, the forward and backward routed counts and rank matrices, the
   // kept groups, and what one search holds at a time.
-  plan.hold(groups * (forward.threshold_searched ? 3 : 2) + 2 * R * I * kCountBytes +
+  plan.hold(groups * (forward.search_rounds.empty() ? 2 : 3) + 2 * R * I * kCountBytes +
             2 * rank_pairs + searched);
   if (settings.recompute) return;
   // Kept pairs per (home rank, forward rank) and per (forward rank, backward rank) in one

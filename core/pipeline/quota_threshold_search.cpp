@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <stdexcept>
 
 namespace lrmoe {
@@ -27,45 +28,68 @@ QuotaThresholdSearch::QuotaThresholdSearch(const torch::Tensor& experts,
     throw std::invalid_argument(
         fmt::format("QuotaThresholdSearch: {} experts but {} scores", e.numel(), s.numel()));
   expert_.assign(e.data_ptr<int64_t>(), e.data_ptr<int64_t>() + e.numel());
-  key_.reserve(expert_.size());
-  for (int64_t i = 0; i < s.numel(); ++i) key_.push_back(score_key(s.data_ptr<float>()[i]));
+  key_.resize(expert_.size());
+  const float* score = s.data_ptr<float>();
+  for (std::size_t i = 0; i < key_.size(); ++i) key_[i] = score_key(score[i]);
   for (int64_t x : expert_) {
     if (x < 0 || x >= num_experts)
       throw std::invalid_argument(
           fmt::format("QuotaThresholdSearch: expert {} outside [0, {})", x, num_experts));
   }
+  open_.resize(quota_.size());
+  std::iota(open_.begin(), open_.end(), int64_t{0});
+  bits_.assign(quota_.size(), 0);
   prefix_.assign(quota_.size(), 0);
   above_.assign(quota_.size(), 0);
   need_ = quota_;
 }
 
+int QuotaThresholdSearch::compare(std::size_t pair) const {
+  const auto e = static_cast<std::size_t>(expert_[pair]);
+  // Every expert has settled a byte at least once done; the shift by 32 of none is undefined.
+  const uint32_t top = bits_[e] == 0 ? 0 : key_[pair] >> (32 - bits_[e]);
+  return top < prefix_[e] ? -1 : (top == prefix_[e] ? 0 : 1);
+}
+
 torch::Tensor QuotaThresholdSearch::local_histogram() const {
-  if (round_ >= kRounds) throw std::logic_error("QuotaThresholdSearch: every round is done");
-  const auto num_experts = static_cast<int64_t>(quota_.size());
-  auto histogram = torch::zeros({num_experts, kBins}, torch::kInt64);
+  if (done()) throw std::logic_error("QuotaThresholdSearch: every threshold is known");
+  std::vector<int64_t> row_of(quota_.size(), -1);
+  for (std::size_t k = 0; k < open_.size(); ++k)
+    row_of[static_cast<std::size_t>(open_[k])] = static_cast<int64_t>(k);
+  auto histogram = torch::zeros({static_cast<int64_t>(open_.size()), kBins}, torch::kInt64);
   int64_t* bins = histogram.data_ptr<int64_t>();
-  const int settled = 8 * round_;  // the key's high bits already settled
+  // Every open expert has settled as many bits: a byte per round so far.
+  const int settled = bits_[static_cast<std::size_t>(open_.front())];
   const int shift = 24 - settled;
   for (std::size_t i = 0; i < key_.size(); ++i) {
     const auto e = static_cast<std::size_t>(expert_[i]);
+    if (row_of[e] < 0) continue;
     // The shift by 32 that round 0 would ask for is undefined: every pair matches then.
     if (settled > 0 && (key_[i] >> (32 - settled)) != prefix_[e]) continue;
-    ++bins[expert_[i] * kBins + ((key_[i] >> shift) & 0xFFU)];
+    ++bins[row_of[e] * kBins + ((key_[i] >> shift) & 0xFFU)];
   }
   return histogram;
 }
 
 void QuotaThresholdSearch::narrow(const torch::Tensor& global_histogram) {
   const torch::Tensor histogram = global_histogram.to(torch::kCPU, torch::kInt64).contiguous();
+  const auto rows = static_cast<int64_t>(open_.size());
+  if (histogram.dim() != 2 || histogram.size(0) != rows || histogram.size(1) != kBins)
+    throw std::logic_error(fmt::format(
+        "QuotaThresholdSearch: a histogram of {} values for {} open experts of {} bins in round "
+        "{}; the processes' histograms disagree",
+        histogram.numel(), rows, kBins, rounds_.size()));
   const int64_t* bins = histogram.data_ptr<int64_t>();
-  for (std::size_t e = 0; e < quota_.size(); ++e) {
-    const int64_t* row = bins + static_cast<int64_t>(e) * kBins;
+  std::vector<int64_t> still_open;
+  for (int64_t k = 0; k < rows; ++k) {
+    const auto e = static_cast<std::size_t>(open_[static_cast<std::size_t>(k)]);
+    const int64_t* row = bins + k * kBins;
     int64_t matching = 0;
     for (int64_t b = 0; b < kBins; ++b) matching += row[b];
-    if (round_ == 0 && need_[e] > matching) need_[e] = matching;  // a quota above the pairs
+    if (bits_[e] == 0 && need_[e] > matching) need_[e] = matching;  // a quota above the pairs
     // From the highest bin down, the bin where the need runs out holds the threshold. With
-    // nothing needed it stays at bin 255: after four rounds the key 0xFFFFFFFF, a NaN's, above
-    // every finite score's, so that no pair is kept.
+    // nothing needed it stays at bin 255 and keeps none of it (a key of 0xFF... is a NaN's or a
+    // score of 2^127 or more).
     int64_t bin = kBins - 1;
     int64_t before = 0;
     if (need_[e] > 0) {
@@ -75,18 +99,24 @@ void QuotaThresholdSearch::narrow(const torch::Tensor& global_histogram) {
           throw std::logic_error(fmt::format(
               "QuotaThresholdSearch: expert {} has fewer pairs in round {} than it still needs; "
               "the processes' histograms disagree",
-              e, round_));
+              e, rounds_.size()));
       }
     }
     above_[e] += before;
     need_[e] -= before;
     prefix_[e] = (prefix_[e] << 8) | static_cast<uint32_t>(bin);
+    bits_[e] += 8;
+    // The bin is kept whole (the need is all of it) or not at all: its lower bytes decide
+    // nothing, and its pairs are "at" the threshold, of which the need is kept.
+    if (need_[e] > 0 && need_[e] < row[bin] && bits_[e] < 32)
+      still_open.push_back(static_cast<int64_t>(e));
   }
-  ++round_;
+  rounds_.push_back(rows);
+  open_ = std::move(still_open);
 }
 
 torch::Tensor QuotaThresholdSearch::local_groups(const torch::Tensor& home, int64_t ranks) const {
-  if (round_ < kRounds) throw std::logic_error("QuotaThresholdSearch: rounds remain");
+  if (!done()) throw std::logic_error("QuotaThresholdSearch: rounds remain");
   const torch::Tensor h = home.to(torch::kCPU, torch::kInt64).contiguous();
   if (h.numel() != static_cast<int64_t>(key_.size()))
     throw std::invalid_argument(
@@ -96,9 +126,9 @@ torch::Tensor QuotaThresholdSearch::local_groups(const torch::Tensor& home, int6
   int64_t* count = groups.data_ptr<int64_t>();
   const int64_t* rank = h.data_ptr<int64_t>();
   for (std::size_t i = 0; i < key_.size(); ++i) {
-    const uint32_t threshold = prefix_[static_cast<std::size_t>(expert_[i])];
-    if (key_[i] < threshold) continue;
-    const int64_t at = key_[i] == threshold ? 1 : 0;
+    const int side = compare(i);
+    if (side < 0) continue;
+    const int64_t at = side == 0 ? 1 : 0;
     ++count[(at * ranks + rank[i]) * num_experts + expert_[i]];
   }
   return groups;
@@ -124,23 +154,23 @@ std::vector<int64_t> QuotaThresholdSearch::kept_groups(const torch::Tensor& summ
 
 torch::Tensor QuotaThresholdSearch::kept(const torch::Tensor& summed_groups,
                                          int64_t first_rank) const {
-  if (round_ < kRounds) throw std::logic_error("QuotaThresholdSearch: rounds remain");
+  if (!done()) throw std::logic_error("QuotaThresholdSearch: rounds remain");
+  const torch::Tensor groups = summed_groups.to(torch::kCPU, torch::kInt64).contiguous();
+  const auto num_experts = static_cast<int64_t>(quota_.size());
   // Each expert's ties at home ranks before this process's: kept first.
-  const torch::Tensor at = summed_groups.to(torch::kCPU, torch::kInt64)[1];
-  const torch::Tensor before = at.narrow(0, 0, first_rank).sum(0).contiguous();
-  std::vector<int64_t> tie_rank(before.data_ptr<int64_t>(),
-                                before.data_ptr<int64_t>() + before.numel());
-  auto kept = torch::zeros({static_cast<int64_t>(key_.size())}, torch::kBool);
-  bool* keep = kept.data_ptr<bool>();
+  std::vector<int64_t> tie_rank(quota_.size(), 0);
+  const int64_t* at = groups.data_ptr<int64_t>() + groups.size(1) * num_experts;
+  for (int64_t r = 0; r < first_rank; ++r)
+    for (int64_t e = 0; e < num_experts; ++e)
+      tie_rank[static_cast<std::size_t>(e)] += at[r * num_experts + e];
+  std::vector<int64_t> kept;
   for (std::size_t i = 0; i < key_.size(); ++i) {
     const auto e = static_cast<std::size_t>(expert_[i]);
-    if (key_[i] > prefix_[e]) {
-      keep[i] = true;
-    } else if (key_[i] == prefix_[e]) {
-      keep[i] = tie_rank[e]++ < need_[e];
-    }
+    const int side = compare(i);
+    if (side > 0 || (side == 0 && tie_rank[e]++ < need_[e]))
+      kept.push_back(static_cast<int64_t>(i));
   }
-  return kept;
+  return torch::tensor(kept, torch::kInt64);
 }
 
 KeptOverProcesses kept_over_processes(Collectives& collectives, const torch::Tensor& experts,
@@ -148,7 +178,7 @@ KeptOverProcesses kept_over_processes(Collectives& collectives, const torch::Ten
                                       std::vector<int64_t> quota, int64_t ranks,
                                       const ProcessView& process) {
   QuotaThresholdSearch search(experts, scores, std::move(quota));
-  while (search.rounds_done() < QuotaThresholdSearch::kRounds) {
+  while (!search.done()) {
     torch::Tensor histogram = search.local_histogram();
     collectives.sum(histogram);
     search.narrow(histogram);
@@ -157,8 +187,8 @@ KeptOverProcesses kept_over_processes(Collectives& collectives, const torch::Ten
   // processes before this one, in one all-reduce.
   torch::Tensor groups = search.local_groups(home, ranks);
   collectives.sum(groups);
-  return {search.kept(groups, process.first_rank()).nonzero().flatten().to(experts.device()),
-          search.kept_groups(groups)};
+  return {search.kept(groups, process.first_rank()).to(experts.device()),
+          search.kept_groups(groups), search.rounds()};
 }
 
 }  // namespace lrmoe

@@ -2,9 +2,11 @@
 // Each expert's backward quota agreed over processes without gathering a single pair: the
 // quota-th highest score of each expert's pairs, wherever they are, found from all-reduced
 // histograms (Note [Scalable selection] in docs/notes.md). Scores are ordered by a 32-bit key;
-// each of four rounds settles one byte of every expert's threshold key from a histogram of 256
-// bins per expert, summed over processes. Then every process keeps its pairs above the threshold
-// and, of the pairs at it, as many as the quota still needs, allotted in process order and pair
+// each of up to four rounds settles one more byte of the threshold key of every expert still
+// open, from a histogram of 256 bins per open expert, summed over processes. An expert closes
+// early once the bin that holds its threshold is kept whole or not at all: the bytes below decide
+// nothing. Then every process keeps its pairs above the threshold and, of the pairs at it (whose
+// settled bytes equal it), as many as the quota still needs, allotted in process order and pair
 // order within a process: the pairs the exact plan (one process seeing every pair, ties to the
 // earlier pair) keeps.
 //
@@ -29,7 +31,7 @@ uint32_t score_key(float score);
 
 class QuotaThresholdSearch {
  public:
-  static constexpr int kRounds = 4;  // one byte of the key each
+  static constexpr int kRounds = 4;  // one byte of the key each, at most
   static constexpr int64_t kBins = 256;
 
   // experts: [n] int64, the expert of each of this process's pairs, in pair order; scores: [n]
@@ -37,23 +39,27 @@ class QuotaThresholdSearch {
   QuotaThresholdSearch(const torch::Tensor& experts, const torch::Tensor& scores,
                        std::vector<int64_t> quota);
 
-  // Rounds done so far; the threshold is known after kRounds.
-  int rounds_done() const { return round_; }
-  // [experts, kBins] int64 on the CPU: this process's pairs per bin of the current round's byte,
-  // among the pairs whose higher bytes equal their expert's threshold so far. The caller sums it
-  // over processes (an all-reduce) and hands the sum to narrow().
+  // Whether every expert's threshold is known: no expert is open, or four rounds are done.
+  bool done() const { return open_.empty(); }
+  // [open experts, kBins] int64 on the CPU, the open experts in increasing order: this process's
+  // pairs per bin of the current round's byte, among the pairs whose higher bytes equal their
+  // expert's threshold so far. The caller sums it over processes (an all-reduce) and hands the
+  // sum to narrow().
   torch::Tensor local_histogram() const;
   void narrow(const torch::Tensor& global_histogram);
+  // The rows of each round's histogram so far: the experts open in it.
+  const std::vector<int64_t>& rounds() const { return rounds_; }
 
-  // After the rounds. [2, ranks, experts] int64 on the CPU: this process's pairs above (0) and
-  // at (1) their expert's threshold, per (home rank, expert); home: [n] int64, each pair's home
-  // rank. The caller sums it over processes (an all-reduce) and hands the sum to the two below.
+  // When done. [2, ranks, experts] int64 on the CPU: this process's pairs above (0) and at (1)
+  // their expert's threshold, per (home rank, expert); home: [n] int64, each pair's home rank.
+  // The caller sums it over processes (an all-reduce) and hands the sum to the two below.
   torch::Tensor local_groups(const torch::Tensor& home, int64_t ranks) const;
   // [ranks * experts]: pairs kept per (home rank, expert) over every process: those above the
   // threshold and, of those at it, as many as the quota still needs, in home rank order (an
   // expert's pairs run by home rank in pair order: Note [Pair order]).
   std::vector<int64_t> kept_groups(const torch::Tensor& summed_groups) const;
-  // [n] bool on the CPU: the pairs this process keeps, its home ranks starting at `first_rank`.
+  // [k] int64 on the CPU, increasing: the pairs this process keeps (their indices among its n),
+  // its home ranks starting at `first_rank`.
   torch::Tensor kept(const torch::Tensor& summed_groups, int64_t first_rank) const;
 
   // Over all processes, per expert: the pairs strictly above the threshold, and how many of the
@@ -62,27 +68,33 @@ class QuotaThresholdSearch {
   const std::vector<int64_t>& ties_kept() const { return need_; }
 
  private:
+  // -1, 0 or 1: the pair's key below, at or above its expert's threshold (its settled bytes).
+  int compare(std::size_t pair) const;
+
   std::vector<int64_t> expert_;
   std::vector<uint32_t> key_;
   std::vector<int64_t> quota_;
-  int round_ = 0;
-  std::vector<uint32_t> prefix_;  // [experts] the threshold's bytes settled so far
+  std::vector<int64_t> open_;     // the experts whose threshold still needs a byte, increasing
+  std::vector<int64_t> rounds_;   // rows of each round's histogram
+  std::vector<int> bits_;         // [experts] the threshold's high bits settled so far
+  std::vector<uint32_t> prefix_;  // [experts] those bits
   std::vector<int64_t> above_;    // [experts] pairs known to lie above the threshold
   std::vector<int64_t> need_;     // [experts] pairs still to keep among those matching prefix_
 };
 
 // What the processes agree on: this process's kept pairs, [k] int64 on the device of
-// `experts`, increasing indices; and `groups` [ranks * experts], pairs kept per (home rank,
-// expert) over every process.
+// `experts`, increasing indices; `groups` [ranks * experts], pairs kept per (home rank, expert)
+// over every process; and the histogram rows of each round, which the cost model charges.
 struct KeptOverProcesses {
   torch::Tensor kept;
   std::vector<int64_t> groups;
+  std::vector<int64_t> rounds;
 };
 
 // The search run over the processes of `collectives`: each expert e keeps its quota[e]
 // highest-scored pairs over every process, ties to the earlier pair in pair order. experts, home:
 // [n] int64 of this process's pairs in pair order (home ranks among `process`'s); scores: [n]
-// float32. Five all-reduces: the four rounds' histograms, then the groups.
+// float32. Up to five all-reduces: the rounds' histograms, then the groups.
 KeptOverProcesses kept_over_processes(Collectives& collectives, const torch::Tensor& experts,
                                       const torch::Tensor& home, const torch::Tensor& scores,
                                       std::vector<int64_t> quota, int64_t ranks,
