@@ -52,3 +52,17 @@ TEST_CASE("an order's inverse puts each position back where it came from", "[pip
   CHECK_THROWS_WITH(lrmoe::inverse_permutation(torch::tensor({0, 2}, torch::kInt64)),
                     Catch::Contains("2 outside [0, 2)"));
 }
+
+TEST_CASE("values taken in an order are index_select's, rows whole", "[pipeline]") {
+  torch::manual_seed(5);
+  const torch::Tensor values = torch::randint(0, 1000, {300}, torch::kInt64);
+  const torch::Tensor rows = torch::randint(0, 1000, {300, 2}, torch::kInt64);
+  const torch::Tensor order = torch::randint(0, 300, {500}, torch::kInt64);
+  CHECK(lrmoe::take_rows(values, order).equal(values.index_select(0, order)));
+  CHECK(lrmoe::take_rows(rows, order).equal(rows.index_select(0, order)));
+  // A strided view takes as its values do; an empty order takes nothing.
+  CHECK(lrmoe::take_rows(rows.select(1, 1), order).equal(rows.select(1, 1).index_select(0, order)));
+  CHECK(lrmoe::take_rows(values, torch::empty({0}, torch::kInt64)).numel() == 0);
+  CHECK_THROWS_WITH(lrmoe::take_rows(values, torch::tensor({300}, torch::kInt64)),
+                    Catch::Contains("300 outside [0, 300)"));
+}

@@ -37,9 +37,9 @@ ContextMove context_move(Collectives& collectives, const torch::Tensor& forward_
   // along the backward layout, which orders the rows when they arrive (3.).
   const ProcessSlice& b = backward.local;
   const std::vector<torch::Tensor> received = collectives.exchange_messages(
-      {{rows.index_select(0, stable_order(forward_process, process.processes)), send_counts,
+      {{take_rows(rows, stable_order(forward_process, process.processes)), send_counts,
         recv_counts},
-       {forward_process.index_select(0, b.send_rows).unsqueeze(1), b.send_counts, b.recv_counts}});
+       {take_rows(forward_process, b.send_rows).unsqueeze(1), b.send_counts, b.recv_counts}});
   const torch::Tensor& told = received[0];
 
   // 2. Here, the rows to send in backward destination order, which groups them by destination
@@ -54,13 +54,13 @@ ContextMove context_move(Collectives& collectives, const torch::Tensor& forward_
         process.index, sent, planned));
   const torch::Tensor by_backward_row =
       stable_order(told.select(1, 1), backward.instance_offsets.back());
-  move.rows = told.select(1, 0).index_select(0, by_backward_row) - forward_first_row;
+  move.rows = take_rows(told.select(1, 0), by_backward_row) - forward_first_row;
   move.slice.home_pairs = move.slice.send_rows = torch::arange(sent, move.rows.options());
 
   // 3. The rows arrive by forward process, then in backward destination order: each
   // destination row's forward process orders the buffer.
   torch::Tensor source = received[1].squeeze(1);
-  if (b.arrival.defined()) source = source.index_select(0, b.arrival);
+  if (b.arrival.defined()) source = take_rows(source, b.arrival);
   move.slice.arrival = inverse_permutation(stable_order(source, process.processes));
   return move;
 }

@@ -123,8 +123,7 @@ torch::Tensor destination_rows(const std::vector<int64_t>& routed, const PairLay
     mine_before += mine;
   }
   const torch::Tensor& order = layout.order;
-  return inverse_permutation(order) +
-         on_device(shift, order.device()).index_select(0, layout.instance);
+  return inverse_permutation(order) + take_rows(on_device(shift, order.device()), layout.instance);
 }
 
 }  // namespace lrmoe

@@ -412,7 +412,7 @@ BackwardPass ExpertPipeline::plan_backward_exact(const ForwardPass& forward, Pai
 PairBatch ExpertPipeline::gather_signals(const ForwardPass& forward, PairBatch local) const {
   if (collectives_->single()) return local;
   const ProcessView& process = settings_.process;
-  const torch::Tensor home_process = forward.home.div(process.ranks_per_process, "floor");
+  const torch::Tensor home_process = process.process_of(forward.home);
   // The computed pairs each process homes, from the forward layout's counts.
   const std::vector<int64_t> by_rank = forward.layout.sent_by_rank();
   std::vector<int64_t> by_process(static_cast<std::size_t>(process.processes), 0);

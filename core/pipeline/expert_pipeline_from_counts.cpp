@@ -11,6 +11,7 @@
 #include "core/pipeline/plan_budget.hpp"
 #include "core/pipeline/plugin_output_checks.hpp"
 #include "core/pipeline/quota_threshold_search.hpp"
+#include "core/pipeline/stable_order.hpp"
 #include "core/pipeline/stopwatch.hpp"
 #include "core/pipeline/summed_counts.hpp"
 #include "core/plugins/plugin_boundary.hpp"
@@ -79,8 +80,8 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
       pass->computed = torch::arange(experts.numel(), experts.options());
     }
   }
-  pass->experts = experts.index_select(0, pass->computed);
-  pass->home = home.index_select(0, pass->computed);
+  pass->experts = take_rows(experts, pass->computed);
+  pass->home = take_rows(home, pass->computed);
   // Every process routes as many pairs (Note [Exact multi-process plan]).
   pass->pair_ids = pass->computed + settings_.process.index * experts.numel();
   // This process's computed pairs per expert: its home ranks' groups.
@@ -162,7 +163,7 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
     pass.kept = torch::arange(forward.experts.numel(), forward.experts.options());
     kept_groups = groups_by_expert(forward.routed_counts, table, R, E);
   }
-  const torch::Tensor kept_experts = forward.experts.index_select(0, pass.kept);
+  const torch::Tensor kept_experts = take_rows(forward.experts, pass.kept);
   if (weighted)
     pass.local_weights =
         torch::tensor(weight, torch::kFloat32).to(device).index_select(0, kept_experts);
@@ -181,23 +182,21 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
   if (!settings_.recompute) {
     // Kept pairs per (home rank, forward rank) and per (forward rank, backward rank), summed in
     // one all-reduce: the context move's counts (Note [Scalable planning]).
-    const torch::Tensor forward_rank = table.instance_rank_tensor.index_select(
-        0, forward.layout.instance.index_select(0, pass.kept));
-    const torch::Tensor backward_rank =
-        table.instance_rank_tensor.index_select(0, pass.layout.instance);
-    const torch::Tensor kept_home = forward.home.index_select(0, pass.kept);
+    const torch::Tensor forward_rank =
+        take_rows(table.instance_rank_tensor, take_rows(forward.layout.instance, pass.kept));
+    const torch::Tensor backward_rank = take_rows(table.instance_rank_tensor, pass.layout.instance);
+    const torch::Tensor kept_home = take_rows(forward.home, pass.kept);
     std::vector<std::vector<int64_t>> counts = summed_counts(
         *collectives_,
         {{kept_home * R + forward_rank, R * R}, {forward_rank * R + backward_rank, R * R}});
     pass.home_forward = std::move(counts[0]);
     pass.by_forward_rank = std::move(counts[1]);
-    const torch::Tensor forward_row =
-        destination_rows(forward.routed_counts, forward.layout, table, process)
-            .index_select(0, pass.kept);
+    const torch::Tensor forward_row = take_rows(
+        destination_rows(forward.routed_counts, forward.layout, table, process), pass.kept);
     ContextMove move = context_move(
         *collectives_, forward_row, destination_rows(routed, pass.layout, table, process),
-        forward_rank.div(process.ranks_per_process, "floor"), pass.layout, pass.by_forward_rank,
-        pass.home_forward, forward.layout.local.first_row, table, process);
+        process.process_of(forward_rank), pass.layout, pass.by_forward_rank, pass.home_forward,
+        forward.layout.local.first_row, table, process);
     pass.context = std::move(move.slice);
     pass.context_rows = std::move(move.rows);
   }

@@ -77,7 +77,7 @@ ProcessSlice process_slice(const torch::Tensor& order, const torch::Tensor& inst
       std::accumulate(slice.send_counts.begin(), slice.send_counts.end(), int64_t{0});
   const int64_t rows =
       std::accumulate(slice.recv_counts.begin(), slice.recv_counts.end(), int64_t{0});
-  const torch::Tensor home_process = home.div(process.ranks_per_process, "floor");
+  const torch::Tensor home_process = process.process_of(home);
 
   // Sending: this process's home pairs in destination order (hence grouped by destination).
   const torch::Tensor is_home = home_process.eq(process.index);

@@ -4,6 +4,8 @@
 // Consecutive, so that a process's destination rows are one run of a layout (Note [Pair order]
 // in docs/notes.md).
 
+#include <torch/torch.h>
+
 #include <cstdint>
 
 namespace lrmoe {
@@ -14,6 +16,10 @@ struct ProcessView {
   int64_t ranks_per_process = 1;  // R / P
 
   int64_t process_of(int64_t rank) const { return rank / ranks_per_process; }
+  // [n] int64 processes of [n] int64 ranks; the ranks themselves with a rank per process.
+  torch::Tensor process_of(const torch::Tensor& ranks) const {
+    return ranks_per_process == 1 ? ranks : ranks.div(ranks_per_process, "floor");
+  }
   int64_t first_rank() const { return index * ranks_per_process; }
 };
 

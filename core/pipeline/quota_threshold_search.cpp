@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 
@@ -36,19 +37,17 @@ QuotaThresholdSearch::QuotaThresholdSearch(const torch::Tensor& experts,
       throw std::invalid_argument(
           fmt::format("QuotaThresholdSearch: expert {} outside [0, {})", x, num_experts));
   }
+  if (expert_.size() > std::numeric_limits<uint32_t>::max())
+    throw std::invalid_argument(
+        fmt::format("QuotaThresholdSearch: {} pairs, more than 2^32", expert_.size()));
+  side_.assign(expert_.size(), 0);
+  undecided_.resize(expert_.size());
+  std::iota(undecided_.begin(), undecided_.end(), uint32_t{0});
   open_.resize(quota_.size());
   std::iota(open_.begin(), open_.end(), int64_t{0});
-  bits_.assign(quota_.size(), 0);
   prefix_.assign(quota_.size(), 0);
   above_.assign(quota_.size(), 0);
   need_ = quota_;
-}
-
-int QuotaThresholdSearch::compare(std::size_t pair) const {
-  const auto e = static_cast<std::size_t>(expert_[pair]);
-  // Every expert has settled a byte at least once done; the shift by 32 of none is undefined.
-  const uint32_t top = bits_[e] == 0 ? 0 : key_[pair] >> (32 - bits_[e]);
-  return top < prefix_[e] ? -1 : (top == prefix_[e] ? 0 : 1);
 }
 
 torch::Tensor QuotaThresholdSearch::local_histogram() const {
@@ -58,15 +57,10 @@ torch::Tensor QuotaThresholdSearch::local_histogram() const {
     row_of[static_cast<std::size_t>(open_[k])] = static_cast<int64_t>(k);
   auto histogram = torch::zeros({static_cast<int64_t>(open_.size()), kBins}, torch::kInt64);
   int64_t* bins = histogram.data_ptr<int64_t>();
-  // Every open expert has settled as many bits: a byte per round so far.
-  const int settled = bits_[static_cast<std::size_t>(open_.front())];
-  const int shift = 24 - settled;
-  for (std::size_t i = 0; i < key_.size(); ++i) {
-    const auto e = static_cast<std::size_t>(expert_[i]);
-    if (row_of[e] < 0) continue;
-    // The shift by 32 that round 0 would ask for is undefined: every pair matches then.
-    if (settled > 0 && (key_[i] >> (32 - settled)) != prefix_[e]) continue;
-    ++bins[row_of[e] * kBins + ((key_[i] >> shift) & 0xFFU)];
+  // The undecided pairs are those of open experts whose higher bytes match their threshold's.
+  const int shift = byte_shift();
+  for (const uint32_t i : undecided_) {
+    ++bins[row_of[static_cast<std::size_t>(expert_[i])] * kBins + ((key_[i] >> shift) & 0xFFU)];
   }
   return histogram;
 }
@@ -80,13 +74,15 @@ void QuotaThresholdSearch::narrow(const torch::Tensor& global_histogram) {
         "{}; the processes' histograms disagree",
         histogram.numel(), rows, kBins, rounds_.size()));
   const int64_t* bins = histogram.data_ptr<int64_t>();
+  const int shift = byte_shift();
+  const bool last_round = rounds_.size() + 1 == static_cast<std::size_t>(kRounds);
   std::vector<int64_t> still_open;
   for (int64_t k = 0; k < rows; ++k) {
     const auto e = static_cast<std::size_t>(open_[static_cast<std::size_t>(k)]);
     const int64_t* row = bins + k * kBins;
     int64_t matching = 0;
     for (int64_t b = 0; b < kBins; ++b) matching += row[b];
-    if (bits_[e] == 0 && need_[e] > matching) need_[e] = matching;  // a quota above the pairs
+    if (rounds_.empty() && need_[e] > matching) need_[e] = matching;  // a quota above the pairs
     // From the highest bin down, the bin where the need runs out holds the threshold. With
     // nothing needed it stays at bin 255 and keeps none of it (a key of 0xFF... is a NaN's or a
     // score of 2^127 or more).
@@ -105,14 +101,34 @@ void QuotaThresholdSearch::narrow(const torch::Tensor& global_histogram) {
     above_[e] += before;
     need_[e] -= before;
     prefix_[e] = (prefix_[e] << 8) | static_cast<uint32_t>(bin);
-    bits_[e] += 8;
     // The bin is kept whole (the need is all of it) or not at all: its lower bytes decide
     // nothing, and its pairs are "at" the threshold, of which the need is kept.
-    if (need_[e] > 0 && need_[e] < row[bin] && bits_[e] < 32)
+    if (need_[e] > 0 && need_[e] < row[bin] && !last_round)
       still_open.push_back(static_cast<int64_t>(e));
   }
-  rounds_.push_back(rows);
   open_ = std::move(still_open);
+  // Each undecided pair's byte against its threshold's: above or below decides it for good; at
+  // it, the pair stays undecided while its expert is open, and is at the threshold once closed.
+  std::vector<char> is_open(quota_.size(), 0);
+  for (const int64_t e : open_) is_open[static_cast<std::size_t>(e)] = 1;
+  std::size_t still_undecided = 0;
+  for (const uint32_t i : undecided_) {
+    const auto e = static_cast<std::size_t>(expert_[i]);
+    const uint32_t byte = (key_[i] >> shift) & 0xFFU;
+    const uint32_t threshold = prefix_[e] & 0xFFU;
+    if (byte != threshold) {
+      side_[i] = byte > threshold ? 1 : -1;
+    } else if (is_open[e]) {
+      undecided_[still_undecided++] = i;
+    }
+  }
+  undecided_.resize(still_undecided);
+  rounds_.push_back(rows);
+}
+
+int QuotaThresholdSearch::byte_shift() const {
+  // Every undecided pair's expert has settled as many bits: a byte per round so far.
+  return 24 - 8 * static_cast<int>(rounds_.size());
 }
 
 torch::Tensor QuotaThresholdSearch::local_groups(const torch::Tensor& home, int64_t ranks) const {
@@ -126,9 +142,8 @@ torch::Tensor QuotaThresholdSearch::local_groups(const torch::Tensor& home, int6
   int64_t* count = groups.data_ptr<int64_t>();
   const int64_t* rank = h.data_ptr<int64_t>();
   for (std::size_t i = 0; i < key_.size(); ++i) {
-    const int side = compare(i);
-    if (side < 0) continue;
-    const int64_t at = side == 0 ? 1 : 0;
+    if (side_[i] < 0) continue;
+    const int64_t at = side_[i] == 0 ? 1 : 0;
     ++count[(at * ranks + rank[i]) * num_experts + expert_[i]];
   }
   return groups;
@@ -166,8 +181,7 @@ torch::Tensor QuotaThresholdSearch::kept(const torch::Tensor& summed_groups,
   std::vector<int64_t> kept;
   for (std::size_t i = 0; i < key_.size(); ++i) {
     const auto e = static_cast<std::size_t>(expert_[i]);
-    const int side = compare(i);
-    if (side > 0 || (side == 0 && tie_rank[e]++ < need_[e]))
+    if (side_[i] > 0 || (side_[i] == 0 && tie_rank[e]++ < need_[e]))
       kept.push_back(static_cast<int64_t>(i));
   }
   return torch::tensor(kept, torch::kInt64);

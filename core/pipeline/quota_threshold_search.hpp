@@ -68,16 +68,20 @@ class QuotaThresholdSearch {
   const std::vector<int64_t>& ties_kept() const { return need_; }
 
  private:
-  // -1, 0 or 1: the pair's key below, at or above its expert's threshold (its settled bytes).
-  int compare(std::size_t pair) const;
+  // Where the current round's byte is in a key.
+  int byte_shift() const;
 
   std::vector<int64_t> expert_;
   std::vector<uint32_t> key_;
+  // [n] each pair's key below (-1), at (0) or above (1) its expert's threshold (its settled
+  // bytes), settled as the rounds go: 0 until decided.
+  std::vector<signed char> side_;
+  // The pairs not yet decided: an open expert's, whose settled bytes match its threshold's.
+  std::vector<uint32_t> undecided_;
   std::vector<int64_t> quota_;
   std::vector<int64_t> open_;     // the experts whose threshold still needs a byte, increasing
   std::vector<int64_t> rounds_;   // rows of each round's histogram
-  std::vector<int> bits_;         // [experts] the threshold's high bits settled so far
-  std::vector<uint32_t> prefix_;  // [experts] those bits
+  std::vector<uint32_t> prefix_;  // [experts] the threshold's bytes settled so far
   std::vector<int64_t> above_;    // [experts] pairs known to lie above the threshold
   std::vector<int64_t> need_;     // [experts] pairs still to keep among those matching prefix_
 };

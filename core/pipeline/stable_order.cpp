@@ -1,5 +1,6 @@
 #include "core/pipeline/stable_order.hpp"
 
+#include <algorithm>
 #include <vector>
 
 namespace lrmoe {
@@ -28,9 +29,10 @@ torch::Tensor stable_order(const torch::Tensor& keys, int64_t bins) {
   const torch::Tensor contiguous = keys.contiguous();
   const int64_t n = contiguous.numel();
   const int64_t* key = contiguous.data_ptr<int64_t>();
-  for (int64_t i = 0; i < n; ++i)
+  auto check = [&](int64_t i) {
     TORCH_CHECK(key[i] >= 0 && key[i] < bins, "stable_order: key ", key[i], " outside [0, ", bins,
                 ")");
+  };
   torch::Tensor order = torch::empty({n}, contiguous.options());
   std::vector<int64_t> next;
   // Few bins for the keys: one pass over every bin. Many: digits of 11 bits (2048 bins), each
@@ -40,12 +42,16 @@ torch::Tensor stable_order(const torch::Tensor& keys, int64_t bins) {
   while ((int64_t{1} << bits) < bins) ++bits;
   if (bins <= 4 * n + (int64_t{1} << kDigitBits) || bits <= kDigitBits) {
     next.assign(static_cast<std::size_t>(bins) + 1, 0);
-    for (int64_t i = 0; i < n; ++i) ++next[static_cast<std::size_t>(key[i]) + 1];
+    for (int64_t i = 0; i < n; ++i) {
+      check(i);
+      ++next[static_cast<std::size_t>(key[i]) + 1];
+    }
     for (std::size_t b = 1; b < next.size(); ++b) next[b] += next[b - 1];
     int64_t* position = order.data_ptr<int64_t>();
     for (int64_t i = 0; i < n; ++i) position[next[static_cast<std::size_t>(key[i])]++] = i;
     return order;
   }
+  for (int64_t i = 0; i < n; ++i) check(i);
   std::vector<int64_t> scratch(static_cast<std::size_t>(n));
   const int passes = (bits + kDigitBits - 1) / kDigitBits;
   // The passes alternate between two buffers so that the last lands in `order`.
@@ -74,6 +80,32 @@ torch::Tensor inverse_permutation(const torch::Tensor& order) {
     place[at[k]] = k;
   }
   return inverse;
+}
+
+torch::Tensor take_rows(const torch::Tensor& values, const torch::Tensor& order) {
+  if (!values.device().is_cpu() || !order.device().is_cpu() ||
+      values.scalar_type() != torch::kInt64 || values.dim() == 0)
+    return values.index_select(0, order);
+  const torch::Tensor from = values.contiguous();
+  const torch::Tensor at = order.contiguous();
+  const int64_t n = from.size(0), k = at.numel();
+  const int64_t width = n == 0 ? 0 : from.numel() / n;  // values per row
+  std::vector<int64_t> shape = from.sizes().vec();
+  shape[0] = k;
+  torch::Tensor taken = torch::empty(shape, from.options());
+  const int64_t* source = from.data_ptr<int64_t>();
+  const int64_t* position = at.data_ptr<int64_t>();
+  int64_t* into = taken.data_ptr<int64_t>();
+  for (int64_t j = 0; j < k; ++j) {
+    TORCH_CHECK(position[j] >= 0 && position[j] < n, "take_rows: position ", position[j],
+                " outside [0, ", n, ")");
+    if (width == 1) {
+      into[j] = source[position[j]];
+    } else {
+      std::copy_n(source + position[j] * width, width, into + j * width);
+    }
+  }
+  return taken;
 }
 
 }  // namespace lrmoe

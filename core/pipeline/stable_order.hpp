@@ -5,7 +5,8 @@
 // of a layer's pairs was most of the plan's host time at full dimensions (Note [Replay]); with
 // many more bins than keys, the same sort digit by digit (radix, least significant first);
 // elsewhere torch::sort, stable. All give the same order: ties keep their order. And the inverse
-// of an order, which says where each pair went.
+// of an order, which says where each pair went, and values taken in an order: on the CPU loops
+// over the pairs, where LibTorch's per-operation cost was much of a pass's plan at full size.
 
 #include <torch/torch.h>
 
@@ -19,5 +20,9 @@ torch::Tensor stable_order(const torch::Tensor& keys, int64_t bins);
 // [n] int64 `inverse` with inverse[order[k]] = k, on order's device; order: [n] int64, a
 // permutation of 0..n-1.
 torch::Tensor inverse_permutation(const torch::Tensor& order);
+
+// values.index_select(0, order): [k, ...] of [n, ...] int64 values at the [k] int64 positions
+// `order`, on values' device.
+torch::Tensor take_rows(const torch::Tensor& values, const torch::Tensor& order);
 
 }  // namespace lrmoe
