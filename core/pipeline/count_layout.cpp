@@ -20,7 +20,11 @@ torch::Tensor runs(const std::vector<int64_t>& values, const std::vector<int64_t
                    int64_t total, const torch::Device& device) {
   torch::Tensor filled = torch::empty({total}, torch::kInt64);
   int64_t* row = filled.data_ptr<int64_t>();
-  for (std::size_t r = 0; r < values.size(); ++r) row = std::fill_n(row, lengths[r], values[r]);
+  for (std::size_t r = 0; r < values.size(); ++r) {
+    TORCH_CHECK(lengths[r] >= 0 && row + lengths[r] <= filled.data_ptr<int64_t>() + total,
+                "runs: the lengths pass ", total, " rows");
+    row = std::fill_n(row, lengths[r], values[r]);
+  }
   return filled.to(device);
 }
 

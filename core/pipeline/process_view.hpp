@@ -16,7 +16,8 @@ struct ProcessView {
   int64_t ranks_per_process = 1;  // R / P
 
   int64_t process_of(int64_t rank) const { return rank / ranks_per_process; }
-  // [n] int64 processes of [n] int64 ranks; the ranks themselves with a rank per process.
+  // [n] int64 processes of [n] int64 ranks; with a rank per process the ranks tensor itself
+  // (not a copy: do not write into it).
   torch::Tensor process_of(const torch::Tensor& ranks) const {
     return ranks_per_process == 1 ? ranks : ranks.div(ranks_per_process, "floor");
   }

@@ -6,8 +6,8 @@
 namespace lrmoe {
 namespace {
 
-// One counting pass: the stable order of `from`'s entries by (key >> shift) & (bins - 1), bins
-// a power of two, or by the whole key when shift is 0 and bins covers it.
+// One counting pass of a radix sort: the stable order of `from`'s entries (all when null) by
+// their digit (key >> shift) & (bins - 1), bins a power of two.
 void counting_pass(const int64_t* key, const int64_t* from, int64_t* to, int64_t n, int shift,
                    int64_t bins, std::vector<int64_t>& next) {
   next.assign(static_cast<std::size_t>(bins) + 1, 0);
@@ -38,9 +38,9 @@ torch::Tensor stable_order(const torch::Tensor& keys, int64_t bins) {
   // Few bins for the keys: one pass over every bin. Many: digits of 11 bits (2048 bins), each
   // pass stable, the least significant first, so the last pass leaves the whole keys sorted.
   constexpr int kDigitBits = 11;
-  int bits = 0;
-  while ((int64_t{1} << bits) < bins) ++bits;
-  if (bins <= 4 * n + (int64_t{1} << kDigitBits) || bits <= kDigitBits) {
+  int bits = 0;  // bins <= 2^63 - 1: 63 bits at most
+  while (bits < 63 && (int64_t{1} << bits) < bins) ++bits;
+  if (bins <= 4 * n + (int64_t{1} << kDigitBits)) {
     next.assign(static_cast<std::size_t>(bins) + 1, 0);
     for (int64_t i = 0; i < n; ++i) {
       check(i);

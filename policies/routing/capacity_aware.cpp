@@ -354,6 +354,12 @@ class CapacityAware : public lrmoe::CountRoutingPolicy {
     const auto E = static_cast<size_t>(request.num_experts);
     const auto R = static_cast<size_t>(request.ranks);
     const size_t I = request.instances.size();
+    if (request.expert_instances.size() != E || request.pairs.size() != R * E)
+      throw std::invalid_argument("capacity_aware: a count request of " +
+                                  std::to_string(request.pairs.size()) + " pairs and " +
+                                  std::to_string(request.expert_instances.size()) +
+                                  " experts' instances for " + std::to_string(R) + " ranks and " +
+                                  std::to_string(E) + " experts");
     const std::vector<int64_t>& at_home = request.pairs;  // [ranks * experts]
     const ExpertHosts hosts = expert_hosts(request.instances, request.expert_instances, R);
     std::vector<int64_t> flow = transport(at_home, hosts, request.capacity);
