@@ -66,6 +66,12 @@ struct ModeledTime {
   double compute() const { return forward_compute + backward_compute; }
   double communication() const { return all_to_all + gathers + replicas; }
   double total() const { return compute() + communication() - overlapped; }
+  // A parameter transfer's seconds hidden behind compute: part of `overlapped`, and of its
+  // transfers' part.
+  void hide_transfer(double seconds) {
+    overlapped += seconds;
+    hidden_transfers += seconds;
+  }
   ModeledTime& operator+=(const ModeledTime& other);
 };
 

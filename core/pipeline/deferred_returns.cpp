@@ -11,9 +11,7 @@ void hide_deferred_returns(std::vector<LayerStepStatistics>& layers) {
     // Every layer plans every pass; a step cut short by an error has nothing to adjust.
     const std::size_t passes = std::min(above.size(), below.size());
     for (std::size_t p = 0; p < passes; ++p) {
-      const double hidden = std::min(above[p].deferred_return, below[p].backward_cover);
-      layers[l].modeled.overlapped += hidden;
-      layers[l].modeled.hidden_transfers += hidden;
+      layers[l].modeled.hide_transfer(std::min(above[p].deferred_return, below[p].backward_cover));
     }
   }
 }

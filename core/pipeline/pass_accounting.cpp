@@ -179,9 +179,7 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
   account.modeled_return = model.exchange_seconds(replica_back);
   account.modeled.replicas = fetch + account.modeled_return;
   if (forward.fetch_cover_seconds) {
-    const double hidden = std::min(fetch, *forward.fetch_cover_seconds);
-    account.modeled.overlapped += hidden;
-    account.modeled.hidden_transfers += hidden;
+    account.modeled.hide_transfer(std::min(fetch, *forward.fetch_cover_seconds));
   }
   account.traffic.cross_node += static_cast<int64_t>(model.cross_node_bytes(replica_run_bytes));
 
