@@ -6,12 +6,11 @@
 namespace lrmoe {
 namespace {
 
-// One counting pass of a radix sort: the stable order of `from`'s entries (all when null) by
-// their digit (key >> shift) & (bins - 1), bins a power of two.
+// One stable counting pass: `from`'s entries (all when null) into `to`, ordered by their digit
+// (key >> shift) & mask, which lies in [0, bins).
 void counting_pass(const int64_t* key, const int64_t* from, int64_t* to, int64_t n, int shift,
-                   int64_t bins, std::vector<int64_t>& next) {
+                   int64_t mask, int64_t bins, std::vector<int64_t>& next) {
   next.assign(static_cast<std::size_t>(bins) + 1, 0);
-  const int64_t mask = bins - 1;
   auto digit = [&](int64_t i) { return static_cast<std::size_t>((key[i] >> shift) & mask); };
   for (int64_t k = 0; k < n; ++k) ++next[digit(from ? from[k] : k) + 1];
   for (std::size_t b = 1; b < next.size(); ++b) next[b] += next[b - 1];
@@ -29,39 +28,30 @@ torch::Tensor stable_order(const torch::Tensor& keys, int64_t bins) {
   const torch::Tensor contiguous = keys.contiguous();
   const int64_t n = contiguous.numel();
   const int64_t* key = contiguous.data_ptr<int64_t>();
-  auto check = [&](int64_t i) {
+  for (int64_t i = 0; i < n; ++i)
     TORCH_CHECK(key[i] >= 0 && key[i] < bins, "stable_order: key ", key[i], " outside [0, ", bins,
                 ")");
-  };
   torch::Tensor order = torch::empty({n}, contiguous.options());
   std::vector<int64_t> next;
-  // Few bins for the keys: one pass over every bin. Many: digits of 11 bits (2048 bins), each
+  // Few bins for the keys: one pass by the whole key. Many: digits of 11 bits (2048 bins), each
   // pass stable, the least significant first, so the last pass leaves the whole keys sorted.
   constexpr int kDigitBits = 11;
-  int bits = 0;  // bins <= 2^63 - 1: 63 bits at most
-  while (bits < 63 && (int64_t{1} << bits) < bins) ++bits;
-  if (bins <= 4 * n + (int64_t{1} << kDigitBits)) {
-    next.assign(static_cast<std::size_t>(bins) + 1, 0);
-    for (int64_t i = 0; i < n; ++i) {
-      check(i);
-      ++next[static_cast<std::size_t>(key[i]) + 1];
-    }
-    for (std::size_t b = 1; b < next.size(); ++b) next[b] += next[b - 1];
-    int64_t* position = order.data_ptr<int64_t>();
-    for (int64_t i = 0; i < n; ++i) position[next[static_cast<std::size_t>(key[i])]++] = i;
+  constexpr int64_t kDigitBins = int64_t{1} << kDigitBits;
+  if (bins <= 4 * n + kDigitBins) {
+    counting_pass(key, nullptr, order.data_ptr<int64_t>(), n, 0, ~int64_t{0}, bins, next);
     return order;
   }
-  for (int64_t i = 0; i < n; ++i) check(i);
+  int bits = 0;  // bins <= 2^63 - 1: 63 bits at most
+  while (bits < 63 && (int64_t{1} << bits) < bins) ++bits;
   std::vector<int64_t> scratch(static_cast<std::size_t>(n));
   const int passes = (bits + kDigitBits - 1) / kDigitBits;
   // The passes alternate between two buffers so that the last lands in `order`.
   int64_t* buffer[2] = {order.data_ptr<int64_t>(), scratch.data()};
-  int64_t* to = buffer[(passes - 1) % 2];
-  counting_pass(key, nullptr, to, n, 0, int64_t{1} << kDigitBits, next);
-  for (int p = 1; p < passes; ++p) {
-    int64_t* from = to;
-    to = buffer[(passes - 1 - p) % 2];
-    counting_pass(key, from, to, n, p * kDigitBits, int64_t{1} << kDigitBits, next);
+  const int64_t* from = nullptr;
+  for (int p = 0; p < passes; ++p) {
+    int64_t* to = buffer[(passes - 1 - p) % 2];
+    counting_pass(key, from, to, n, p * kDigitBits, kDigitBins - 1, kDigitBins, next);
+    from = to;
   }
   return order;
 }
