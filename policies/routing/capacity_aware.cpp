@@ -34,15 +34,21 @@
 
 namespace {
 
+// Where each expert's instances are: the ranks hosting one (instance order, each rank once) and
+// the instance that takes a rank's pairs.
+struct ExpertHosts {
+  std::vector<std::vector<int64_t>> ranks_of;    // [experts]
+  std::vector<int64_t> instance_on;              // [experts * ranks], -1: none there
+  std::vector<std::vector<int64_t>> experts_on;  // [ranks] the experts hosted, increasing
+  size_t ranks = 0;
+  int64_t instance(size_t expert, size_t rank) const { return instance_on[expert * ranks + rank]; }
+};
+
 // Flows of pairs from experts to the ranks that host them, within per-rank limits.
 class ExpertRankFlow {
  public:
-  // ranks_of: [experts] the ranks hosting each; experts_on: [ranks] the experts each hosts, in
-  // increasing order (the only experts that can send it pairs).
-  ExpertRankFlow(std::vector<int64_t> supply, const std::vector<std::vector<int64_t>>& ranks_of,
-                 const std::vector<std::vector<int64_t>>& experts_on, std::vector<int64_t> limit)
-      : ranks_of_(&ranks_of),
-        experts_on_(&experts_on),
+  ExpertRankFlow(std::vector<int64_t> supply, const ExpertHosts& hosts, std::vector<int64_t> limit)
+      : hosts_(&hosts),
         experts_(supply.size()),
         ranks_(limit.size()),
         limit_(std::move(limit)),
@@ -81,7 +87,7 @@ class ExpertRankFlow {
     // takes room, so no path of one edge opens later: this loop takes the same paths in the
     // same order, and the searches below only the longer ones.
     for (size_t e = 0; e < E; ++e) {
-      for (const int64_t r : (*ranks_of_)[e]) place(e, static_cast<size_t>(r), unplaced_[e]);
+      for (const int64_t r : hosts_->ranks_of[e]) place(e, static_cast<size_t>(r), unplaced_[e]);
     }
     for (;;) {
       std::fill(parent.begin(), parent.end(), -1);
@@ -97,7 +103,7 @@ class ExpertRankFlow {
       for (size_t head = 0; head < queue.size() && end < 0; ++head) {
         const size_t node = queue[head];
         if (node < E) {
-          for (const int64_t r : (*ranks_of_)[node]) {
+          for (const int64_t r : hosts_->ranks_of[node]) {
             const size_t rank = E + static_cast<size_t>(r);
             if (parent[rank] >= 0) continue;
             parent[rank] = static_cast<int64_t>(node);
@@ -109,7 +115,8 @@ class ExpertRankFlow {
           }
         } else {
           const size_t r = node - E;
-          for (const int64_t hosted : (*experts_on_)[r]) {
+          // Only the experts the rank hosts can send it pairs.
+          for (const int64_t hosted : hosts_->experts_on[r]) {
             const auto e = static_cast<size_t>(hosted);
             if (parent[e] < 0 && flow_[e * ranks_ + r] > 0) {
               parent[e] = static_cast<int64_t>(node);
@@ -168,8 +175,7 @@ class ExpertRankFlow {
   std::vector<int64_t> flow() && { return std::move(flow_); }
 
  private:
-  const std::vector<std::vector<int64_t>>* ranks_of_;    // [experts] ranks hosting an instance
-  const std::vector<std::vector<int64_t>>* experts_on_;  // [ranks] experts hosted, increasing
+  const ExpertHosts* hosts_;
   size_t experts_, ranks_;
   std::vector<int64_t> limit_;     // [ranks] pairs each may hold
   std::vector<int64_t> flow_;      // [experts * ranks] pairs placed
@@ -193,16 +199,6 @@ int64_t least_shift_holding(const std::vector<int64_t>& capacity, const std::vec
   }
   return high;
 }
-
-// Where each expert's instances are: the ranks hosting one (instance order, each rank once) and
-// the instance that takes a rank's pairs.
-struct ExpertHosts {
-  std::vector<std::vector<int64_t>> ranks_of;    // [experts]
-  std::vector<int64_t> instance_on;              // [experts * ranks], -1: none there
-  std::vector<std::vector<int64_t>> experts_on;  // [ranks] the experts hosted, increasing
-  size_t ranks = 0;
-  int64_t instance(size_t expert, size_t rank) const { return instance_on[expert * ranks + rank]; }
-};
 
 ExpertHosts expert_hosts(const std::vector<lrmoe::ExpertInstance>& instances,
                          const std::vector<std::vector<int64_t>>& expert_instances, size_t ranks) {
@@ -247,7 +243,7 @@ std::vector<int64_t> transport(const std::vector<int64_t>& at_home, const Expert
     return limit;
   };
   auto flow_at = [&](int64_t shift) {
-    ExpertRankFlow flow(supply, hosts.ranks_of, hosts.experts_on, limits_at(shift));
+    ExpertRankFlow flow(supply, hosts, limits_at(shift));
     for (const size_t e : order) {
       for (const int64_t rank : hosts.ranks_of[e]) {
         flow.place(e, static_cast<size_t>(rank), at_home[static_cast<size_t>(rank) * E + e]);
