@@ -286,6 +286,14 @@ TEST_CASE("chunked exchanges train exactly as unchunked ones, overlapped and mod
       {"lrmoe, recompute, input_grad", with(with(tiny_settings(4, 3, "lrmoe"), returned),
                                             {"--set", "policies.recompute=true", "--set",
                                              "policies.dropped_pair_keeps=input_grad"})},
+      // The scalable plan splits its own slices and context move alike.
+      {"lrmoe, scalable plan",
+       with(with(tiny_settings(4, 3, "lrmoe"), returned), {"--set", "policies.planning=scalable"})},
+      // SYMI's replicas are fetched within their layer too (Note [Overlapped expert fetch]).
+      {"symi, recompute, scalable plan",
+       with(with(tiny_settings(4, 3, "symi"), returned),
+            {"--set", "policies.recompute=true", "--set", "policies.planning=scalable", "--set",
+             "cluster.overlap_expert_fetch=false"})},
   };
   for (const auto& [name, settings] : variants) {
     DYNAMIC_SECTION(name) {

@@ -61,12 +61,6 @@ void check_consistency(const Experiment& experiment, const FieldPlaces& places) 
     require(false, {"cluster.memory_per_rank"},
             std::string("cluster.memory_per_rank: ") + error.what());
   }
-  require(cluster.exchange_chunks == 1 || experiment.policies.planning == Planning::Exact,
-          {"cluster.exchange_chunks", "policies.planning"},
-          fmt::format("cluster.exchange_chunks = {} needs policies.planning = \"exact\": the "
-                      "scalable plan's slices are not split in chunks; set exchange_chunks = 1 or "
-                      "plan exactly",
-                      cluster.exchange_chunks));
   require(!cluster.profile.empty(), {"cluster.profile"},
           "cluster.profile must name a hardware profile (`lrmoe validate` lists them in the error "
           "of an unknown one)");

@@ -12,7 +12,8 @@ ContextMove context_move(Collectives& collectives, const torch::Tensor& forward_
                          const torch::Tensor& backward_row, const torch::Tensor& forward_process,
                          const PairLayout& backward, const std::vector<int64_t>& by_forward_rank,
                          const std::vector<int64_t>& home_forward, int64_t forward_first_row,
-                         const InstanceTable& table, const ProcessView& process) {
+                         const InstanceTable& table, const ProcessView& process,
+                         bool with_instances) {
   ContextMove move;
   // The counts are those of the exact plan's move: from forward ranks to backward ranks, into
   // the backward layout's rows here.
@@ -22,6 +23,7 @@ ContextMove context_move(Collectives& collectives, const torch::Tensor& forward_
     move.slice.home_pairs = torch::arange(forward_row.numel(), forward_row.options());
     move.slice.send_rows = backward.order;
     move.rows = forward_row;
+    if (with_instances) move.instance = backward.instance;
     return move;
   }
   const int64_t ranks = process.processes * process.ranks_per_process;
@@ -56,6 +58,14 @@ ContextMove context_move(Collectives& collectives, const torch::Tensor& forward_
       stable_order(told.select(1, 1), backward.instance_offsets.back());
   move.rows = take_rows(told.select(1, 0), by_backward_row) - forward_first_row;
   move.slice.home_pairs = move.slice.send_rows = torch::arange(sent, move.rows.options());
+  if (with_instances) {
+    // Instance i holds the global backward rows [offsets[i], offsets[i + 1]).
+    const torch::Tensor offsets =
+        torch::tensor(backward.instance_offsets, torch::kInt64).to(move.rows.device());
+    move.instance = torch::searchsorted(offsets, take_rows(told.select(1, 1), by_backward_row),
+                                        /*out_int32=*/false, /*right=*/true) -
+                    1;
+  }
 
   // 3. The rows arrive by forward process, then in backward destination order: each
   // destination row's forward process orders the buffer.

@@ -18,6 +18,9 @@ namespace lrmoe {
 struct ContextMove {
   ProcessSlice slice;  // the move, as PairExchange::dispatch takes it
   torch::Tensor rows;  // [sent rows] int64: the forward destination rows here each sent row reads
+  // [home rows of slice] int64: the backward instance of each, what chunks split the move by
+  // (Note [Chunked exchange]); only when asked for.
+  torch::Tensor instance;
 };
 
 // On every process, for its kept pairs (in kept order, all tensors [k] int64 on the device):
@@ -27,11 +30,12 @@ struct ContextMove {
 // [ranks * ranks] kept pairs from forward rank s to backward rank d, and `home_forward`: kept
 // pairs homed on rank h whose forward instance is on rank s, both summed over processes;
 // `forward_first_row`: the first forward destination row here. Collective: one all-to-all-v of
-// indices, 16 + 8 bytes per kept pair moved.
+// indices, 16 + 8 bytes per kept pair moved. `with_instances`: sets ContextMove::instance.
 ContextMove context_move(Collectives& collectives, const torch::Tensor& forward_row,
                          const torch::Tensor& backward_row, const torch::Tensor& forward_process,
                          const PairLayout& backward, const std::vector<int64_t>& by_forward_rank,
                          const std::vector<int64_t>& home_forward, int64_t forward_first_row,
-                         const InstanceTable& table, const ProcessView& process);
+                         const InstanceTable& table, const ProcessView& process,
+                         bool with_instances);
 
 }  // namespace lrmoe

@@ -286,12 +286,7 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_exact(const torc
       all.source_row.index_select(0, pass->computed.index_select(0, pass->layout.local.home_pairs));
   check_budget(rank_holdings(*table, as_loads(pass->layout.load), expected_backward),
                "after forward routing");
-  if (settings_.exchange_chunks > 1) {
-    pass->instance_chunk =
-        instance_chunks(*table, pass->layout.instance_offsets, settings_.exchange_chunks);
-    pass->chunks = split_slice(pass->layout.local, pass->layout.instance, pass->instance_chunk,
-                               settings_.exchange_chunks);
-  }
+  split_in_chunks(*pass);
   overhead.compaction += clock.lap();
 
   statistics_.pairs_routed += all.experts.numel();
@@ -397,16 +392,29 @@ BackwardPass ExpertPipeline::plan_backward_exact(const ForwardPass& forward, Pai
     pass.by_forward_rank = rank_matrix(pass.forward_instance, table, R);
   }
   localize(forward, forward_rank, selection.weights, pass);
-  if (settings_.exchange_chunks > 1) {
-    pass.chunks = split_slice(pass.layout.local, pass.layout.instance, forward.instance_chunk,
-                              settings_.exchange_chunks);
-    if (!settings_.recompute) {
-      pass.context_chunks = split_slice(pass.context, pass.layout.instance, forward.instance_chunk,
-                                        settings_.exchange_chunks);
-    }
-  }
+  // The exact context move's home rows are the kept pairs (Note [Gradients of dropped pairs]).
+  split_in_chunks(forward, pass, settings_.recompute ? torch::Tensor() : pass.layout.instance);
   overhead.compaction += clock.lap();
   return pass;
+}
+
+void ExpertPipeline::split_in_chunks(ForwardPass& forward) const {
+  if (settings_.exchange_chunks == 1) return;
+  forward.instance_chunk =
+      instance_chunks(*forward.table, forward.layout.instance_offsets, settings_.exchange_chunks);
+  forward.chunks = split_slice(forward.layout.local, forward.layout.instance,
+                               forward.instance_chunk, settings_.exchange_chunks);
+}
+
+void ExpertPipeline::split_in_chunks(const ForwardPass& forward, BackwardPass& backward,
+                                     const torch::Tensor& context_instance) const {
+  if (settings_.exchange_chunks == 1) return;
+  backward.chunks = split_slice(backward.layout.local, backward.layout.instance,
+                                forward.instance_chunk, settings_.exchange_chunks);
+  if (context_instance.defined()) {
+    backward.context_chunks = split_slice(backward.context, context_instance,
+                                          forward.instance_chunk, settings_.exchange_chunks);
+  }
 }
 
 PairBatch ExpertPipeline::gather_signals(const ForwardPass& forward, PairBatch local) const {

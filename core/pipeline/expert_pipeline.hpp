@@ -237,6 +237,13 @@ class ExpertPipeline {
                                    PipelineOverhead& overhead);
   BackwardPass plan_backward_from_counts(const ForwardPass& forward, PairBatch signals,
                                          PipelineOverhead& overhead);
+  // With exchange_chunks > 1 (Note [Chunked exchange]), the pass's slices in chunks: the
+  // forward's by its own rows, the backward's by the forward's chunks. `context_instance`: the
+  // backward instance of each home row of the backward's context move (undefined with
+  // recomputation). Unchunked, nothing.
+  void split_in_chunks(ForwardPass& forward) const;
+  void split_in_chunks(const ForwardPass& forward, BackwardPass& backward,
+                       const torch::Tensor& context_instance) const;
   // The metric's scores for `signals` (the forward's computed pairs, with their gates and
   // norms), checked, on the pairs' device.
   torch::Tensor score(const ForwardPass& forward, PairBatch& signals);

@@ -105,6 +105,7 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
   pass->local_pairs = pass->computed;  // every computed pair here is homed here
   check_budget(rank_holdings(*table, as_loads(pass->layout.load), expected_backward),
                "after forward routing");
+  split_in_chunks(*pass);
   overhead.compaction += clock.lap();
 
   const int64_t routed = std::accumulate(counts.begin(), counts.end(), int64_t{0});
@@ -179,27 +180,41 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
   // The kept pairs are positions among the forward's home rows, which are this process's
   // computed pairs in pair order.
   pass.local_kept = pass.kept;
+  const bool chunked = settings_.exchange_chunks > 1;
+  torch::Tensor context_instance;
   if (!settings_.recompute) {
     // Kept pairs per (home rank, forward rank) and per (forward rank, backward rank), summed in
-    // one all-reduce: the context move's counts (Note [Scalable planning]).
+    // one all-reduce: the context move's counts (Note [Scalable planning]). Chunked, per
+    // (forward rank, backward instance), which the chunks' moves need, summed by rank after.
     const torch::Tensor forward_rank =
         take_rows(table.instance_rank_tensor, take_rows(forward.layout.instance, pass.kept));
-    const torch::Tensor backward_rank = take_rows(table.instance_rank_tensor, pass.layout.instance);
     const torch::Tensor kept_home = take_rows(forward.home, pass.kept);
+    const int64_t I = table.size();
     std::vector<std::vector<int64_t>> counts = summed_counts(
         *collectives_,
-        {{kept_home * R + forward_rank, R * R}, {forward_rank * R + backward_rank, R * R}});
+        {{kept_home * R + forward_rank, R * R},
+         chunked ? CountRequest{forward_rank * I + pass.layout.instance, R * I}
+                 : CountRequest{forward_rank * R +
+                                    take_rows(table.instance_rank_tensor, pass.layout.instance),
+                                R * R}});
     pass.home_forward = std::move(counts[0]);
-    pass.by_forward_rank = std::move(counts[1]);
+    if (chunked) {
+      pass.forward_instance = std::move(counts[1]);
+      pass.by_forward_rank = rank_matrix(pass.forward_instance, table, R);
+    } else {
+      pass.by_forward_rank = std::move(counts[1]);
+    }
     const torch::Tensor forward_row = take_rows(
         destination_rows(forward.routed_counts, forward.layout, table, process), pass.kept);
     ContextMove move = context_move(
         *collectives_, forward_row, destination_rows(routed, pass.layout, table, process),
         process.process_of(forward_rank), pass.layout, pass.by_forward_rank, pass.home_forward,
-        forward.layout.local.first_row, table, process);
+        forward.layout.local.first_row, table, process, /*with_instances=*/chunked);
     pass.context = std::move(move.slice);
     pass.context_rows = std::move(move.rows);
+    context_instance = std::move(move.instance);
   }
+  split_in_chunks(forward, pass, context_instance);
   overhead.compaction += clock.lap();
   return pass;
 }
