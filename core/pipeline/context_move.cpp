@@ -34,13 +34,12 @@ ContextMove context_move(Collectives& collectives, const torch::Tensor& forward_
     send_counts.push_back(process_pairs(home_forward, ranks, process, process.index, q));
     recv_counts.push_back(process_pairs(home_forward, ranks, process, q, process.index));
   }
-  const torch::Tensor rows = torch::stack({forward_row, backward_row}, 1);
-  // With it, in the same call (Note [Fused dispatch]): the forward process of each kept pair,
+  // With them, in the same call (Note [Fused dispatch]): the forward process of each kept pair,
   // along the backward layout, which orders the rows when they arrive (3.).
   const ProcessSlice& b = backward.local;
   const std::vector<torch::Tensor> received = collectives.exchange_messages(
-      {{take_rows(rows, stable_order(forward_process, process.processes)), send_counts,
-        recv_counts},
+      {{take_columns({forward_row, backward_row}, stable_order(forward_process, process.processes)),
+        send_counts, recv_counts},
        {take_rows(forward_process, b.send_rows).unsqueeze(1), b.send_counts, b.recv_counts}});
   const torch::Tensor& told = received[0];
 
@@ -56,7 +55,7 @@ ContextMove context_move(Collectives& collectives, const torch::Tensor& forward_
         process.index, sent, planned));
   const torch::Tensor by_backward_row =
       stable_order(told.select(1, 1), backward.instance_offsets.back());
-  move.rows = take_rows(told.select(1, 0), by_backward_row) - forward_first_row;
+  move.rows = take_rows(told.select(1, 0), by_backward_row).sub_(forward_first_row);
   move.slice.home_pairs = move.slice.send_rows = torch::arange(sent, move.rows.options());
   if (with_instances) {
     // Instance i holds the global backward rows [offsets[i], offsets[i + 1]).

@@ -127,7 +127,23 @@ torch::Tensor destination_rows(const std::vector<int64_t>& routed, const PairLay
     mine_before += mine;
   }
   const torch::Tensor& order = layout.order;
-  return inverse_permutation(order) + take_rows(on_device(shift, order.device()), layout.instance);
+  if (!order.device().is_cpu())
+    return inverse_permutation(order) +
+           take_rows(on_device(shift, order.device()), layout.instance);
+  // On the host, one visit per pair: pair order[k] is destination row k here.
+  const torch::Tensor at = order.contiguous(), instance = layout.instance.contiguous();
+  const int64_t n = at.numel();
+  const int64_t* pair = at.data_ptr<int64_t>();
+  const int64_t* pair_instance = instance.data_ptr<int64_t>();
+  torch::Tensor rows = torch::empty({n}, at.options());
+  int64_t* row = rows.data_ptr<int64_t>();
+  for (int64_t k = 0; k < n; ++k) {
+    TORCH_CHECK(
+        pair[k] >= 0 && pair[k] < n && pair_instance[pair[k]] >= 0 && pair_instance[pair[k]] < I,
+        "destination_rows: pair ", pair[k], " of ", n, " or its instance out of range");
+    row[pair[k]] = k + shift[static_cast<std::size_t>(pair_instance[pair[k]])];
+  }
+  return rows;
 }
 
 }  // namespace lrmoe

@@ -75,9 +75,8 @@ std::vector<ChunkSlice> split_slice(const ProcessSlice& slice, const torch::Tens
       slice.arrival.defined() ? slice.arrival : torch::arange(rows, sent_chunk.options());
   const torch::Tensor destination_source =
       repeated_indices(slice.recv_counts, device).index_select(0, arrival);
-  const std::vector<std::vector<int64_t>> counts =
-      host_counts({{sent_chunk * P + sent_process, chunks * P},
-                   {destination_chunk * P + destination_source, chunks * P}});
+  const std::vector<std::vector<int64_t>> counts = host_counts(
+      {{sent_chunk, chunks, sent_process, P}, {destination_chunk, chunks, destination_source, P}});
   // Rows grouped by chunk, each chunk's in order: one counting sort each, cut by the counts.
   const torch::Tensor sent_by_chunk = stable_order(sent_chunk, chunks);
   const torch::Tensor destination_by_chunk = stable_order(destination_chunk, chunks);

@@ -10,19 +10,35 @@ std::vector<int64_t> int64_values(const torch::Tensor& values) {
 }
 
 std::vector<std::vector<int64_t>> host_counts(const std::vector<CountRequest>& requests) {
-  const bool on_host = std::all_of(requests.begin(), requests.end(),
-                                   [](const CountRequest& r) { return r.keys.device().is_cpu(); });
+  const bool on_host = std::all_of(requests.begin(), requests.end(), [](const CountRequest& r) {
+    return r.keys.device().is_cpu() && (!r.columns.defined() || r.columns.device().is_cpu());
+  });
   if (on_host) {
     // Counted in place: a few tensor operations a request cost more than the counting.
     std::vector<std::vector<int64_t>> split;
     for (const CountRequest& request : requests) {
       const torch::Tensor keys = request.keys.to(torch::kInt64).contiguous();
       const int64_t* key = keys.data_ptr<int64_t>();
-      std::vector<int64_t>& count = split.emplace_back(static_cast<std::size_t>(request.bins), 0);
+      std::vector<int64_t>& count =
+          split.emplace_back(static_cast<std::size_t>(request.cells()), 0);
+      if (!request.columns.defined()) {
+        for (int64_t i = 0; i < keys.numel(); ++i) {
+          TORCH_CHECK(key[i] >= 0 && key[i] < request.bins, "host_counts: key ", key[i],
+                      " outside [0, ", request.bins, ")");
+          ++count[static_cast<std::size_t>(key[i])];
+        }
+        continue;
+      }
+      const torch::Tensor columns = request.columns.to(torch::kInt64).contiguous();
+      TORCH_CHECK(columns.numel() == keys.numel(), "host_counts: ", keys.numel(), " keys but ",
+                  columns.numel(), " columns");
+      const int64_t* column = columns.data_ptr<int64_t>();
       for (int64_t i = 0; i < keys.numel(); ++i) {
-        TORCH_CHECK(key[i] >= 0 && key[i] < request.bins, "host_counts: key ", key[i],
-                    " outside [0, ", request.bins, ")");
-        ++count[static_cast<std::size_t>(key[i])];
+        TORCH_CHECK(key[i] >= 0 && key[i] < request.bins && column[i] >= 0 &&
+                        column[i] < request.column_bins,
+                    "host_counts: cell (", key[i], ", ", column[i], ") outside [0, ", request.bins,
+                    ") x [0, ", request.column_bins, ")");
+        ++count[static_cast<std::size_t>(key[i] * request.column_bins + column[i])];
       }
     }
     return split;
@@ -30,16 +46,17 @@ std::vector<std::vector<int64_t>> host_counts(const std::vector<CountRequest>& r
   std::vector<torch::Tensor> counts;
   for (const CountRequest& request : requests) {
     // Not bincount: on CUDA it reads the largest key on the host to size its output.
-    const torch::Tensor keys = request.keys.to(torch::kInt64);
-    counts.push_back(
-        torch::zeros({request.bins}, keys.options()).index_add_(0, keys, torch::ones_like(keys)));
+    torch::Tensor keys = request.keys.to(torch::kInt64);
+    if (request.columns.defined()) keys = keys * request.column_bins + request.columns;
+    counts.push_back(torch::zeros({request.cells()}, keys.options())
+                         .index_add_(0, keys, torch::ones_like(keys)));
   }
   const std::vector<int64_t> all = int64_values(torch::cat(counts));
   std::vector<std::vector<int64_t>> split;
   auto next = all.begin();
   for (const CountRequest& request : requests) {
-    split.emplace_back(next, next + request.bins);
-    next += request.bins;
+    split.emplace_back(next, next + request.cells());
+    next += request.cells();
   }
   return split;
 }

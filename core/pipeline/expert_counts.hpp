@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include <utility>
 #include <vector>
 
 namespace lrmoe {
@@ -11,10 +12,20 @@ namespace lrmoe {
 // The values of a 1-D integer tensor, on the host.
 std::vector<int64_t> int64_values(const torch::Tensor& values);
 
-// One bincount: `keys` [n] int64 in [0, bins), on any device.
+// One bincount, on any device: of `keys` [n] int64 in [0, bins); or, with `columns` [n] int64
+// in [0, column_bins), of the cells of a table [bins, column_bins], pair i counted at
+// [keys[i] * column_bins + columns[i]] (on the host without forming that key tensor).
 struct CountRequest {
+  CountRequest(torch::Tensor keys, int64_t bins) : keys(std::move(keys)), bins(bins) {}
+  CountRequest(torch::Tensor keys, int64_t bins, torch::Tensor columns, int64_t column_bins)
+      : keys(std::move(keys)), bins(bins), columns(std::move(columns)), column_bins(column_bins) {}
+
   torch::Tensor keys;
   int64_t bins = 0;
+  torch::Tensor columns;
+  int64_t column_bins = 1;
+
+  int64_t cells() const { return bins * column_bins; }
 };
 
 // The counts of several bincounts on the host, brought over in one device-to-host copy, so the

@@ -383,7 +383,7 @@ BackwardPass ExpertPipeline::plan_backward_exact(const ForwardPass& forward, Pai
   if (!settings_.recompute) {
     forward_rank = table.instance_rank_tensor.index_select(
         0, forward.layout.instance.index_select(0, pass.kept));
-    riders.push_back({forward_rank * I + instance, R * I});
+    riders.push_back({forward_rank, R, instance, I});
   }
   std::vector<std::vector<int64_t>> moved;
   pass.layout = build_pair_layout(instance, kept_home, table, R, settings_.process, riders, &moved);

@@ -44,7 +44,7 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
   const int64_t E = settings_.num_experts, R = settings_.ranks;
   // Routed pairs per (home rank, expert) over every process: each home rank is one process's.
   const std::vector<int64_t> routed_groups =
-      summed_counts(*collectives_, {{home * E + experts, R * E}}).front();
+      summed_counts(*collectives_, {{home, R, experts, E}}).front();
   std::vector<int64_t> counts(static_cast<std::size_t>(E), 0);
   auto pass = std::make_shared<ForwardPass>();
   pass->routed_per_home_rank.assign(static_cast<std::size_t>(R), 0);
@@ -80,8 +80,10 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
       pass->computed = torch::arange(experts.numel(), experts.options());
     }
   }
-  pass->experts = take_rows(experts, pass->computed);
-  pass->home = take_rows(home, pass->computed);
+  // Every pair computed: the pairs as they are, no copies.
+  const bool dropped = pass->computed.numel() != experts.numel();
+  pass->experts = dropped ? take_rows(experts, pass->computed) : experts;
+  pass->home = dropped ? take_rows(home, pass->computed) : home;
   // Every process routes as many pairs (Note [Exact multi-process plan]).
   pass->pair_ids = pass->computed + settings_.process.index * experts.numel();
   // This process's computed pairs per expert: its home ranks' groups.
@@ -164,7 +166,11 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
     pass.kept = torch::arange(forward.experts.numel(), forward.experts.options());
     kept_groups = groups_by_expert(forward.routed_counts, table, R, E);
   }
-  const torch::Tensor kept_experts = take_rows(forward.experts, pass.kept);
+  // Among the computed pairs, the kept ones' rows (every pair kept: the rows as they are).
+  auto kept_rows = [&](const torch::Tensor& rows) {
+    return searched ? take_rows(rows, pass.kept) : rows;
+  };
+  const torch::Tensor kept_experts = kept_rows(forward.experts);
   if (weighted)
     pass.local_weights =
         torch::tensor(weight, torch::kFloat32).to(device).index_select(0, kept_experts);
@@ -187,16 +193,15 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
     // one all-reduce: the context move's counts (Note [Scalable planning]). Chunked, per
     // (forward rank, backward instance), which the chunks' moves need, summed by rank after.
     const torch::Tensor forward_rank =
-        take_rows(table.instance_rank_tensor, take_rows(forward.layout.instance, pass.kept));
-    const torch::Tensor kept_home = take_rows(forward.home, pass.kept);
+        take_rows(table.instance_rank_tensor, kept_rows(forward.layout.instance));
+    const torch::Tensor kept_home = kept_rows(forward.home);
     const int64_t I = table.size();
     std::vector<std::vector<int64_t>> counts = summed_counts(
         *collectives_,
-        {{kept_home * R + forward_rank, R * R},
-         chunked ? CountRequest{forward_rank * I + pass.layout.instance, R * I}
-                 : CountRequest{forward_rank * R +
-                                    take_rows(table.instance_rank_tensor, pass.layout.instance),
-                                R * R}});
+        {{kept_home, R, forward_rank, R},
+         chunked ? CountRequest{forward_rank, R, pass.layout.instance, I}
+                 : CountRequest{forward_rank, R,
+                                take_rows(table.instance_rank_tensor, pass.layout.instance), R}});
     pass.home_forward = std::move(counts[0]);
     if (chunked) {
       pass.forward_instance = std::move(counts[1]);
@@ -204,8 +209,8 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
     } else {
       pass.by_forward_rank = std::move(counts[1]);
     }
-    const torch::Tensor forward_row = take_rows(
-        destination_rows(forward.routed_counts, forward.layout, table, process), pass.kept);
+    const torch::Tensor forward_row =
+        kept_rows(destination_rows(forward.routed_counts, forward.layout, table, process));
     ContextMove move = context_move(
         *collectives_, forward_row, destination_rows(routed, pass.layout, table, process),
         process.process_of(forward_rank), pass.layout, pass.by_forward_rank, pass.home_forward,

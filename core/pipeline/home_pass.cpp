@@ -23,7 +23,7 @@ std::shared_ptr<const ForwardPass> home_pass(const torch::Tensor& experts,
   // Static owners in (rank, slot) order are in expert order: instance e is expert e, so the
   // pairs per (home rank, expert) are the routed pairs per (home rank, instance).
   const std::vector<int64_t> routed =
-      summed_counts(collectives, {{home * E + experts, ranks * E}}).front();
+      summed_counts(collectives, {{home, ranks, experts, E}}).front();
   auto pass = std::make_shared<ForwardPass>();
   pass->computed = torch::arange(experts.numel(), experts.options());
   pass->local_pairs = pass->computed;

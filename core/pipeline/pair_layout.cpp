@@ -138,7 +138,7 @@ PairLayout build_pair_layout(const torch::Tensor& instance, const torch::Tensor&
   // Pairs per (home rank, instance), with what the caller wants counted, in one copy to the
   // host; rows per instance and the rank matrix are its sums.
   const int64_t I = table.size();
-  std::vector<CountRequest> requests = {{home * I + instance, ranks * I}};
+  std::vector<CountRequest> requests = {{home, ranks, instance, I}};
   requests.insert(requests.end(), extra.begin(), extra.end());
   std::vector<std::vector<int64_t>> counts = host_counts(requests);
   set_layout_counts(layout, std::move(counts[0]), table, ranks);

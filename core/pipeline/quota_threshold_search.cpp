@@ -80,9 +80,11 @@ void QuotaThresholdSearch::narrow(const torch::Tensor& global_histogram) {
   for (int64_t k = 0; k < rows; ++k) {
     const auto e = static_cast<std::size_t>(open_[static_cast<std::size_t>(k)]);
     const int64_t* row = bins + k * kBins;
-    int64_t matching = 0;
-    for (int64_t b = 0; b < kBins; ++b) matching += row[b];
-    if (rounds_.empty() && need_[e] > matching) need_[e] = matching;  // a quota above the pairs
+    if (rounds_.empty()) {  // a quota above the pairs keeps them all
+      int64_t matching = 0;
+      for (int64_t b = 0; b < kBins; ++b) matching += row[b];
+      need_[e] = std::min(need_[e], matching);
+    }
     // From the highest bin down, the bin where the need runs out holds the threshold. With
     // nothing needed it stays at bin 255 and keeps none of it (a key of 0xFF... is a NaN's or a
     // score of 2^127 or more).
@@ -178,13 +180,19 @@ torch::Tensor QuotaThresholdSearch::kept(const torch::Tensor& summed_groups,
   for (int64_t r = 0; r < first_rank; ++r)
     for (int64_t e = 0; e < num_experts; ++e)
       tie_rank[static_cast<std::size_t>(e)] += at[r * num_experts + e];
-  std::vector<int64_t> kept;
+  // Written in place and counted without a branch on the side, which the scores make random.
+  torch::Tensor kept = torch::empty({static_cast<int64_t>(key_.size())}, torch::kInt64);
+  int64_t* into = kept.data_ptr<int64_t>();
+  int64_t count = 0;
   for (std::size_t i = 0; i < key_.size(); ++i) {
     const auto e = static_cast<std::size_t>(expert_[i]);
-    if (side_[i] > 0 || (side_[i] == 0 && tie_rank[e]++ < need_[e]))
-      kept.push_back(static_cast<int64_t>(i));
+    const bool tie = side_[i] == 0;
+    const bool keep = side_[i] > 0 || (tie && tie_rank[e] < need_[e]);
+    tie_rank[e] += tie ? 1 : 0;
+    into[count] = static_cast<int64_t>(i);
+    count += keep ? 1 : 0;
   }
-  return torch::tensor(kept, torch::kInt64);
+  return kept.narrow(0, 0, count);
 }
 
 KeptOverProcesses kept_over_processes(Collectives& collectives, const torch::Tensor& experts,

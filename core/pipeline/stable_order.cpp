@@ -7,11 +7,13 @@ namespace lrmoe {
 namespace {
 
 // One stable counting pass: `from`'s entries (all when null) into `to`, ordered by their digit
-// (key >> shift) & mask, which lies in [0, bins).
-void counting_pass(const int64_t* key, const int64_t* from, int64_t* to, int64_t n, int shift,
-                   int64_t mask, int64_t bins, std::vector<int64_t>& next) {
+// (key >> shift) & mask, which lies in [0, bins). Key i is key[i * stride].
+void counting_pass(const int64_t* key, int64_t stride, const int64_t* from, int64_t* to, int64_t n,
+                   int shift, int64_t mask, int64_t bins, std::vector<int64_t>& next) {
   next.assign(static_cast<std::size_t>(bins) + 1, 0);
-  auto digit = [&](int64_t i) { return static_cast<std::size_t>((key[i] >> shift) & mask); };
+  auto digit = [&](int64_t i) {
+    return static_cast<std::size_t>((key[i * stride] >> shift) & mask);
+  };
   for (int64_t k = 0; k < n; ++k) ++next[digit(from ? from[k] : k) + 1];
   for (std::size_t b = 1; b < next.size(); ++b) next[b] += next[b - 1];
   for (int64_t k = 0; k < n; ++k) {
@@ -25,20 +27,22 @@ void counting_pass(const int64_t* key, const int64_t* from, int64_t* to, int64_t
 torch::Tensor stable_order(const torch::Tensor& keys, int64_t bins) {
   if (!keys.device().is_cpu())
     return std::get<1>(torch::sort(keys, /*stable=*/true, /*dim=*/0, /*descending=*/false));
-  const torch::Tensor contiguous = keys.contiguous();
-  const int64_t n = contiguous.numel();
-  const int64_t* key = contiguous.data_ptr<int64_t>();
+  // A column of a wider tensor is read in place, at its stride.
+  const torch::Tensor flat = keys.dim() == 1 ? keys : keys.contiguous();
+  const int64_t n = flat.numel();
+  const int64_t stride = keys.dim() == 1 ? flat.stride(0) : 1;
+  const int64_t* key = flat.data_ptr<int64_t>();
   for (int64_t i = 0; i < n; ++i)
-    TORCH_CHECK(key[i] >= 0 && key[i] < bins, "stable_order: key ", key[i], " outside [0, ", bins,
-                ")");
-  torch::Tensor order = torch::empty({n}, contiguous.options());
+    TORCH_CHECK(key[i * stride] >= 0 && key[i * stride] < bins, "stable_order: key ",
+                key[i * stride], " outside [0, ", bins, ")");
+  torch::Tensor order = torch::empty({n}, flat.options());
   std::vector<int64_t> next;
   // Few bins for the keys: one pass by the whole key. Many: digits of 11 bits (2048 bins), each
   // pass stable, the least significant first, so the last pass leaves the whole keys sorted.
   constexpr int kDigitBits = 11;
   constexpr int64_t kDigitBins = int64_t{1} << kDigitBits;
   if (bins <= 4 * n + kDigitBins) {
-    counting_pass(key, nullptr, order.data_ptr<int64_t>(), n, 0, ~int64_t{0}, bins, next);
+    counting_pass(key, stride, nullptr, order.data_ptr<int64_t>(), n, 0, ~int64_t{0}, bins, next);
     return order;
   }
   int bits = 0;  // bins <= 2^63 - 1: 63 bits at most
@@ -50,7 +54,7 @@ torch::Tensor stable_order(const torch::Tensor& keys, int64_t bins) {
   const int64_t* from = nullptr;
   for (int p = 0; p < passes; ++p) {
     int64_t* to = buffer[(passes - 1 - p) % 2];
-    counting_pass(key, from, to, n, p * kDigitBits, kDigitBins - 1, kDigitBins, next);
+    counting_pass(key, stride, from, to, n, p * kDigitBits, kDigitBins - 1, kDigitBins, next);
     from = to;
   }
   return order;
@@ -76,10 +80,12 @@ torch::Tensor take_rows(const torch::Tensor& values, const torch::Tensor& order)
   if (!values.device().is_cpu() || !order.device().is_cpu() ||
       values.scalar_type() != torch::kInt64 || values.dim() == 0)
     return values.index_select(0, order);
-  const torch::Tensor from = values.contiguous();
+  // A column of a wider tensor is read in place, at its stride.
+  const torch::Tensor from = values.dim() == 1 ? values : values.contiguous();
   const torch::Tensor at = order.contiguous();
   const int64_t n = from.size(0), k = at.numel();
   const int64_t width = n == 0 ? 0 : from.numel() / n;  // values per row
+  const int64_t stride = values.dim() == 1 ? from.stride(0) : width;
   std::vector<int64_t> shape = from.sizes().vec();
   shape[0] = k;
   torch::Tensor taken = torch::empty(shape, from.options());
@@ -90,9 +96,35 @@ torch::Tensor take_rows(const torch::Tensor& values, const torch::Tensor& order)
     TORCH_CHECK(position[j] >= 0 && position[j] < n, "take_rows: position ", position[j],
                 " outside [0, ", n, ")");
     if (width == 1) {
-      into[j] = source[position[j]];
+      into[j] = source[position[j] * stride];
     } else {
       std::copy_n(source + position[j] * width, width, into + j * width);
+    }
+  }
+  return taken;
+}
+
+torch::Tensor take_columns(const std::vector<torch::Tensor>& columns, const torch::Tensor& order) {
+  const bool on_host =
+      order.device().is_cpu() &&
+      std::all_of(columns.begin(), columns.end(), [](const torch::Tensor& c) {
+        return c.device().is_cpu() && c.scalar_type() == torch::kInt64 && c.dim() == 1;
+      });
+  if (!on_host) return torch::stack(columns, 1).index_select(0, order);
+  const torch::Tensor at = order.contiguous();
+  const int64_t k = at.numel();
+  const auto width = static_cast<int64_t>(columns.size());
+  torch::Tensor taken = torch::empty({k, width}, at.options());
+  int64_t* into = taken.data_ptr<int64_t>();
+  const int64_t* position = at.data_ptr<int64_t>();
+  for (int64_t c = 0; c < width; ++c) {
+    const torch::Tensor& column = columns[static_cast<std::size_t>(c)];
+    const int64_t n = column.numel(), stride = column.stride(0);
+    const int64_t* source = column.data_ptr<int64_t>();
+    for (int64_t j = 0; j < k; ++j) {
+      TORCH_CHECK(position[j] >= 0 && position[j] < n, "take_columns: position ", position[j],
+                  " outside [0, ", n, ")");
+      into[j * width + c] = source[position[j] * stride];
     }
   }
   return taken;

@@ -11,6 +11,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace lrmoe {
 
@@ -24,5 +25,9 @@ torch::Tensor inverse_permutation(const torch::Tensor& order);
 // values.index_select(0, order): [k, ...] of [n, ...] int64 values at the [k] int64 positions
 // `order`, on values' device.
 torch::Tensor take_rows(const torch::Tensor& values, const torch::Tensor& order);
+
+// torch::stack(columns, 1).index_select(0, order) without the stacked copy: [k, columns] int64
+// of [n] int64 columns at the [k] int64 positions `order`, on the columns' device.
+torch::Tensor take_columns(const std::vector<torch::Tensor>& columns, const torch::Tensor& order);
 
 }  // namespace lrmoe
