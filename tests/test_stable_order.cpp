@@ -27,8 +27,10 @@ TEST_CASE("the counting sort orders small keys exactly as a stable sort does", "
 TEST_CASE("keys with many more bins than keys sort digit by digit as a stable sort does",
           "[pipeline]") {
   torch::manual_seed(11);
-  // One digit of 11 bits is not enough past 2048 bins; three are needed past 2^22.
-  for (const int64_t bins : {int64_t{1} << 12, int64_t{131072} + 5, int64_t{1} << 30}) {
+  // One digit of 11 bits is not enough past 2048 bins; three are needed past 2^22, four past
+  // 2^33. The bits are shared evenly: 6 + 6, 9 + 9, 10 + 10 + 10, 9 + 9 + 9 + 7.
+  for (const int64_t bins : {int64_t{1} << 12, int64_t{131072} + 5, int64_t{1} << 30,
+                             (int64_t{1} << 34) - 3}) {
     for (const int64_t n : {0, 1, 7, 1000}) {
       INFO(n << " keys in " << bins << " bins");
       const torch::Tensor keys = torch::randint(0, bins, {n}, torch::kInt64);

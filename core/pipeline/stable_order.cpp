@@ -37,8 +37,10 @@ torch::Tensor stable_order(const torch::Tensor& keys, int64_t bins) {
                 key[i * stride], " outside [0, ", bins, ")");
   torch::Tensor order = torch::empty({n}, flat.options());
   std::vector<int64_t> next;
-  // Few bins for the keys: one pass by the whole key. Many: digits of 11 bits (2048 bins), each
-  // pass stable, the least significant first, so the last pass leaves the whole keys sorted.
+  // Few bins for the keys: one pass by the whole key. Many: digits of up to 11 bits (2048 bins),
+  // each pass stable, the least significant first, so the last pass leaves the whole keys
+  // sorted. As few passes as 11-bit digits need, the bits shared evenly among them: each pass
+  // clears and sums as few bins as it can.
   constexpr int kDigitBits = 11;
   constexpr int64_t kDigitBins = int64_t{1} << kDigitBits;
   if (bins <= 4 * n + kDigitBins) {
@@ -49,12 +51,14 @@ torch::Tensor stable_order(const torch::Tensor& keys, int64_t bins) {
   while (bits < 63 && (int64_t{1} << bits) < bins) ++bits;
   std::vector<int64_t> scratch(static_cast<std::size_t>(n));
   const int passes = (bits + kDigitBits - 1) / kDigitBits;
+  const int digit_bits = (bits + passes - 1) / passes;
+  const int64_t digit_bins = int64_t{1} << digit_bits;
   // The passes alternate between two buffers so that the last lands in `order`.
   int64_t* buffer[2] = {order.data_ptr<int64_t>(), scratch.data()};
   const int64_t* from = nullptr;
   for (int p = 0; p < passes; ++p) {
     int64_t* to = buffer[(passes - 1 - p) % 2];
-    counting_pass(key, stride, from, to, n, p * kDigitBits, kDigitBins - 1, kDigitBins, next);
+    counting_pass(key, stride, from, to, n, p * digit_bits, digit_bins - 1, digit_bins, next);
     from = to;
   }
   return order;
