@@ -29,8 +29,8 @@ TEST_CASE("keys with many more bins than keys sort digit by digit as a stable so
   torch::manual_seed(11);
   // One digit of 11 bits is not enough past 2048 bins; three are needed past 2^22, four past
   // 2^33. The bits are shared evenly: 6 + 6, 9 + 9, 10 + 10 + 10, 9 + 9 + 9 + 7.
-  for (const int64_t bins : {int64_t{1} << 12, int64_t{131072} + 5, int64_t{1} << 30,
-                             (int64_t{1} << 34) - 3}) {
+  for (const int64_t bins :
+       {int64_t{1} << 12, int64_t{131072} + 5, int64_t{1} << 30, (int64_t{1} << 34) - 3}) {
     for (const int64_t n : {0, 1, 7, 1000}) {
       INFO(n << " keys in " << bins << " bins");
       const torch::Tensor keys = torch::randint(0, bins, {n}, torch::kInt64);

@@ -84,8 +84,13 @@ void check_count_routing(const std::vector<int64_t>& routed, const std::vector<i
                                    policy, routed.size(), ranks, I),
                        kRouteCounts);
   }
+  // Each instance's expert read once, not from the table's records on every home rank.
+  std::vector<int64_t> expert_of(static_cast<std::size_t>(I));
+  for (int64_t i = 0; i < I; ++i)
+    expert_of[static_cast<std::size_t>(i)] = table.instances[static_cast<std::size_t>(i)].expert;
+  std::vector<int64_t> sent(static_cast<std::size_t>(E));
   for (int64_t h = 0; h < ranks; ++h) {
-    std::vector<int64_t> sent(static_cast<std::size_t>(E), 0);
+    std::fill(sent.begin(), sent.end(), 0);
     for (int64_t i = 0; i < I; ++i) {
       const int64_t count = routed[static_cast<std::size_t>(h * I + i)];
       if (count < 0) {
@@ -94,7 +99,7 @@ void check_count_routing(const std::vector<int64_t>& routed, const std::vector<i
                         count, h, i),
             kRouteCounts);
       }
-      sent[static_cast<std::size_t>(table.instances[static_cast<std::size_t>(i)].expert)] += count;
+      sent[static_cast<std::size_t>(expert_of[static_cast<std::size_t>(i)])] += count;
     }
     for (int64_t e = 0; e < E; ++e) {
       const int64_t group = pairs[static_cast<std::size_t>(h * E + e)];

@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <queue>
 #include <stdexcept>
 #include <utility>
 
@@ -56,25 +57,36 @@ std::vector<int64_t> replica_counts(const std::vector<int64_t>& popularity, int6
   }
   int64_t used = std::accumulate(count.begin(), count.end(), int64_t{0});
   auto excess = [&](size_t e) { return static_cast<double>(count[e]) - goal[e]; };
-  // Strict comparisons keep the lowest index on ties. slots >= experts, so while too many slots
-  // are used some expert has more than one.
-  while (used > slots) {
-    size_t pick = experts;
-    for (size_t e = 0; e < experts; ++e) {
-      if (count[e] > 1 && (pick == experts || excess(e) > excess(pick))) pick = e;
+  // One instance at a time to the expert of the largest (removing) or smallest (adding) excess,
+  // ties to the lowest index: a heap of the candidates gives each pick in log(experts) where a
+  // scan of every expert took experts. Changing one count changes no other's excess.
+  using Candidate = std::pair<double, size_t>;  // (excess, expert)
+  auto pick_each = [&](auto first, auto can_change, int64_t step, auto more_to_do) {
+    std::priority_queue<Candidate, std::vector<Candidate>, decltype(first)> heap(first);
+    for (size_t e = 0; e < experts; ++e)
+      if (can_change(e)) heap.emplace(excess(e), e);
+    while (more_to_do() && !heap.empty()) {
+      const size_t pick = heap.top().second;
+      heap.pop();
+      count[pick] += step;
+      used += step;
+      if (can_change(pick)) heap.emplace(excess(pick), pick);
     }
-    --count[pick];
-    --used;
-  }
-  while (used < slots) {
-    size_t pick = experts;
-    for (size_t e = 0; e < experts; ++e) {
-      if (count[e] < most_per_expert && (pick == experts || excess(e) < excess(pick))) pick = e;
-    }
-    if (pick == experts) break;  // every expert on every rank: the other slots stay empty
-    ++count[pick];
-    ++used;
-  }
+  };
+  // The heap's top is its greatest element by the order given: the largest excess, then the
+  // lowest index; or the smallest excess, then the lowest index.
+  auto largest_first = [](const Candidate& a, const Candidate& b) {
+    return a.first < b.first || (a.first == b.first && a.second > b.second);
+  };
+  auto smallest_first = [](const Candidate& a, const Candidate& b) {
+    return a.first > b.first || (a.first == b.first && a.second > b.second);
+  };
+  pick_each(
+      largest_first, [&](size_t e) { return count[e] > 1; }, -1, [&] { return used > slots; });
+  // Every expert on every rank: the other slots stay empty.
+  pick_each(
+      smallest_first, [&](size_t e) { return count[e] < most_per_expert; }, 1,
+      [&] { return used < slots; });
   return count;
 }
 
