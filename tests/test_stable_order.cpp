@@ -41,6 +41,12 @@ TEST_CASE("keys with many more bins than keys sort digit by digit as a stable so
       CHECK(lrmoe::stable_order(tied, bins).equal(expected));
     }
   }
+  // The first pass checks every whole key, not only its digit.
+  const int64_t many = int64_t{1} << 20;
+  CHECK_THROWS_WITH(lrmoe::stable_order(torch::tensor({int64_t{5}, many}), many),
+                    Catch::Contains("key 1048576 outside [0, 1048576)"));
+  CHECK_THROWS_WITH(lrmoe::stable_order(torch::tensor({int64_t{-1}, int64_t{5}}), many),
+                    Catch::Contains("key -1 outside"));
 }
 
 TEST_CASE("an order's inverse puts each position back where it came from", "[pipeline]") {

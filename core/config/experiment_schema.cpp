@@ -368,8 +368,7 @@ std::vector<FieldDescriptor> build_schema() {
                "split each pass's all-to-alls and expert compute into this many chunks of each "
                "rank's instances, so that the next chunk's dispatch and the last chunk's return "
                "travel while a chunk is multiplied, executed and modeled (Note [Chunked "
-               "exchange]); 1: each exchange waits for the compute before it; needs "
-               "policies.planning = \"exact\"");
+               "exchange]); 1: each exchange waits for the compute before it");
 
   SectionRows<PoliciesConfig>(rows, "policies", &Experiment::policies,
                               Defaults::FromMemberInitialisers)

@@ -53,15 +53,15 @@ ContextMove context_move(Collectives& collectives, const torch::Tensor& forward_
         "the scalable plan's context move: process {} was told of {} kept pairs to send, the "
         "summed counts say {}",
         process.index, sent, planned));
-  const torch::Tensor by_backward_row =
-      stable_order(told.select(1, 1), backward.instance_offsets.back());
+  const torch::Tensor told_row = told.select(1, 1);  // the backward rows, as told
+  const torch::Tensor by_backward_row = stable_order(told_row, backward.instance_offsets.back());
   move.rows = take_rows(told.select(1, 0), by_backward_row).sub_(forward_first_row);
   move.slice.home_pairs = move.slice.send_rows = torch::arange(sent, move.rows.options());
   if (with_instances) {
     // Instance i holds the global backward rows [offsets[i], offsets[i + 1]).
     const torch::Tensor offsets =
         torch::tensor(backward.instance_offsets, torch::kInt64).to(move.rows.device());
-    move.instance = torch::searchsorted(offsets, take_rows(told.select(1, 1), by_backward_row),
+    move.instance = torch::searchsorted(offsets, take_rows(told_row, by_backward_row),
                                         /*out_int32=*/false, /*right=*/true) -
                     1;
   }

@@ -133,6 +133,8 @@ torch::Tensor destination_rows(const std::vector<int64_t>& routed, const PairLay
   // On the host, one visit per pair: pair order[k] is destination row k here.
   const torch::Tensor at = order.contiguous(), instance = layout.instance.contiguous();
   const int64_t n = at.numel();
+  TORCH_CHECK(instance.numel() == n, "destination_rows: ", instance.numel(), " instances for ", n,
+              " pairs");
   const int64_t* pair = at.data_ptr<int64_t>();
   const int64_t* pair_instance = instance.data_ptr<int64_t>();
   torch::Tensor rows = torch::empty({n}, at.options());

@@ -133,9 +133,10 @@ struct BackwardPass {
   ProcessSlice context;
   torch::Tensor context_rows;
   // With exchange_chunks > 1 (Note [Chunked exchange]), by the forward's chunks of instances:
-  // the layout's local slice and the context move in chunks (else empty). The exact plan without
-  // recomputation: [ranks * instances] kept pairs from forward rank s to backward instance i at
-  // [s * instances + i] (by_forward_rank summed by instance, and each chunk's context move).
+  // the layout's local slice and the context move in chunks (else empty). Without
+  // recomputation, planned exactly or chunked: [ranks * instances] kept pairs from forward rank s
+  // to backward instance i at [s * instances + i] (by_forward_rank summed by instance, and each
+  // chunk's context move).
   std::vector<ChunkSlice> chunks;
   std::vector<ChunkSlice> context_chunks;
   std::vector<int64_t> forward_instance;

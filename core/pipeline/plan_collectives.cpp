@@ -116,12 +116,15 @@ void scalable_plan(const PipelineSettings& settings, const ForwardPass& forward,
             2 * rank_pairs + searched);
   if (settings.recompute) return;
   // Kept pairs per (home rank, forward rank) and per (forward rank, backward rank) in one
-  // all-reduce; then, in one call, each kept pair's two destination rows to its forward rank and
+  // all-reduce, the second per (forward rank, backward instance) when chunked (Note [Chunked
+  // exchange]); then, in one call, each kept pair's two destination rows to its forward rank and
   // its forward rank along to its backward rank (core/pipeline/context_move.cpp).
-  plan.all_reduce(2 * rank_pairs);
+  const double moved =
+      rank_pairs + (forward.instance_chunk.empty() ? rank_pairs : R * I * kCountBytes);
+  plan.all_reduce(moved);
   plan.all_to_all(
       {{&backward.home_forward, 2 * kCountBytes}, {&backward.layout.matrix, kCountBytes}});
-  plan.hold(2 * rank_pairs);
+  plan.hold(moved);
 }
 
 }  // namespace

@@ -7,14 +7,23 @@ namespace lrmoe {
 namespace {
 
 // One stable counting pass: `from`'s entries (all when null) into `to`, ordered by their digit
-// (key >> shift) & mask, which lies in [0, bins). Key i is key[i * stride].
+// (key >> shift) & mask, which lies in [0, bins). Key i is key[i * stride]. With `key_bins` > 0,
+// each whole key is checked to lie in [0, key_bins) as it is counted: the first pass checks
+// them, so no pass of its own does.
 void counting_pass(const int64_t* key, int64_t stride, const int64_t* from, int64_t* to, int64_t n,
-                   int shift, int64_t mask, int64_t bins, std::vector<int64_t>& next) {
+                   int shift, int64_t mask, int64_t bins, std::vector<int64_t>& next,
+                   int64_t key_bins) {
   next.assign(static_cast<std::size_t>(bins) + 1, 0);
   auto digit = [&](int64_t i) {
     return static_cast<std::size_t>((key[i * stride] >> shift) & mask);
   };
-  for (int64_t k = 0; k < n; ++k) ++next[digit(from ? from[k] : k) + 1];
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t i = from ? from[k] : k;
+    if (key_bins > 0)
+      TORCH_CHECK(key[i * stride] >= 0 && key[i * stride] < key_bins, "stable_order: key ",
+                  key[i * stride], " outside [0, ", key_bins, ")");
+    ++next[digit(i) + 1];
+  }
   for (std::size_t b = 1; b < next.size(); ++b) next[b] += next[b - 1];
   for (int64_t k = 0; k < n; ++k) {
     const int64_t i = from ? from[k] : k;
@@ -32,9 +41,6 @@ torch::Tensor stable_order(const torch::Tensor& keys, int64_t bins) {
   const int64_t n = flat.numel();
   const int64_t stride = keys.dim() == 1 ? flat.stride(0) : 1;
   const int64_t* key = flat.data_ptr<int64_t>();
-  for (int64_t i = 0; i < n; ++i)
-    TORCH_CHECK(key[i * stride] >= 0 && key[i * stride] < bins, "stable_order: key ",
-                key[i * stride], " outside [0, ", bins, ")");
   torch::Tensor order = torch::empty({n}, flat.options());
   std::vector<int64_t> next;
   // Few bins for the keys: one pass by the whole key. Many: digits of up to 11 bits (2048 bins),
@@ -44,7 +50,8 @@ torch::Tensor stable_order(const torch::Tensor& keys, int64_t bins) {
   constexpr int kDigitBits = 11;
   constexpr int64_t kDigitBins = int64_t{1} << kDigitBits;
   if (bins <= 4 * n + kDigitBins) {
-    counting_pass(key, stride, nullptr, order.data_ptr<int64_t>(), n, 0, ~int64_t{0}, bins, next);
+    counting_pass(key, stride, nullptr, order.data_ptr<int64_t>(), n, 0, ~int64_t{0}, bins, next,
+                  bins);
     return order;
   }
   int bits = 0;  // bins <= 2^63 - 1: 63 bits at most
@@ -58,7 +65,8 @@ torch::Tensor stable_order(const torch::Tensor& keys, int64_t bins) {
   const int64_t* from = nullptr;
   for (int p = 0; p < passes; ++p) {
     int64_t* to = buffer[(passes - 1 - p) % 2];
-    counting_pass(key, stride, from, to, n, p * digit_bits, digit_bins - 1, digit_bins, next);
+    counting_pass(key, stride, from, to, n, p * digit_bits, digit_bins - 1, digit_bins, next,
+                  p == 0 ? bins : 0);
     from = to;
   }
   return order;
@@ -124,6 +132,8 @@ torch::Tensor take_columns(const std::vector<torch::Tensor>& columns, const torc
   for (int64_t c = 0; c < width; ++c) {
     const torch::Tensor& column = columns[static_cast<std::size_t>(c)];
     const int64_t n = column.numel(), stride = column.stride(0);
+    TORCH_CHECK(n == columns.front().numel(), "take_columns: columns of ", columns.front().numel(),
+                " and ", n, " values");
     const int64_t* source = column.data_ptr<int64_t>();
     for (int64_t j = 0; j < k; ++j) {
       TORCH_CHECK(position[j] >= 0 && position[j] < n, "take_columns: position ", position[j],
