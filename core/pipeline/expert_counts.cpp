@@ -21,24 +21,21 @@ std::vector<std::vector<int64_t>> host_counts(const std::vector<CountRequest>& r
       const int64_t* key = keys.data_ptr<int64_t>();
       std::vector<int64_t>& count =
           split.emplace_back(static_cast<std::size_t>(request.cells()), 0);
-      if (!request.columns.defined()) {
-        for (int64_t i = 0; i < keys.numel(); ++i) {
-          TORCH_CHECK(key[i] >= 0 && key[i] < request.bins, "host_counts: key ", key[i],
-                      " outside [0, ", request.bins, ")");
-          ++count[static_cast<std::size_t>(key[i])];
-        }
-        continue;
+      // Without columns every pair is in column 0 of a table of one column.
+      torch::Tensor columns;
+      const int64_t* column = nullptr;
+      if (request.columns.defined()) {
+        columns = request.columns.to(torch::kInt64).contiguous();
+        TORCH_CHECK(columns.numel() == keys.numel(), "host_counts: ", keys.numel(), " keys but ",
+                    columns.numel(), " columns");
+        column = columns.data_ptr<int64_t>();
       }
-      const torch::Tensor columns = request.columns.to(torch::kInt64).contiguous();
-      TORCH_CHECK(columns.numel() == keys.numel(), "host_counts: ", keys.numel(), " keys but ",
-                  columns.numel(), " columns");
-      const int64_t* column = columns.data_ptr<int64_t>();
       for (int64_t i = 0; i < keys.numel(); ++i) {
-        TORCH_CHECK(key[i] >= 0 && key[i] < request.bins && column[i] >= 0 &&
-                        column[i] < request.column_bins,
-                    "host_counts: cell (", key[i], ", ", column[i], ") outside [0, ", request.bins,
+        const int64_t c = column ? column[i] : 0;
+        TORCH_CHECK(key[i] >= 0 && key[i] < request.bins && c >= 0 && c < request.column_bins,
+                    "host_counts: cell (", key[i], ", ", c, ") outside [0, ", request.bins,
                     ") x [0, ", request.column_bins, ")");
-        ++count[static_cast<std::size_t>(key[i] * request.column_bins + column[i])];
+        ++count[static_cast<std::size_t>(key[i] * request.column_bins + c)];
       }
     }
     return split;
