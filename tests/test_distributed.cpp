@@ -303,6 +303,10 @@ TEST_CASE("chunked exchanges train exactly as unchunked ones, overlapped and mod
        with(with(tiny_settings(4, 3, "symi"), returned),
             {"--set", "policies.recompute=true", "--set", "policies.planning=scalable", "--set",
              "cluster.overlap_expert_fetch=false"})},
+      // Fixed ownership keeps every pair on its one instance: the saved pre-activations stay
+      // in place, chunk by chunk (Note [Context in place]).
+      {"fixed, scalable plan",
+       with(with(tiny_settings(4, 3, "fixed"), returned), {"--set", "policies.planning=scalable"})},
   };
   for (const Variant& variant : variants) {
     DYNAMIC_SECTION(variant.name) {

@@ -4,7 +4,8 @@
 // outputs and gradients (to float rounding: replicas of an expert may take other pairs of a
 // group, which only changes the order of sums). Double precision, so the comparison is tight.
 // Two metrics: the gate, and the random one, whose draws name each pair the same way whichever
-// process scores it.
+// process scores it. And a variant that keeps every pair on a placement without replicas, where
+// the scalable plan keeps each saved pre-activation where it is (Note [Context in place]).
 
 #include <catch2/catch.hpp>
 
@@ -57,19 +58,22 @@ struct Shard {
   }
 };
 
-// Owners spread over the ranks, replicas of the two busiest experts on the last ranks; quotas
-// of about half each expert's pairs, and optionally a forward capacity of about three quarters.
-PlacementPlan skewed_plan(const PlacementRequest& request, bool capacity) {
+// Owners spread over the ranks, replicas of the two busiest experts on the last ranks (unless
+// `keep_all`); quotas of about half each expert's pairs (all of them if `keep_all`), and optionally
+// a forward capacity of about three quarters.
+PlacementPlan skewed_plan(const PlacementRequest& request, bool capacity, bool keep_all) {
   PlacementPlan plan;
   std::vector<int64_t> slot(static_cast<std::size_t>(request.ranks), 0);
   for (int64_t e = 0; e < request.num_experts; ++e) {
     const int64_t rank = e % request.ranks;
     plan.instances.push_back({e, rank, slot[static_cast<std::size_t>(rank)]++, true});
   }
-  plan.instances.push_back({0, request.ranks - 1, kSlots - 1, false});
-  plan.instances.push_back({1, request.ranks - 2, kSlots - 1, false});
+  if (!keep_all) {
+    plan.instances.push_back({0, request.ranks - 1, kSlots - 1, false});
+    plan.instances.push_back({1, request.ranks - 2, kSlots - 1, false});
+  }
   for (int64_t count : request.counts) {
-    plan.quota.push_back((count + 1) / 2);
+    plan.quota.push_back(keep_all ? count : (count + 1) / 2);
     if (capacity) plan.forward_capacity.push_back((3 * count + 3) / 4);
   }
   return plan;
@@ -80,13 +84,17 @@ struct Outcome {
   LayerStepStatistics statistics;
 };
 
-// `metric`: "gate" (the scripted default) or a built-in metric plugin's name.
+// `metric`: "gate" (the scripted default) or a built-in metric plugin's name; `keep_all`: the
+// selection keeps every pair, and no expert has a replica.
 Outcome run(const Shard& shard, Collectives& collectives, Planning planning, bool capacity,
-            bool recompute, const std::string& metric) {
-  auto policies = lrmoe_test::scripted_policies(
-      [capacity](const PlacementRequest& request) { return skewed_plan(request, capacity); });
+            bool recompute, const std::string& metric, bool keep_all) {
+  auto policies =
+      lrmoe_test::scripted_policies([capacity, keep_all](const PlacementRequest& request) {
+        return skewed_plan(request, capacity, keep_all);
+      });
   if (metric != "gate") policies->metric = lrmoe_test::load<MetricPolicy>(metric);
-  auto selection = lrmoe_test::load<SelectionPolicy>("quota_topk", {{"rescale", true}});
+  auto selection = keep_all ? lrmoe_test::load<SelectionPolicy>("keep_all")
+                            : lrmoe_test::load<SelectionPolicy>("quota_topk", {{"rescale", true}});
   auto routing = lrmoe_test::load<RoutingPolicy>("capacity_aware");
   policies->selection = selection;
   policies->ranked_selection = std::dynamic_pointer_cast<RankedSelectionPolicy>(selection);
@@ -138,13 +146,22 @@ bool same(const char* what, const std::vector<int64_t>& a, const std::vector<int
 }
 
 // Both plans on this process's shard; whether they agree (what differs goes to stderr).
-bool plans_agree(Collectives& c, bool capacity, bool recompute, const std::string& metric) {
+bool plans_agree(Collectives& c, bool capacity, bool recompute, const std::string& metric,
+                 bool keep_all) {
   const Shard shard(c.rank(), c.size());
-  const Outcome exact = run(shard, c, Planning::Exact, capacity, recompute, metric);
-  const Outcome scalable = run(shard, c, Planning::Scalable, capacity, recompute, metric);
+  const Outcome exact = run(shard, c, Planning::Exact, capacity, recompute, metric, keep_all);
+  const Outcome scalable = run(shard, c, Planning::Scalable, capacity, recompute, metric, keep_all);
   const LayerStepStatistics& a = exact.statistics;
   const LayerStepStatistics& b = scalable.statistics;
-  bool ok = a.pairs_kept < a.pairs_routed - a.pairs_dropped;  // the selection drops some
+  // Whether the selection drops some, as the variant says.
+  bool ok = (a.pairs_kept < a.pairs_routed - a.pairs_dropped) != keep_all;
+  if (keep_all && !recompute) {
+    // The saved pre-activations stayed in place: the plan charged what it charges when they are
+    // recomputed, no context move.
+    const Outcome recomputed = run(shard, c, Planning::Scalable, capacity, true, metric, keep_all);
+    ok = ok && b.plan.bytes_received == recomputed.statistics.plan.bytes_received &&
+         b.plan.seconds == recomputed.statistics.plan.seconds;
+  }
   ok = ok && (a.pairs_dropped > 0) == capacity;
   ok = ok && a.pairs_routed == b.pairs_routed && a.pairs_dropped == b.pairs_dropped &&
        a.pairs_kept == b.pairs_kept;
@@ -163,19 +180,27 @@ bool plans_agree(Collectives& c, bool capacity, bool recompute, const std::strin
 
 TEST_CASE("The scalable plan keeps, routes and computes on every process what the exact plan does",
           "[pipeline][distributed]") {
-  for (const std::string metric : {"gate", "random"}) {
+  struct Variant {
+    std::string metric;
+    bool keep_all;
+  };
+  for (const Variant& variant :
+       {Variant{"gate", false}, Variant{"random", false}, Variant{"gate", true}}) {
+    const std::string& metric = variant.metric;
+    const bool keep_all = variant.keep_all;
     for (const int64_t processes : {1, 2, 3}) {
       for (const bool capacity : {false, true}) {
         for (const bool recompute : {false, true}) {
-          INFO("metric " << metric << ", " << processes << " processes, forward capacity "
-                         << capacity << ", recompute " << recompute);
+          INFO("metric " << metric << ", keep all " << keep_all << ", " << processes
+                         << " processes, forward capacity " << capacity << ", recompute "
+                         << recompute);
           if (processes == 1) {
             Collectives single;
-            CHECK(plans_agree(single, capacity, recompute, metric));
+            CHECK(plans_agree(single, capacity, recompute, metric, keep_all));
             continue;
           }
           const std::vector<int> codes = in_processes(processes, [&](Collectives& c) {
-            return plans_agree(c, capacity, recompute, metric);
+            return plans_agree(c, capacity, recompute, metric, keep_all);
           });
           CHECK(codes == std::vector<int>(static_cast<std::size_t>(processes), 0));
         }

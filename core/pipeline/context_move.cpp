@@ -7,6 +7,17 @@
 #include "core/pipeline/stable_order.hpp"
 
 namespace lrmoe {
+namespace {
+
+// [rows] int64: the instance of each of the global backward destination rows `rows` ([rows]
+// int64): instance i holds [offsets[i], offsets[i + 1]).
+torch::Tensor instance_of_rows(const std::vector<int64_t>& instance_offsets,
+                               const torch::Tensor& rows) {
+  const torch::Tensor offsets = torch::tensor(instance_offsets, torch::kInt64).to(rows.device());
+  return torch::searchsorted(offsets, rows, /*out_int32=*/false, /*right=*/true) - 1;
+}
+
+}  // namespace
 
 ContextMove context_move(Collectives& collectives, const torch::Tensor& forward_row,
                          const torch::Tensor& backward_row, const torch::Tensor& forward_process,
@@ -57,20 +68,29 @@ ContextMove context_move(Collectives& collectives, const torch::Tensor& forward_
   const torch::Tensor by_backward_row = stable_order(told_row, backward.instance_offsets.back());
   move.rows = take_rows(told.select(1, 0), by_backward_row).sub_(forward_first_row);
   move.slice.home_pairs = move.slice.send_rows = torch::arange(sent, move.rows.options());
-  if (with_instances) {
-    // Instance i holds the global backward rows [offsets[i], offsets[i + 1]).
-    const torch::Tensor offsets =
-        torch::tensor(backward.instance_offsets, torch::kInt64).to(move.rows.device());
-    move.instance = torch::searchsorted(offsets, take_rows(told_row, by_backward_row),
-                                        /*out_int32=*/false, /*right=*/true) -
-                    1;
-  }
+  if (with_instances)
+    move.instance =
+        instance_of_rows(backward.instance_offsets, take_rows(told_row, by_backward_row));
 
   // 3. The rows arrive by forward process, then in backward destination order: each
   // destination row's forward process orders the buffer.
   torch::Tensor source = received[1].squeeze(1);
   if (b.arrival.defined()) source = take_rows(source, b.arrival);
   move.slice.arrival = inverse_permutation(stable_order(source, process.processes));
+  return move;
+}
+
+ContextMove context_in_place(const PairLayout& layout, const std::vector<int64_t>& by_forward_rank,
+                             const InstanceTable& table, const ProcessView& process,
+                             bool with_instances) {
+  ContextMove move;
+  move.slice = slice_counts(layout.instance_offsets, by_forward_rank, table, process);
+  const int64_t here =
+      std::accumulate(move.slice.recv_counts.begin(), move.slice.recv_counts.end(), int64_t{0});
+  const torch::Tensor rows = torch::arange(here, layout.order.options());
+  move.slice.home_pairs = move.slice.send_rows = move.rows = rows;
+  if (with_instances)
+    move.instance = instance_of_rows(layout.instance_offsets, rows + move.slice.first_row);
   return move;
 }
 

@@ -38,4 +38,13 @@ ContextMove context_move(Collectives& collectives, const torch::Tensor& forward_
                          const InstanceTable& table, const ProcessView& process,
                          bool with_instances);
 
+// The move when every kept pair's backward instance is its forward one (Note [Context in
+// place]): the backward layout is the forward's `layout`, and each process's rows stay where they
+// are, in the order they are, which every process knows without a message. Home rows are the
+// destination rows here, each taken from its own row. `by_forward_rank`: [ranks * ranks], the
+// layout's loads on the diagonal.
+ContextMove context_in_place(const PairLayout& layout, const std::vector<int64_t>& by_forward_rank,
+                             const InstanceTable& table, const ProcessView& process,
+                             bool with_instances);
+
 }  // namespace lrmoe

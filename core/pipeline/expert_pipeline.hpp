@@ -122,6 +122,10 @@ struct BackwardPass {
   // [ranks * ranks] on the host: kept pairs whose forward instance is on rank s and backward
   // instance on rank d, at [s * ranks + d]; empty with recomputation, where nothing moves with them
   std::vector<int64_t> by_forward_rank;
+  // Scalable plan: every pair kept and routed to its forward instance, so the layout is the
+  // forward's and the context move keeps each row where it is, with no collective (Note
+  // [Context in place])
+  bool context_in_place = false;
   // The kept pairs homed here: their positions among the forward's home rows, and their weights
   // (undefined: all 1). On the device.
   torch::Tensor local_kept;

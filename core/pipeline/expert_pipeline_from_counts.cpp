@@ -182,13 +182,39 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
       route_counts(Phase::Backward, kept_groups, table,
                    room(rank_holdings(table, forward_load, no_load), backward_pairs_that_fit));
   overhead.routing += clock.lap();
-  pass.layout = count_pair_layout(routed, kept_experts, table, R, process);
+  // Every pair kept and routed as in the forward: each keeps its forward instance (the layout
+  // follows from the counts and the pairs, which are the forward's), so nothing moves with it
+  // (Note [Context in place]). Every process knows both counts, so all take the same branch.
+  pass.context_in_place = !searched && routed == forward.routed_counts;
+  pass.layout = pass.context_in_place ? forward.layout
+                                      : count_pair_layout(routed, kept_experts, table, R, process);
   // The kept pairs are positions among the forward's home rows, which are this process's
   // computed pairs in pair order.
   pass.local_kept = pass.kept;
   const bool chunked = settings_.exchange_chunks > 1;
   torch::Tensor context_instance;
-  if (!settings_.recompute) {
+  if (!settings_.recompute && pass.context_in_place) {
+    // Each rank's rows stay on it: home to forward rank is the layout's matrix, forward to
+    // backward rank its loads on the diagonal, to each backward instance its rows.
+    const int64_t I = table.size();
+    pass.home_forward = pass.layout.matrix;
+    if (chunked) {
+      pass.forward_instance.assign(static_cast<std::size_t>(R * I), 0);
+      for (int64_t i = 0; i < I; ++i)
+        pass.forward_instance[static_cast<std::size_t>(table.instance_rank[i] * I + i)] =
+            pass.layout.instance_offsets[static_cast<std::size_t>(i + 1)] -
+            pass.layout.instance_offsets[static_cast<std::size_t>(i)];
+    }
+    pass.by_forward_rank.assign(static_cast<std::size_t>(R * R), 0);
+    for (int64_t r = 0; r < R; ++r)
+      pass.by_forward_rank[static_cast<std::size_t>(r * R + r)] =
+          pass.layout.load[static_cast<std::size_t>(r)];
+    ContextMove move = context_in_place(pass.layout, pass.by_forward_rank, table, process,
+                                        /*with_instances=*/chunked);
+    pass.context = std::move(move.slice);
+    pass.context_rows = std::move(move.rows);
+    context_instance = std::move(move.instance);
+  } else if (!settings_.recompute) {
     // Kept pairs per (home rank, forward rank) and per (forward rank, backward rank), summed in
     // one all-reduce: the context move's counts (Note [Scalable planning]). Chunked, per
     // (forward rank, backward instance), which the chunks' moves need, summed by rank after.

@@ -114,7 +114,7 @@ void scalable_plan(const PipelineSettings& settings, const ForwardPass& forward,
   // kept groups, and what one search holds at a time.
   plan.hold(groups * (forward.search_rounds.empty() ? 2 : 3) + 2 * R * I * kCountBytes +
             2 * rank_pairs + searched);
-  if (settings.recompute) return;
+  if (settings.recompute || backward.context_in_place) return;
   // Kept pairs per (home rank, forward rank) and per (forward rank, backward rank) in one
   // all-reduce, the second per (forward rank, backward instance) when chunked (Note [Chunked
   // exchange]); then, in one call, each kept pair's two destination rows to its forward rank and
