@@ -42,10 +42,12 @@ std::vector<bool> as_mask(const torch::Tensor& kept, std::size_t n) {
   return mask;
 }
 
-Searched searched(const std::vector<ProcessPairs>& processes, const std::vector<int64_t>& quota) {
+// `pairs`: each expert's pairs over the processes, or empty, as QuotaThresholdSearch takes them.
+Searched searched(const std::vector<ProcessPairs>& processes, const std::vector<int64_t>& quota,
+                  const std::vector<int64_t>& pairs = {}) {
   std::vector<QuotaThresholdSearch> searches;
   for (const ProcessPairs& p : processes)
-    searches.emplace_back(int_tensor(p.experts), torch::tensor(p.scores), quota);
+    searches.emplace_back(int_tensor(p.experts), torch::tensor(p.scores), quota, pairs);
   while (!searches.front().done()) {
     torch::Tensor sum;
     for (const QuotaThresholdSearch& s : searches) {
@@ -168,8 +170,10 @@ TEST_CASE("the histogram search keeps exactly the exact plan's pairs over many p
     std::vector<int64_t> quota;
     for (int64_t count : pairs_of)
       quota.push_back(static_cast<int64_t>(rng() % static_cast<unsigned>(count + 3)));
+    // Every other trial tells the search each expert's pairs, which closes those kept whole.
     INFO("trial " << trial);
-    const Searched search = searched(processes, quota);
+    const Searched search =
+        searched(processes, quota, trial % 4 < 2 ? pairs_of : std::vector<int64_t>{});
     const std::vector<std::vector<bool>> expected = exact(processes, quota);
     CHECK(search.kept == expected);
     CHECK(search.groups == kept_per_group(processes, expected, experts));
@@ -201,15 +205,30 @@ TEST_CASE("the search's counts say how many pairs are kept above and at each thr
 TEST_CASE("an expert closes once its threshold's bin is kept whole or not at all", "[selection]") {
   // Expert 0: 4 and 1 differ in their high byte, and a quota of 1 keeps that byte's bin whole.
   // Expert 1: three equal scores, a quota of 2: its bin is split to the last byte. Expert 2: a
-  // quota of 0 keeps nothing whatever the bytes below.
-  QuotaThresholdSearch search(int_tensor({0, 0, 1, 1, 1, 2}),
-                              torch::tensor({4.0F, 1.0F, 3.0F, 3.0F, 3.0F, 2.0F}), {1, 2, 0});
+  // quota of 0 keeps nothing, and expert 3 a quota of its two pairs keeps both, whatever the
+  // bytes: neither needs a round, the second because the search is told its pairs.
+  QuotaThresholdSearch search(int_tensor({0, 0, 1, 1, 1, 2, 3, 3}),
+                              torch::tensor({4.0F, 1.0F, 3.0F, 3.0F, 3.0F, 2.0F, 5.0F, 6.0F}),
+                              {1, 2, 0, 2}, {2, 3, 1, 2});
   while (!search.done()) search.narrow(search.local_histogram());
-  CHECK(search.rounds() == std::vector<int64_t>{3, 1, 1, 1});
-  const torch::Tensor groups = search.local_groups(int_tensor({0, 0, 0, 0, 0, 0}), 1);
-  CHECK(search.kept_groups(groups) == std::vector<int64_t>{1, 2, 0});
-  CHECK(as_mask(search.kept(groups, 0), 6) ==
-        std::vector<bool>{true, false, true, true, false, false});
+  CHECK(search.rounds() == std::vector<int64_t>{2, 1, 1, 1});
+  const torch::Tensor groups = search.local_groups(int_tensor({0, 0, 0, 0, 0, 0, 0, 0}), 1);
+  CHECK(search.kept_groups(groups) == std::vector<int64_t>{1, 2, 0, 2});
+  CHECK(as_mask(search.kept(groups, 0), 8) ==
+        std::vector<bool>{true, false, true, true, false, false, true, true});
+  // Not told the pairs, expert 3 takes a round, with the same outcome.
+  QuotaThresholdSearch untold(int_tensor({0, 0, 1, 1, 1, 2, 3, 3}),
+                              torch::tensor({4.0F, 1.0F, 3.0F, 3.0F, 3.0F, 2.0F, 5.0F, 6.0F}),
+                              {1, 2, 0, 2});
+  while (!untold.done()) untold.narrow(untold.local_histogram());
+  CHECK(untold.rounds() == std::vector<int64_t>{3, 1, 1, 1});
+  CHECK(untold.kept_groups(untold.local_groups(int_tensor({0, 0, 0, 0, 0, 0, 0, 0}), 1)) ==
+        std::vector<int64_t>{1, 2, 0, 2});
+}
+
+TEST_CASE("the search refuses pairs out of pair order", "[selection]") {
+  CHECK_THROWS_WITH(QuotaThresholdSearch(int_tensor({1, 0}), torch::tensor({1.0F, 2.0F}), {1, 1}),
+                    Catch::Contains("out of pair order"));
 }
 
 TEST_CASE("histograms that disagree with the quota are refused, not read past", "[selection]") {

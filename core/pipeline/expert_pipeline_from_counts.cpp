@@ -71,8 +71,9 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
     for (std::size_t e = 0; e < counts.size(); ++e)
       pass->computed_counts[e] = std::min(counts[e], plan.forward_capacity[e]);
     if (pass->computed_counts != counts) {
-      KeptOverProcesses computed = kept_over_processes(*collectives_, experts, home, gates.detach(),
-                                                       pass->computed_counts, R, settings_.process);
+      KeptOverProcesses computed =
+          kept_over_processes(*collectives_, experts, home, gates.detach(), pass->computed_counts,
+                              counts, R, settings_.process);
       pass->computed = std::move(computed.kept);
       computed_groups = std::move(computed.groups);
       pass->search_rounds = std::move(computed.rounds);
@@ -157,8 +158,8 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
   }
   std::vector<int64_t> kept_groups;  // kept pairs per (home rank, expert), over every process
   if (searched) {
-    KeptOverProcesses kept =
-        kept_over_processes(*collectives_, forward.experts, forward.home, scores, keep, R, process);
+    KeptOverProcesses kept = kept_over_processes(*collectives_, forward.experts, forward.home,
+                                                 scores, keep, forward.computed_counts, R, process);
     pass.kept = std::move(kept.kept);
     kept_groups = std::move(kept.groups);
     pass.search_rounds = std::move(kept.rounds);

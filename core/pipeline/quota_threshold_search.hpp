@@ -34,10 +34,12 @@ class QuotaThresholdSearch {
   static constexpr int kRounds = 4;  // one byte of the key each, at most
   static constexpr int64_t kBins = 256;
 
-  // experts: [n] int64, the expert of each of this process's pairs, in pair order; scores: [n]
-  // float32, finite; quota: [experts] pairs each expert keeps over all processes.
+  // experts: [n] int64, the expert of each of this process's pairs, in pair order (by expert);
+  // scores: [n] float32, finite; quota: [experts] pairs each expert keeps over all processes;
+  // pairs: [experts] each expert's pairs over all processes, or empty if unknown. An expert whose
+  // quota is 0, or at least its pairs, needs no round: it keeps none, or all.
   QuotaThresholdSearch(const torch::Tensor& experts, const torch::Tensor& scores,
-                       std::vector<int64_t> quota);
+                       std::vector<int64_t> quota, const std::vector<int64_t>& pairs = {});
 
   // Whether every expert's threshold is known: no expert is open, or four rounds are done.
   bool done() const { return open_.empty(); }
@@ -72,14 +74,20 @@ class QuotaThresholdSearch {
  private:
   // Where the current round's byte is in a key.
   int byte_shift() const;
+  // visit(i) for each undecided pair i of an open expert, in pair order.
+  template <typename Visit>
+  void for_each_undecided(int64_t expert, Visit visit) const;
 
-  std::vector<int64_t> expert_;
+  std::vector<int64_t> begin_;  // [experts + 1]: expert e's pairs are [begin_[e], begin_[e + 1])
   std::vector<uint32_t> key_;
   // [n] each pair's key below (-1), at (0) or above (1) its expert's threshold (its settled
   // bytes), settled as the rounds go: 0 until decided.
   std::vector<signed char> side_;
-  // The pairs not yet decided: an open expert's, whose settled bytes match its threshold's.
+  // After the first round, the pairs not yet decided: an open expert e's, whose settled bytes
+  // match its threshold's, are undecided_[begin_[e], begin_[e] + undecided_count_[e]). Before
+  // it, every pair of an open expert.
   std::vector<uint32_t> undecided_;
+  std::vector<int64_t> undecided_count_;
   std::vector<int64_t> quota_;
   std::vector<int64_t> open_;     // the experts whose threshold still needs a byte, increasing
   std::vector<int64_t> rounds_;   // rows of each round's histogram
@@ -100,10 +108,11 @@ struct KeptOverProcesses {
 // The search run over the processes of `collectives`: each expert e keeps its quota[e]
 // highest-scored pairs over every process, ties to the earlier pair in pair order. experts, home:
 // [n] int64 of this process's pairs in pair order (home ranks among `process`'s); scores: [n]
-// float32. Up to five all-reduces: the rounds' histograms, then the groups.
+// float32; pairs: [experts] each expert's pairs over every process. Up to five all-reduces: the
+// rounds' histograms, then the groups.
 KeptOverProcesses kept_over_processes(Collectives& collectives, const torch::Tensor& experts,
                                       const torch::Tensor& home, const torch::Tensor& scores,
-                                      std::vector<int64_t> quota, int64_t ranks,
-                                      const ProcessView& process);
+                                      std::vector<int64_t> quota, const std::vector<int64_t>& pairs,
+                                      int64_t ranks, const ProcessView& process);
 
 }  // namespace lrmoe
