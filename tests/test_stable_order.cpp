@@ -49,6 +49,14 @@ TEST_CASE("keys with many more bins than keys sort digit by digit as a stable so
                     Catch::Contains("key -1 outside"));
 }
 
+TEST_CASE("the identity order is arange's, empty included", "[pipeline]") {
+  for (const int64_t n : {0, 1, 7, 100000}) {
+    const torch::Tensor order = lrmoe::identity_order(n, torch::dtype(torch::kFloat32));
+    CHECK(order.scalar_type() == torch::kInt64);
+    CHECK(order.equal(torch::arange(n, torch::kInt64)));
+  }
+}
+
 TEST_CASE("an order's inverse puts each position back where it came from", "[pipeline]") {
   torch::manual_seed(3);
   for (const int64_t n : {0, 1, 5000}) {

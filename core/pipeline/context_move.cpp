@@ -31,7 +31,7 @@ ContextMove context_move(Collectives& collectives, const torch::Tensor& forward_
   move.slice = slice_counts(backward.instance_offsets, by_forward_rank, table, process);
   if (process.processes == 1) {
     // Everything is here: the kept pairs' forward rows, taken in backward destination order.
-    move.slice.home_pairs = torch::arange(forward_row.numel(), forward_row.options());
+    move.slice.home_pairs = identity_order(forward_row.numel(), forward_row.options());
     move.slice.send_rows = backward.order;
     move.rows = forward_row;
     if (with_instances) move.instance = backward.instance;
@@ -67,7 +67,7 @@ ContextMove context_move(Collectives& collectives, const torch::Tensor& forward_
   const torch::Tensor told_row = told.select(1, 1);  // the backward rows, as told
   const torch::Tensor by_backward_row = stable_order(told_row, backward.instance_offsets.back());
   move.rows = take_rows(told.select(1, 0), by_backward_row).sub_(forward_first_row);
-  move.slice.home_pairs = move.slice.send_rows = torch::arange(sent, move.rows.options());
+  move.slice.home_pairs = move.slice.send_rows = identity_order(sent, move.rows.options());
   if (with_instances)
     move.instance =
         instance_of_rows(backward.instance_offsets, take_rows(told_row, by_backward_row));
@@ -87,7 +87,7 @@ ContextMove context_in_place(const PairLayout& layout, const std::vector<int64_t
   move.slice = slice_counts(layout.instance_offsets, by_forward_rank, table, process);
   const int64_t here =
       std::accumulate(move.slice.recv_counts.begin(), move.slice.recv_counts.end(), int64_t{0});
-  const torch::Tensor rows = torch::arange(here, layout.order.options());
+  const torch::Tensor rows = identity_order(here, layout.order.options());
   move.slice.home_pairs = move.slice.send_rows = move.rows = rows;
   if (with_instances)
     move.instance = instance_of_rows(layout.instance_offsets, rows + move.slice.first_row);

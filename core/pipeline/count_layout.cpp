@@ -68,7 +68,7 @@ PairLayout count_pair_layout(const std::vector<int64_t>& routed, const torch::Te
   ProcessSlice& slice = layout.local;
   slice = slice_counts(layout.instance_offsets, layout.matrix, table, process);
   // Every pair here is homed here: home rows are the pairs, sent in destination order.
-  slice.home_pairs = torch::arange(m, torch::dtype(torch::kInt64).device(device));
+  slice.home_pairs = identity_order(m, torch::dtype(torch::kInt64).device(device));
   slice.send_rows = layout.order;
   if (process.processes == 1) return layout;
 

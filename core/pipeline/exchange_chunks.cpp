@@ -72,7 +72,7 @@ std::vector<ChunkSlice> split_slice(const ProcessSlice& slice, const torch::Tens
       chunk_of.index_select(0, repeated_indices(instance_rows, device));
   const int64_t rows = destination_chunk.numel();
   const torch::Tensor arrival =
-      slice.arrival.defined() ? slice.arrival : torch::arange(rows, sent_chunk.options());
+      slice.arrival.defined() ? slice.arrival : identity_order(rows, sent_chunk.options());
   const torch::Tensor destination_source =
       repeated_indices(slice.recv_counts, device).index_select(0, arrival);
   const std::vector<std::vector<int64_t>> counts = host_counts(

@@ -12,6 +12,7 @@
 #include "core/pipeline/pass_accounting.hpp"
 #include "core/pipeline/plan_budget.hpp"
 #include "core/pipeline/plugin_output_checks.hpp"
+#include "core/pipeline/stable_order.hpp"
 #include "core/pipeline/stopwatch.hpp"
 #include "core/plugins/plugin_boundary.hpp"
 #include "lrmoe/counter_random.hpp"
@@ -257,7 +258,7 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_exact(const torc
   pass->routed_per_expert = counts;
   pass->computed_counts = counts;
   if (plan.forward_capacity.empty()) {
-    pass->computed = torch::arange(all.experts.numel(), all.experts.options());
+    pass->computed = identity_order(all.experts.numel(), all.experts.options());
   } else {
     pass->computed = highest_scored_per_expert(all.gates, all.experts, offsets_from_counts(counts),
                                                plan.forward_capacity);
@@ -445,7 +446,7 @@ void ExpertPipeline::localize(const ForwardPass& forward, const torch::Tensor& f
   const torch::Tensor home_row =
       torch::full({forward.home.numel()}, -1, forward_home.options())
           .index_copy_(0, forward_home,
-                       torch::arange(forward_home.numel(), forward_home.options()));
+                       identity_order(forward_home.numel(), forward_home.options()));
   pass.local_kept = home_row.index_select(0, pass.kept.index_select(0, kept_here));
   if (weights.defined()) {
     pass.local_weights = weights.to(kept_here.device(), torch::kFloat32).index_select(0, kept_here);
@@ -459,7 +460,7 @@ void ExpertPipeline::localize(const ForwardPass& forward, const torch::Tensor& f
   const torch::Tensor destination_row =
       torch::empty_like(forward_order)
           .index_copy_(0, forward_order,
-                       torch::arange(forward_order.numel(), forward_order.options()));
+                       identity_order(forward_order.numel(), forward_order.options()));
   pass.context_rows =
       destination_row.index_select(0, pass.kept.index_select(0, pass.context.home_pairs)) -
       forward.layout.local.first_row;

@@ -66,7 +66,7 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
   pass->computed_counts = counts;
   std::vector<int64_t> computed_groups = routed_groups;
   if (plan.forward_capacity.empty()) {
-    pass->computed = torch::arange(experts.numel(), experts.options());
+    pass->computed = identity_order(experts.numel(), experts.options());
   } else {
     for (std::size_t e = 0; e < counts.size(); ++e)
       pass->computed_counts[e] = std::min(counts[e], plan.forward_capacity[e]);
@@ -78,7 +78,7 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
       computed_groups = std::move(computed.groups);
       pass->search_rounds = std::move(computed.rounds);
     } else {
-      pass->computed = torch::arange(experts.numel(), experts.options());
+      pass->computed = identity_order(experts.numel(), experts.options());
     }
   }
   // Every pair computed: the pairs as they are, no copies.
@@ -164,7 +164,7 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
     kept_groups = std::move(kept.groups);
     pass.search_rounds = std::move(kept.rounds);
   } else {
-    pass.kept = torch::arange(forward.experts.numel(), forward.experts.options());
+    pass.kept = identity_order(forward.experts.numel(), forward.experts.options());
     kept_groups = groups_by_expert(forward.routed_counts, table, R, E);
   }
   // Among the computed pairs, the kept ones' rows (every pair kept: the rows as they are).

@@ -13,7 +13,7 @@ GlobalPairs gather_pairs(Collectives& collectives, const torch::Tensor& experts,
     pairs.experts = experts;
     pairs.gates = gates.detach().to(torch::kFloat32);
     pairs.home = home;
-    pairs.source_row = torch::arange(experts.numel(), experts.options().dtype(torch::kInt64));
+    pairs.source_row = identity_order(experts.numel(), experts.options().dtype(torch::kInt64));
     pairs.pair_ids = pairs.source_row;
     return pairs;
   }

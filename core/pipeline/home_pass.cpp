@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "core/pipeline/count_layout.hpp"
+#include "core/pipeline/stable_order.hpp"
 #include "core/pipeline/summed_counts.hpp"
 #include "lrmoe/static_owners.hpp"
 
@@ -25,7 +26,7 @@ std::shared_ptr<const ForwardPass> home_pass(const torch::Tensor& experts,
   const std::vector<int64_t> routed =
       summed_counts(collectives, {{home, ranks, experts, E}}).front();
   auto pass = std::make_shared<ForwardPass>();
-  pass->computed = torch::arange(experts.numel(), experts.options());
+  pass->computed = identity_order(experts.numel(), experts.options());
   pass->local_pairs = pass->computed;
   pass->experts = experts;
   pass->home = home;

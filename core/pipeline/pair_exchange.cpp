@@ -7,6 +7,7 @@
 
 #include "core/distributed/message_layout.hpp"
 #include "core/pipeline/pair_rows.hpp"
+#include "core/pipeline/stable_order.hpp"
 
 namespace lrmoe {
 
@@ -59,7 +60,7 @@ torch::Tensor rows_from_bytes(const torch::Tensor& bytes, const torch::Tensor& l
 
 // Whether gathering `rows` of `source` gives `source` itself.
 bool every_row_in_order(const torch::Tensor& rows, const torch::Tensor& source) {
-  return rows.numel() == source.size(0) && rows.equal(torch::arange(rows.numel(), rows.options()));
+  return rows.numel() == source.size(0) && rows.equal(identity_order(rows.numel(), rows.options()));
 }
 
 }  // namespace

@@ -69,7 +69,7 @@ ProcessSlice process_slice(const torch::Tensor& order, const torch::Tensor& inst
   ProcessSlice slice = slice_counts(instance_offsets, matrix, table, process);
   if (process.processes == 1) {
     // Everything is here: the move is the permutation into destination order.
-    slice.home_pairs = torch::arange(instance.numel(), order.options());
+    slice.home_pairs = identity_order(instance.numel(), order.options());
     slice.send_rows = order;
     return slice;
   }

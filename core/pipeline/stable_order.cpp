@@ -1,6 +1,7 @@
 #include "core/pipeline/stable_order.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <vector>
 
 namespace lrmoe {
@@ -72,10 +73,19 @@ torch::Tensor stable_order(const torch::Tensor& keys, int64_t bins) {
   return order;
 }
 
+torch::Tensor identity_order(int64_t n, const torch::TensorOptions& options) {
+  const torch::TensorOptions int64 = options.dtype(torch::kInt64);
+  if (!int64.device().is_cpu()) return identity_order(n, int64);
+  torch::Tensor order = torch::empty({n}, int64);
+  int64_t* row = order.data_ptr<int64_t>();
+  std::iota(row, row + n, int64_t{0});
+  return order;
+}
+
 torch::Tensor inverse_permutation(const torch::Tensor& order) {
   if (!order.device().is_cpu())
     return torch::empty_like(order).index_copy_(0, order,
-                                                torch::arange(order.numel(), order.options()));
+                                                identity_order(order.numel(), order.options()));
   const torch::Tensor contiguous = order.contiguous();
   const int64_t n = contiguous.numel();
   const int64_t* at = contiguous.data_ptr<int64_t>();

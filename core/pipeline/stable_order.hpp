@@ -18,6 +18,10 @@ namespace lrmoe {
 // [n] int64 positions that sort `keys` ([n] int64, each in [0, bins)) stably, on keys' device.
 torch::Tensor stable_order(const torch::Tensor& keys, int64_t bins);
 
+// [n] int64 0, 1, ..., n - 1 with `options`' device: the order that leaves n pairs as they are.
+// On the CPU a loop, where LibTorch's arange took several times as long.
+torch::Tensor identity_order(int64_t n, const torch::TensorOptions& options);
+
 // [n] int64 `inverse` with inverse[order[k]] = k, on order's device; order: [n] int64, a
 // permutation of 0..n-1.
 torch::Tensor inverse_permutation(const torch::Tensor& order);
