@@ -251,8 +251,7 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
       }
       return quota;
     };
-    auto feasible = [&](double tau) {
-      const std::vector<int64_t> quota = quotas_at(tau);
+    auto feasible = [&](const std::vector<int64_t>& quota) {
       if (std::accumulate(quota.begin(), quota.end(), int64_t{0}) > keep) {
         return false;
       }
@@ -270,24 +269,26 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
     double low = 0;
     double high =
         static_cast<double>(pairs.empty() ? 0 : *std::max_element(pairs.begin(), pairs.end()));
-    if (feasible(high)) {
-      low = high;
-    } else {
-      // The quotas change only at tau = m / cnt_e; 100 halvings of [0, max n] end closer to the
-      // last feasible change than any two changes are apart. They stop early once the quotas
-      // are the same all through [low, high): each is monotone in tau, so every tau the
-      // remaining halvings could keep gives these quotas, the ones they would return.
-      for (int i = 0; i < 100; ++i) {
-        if (quotas_at(low) == quotas_at(std::nextafter(high, low))) break;
-        const double middle = low + (high - low) / 2;
-        if (feasible(middle)) {
-          low = middle;
-        } else {
-          high = middle;
-        }
+    std::vector<int64_t> at_high = quotas_at(high);
+    if (feasible(at_high)) return at_high;
+    // The quotas change only at tau = m / cnt_e; 100 halvings of [0, max n] end closer to the
+    // last feasible change than any two changes are apart. They stop early once the quotas are
+    // the same all through [low, high): each is monotone in tau, so every tau the remaining
+    // halvings could keep gives these quotas, the ones they would return. The quotas at `low`
+    // are kept from the halving that set it.
+    std::vector<int64_t> at_low = quotas_at(low);
+    for (int i = 0; i < 100; ++i) {
+      if (at_low == quotas_at(std::nextafter(high, low))) break;
+      const double middle = low + (high - low) / 2;
+      std::vector<int64_t> at_middle = quotas_at(middle);
+      if (feasible(at_middle)) {
+        low = middle;
+        at_low = std::move(at_middle);
+      } else {
+        high = middle;
       }
     }
-    return quotas_at(low);
+    return at_low;
   }
 
   // The budget the plan is made for: the runner checks the routed loads, which differ from the
