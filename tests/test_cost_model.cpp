@@ -1,12 +1,13 @@
 // The cost model's formulas on hand-computed examples (Note [Cost model]), and the critical path
 // (Note [Critical path]): a skewed routing has a longer one than a balanced routing of the same
-// total work.
+// total work. And what the scalable plan's collectives are charged (Note [Scalable planning]).
 #include <catch2/catch.hpp>
 
 #include <numeric>
 
 #include "core/cost/cost_model.hpp"
 #include "core/pipeline/critical_path.hpp"
+#include "core/pipeline/plan_collectives.hpp"
 
 using namespace lrmoe;
 
@@ -156,4 +157,30 @@ TEST_CASE("a skewed routing has a longer critical path than a balanced one of eq
   CHECK(skewed.seconds == Approx((80 + 1 + 1) + (40 + 1 + 1)));
   CHECK(skewed.seconds > balanced.seconds);
   CHECK(skewed.rank_seconds[kForwardPhase] == std::vector<double>{82, 22});
+}
+
+TEST_CASE("a threshold search whose experts all closed before a round still pays for its groups",
+          "[cost]") {
+  // Every expert's quota is 0 or all its pairs: the search makes no histogram round, but every
+  // process still sums its pairs above and at the threshold per (home rank, expert) (Note
+  // [Scalable selection]), which the plan must charge as it charges any search's.
+  PipelineSettings settings;
+  settings.cost_model = CostModel(two_by_two());
+  settings.ranks = 4;
+  settings.num_experts = 2;
+  settings.planning = Planning::Scalable;
+  settings.recompute = true;
+  PlacementPlan placement;
+  placement.instances = {{0, 0, 0, true}, {1, 1, 0, true}};
+  placement.quota = {0, 0};
+  ForwardPass forward;
+  forward.table = std::make_shared<InstanceTable>(build_instance_table(placement, 2, 4, 1, "test"));
+  BackwardPass unsearched, searched;
+  searched.search_rounds = std::vector<int64_t>{};
+  const PlanCollectives none = plan_collectives(settings, forward, unsearched);
+  const PlanCollectives closed = plan_collectives(settings, forward, searched);
+  // One more all-reduce of 2 x ranks x experts int64: a ring brings each rank 2 (R - 1) / R of it.
+  const double groups_bytes = 2.0 * 4 * 2 * 8;
+  CHECK(closed.bytes_received - none.bytes_received == Approx(1.5 * groups_bytes));
+  CHECK(closed.seconds > none.seconds);
 }

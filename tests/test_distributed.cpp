@@ -307,6 +307,9 @@ TEST_CASE("chunked exchanges train exactly as unchunked ones, overlapped and mod
       // in place, chunk by chunk (Note [Context in place]).
       {"fixed, scalable plan",
        with(with(tiny_settings(4, 3, "fixed"), returned), {"--set", "policies.planning=scalable"})},
+      {"fixed, scalable plan, one process",
+       with(with(tiny_settings(4, 3, "fixed"), returned), {"--set", "policies.planning=scalable"}),
+       1},
   };
   for (const Variant& variant : variants) {
     DYNAMIC_SECTION(variant.name) {

@@ -54,6 +54,12 @@ TEST_CASE("the identity order is arange's, empty included", "[pipeline]") {
     const torch::Tensor order = lrmoe::identity_order(n, torch::dtype(torch::kFloat32));
     CHECK(order.scalar_type() == torch::kInt64);
     CHECK(order.equal(torch::arange(n, torch::kInt64)));
+    // On a device, LibTorch's arange there.
+    if (torch::cuda::is_available()) {
+      const torch::Tensor on_device = lrmoe::identity_order(n, torch::device(torch::kCUDA));
+      CHECK(on_device.is_cuda());
+      CHECK(on_device.cpu().equal(torch::arange(n, torch::kInt64)));
+    }
   }
 }
 

@@ -90,9 +90,10 @@ struct ForwardPass {
   std::vector<int64_t> routed_per_home_rank;
   // Scalable plan: [ranks * instances] computed pairs homed on rank h routed to instance i, from
   // which the layout was built; and the histogram rows of each round of the threshold search the
-  // forward capacity needed (empty: none needed).
+  // forward capacity needed (unset: none needed; empty: a search whose experts all closed before
+  // a round, which still sums its groups).
   std::vector<int64_t> routed_counts;
-  std::vector<int64_t> search_rounds;
+  std::optional<std::vector<int64_t>> search_rounds;
   std::shared_ptr<const InstanceTable> table;
   std::vector<int64_t> quota;
   PairLayout layout;
@@ -114,10 +115,10 @@ struct BackwardPass {
   torch::Tensor kept;  // [k] int64 on the device: indices into the computed pairs, increasing
   PairLayout layout;   // over the kept pairs
   // Scalable plan: the histogram rows of each round of the threshold search the selection
-  // needed (empty: every pair kept), and [ranks * ranks] kept pairs homed on rank h with their
-  // forward instance on rank s, at [h * ranks + s] (without recomputation; the context move's
-  // index messages)
-  std::vector<int64_t> search_rounds;
+  // needed (unset: every pair kept; empty: as the forward's), and [ranks * ranks] kept pairs
+  // homed on rank h with their forward instance on rank s, at [h * ranks + s] (without
+  // recomputation; the context move's index messages)
+  std::optional<std::vector<int64_t>> search_rounds;
   std::vector<int64_t> home_forward;
   // [ranks * ranks] on the host: kept pairs whose forward instance is on rank s and backward
   // instance on rank d, at [s * ranks + d]; empty with recomputation, where nothing moves with them

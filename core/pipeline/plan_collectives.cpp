@@ -107,13 +107,12 @@ void scalable_plan(const PipelineSettings& settings, const ForwardPass& forward,
   };
   double searched = 0;
   plan.all_reduce(groups);  // routed
-  if (!forward.search_rounds.empty()) searched = search(forward.search_rounds);
-  if (!backward.search_rounds.empty())
-    searched = std::max(searched, search(backward.search_rounds));
+  if (forward.search_rounds) searched = search(*forward.search_rounds);
+  if (backward.search_rounds) searched = std::max(searched, search(*backward.search_rounds));
   // Routed and computed groups, the forward and backward routed counts and rank matrices, the
   // kept groups, and what one search holds at a time.
-  plan.hold(groups * (forward.search_rounds.empty() ? 2 : 3) + 2 * R * I * kCountBytes +
-            2 * rank_pairs + searched);
+  plan.hold(groups * (forward.search_rounds ? 3 : 2) + 2 * R * I * kCountBytes + 2 * rank_pairs +
+            searched);
   if (settings.recompute || backward.context_in_place) return;
   // Kept pairs per (home rank, forward rank) and per (forward rank, backward rank) in one
   // all-reduce, the second per (forward rank, backward instance) when chunked (Note [Chunked

@@ -65,9 +65,9 @@ class QuotaThresholdSearch {
   torch::Tensor kept(const torch::Tensor& summed_groups, int64_t first_rank) const;
 
   // Over all processes, per expert: the pairs above the threshold (its settled bytes), and how
-  // many of the pairs at it are kept. above + ties_kept is min(quota, pairs). An expert closed
-  // early counts its threshold's bin as at it, though some of its pairs lie above the quota-th
-  // score.
+  // many of the pairs at it are kept. above + ties_kept is min(max(quota, 0), pairs). An expert
+  // closed early counts its threshold's bin as at it, though some of its pairs lie above the
+  // quota-th score.
   const std::vector<int64_t>& above() const { return above_; }
   const std::vector<int64_t>& ties_kept() const { return need_; }
 

@@ -75,7 +75,7 @@ torch::Tensor stable_order(const torch::Tensor& keys, int64_t bins) {
 
 torch::Tensor identity_order(int64_t n, const torch::TensorOptions& options) {
   const torch::TensorOptions int64 = options.dtype(torch::kInt64);
-  if (!int64.device().is_cpu()) return identity_order(n, int64);
+  if (!int64.device().is_cpu()) return torch::arange(n, int64);
   torch::Tensor order = torch::empty({n}, int64);
   int64_t* row = order.data_ptr<int64_t>();
   std::iota(row, row + n, int64_t{0});
