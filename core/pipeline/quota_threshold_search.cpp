@@ -52,7 +52,6 @@ QuotaThresholdSearch::QuotaThresholdSearch(const torch::Tensor& experts,
   side_.assign(static_cast<std::size_t>(n), 0);
   undecided_.resize(static_cast<std::size_t>(n));
   undecided_count_.assign(quota_.size(), 0);
-  prefix_.assign(quota_.size(), 0);
   above_.assign(quota_.size(), 0);
   need_ = quota_;
   // An expert that keeps none of its pairs, or (its pairs over every process known) all of them,
@@ -133,7 +132,6 @@ void QuotaThresholdSearch::narrow(const torch::Tensor& global_histogram) {
     }
     above_[e] += before;
     need_[e] -= before;
-    prefix_[e] = (prefix_[e] << 8) | static_cast<uint32_t>(bin);
     // The bin is kept whole (the need is all of it) or not at all: its lower bytes decide
     // nothing, and its pairs are "at" the threshold, of which the need is kept.
     const bool open = need_[e] > 0 && need_[e] < row[bin] && !last_round;

@@ -89,11 +89,11 @@ class QuotaThresholdSearch {
   std::vector<uint32_t> undecided_;
   std::vector<int64_t> undecided_count_;
   std::vector<int64_t> quota_;
-  std::vector<int64_t> open_;     // the experts whose threshold still needs a byte, increasing
-  std::vector<int64_t> rounds_;   // rows of each round's histogram
-  std::vector<uint32_t> prefix_;  // [experts] the threshold's bytes settled so far
-  std::vector<int64_t> above_;    // [experts] pairs known to lie above the threshold
-  std::vector<int64_t> need_;     // [experts] pairs still to keep among those matching prefix_
+  std::vector<int64_t> open_;    // the experts whose threshold still needs a byte, increasing
+  std::vector<int64_t> rounds_;  // rows of each round's histogram
+  std::vector<int64_t> above_;   // [experts] pairs known to lie above the threshold
+  // [experts] pairs still to keep among those whose settled bytes match the threshold's
+  std::vector<int64_t> need_;
 };
 
 // What the processes agree on: this process's kept pairs, [k] int64 on the device of
