@@ -104,8 +104,8 @@ TEST_CASE(
     for (int64_t p = 0; p < processes; ++p) {
       const ProcessView view{p, processes, ranks_per_process};
       counted.push_back(count_pair_layout(
-          routed, torch::tensor(pairs[static_cast<std::size_t>(p)].experts, torch::kInt64), table,
-          ranks, view));
+          routed, static_cast<int64_t>(pairs[static_cast<std::size_t>(p)].experts.size()),
+          torch::kCPU, table, ranks, view));
     }
     std::vector<int64_t> all_instance, all_home;
     std::vector<std::vector<int64_t>> global_index(static_cast<std::size_t>(processes));
@@ -155,7 +155,20 @@ TEST_CASE(
       std::vector<int64_t> expected;
       for (const int64_t g : global_index[static_cast<std::size_t>(p)])
         expected.push_back(exact_row[static_cast<std::size_t>(g)]);
-      CHECK(to_vector(destination_rows(routed, mine, table, view)) == expected);
+      CHECK(to_vector(destination_rows(mine)) == expected);
+      // The runs cover the pairs in pair order, each of one home rank and one instance.
+      const Process& own = pairs[static_cast<std::size_t>(p)];
+      const std::vector<int64_t> instance = to_vector(mine.instance);
+      int64_t next_pair = 0;
+      for (const PairRun& run : mine.runs) {
+        CHECK(run.first_pair == next_pair);
+        for (int64_t j = run.first_pair; j < run.first_pair + run.pairs; ++j) {
+          CHECK(own.home[static_cast<std::size_t>(j)] == run.home_rank);
+          CHECK(instance[static_cast<std::size_t>(j)] == run.instance);
+        }
+        next_pair += run.pairs;
+      }
+      CHECK(next_pair == static_cast<int64_t>(own.experts.size()));
     }
   }
 }
@@ -165,7 +178,6 @@ TEST_CASE("A layout from routed counts that miss the process's pairs is refused"
   const InstanceTable table = random_table(random, 3, 2);
   std::vector<int64_t> routed(static_cast<std::size_t>(2 * table.size()), 0);
   routed[0] = 1;  // one pair of rank 0, but the process has two
-  CHECK_THROWS_AS(count_pair_layout(routed, torch::tensor({0, 0}, torch::kInt64), table, 2,
-                                    ProcessView{0, 1, 2}),
+  CHECK_THROWS_AS(count_pair_layout(routed, 2, torch::kCPU, table, 2, ProcessView{0, 1, 2}),
                   PlanError);
 }

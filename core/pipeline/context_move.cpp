@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "core/pipeline/stable_order.hpp"
@@ -18,6 +19,57 @@ torch::Tensor instance_of_rows(const std::vector<int64_t>& instance_offsets,
 }
 
 }  // namespace
+
+ContextSources context_sources(const PairLayout& forward, const torch::Tensor& kept,
+                               const PairLayout& backward, const InstanceTable& table,
+                               const ProcessView& process, bool by_instance) {
+  const int64_t R = forward.ranks, I = table.size();
+  const int64_t columns = by_instance ? I : R;
+  const torch::Tensor positions = kept.to(torch::kCPU, torch::kInt64).contiguous();
+  const int64_t k = positions.numel();
+  const int64_t* pair = positions.data_ptr<int64_t>();
+  ContextSources sources;
+  sources.home_forward.assign(static_cast<std::size_t>(R * R), 0);
+  sources.forward_backward.assign(static_cast<std::size_t>(R * columns), 0);
+  torch::Tensor forward_row = torch::empty({k}, torch::kInt64);
+  torch::Tensor forward_process = torch::empty({k}, torch::kInt64);
+  int64_t* row = forward_row.data_ptr<int64_t>();
+  int64_t* source = forward_process.data_ptr<int64_t>();
+  // The kept pairs of a forward run are consecutive among the kept, as are a backward run's
+  // (whose pairs are the kept): both walk [0, k) in step.
+  int64_t j = 0;
+  std::size_t b = 0;
+  for (const PairRun& run : forward.runs) {
+    const int64_t end = std::lower_bound(pair + j, pair + k, run.first_pair + run.pairs) - pair;
+    if (j < end && pair[j] < run.first_pair)
+      throw PlanError(
+          fmt::format("the context move: kept pair {} lies in no forward run", pair[j]));
+    const int64_t s = table.instance_rank[static_cast<std::size_t>(run.instance)];
+    const int64_t shift = run.first_row - run.first_pair;
+    for (int64_t x = j; x < end; ++x) row[x] = pair[x] + shift;
+    std::fill(source + j, source + end, process.process_of(s));
+    sources.home_forward[static_cast<std::size_t>(run.home_rank * R + s)] += end - j;
+    while (j < end) {
+      while (b < backward.runs.size() && backward.runs[b].first_pair + backward.runs[b].pairs <= j)
+        ++b;
+      if (b == backward.runs.size())
+        throw PlanError(fmt::format("the context move: kept pair {} lies in no backward run", j));
+      const PairRun& to = backward.runs[b];
+      const int64_t stop = std::min(end, to.first_pair + to.pairs);
+      const int64_t d =
+          by_instance ? to.instance : table.instance_rank[static_cast<std::size_t>(to.instance)];
+      sources.forward_backward[static_cast<std::size_t>(s * columns + d)] += stop - j;
+      j = stop;
+    }
+  }
+  if (j != k)
+    throw PlanError(
+        fmt::format("the context move: {} of {} kept pairs lie in a forward run", j, k));
+  const torch::Device device = kept.device();
+  sources.forward_row = forward_row.to(device);
+  sources.forward_process = forward_process.to(device);
+  return sources;
+}
 
 ContextMove context_move(Collectives& collectives, const torch::Tensor& forward_row,
                          const torch::Tensor& backward_row, const torch::Tensor& forward_process,

@@ -23,6 +23,25 @@ struct ContextMove {
   torch::Tensor instance;
 };
 
+// This process's kept pairs as the context move needs them, read off the runs of both layouts
+// (Note [Layout runs]) without a pass over a pair's own fields.
+struct ContextSources {
+  torch::Tensor forward_row;      // [k] int64 on the device: each one's forward destination row
+  torch::Tensor forward_process;  // [k] int64 on the device: the process of its forward instance
+  // This process's kept pairs from home rank h whose forward instance is on rank s, at
+  // [h * ranks + s]; and from forward rank s to backward rank (or, by instance, to backward
+  // instance) d, at [s * columns + d]. Summed over processes, the move's counts.
+  std::vector<int64_t> home_forward;
+  std::vector<int64_t> forward_backward;
+};
+
+// `forward`: the forward layout (count_pair_layout over the computed pairs); `kept`: [k] int64,
+// increasing, the kept pairs among them, any device; `backward`: the backward layout
+// (count_pair_layout over the kept pairs). `by_instance`: forward_backward by backward instance.
+ContextSources context_sources(const PairLayout& forward, const torch::Tensor& kept,
+                               const PairLayout& backward, const InstanceTable& table,
+                               const ProcessView& process, bool by_instance);
+
 // On every process, for its kept pairs (in kept order, all tensors [k] int64 on the device):
 // `forward_row` and `backward_row`, each pair's rows in the global destination orders of the
 // forward and backward layouts; `forward_process`, the process of its forward instance.

@@ -10,60 +10,75 @@
 namespace lrmoe {
 namespace {
 
-torch::Tensor on_device(const std::vector<int64_t>& values, const torch::Device& device) {
-  return torch::tensor(values, torch::kInt64).to(device);
-}
-
-// `values` [runs] repeated `lengths` [runs] times each, in order: `total` rows, filled on the
-// host (the counts are there) and copied to the device once.
-torch::Tensor runs(const std::vector<int64_t>& values, const std::vector<int64_t>& lengths,
-                   int64_t total, const torch::Device& device) {
-  torch::Tensor filled = torch::empty({total}, torch::kInt64);
+// [pairs] int64 on `device`, pair order: `fill(run, values)` writes each run's values at its
+// pairs' places. Filled on the host (the runs are there) and copied to the device once.
+template <typename Fill>
+torch::Tensor fill_runs(const std::vector<PairRun>& runs, int64_t pairs,
+                        const torch::Device& device, Fill fill) {
+  torch::Tensor filled = torch::empty({pairs}, torch::kInt64);
   int64_t* row = filled.data_ptr<int64_t>();
-  for (std::size_t r = 0; r < values.size(); ++r) {
-    TORCH_CHECK(lengths[r] >= 0 && row + lengths[r] <= filled.data_ptr<int64_t>() + total,
-                "runs: the lengths pass ", total, " rows");
-    row = std::fill_n(row, lengths[r], values[r]);
+  for (const PairRun& run : runs) {
+    TORCH_CHECK(run.first_pair >= 0 && run.pairs >= 0 && run.first_pair + run.pairs <= pairs,
+                "fill_runs: a run passes ", pairs, " pairs");
+    fill(run, row + run.first_pair);
   }
   return filled.to(device);
 }
 
 }  // namespace
 
-PairLayout count_pair_layout(const std::vector<int64_t>& routed, const torch::Tensor& experts,
-                             const InstanceTable& table, int64_t ranks,
+PairLayout count_pair_layout(const std::vector<int64_t>& routed, int64_t pairs,
+                             const torch::Device& device, const InstanceTable& table, int64_t ranks,
                              const ProcessView& process) {
   const int64_t I = table.size();
-  const torch::Device device = experts.device();
-  const int64_t m = experts.numel();
+  const int64_t m = pairs;
+  const int64_t first = process.first_rank(), last = first + process.ranks_per_process;
   auto count = [&](int64_t h, int64_t i) { return routed[static_cast<std::size_t>(h * I + i)]; };
   PairLayout layout;
   layout.ranks = ranks;
 
   // This process's pairs run by expert, then home rank, so their instances are the runs of the
   // groups in that order, each group's in the order of its expert's instances.
-  std::vector<int64_t> run_instance, run_length;
+  int64_t assigned = 0;
   for (const std::vector<int64_t>& instances : table.expert_instances) {
-    for (int64_t h = process.first_rank(); h < process.first_rank() + process.ranks_per_process;
-         ++h) {
+    for (int64_t h = first; h < last; ++h) {
       for (const int64_t i : instances) {
         if (count(h, i) == 0) continue;
-        run_instance.push_back(i);
-        run_length.push_back(count(h, i));
+        layout.runs.push_back({assigned, count(h, i), i, h, 0});
+        assigned += count(h, i);
       }
     }
   }
-  const int64_t assigned = std::accumulate(run_length.begin(), run_length.end(), int64_t{0});
   if (assigned != m)
     throw PlanError(fmt::format(
         "the scalable plan routed {} pairs homed on process {}'s ranks, which has {}: the "
         "routing's counts do not cover the pass's pairs",
         assigned, process.index, m));
-  layout.instance = runs(run_instance, run_length, m, device);
-  // Stable: each instance's pairs in pair order (Note [Pair order]).
-  layout.order = stable_order(layout.instance, I);
-
   set_layout_counts(layout, routed, table, ranks);
+
+  // Destination order here: by instance, each instance's runs in pair order (Note [Pair order]),
+  // so the order is the runs' pair ranges end to end, and a run's rows are consecutive. Globally,
+  // this process's rows of an instance follow those homed on the processes before it.
+  std::vector<std::vector<std::size_t>> runs_of(static_cast<std::size_t>(I));
+  for (std::size_t r = 0; r < layout.runs.size(); ++r)
+    runs_of[static_cast<std::size_t>(layout.runs[r].instance)].push_back(r);
+  torch::Tensor order = torch::empty({m}, torch::kInt64);
+  int64_t* pair = order.data_ptr<int64_t>();
+  for (int64_t i = 0; i < I; ++i) {
+    int64_t row = layout.instance_offsets[static_cast<std::size_t>(i)];
+    for (int64_t h = 0; h < first; ++h) row += count(h, i);
+    for (const std::size_t r : runs_of[static_cast<std::size_t>(i)]) {
+      PairRun& run = layout.runs[r];
+      run.first_row = row;
+      row += run.pairs;
+      std::iota(pair, pair + run.pairs, run.first_pair);
+      pair += run.pairs;
+    }
+  }
+  layout.order = order.to(device);
+  layout.instance = fill_runs(layout.runs, m, device, [](const PairRun& run, int64_t* into) {
+    std::fill_n(into, run.pairs, run.instance);
+  });
 
   ProcessSlice& slice = layout.local;
   slice = slice_counts(layout.instance_offsets, layout.matrix, table, process);
@@ -110,42 +125,10 @@ PairLayout count_pair_layout(const std::vector<int64_t>& routed, const torch::Te
   return layout;
 }
 
-torch::Tensor destination_rows(const std::vector<int64_t>& routed, const PairLayout& layout,
-                               const InstanceTable& table, const ProcessView& process) {
-  const int64_t I = table.size();
-  const int64_t first = process.first_rank(), last = first + process.ranks_per_process;
-  // Per instance: where this process's rows of it begin globally (after those of the processes
-  // before it) less where they begin among this process's own rows in destination order.
-  std::vector<int64_t> shift(static_cast<std::size_t>(I));
-  int64_t mine_before = 0;
-  for (int64_t i = 0; i < I; ++i) {
-    int64_t before = 0, mine = 0;
-    for (int64_t h = 0; h < last; ++h)
-      (h < first ? before : mine) += routed[static_cast<std::size_t>(h * I + i)];
-    shift[static_cast<std::size_t>(i)] =
-        layout.instance_offsets[static_cast<std::size_t>(i)] + before - mine_before;
-    mine_before += mine;
-  }
-  const torch::Tensor& order = layout.order;
-  if (!order.device().is_cpu())
-    return inverse_permutation(order) +
-           take_rows(on_device(shift, order.device()), layout.instance);
-  // On the host, one visit per pair: pair order[k] is destination row k here.
-  const torch::Tensor at = order.contiguous(), instance = layout.instance.contiguous();
-  const int64_t n = at.numel();
-  TORCH_CHECK(instance.numel() == n, "destination_rows: ", instance.numel(), " instances for ", n,
-              " pairs");
-  const int64_t* pair = at.data_ptr<int64_t>();
-  const int64_t* pair_instance = instance.data_ptr<int64_t>();
-  torch::Tensor rows = torch::empty({n}, at.options());
-  int64_t* row = rows.data_ptr<int64_t>();
-  for (int64_t k = 0; k < n; ++k) {
-    TORCH_CHECK(
-        pair[k] >= 0 && pair[k] < n && pair_instance[pair[k]] >= 0 && pair_instance[pair[k]] < I,
-        "destination_rows: pair ", pair[k], " of ", n, " or its instance out of range");
-    row[pair[k]] = k + shift[static_cast<std::size_t>(pair_instance[pair[k]])];
-  }
-  return rows;
+torch::Tensor destination_rows(const PairLayout& layout) {
+  return fill_runs(
+      layout.runs, layout.instance.numel(), layout.instance.device(),
+      [](const PairRun& run, int64_t* into) { std::iota(into, into + run.pairs, run.first_row); });
 }
 
 }  // namespace lrmoe

@@ -15,17 +15,17 @@ namespace lrmoe {
 
 // `routed`: [ranks * instances] pairs homed on rank h routed to instance i at
 // [h * instances + i], the same on every process (a CountRoutingPolicy's answer, checked);
-// `experts`: [m] int64 on the training device, this process's pairs of the pass in pair order,
-// every one homed on one of its ranks, so that they run by expert and then home rank (Note [Pair
-// order]). Each (home rank, expert) group's pairs go to the expert's instances in
-// table.expert_instances order, as many to each as `routed` says. Throws PlanError when the
-// counts of `routed` for this process's ranks do not add up to its m pairs.
-PairLayout count_pair_layout(const std::vector<int64_t>& routed, const torch::Tensor& experts,
-                             const InstanceTable& table, int64_t ranks, const ProcessView& process);
+// `pairs`: m, this process's pairs of the pass, every one homed on one of its ranks and taken
+// in pair order, so that they run by expert and then home rank (Note [Pair order]); `device`,
+// the training device, where the layout's tensors go. Each (home rank, expert) group's pairs go
+// to the expert's instances in table.expert_instances order, as many to each as `routed` says.
+// Throws PlanError when the counts of `routed` for this process's ranks do not add up to m.
+PairLayout count_pair_layout(const std::vector<int64_t>& routed, int64_t pairs,
+                             const torch::Device& device, const InstanceTable& table, int64_t ranks,
+                             const ProcessView& process);
 
-// [m] int64 on the device: the row of each of this process's pairs (as given to
-// count_pair_layout, which made `layout` from `routed`) in the pass's global destination order.
-torch::Tensor destination_rows(const std::vector<int64_t>& routed, const PairLayout& layout,
-                               const InstanceTable& table, const ProcessView& process);
+// [m] int64 on the device: the row of each of this process's pairs in the pass's global
+// destination order, from a layout count_pair_layout made (its runs).
+torch::Tensor destination_rows(const PairLayout& layout);
 
 }  // namespace lrmoe

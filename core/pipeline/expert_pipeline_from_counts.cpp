@@ -104,7 +104,8 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
       route_counts(Phase::Forward, computed_groups, *table,
                    room(rank_holdings(*table, no_load, expected_backward), forward_pairs_that_fit));
   overhead.routing += clock.lap();
-  pass->layout = count_pair_layout(pass->routed_counts, pass->experts, *table, R, process);
+  pass->layout = count_pair_layout(pass->routed_counts, pass->experts.numel(), experts.device(),
+                                   *table, R, process);
   pass->local_pairs = pass->computed;  // every computed pair here is homed here
   check_budget(rank_holdings(*table, as_loads(pass->layout.load), expected_backward),
                "after forward routing");
@@ -171,10 +172,10 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
   auto kept_rows = [&](const torch::Tensor& rows) {
     return searched ? take_rows(rows, pass.kept) : rows;
   };
-  const torch::Tensor kept_experts = kept_rows(forward.experts);
   if (weighted)
-    pass.local_weights =
-        torch::tensor(weight, torch::kFloat32).to(device).index_select(0, kept_experts);
+    pass.local_weights = torch::tensor(weight, torch::kFloat32)
+                             .to(device)
+                             .index_select(0, kept_rows(forward.experts));
   overhead.selection += clock.lap();
 
   const std::vector<double> forward_load = as_loads(forward.layout.load);
@@ -187,8 +188,9 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
   // follows from the counts and the pairs, which are the forward's), so nothing moves with it
   // (Note [Context in place]). Every process knows both counts, so all take the same branch.
   pass.context_in_place = !searched && routed == forward.routed_counts;
-  pass.layout = pass.context_in_place ? forward.layout
-                                      : count_pair_layout(routed, kept_experts, table, R, process);
+  pass.layout = pass.context_in_place
+                    ? forward.layout
+                    : count_pair_layout(routed, pass.kept.numel(), device, table, R, process);
   // The kept pairs are positions among the forward's home rows, which are this process's
   // computed pairs in pair order.
   pass.local_kept = pass.kept;
@@ -219,16 +221,10 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
     // Kept pairs per (home rank, forward rank) and per (forward rank, backward rank), summed in
     // one all-reduce: the context move's counts (Note [Scalable planning]). Chunked, per
     // (forward rank, backward instance), which the chunks' moves need, summed by rank after.
-    const torch::Tensor forward_rank =
-        take_rows(table.instance_rank_tensor, kept_rows(forward.layout.instance));
-    const torch::Tensor kept_home = kept_rows(forward.home);
-    const int64_t I = table.size();
-    std::vector<std::vector<int64_t>> counts = summed_counts(
-        *collectives_,
-        {{kept_home, R, forward_rank, R},
-         chunked ? CountRequest{forward_rank, R, pass.layout.instance, I}
-                 : CountRequest{forward_rank, R,
-                                take_rows(table.instance_rank_tensor, pass.layout.instance), R}});
+    ContextSources sources =
+        context_sources(forward.layout, pass.kept, pass.layout, table, process, chunked);
+    std::vector<std::vector<int64_t>> counts = summed_over_processes(
+        *collectives_, {std::move(sources.home_forward), std::move(sources.forward_backward)});
     pass.home_forward = std::move(counts[0]);
     if (chunked) {
       pass.forward_instance = std::move(counts[1]);
@@ -236,12 +232,10 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
     } else {
       pass.by_forward_rank = std::move(counts[1]);
     }
-    const torch::Tensor forward_row =
-        kept_rows(destination_rows(forward.routed_counts, forward.layout, table, process));
-    ContextMove move = context_move(
-        *collectives_, forward_row, destination_rows(routed, pass.layout, table, process),
-        process.process_of(forward_rank), pass.layout, pass.by_forward_rank, pass.home_forward,
-        forward.layout.local.first_row, table, process, /*with_instances=*/chunked);
+    ContextMove move =
+        context_move(*collectives_, sources.forward_row, destination_rows(pass.layout),
+                     sources.forward_process, pass.layout, pass.by_forward_rank, pass.home_forward,
+                     forward.layout.local.first_row, table, process, /*with_instances=*/chunked);
     pass.context = std::move(move.slice);
     pass.context_rows = std::move(move.rows);
     context_instance = std::move(move.instance);

@@ -31,7 +31,8 @@ std::shared_ptr<const ForwardPass> home_pass(const torch::Tensor& experts,
   pass->experts = experts;
   pass->home = home;
   pass->table = table;
-  pass->layout = count_pair_layout(routed, experts, *table, ranks, process);
+  pass->layout =
+      count_pair_layout(routed, experts.numel(), experts.device(), *table, ranks, process);
   return pass;
 }
 

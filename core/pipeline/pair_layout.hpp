@@ -36,6 +36,17 @@ struct ProcessSlice {
   int64_t first_row = 0;
 };
 
+// Consecutive pairs of this process, in pair order, with one home rank and one instance: their
+// destination rows are consecutive too. What a scalable plan's layout is made of (Note [Layout
+// runs] in docs/notes.md).
+struct PairRun {
+  int64_t first_pair = 0;  // among this process's pairs of the pass
+  int64_t pairs = 0;
+  int64_t instance = 0;
+  int64_t home_rank = 0;
+  int64_t first_row = 0;  // its first pair's row in the pass's global destination order
+};
+
 // Tensors are on the training device; the counts are on the host, brought over in one copy per
 // layout (Note [Host synchronisation] in docs/notes.md).
 struct PairLayout {
@@ -51,6 +62,9 @@ struct PairLayout {
   // [Chunked exchange]).
   std::vector<int64_t> home_instance;
   ProcessSlice local;
+  // The scalable plan's layouts (count_pair_layout) only: this process's pairs as runs, in pair
+  // order. Empty in the exact plan's.
+  std::vector<PairRun> runs;
 
   // [ranks]: pairs each home rank sends (to itself included): the matrix's row sums.
   std::vector<int64_t> sent_by_rank() const;

@@ -6,7 +6,11 @@ namespace lrmoe {
 
 std::vector<std::vector<int64_t>> summed_counts(Collectives& collectives,
                                                 const std::vector<CountRequest>& requests) {
-  std::vector<std::vector<int64_t>> counts = host_counts(requests);
+  return summed_over_processes(collectives, host_counts(requests));
+}
+
+std::vector<std::vector<int64_t>> summed_over_processes(Collectives& collectives,
+                                                        std::vector<std::vector<int64_t>> counts) {
   if (collectives.single()) return counts;
   std::vector<int64_t> flat;
   for (const std::vector<int64_t>& one : counts) flat.insert(flat.end(), one.begin(), one.end());

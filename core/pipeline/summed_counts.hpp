@@ -15,4 +15,8 @@ namespace lrmoe {
 std::vector<std::vector<int64_t>> summed_counts(Collectives& collectives,
                                                 const std::vector<CountRequest>& requests);
 
+// `counts`, this process's, each summed over the processes, in one all-reduce.
+std::vector<std::vector<int64_t>> summed_over_processes(Collectives& collectives,
+                                                        std::vector<std::vector<int64_t>> counts);
+
 }  // namespace lrmoe
