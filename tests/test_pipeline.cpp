@@ -576,6 +576,10 @@ TEST_CASE("plugin answers with bad values are refused naming the plugin, unless 
     scores_with(std::numeric_limits<float>::quiet_NaN());
     refused("metric 'scripted_metric' returned a NaN or infinite score");
   }
+  SECTION("an infinite score") {
+    scores_with(std::numeric_limits<float>::infinity());
+    refused("metric 'scripted_metric' returned a NaN or infinite score");
+  }
   SECTION("a negative score") {
     scores_with(-1);
     refused("metric 'scripted_metric' returned a negative score");

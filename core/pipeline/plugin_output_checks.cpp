@@ -46,6 +46,25 @@ std::vector<bool> verdicts(const std::vector<torch::Tensor>& checks) {
   return out;
 }
 
+// One pass over the scores on the way that succeeds. On the host a loop, where LibTorch's
+// reductions and comparisons cost more in dispatch than in reading a layer's scores; on a device
+// the least and the greatest score, in [0, inf) exactly when every score is (a NaN makes both
+// NaN, which fails), read in one copy.
+bool every_score_finite_and_non_negative(const torch::Tensor& scores) {
+  constexpr float kInfinity = std::numeric_limits<float>::infinity();
+  if (scores.device().is_cpu() && scores.scalar_type() == torch::kFloat32) {
+    const torch::Tensor values = scores.contiguous();
+    const float* score = values.data_ptr<float>();
+    bool good = true;
+    // Without an early exit, so the loop vectorises; NaN fails both comparisons.
+    for (int64_t i = 0; i < values.numel(); ++i) good &= score[i] >= 0.0F && score[i] < kInfinity;
+    return good;
+  }
+  const auto [least, greatest] = torch::aminmax(scores);
+  return verdicts({least.ge(0).logical_and(greatest.lt(std::numeric_limits<double>::infinity()))})
+      .front();
+}
+
 }  // namespace
 
 torch::Tensor checked_routing(const torch::Tensor& instance, const torch::Tensor& experts,
@@ -145,12 +164,7 @@ void check_scores(const torch::Tensor& scores, int64_t pairs, bool values,
         kScore);
   }
   if (!values || pairs == 0) return;
-  // One pass over the scores on the way that succeeds: the least and the greatest score are in
-  // [0, inf) exactly when every score is (a NaN makes both NaN, which fails).
-  const auto [least, greatest] = torch::aminmax(scores.detach());
-  if (verdicts({least.ge(0).logical_and(greatest.lt(std::numeric_limits<double>::infinity()))})
-          .front())
-    return;
+  if (every_score_finite_and_non_negative(scores.detach())) return;
   const std::vector<bool> ok = verdicts({scores.isfinite().all(), scores.ge(0).all()});
   if (!ok[0]) {
     // Only on this failure path: are the inputs themselves already non-finite?
