@@ -155,20 +155,20 @@ TEST_CASE(
       std::vector<int64_t> expected;
       for (const int64_t g : global_index[static_cast<std::size_t>(p)])
         expected.push_back(exact_row[static_cast<std::size_t>(g)]);
-      CHECK(to_vector(destination_rows(mine)) == expected);
-      // The runs cover the pairs in pair order, each of one home rank and one instance.
+      // The runs cover the pairs in pair order, each of one home rank and one instance, its
+      // pairs on consecutive destination rows from its first.
       const Process& own = pairs[static_cast<std::size_t>(p)];
       const std::vector<int64_t> instance = to_vector(mine.instance);
-      int64_t next_pair = 0;
+      std::vector<int64_t> row;
       for (const PairRun& run : mine.runs) {
-        CHECK(run.first_pair == next_pair);
+        CHECK(run.first_pair == static_cast<int64_t>(row.size()));
         for (int64_t j = run.first_pair; j < run.first_pair + run.pairs; ++j) {
           CHECK(own.home[static_cast<std::size_t>(j)] == run.home_rank);
           CHECK(instance[static_cast<std::size_t>(j)] == run.instance);
+          row.push_back(run.first_row + j - run.first_pair);
         }
-        next_pair += run.pairs;
       }
-      CHECK(next_pair == static_cast<int64_t>(own.experts.size()));
+      CHECK(row == expected);
     }
   }
 }

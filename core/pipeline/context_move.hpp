@@ -23,11 +23,24 @@ struct ContextMove {
   torch::Tensor instance;
 };
 
+// A piece of the kept pairs that is one forward run and one backward run (Note [Layout runs]):
+// consecutive kept pairs whose forward rows and backward rows both count up by one from pair to
+// pair.
+struct ContextSegment {
+  int64_t first_kept = 0;  // its first kept pair, among this process's kept pairs (kept order)
+  int64_t pairs = 0;
+  int64_t forward_process = 0;  // the process of its forward instance
+  // A kept pair's forward destination row is its index among the forward's pairs plus this.
+  int64_t forward_shift = 0;
+  int64_t backward_row = 0;       // its first pair's backward destination row, global
+  int64_t backward_instance = 0;  // its backward instance
+};
+
 // This process's kept pairs as the context move needs them, read off the runs of both layouts
-// (Note [Layout runs]) without a pass over a pair's own fields.
+// without a pass over a pair's own fields.
 struct ContextSources {
-  torch::Tensor forward_row;      // [k] int64 on the device: each one's forward destination row
-  torch::Tensor forward_process;  // [k] int64 on the device: the process of its forward instance
+  torch::Tensor kept;  // [k] int64 on the host: the kept pairs' indices among the forward's pairs
+  std::vector<ContextSegment> segments;  // in kept order, covering [0, k)
   // This process's kept pairs from home rank h whose forward instance is on rank s, at
   // [h * ranks + s]; and from forward rank s to backward rank (or, by instance, to backward
   // instance) d, at [s * columns + d]. Summed over processes, the move's counts.
@@ -42,20 +55,17 @@ ContextSources context_sources(const PairLayout& forward, const torch::Tensor& k
                                const PairLayout& backward, const InstanceTable& table,
                                const ProcessView& process, bool by_instance);
 
-// On every process, for its kept pairs (in kept order, all tensors [k] int64 on the device):
-// `forward_row` and `backward_row`, each pair's rows in the global destination orders of the
-// forward and backward layouts; `forward_process`, the process of its forward instance.
-// `backward`: the backward layout (count_pair_layout over the kept pairs); `by_forward_rank`:
-// [ranks * ranks] kept pairs from forward rank s to backward rank d, and `home_forward`: kept
-// pairs homed on rank h whose forward instance is on rank s, both summed over processes;
-// `forward_first_row`: the first forward destination row here. Collective: one all-to-all-v of
-// indices, 16 + 8 bytes per kept pair moved. `with_instances`: sets ContextMove::instance.
-ContextMove context_move(Collectives& collectives, const torch::Tensor& forward_row,
-                         const torch::Tensor& backward_row, const torch::Tensor& forward_process,
+// On every process, for its kept pairs (`sources`, from context_sources): `backward`, the
+// backward layout; `by_forward_rank`: [ranks * ranks] kept pairs from forward rank s to backward
+// rank d, and `home_forward`: kept pairs homed on rank h whose forward instance is on rank s,
+// both summed over processes; `forward_first_row`: the first forward destination row here;
+// `device`: where the move's tensors go. Collective: one all-to-all-v of indices, 16 + 8 bytes
+// per kept pair moved. `with_instances`: sets ContextMove::instance.
+ContextMove context_move(Collectives& collectives, const ContextSources& sources,
                          const PairLayout& backward, const std::vector<int64_t>& by_forward_rank,
                          const std::vector<int64_t>& home_forward, int64_t forward_first_row,
                          const InstanceTable& table, const ProcessView& process,
-                         bool with_instances);
+                         const torch::Device& device, bool with_instances);
 
 // The move when every kept pair's backward instance is its forward one (Note [Context in
 // place]): the backward layout is the forward's `layout`, and each process's rows stay where they

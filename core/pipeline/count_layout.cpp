@@ -8,25 +8,6 @@
 #include "core/pipeline/stable_order.hpp"
 
 namespace lrmoe {
-namespace {
-
-// [pairs] int64 on `device`, pair order: `fill(run, values)` writes each run's values at its
-// pairs' places. Filled on the host (the runs are there) and copied to the device once.
-template <typename Fill>
-torch::Tensor fill_runs(const std::vector<PairRun>& runs, int64_t pairs,
-                        const torch::Device& device, Fill fill) {
-  torch::Tensor filled = torch::empty({pairs}, torch::kInt64);
-  int64_t* row = filled.data_ptr<int64_t>();
-  for (const PairRun& run : runs) {
-    TORCH_CHECK(run.first_pair >= 0 && run.pairs >= 0 && run.first_pair + run.pairs <= pairs,
-                "fill_runs: a run passes ", pairs, " pairs");
-    fill(run, row + run.first_pair);
-  }
-  return filled.to(device);
-}
-
-}  // namespace
-
 PairLayout count_pair_layout(const std::vector<int64_t>& routed, int64_t pairs,
                              const torch::Device& device, const InstanceTable& table, int64_t ranks,
                              const ProcessView& process) {
@@ -76,9 +57,11 @@ PairLayout count_pair_layout(const std::vector<int64_t>& routed, int64_t pairs,
     }
   }
   layout.order = order.to(device);
-  layout.instance = fill_runs(layout.runs, m, device, [](const PairRun& run, int64_t* into) {
-    std::fill_n(into, run.pairs, run.instance);
-  });
+  // The instances, pair order: the runs' end to end.
+  torch::Tensor instance = torch::empty({m}, torch::kInt64);
+  int64_t* into = instance.data_ptr<int64_t>();
+  for (const PairRun& run : layout.runs) into = std::fill_n(into, run.pairs, run.instance);
+  layout.instance = instance.to(device);
 
   ProcessSlice& slice = layout.local;
   slice = slice_counts(layout.instance_offsets, layout.matrix, table, process);
@@ -123,12 +106,6 @@ PairLayout count_pair_layout(const std::vector<int64_t>& routed, int64_t pairs,
   if (destination != received) throw mismatch();
   slice.arrival = arrival.to(device);
   return layout;
-}
-
-torch::Tensor destination_rows(const PairLayout& layout) {
-  return fill_runs(
-      layout.runs, layout.instance.numel(), layout.instance.device(),
-      [](const PairRun& run, int64_t* into) { std::iota(into, into + run.pairs, run.first_row); });
 }
 
 }  // namespace lrmoe

@@ -24,8 +24,4 @@ PairLayout count_pair_layout(const std::vector<int64_t>& routed, int64_t pairs,
                              const torch::Device& device, const InstanceTable& table, int64_t ranks,
                              const ProcessView& process);
 
-// [m] int64 on the device: the row of each of this process's pairs in the pass's global
-// destination order, from a layout count_pair_layout made (its runs).
-torch::Tensor destination_rows(const PairLayout& layout);
-
 }  // namespace lrmoe

@@ -233,9 +233,9 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
       pass.by_forward_rank = std::move(counts[1]);
     }
     ContextMove move =
-        context_move(*collectives_, sources.forward_row, destination_rows(pass.layout),
-                     sources.forward_process, pass.layout, pass.by_forward_rank, pass.home_forward,
-                     forward.layout.local.first_row, table, process, /*with_instances=*/chunked);
+        context_move(*collectives_, sources, pass.layout, pass.by_forward_rank, pass.home_forward,
+                     forward.layout.local.first_row, table, process, device,
+                     /*with_instances=*/chunked);
     pass.context = std::move(move.slice);
     pass.context_rows = std::move(move.rows);
     context_instance = std::move(move.instance);
