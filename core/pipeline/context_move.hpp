@@ -24,8 +24,8 @@ struct ContextMove {
 };
 
 // A piece of the kept pairs that is one forward run and one backward run (Note [Layout runs]):
-// consecutive kept pairs whose forward rows and backward rows both count up by one from pair to
-// pair.
+// consecutive kept pairs whose backward rows count up by one, and whose forward rows are their
+// indices among the forward's pairs shifted alike.
 struct ContextSegment {
   int64_t first_kept = 0;  // its first kept pair, among this process's kept pairs (kept order)
   int64_t pairs = 0;
