@@ -23,8 +23,15 @@ struct ProcessPairs {
   std::vector<float> scores;
 };
 
-torch::Tensor int_tensor(const std::vector<int64_t>& values) {
-  return torch::tensor(values, torch::kInt64);
+// A search over one home rank's pairs of `experts` (in pair order), its process `view`'s only.
+QuotaThresholdSearch search_of(const std::vector<int64_t>& experts,
+                               const std::vector<float>& scores, std::vector<int64_t> quota,
+                               const std::vector<int64_t>& pairs = {},
+                               const ProcessView& view = {}) {
+  std::vector<int64_t> offsets(quota.size() + 1, 0);
+  for (const int64_t e : experts) ++offsets.at(static_cast<std::size_t>(e) + 1);
+  std::partial_sum(offsets.begin(), offsets.end(), offsets.begin());
+  return QuotaThresholdSearch(offsets, view, torch::tensor(scores), std::move(quota), pairs);
 }
 
 // What the histogram search agrees on, each process one home rank: every process's kept pairs,
@@ -45,9 +52,13 @@ std::vector<bool> as_mask(const torch::Tensor& kept, std::size_t n) {
 // `pairs`: each expert's pairs over the processes, or empty, as QuotaThresholdSearch takes them.
 Searched searched(const std::vector<ProcessPairs>& processes, const std::vector<int64_t>& quota,
                   const std::vector<int64_t>& pairs = {}) {
+  const auto ranks = static_cast<int64_t>(processes.size());
   std::vector<QuotaThresholdSearch> searches;
-  for (const ProcessPairs& p : processes)
-    searches.emplace_back(int_tensor(p.experts), torch::tensor(p.scores), quota, pairs);
+  for (int64_t p = 0; p < ranks; ++p) {
+    const ProcessPairs& mine = processes[static_cast<std::size_t>(p)];
+    searches.push_back(
+        search_of(mine.experts, mine.scores, quota, pairs, ProcessView{p, ranks, 1}));
+  }
   while (!searches.front().done()) {
     torch::Tensor sum;
     for (const QuotaThresholdSearch& s : searches) {
@@ -56,17 +67,14 @@ Searched searched(const std::vector<ProcessPairs>& processes, const std::vector<
     }
     for (QuotaThresholdSearch& s : searches) s.narrow(sum);
   }
-  const auto ranks = static_cast<int64_t>(processes.size());
   torch::Tensor groups;
-  for (int64_t p = 0; p < ranks; ++p) {
-    const auto n = static_cast<int64_t>(processes[static_cast<std::size_t>(p)].experts.size());
-    const torch::Tensor local = searches[static_cast<std::size_t>(p)].local_groups(
-        torch::full({n}, p, torch::kInt64), ranks);
+  for (const QuotaThresholdSearch& search : searches) {
+    const torch::Tensor local = search.local_groups();
     groups = groups.defined() ? groups + local : local;
   }
   Searched result;
   for (int64_t p = 0; p < ranks; ++p) {
-    result.kept.push_back(as_mask(searches[static_cast<std::size_t>(p)].kept(groups, p),
+    result.kept.push_back(as_mask(searches[static_cast<std::size_t>(p)].kept(groups),
                                   processes[static_cast<std::size_t>(p)].experts.size()));
   }
   result.groups = searches.front().kept_groups(groups);
@@ -191,12 +199,11 @@ TEST_CASE("the search's counts say how many pairs are kept above and at each thr
   CHECK(kept[0] == std::vector<bool>{true, true, false, true});
   CHECK(kept[1] == std::vector<bool>{true, false, false});
 
-  QuotaThresholdSearch search(int_tensor({0, 0, 0, 0, 0}),
-                              torch::tensor({5.0F, 3.0F, 3.0F, 3.0F, 1.0F}), {3});
+  QuotaThresholdSearch search = search_of({0, 0, 0, 0, 0}, {5.0F, 3.0F, 3.0F, 3.0F, 1.0F}, {3});
   while (!search.done()) search.narrow(search.local_histogram());
   CHECK(search.above() == std::vector<int64_t>{1});
   CHECK(search.ties_kept() == std::vector<int64_t>{2});
-  const torch::Tensor groups = search.local_groups(int_tensor({0, 0, 0, 0, 0}), 1);
+  const torch::Tensor groups = search.local_groups();
   CHECK(groups[0].sum().item<int64_t>() == 1);  // above
   CHECK(groups[1].sum().item<int64_t>() == 3);  // at
   CHECK(search.kept_groups(groups) == std::vector<int64_t>{3});
@@ -207,33 +214,34 @@ TEST_CASE("an expert closes once its threshold's bin is kept whole or not at all
   // Expert 1: three equal scores, a quota of 2: its bin is split to the last byte. Expert 2: a
   // quota of 0 keeps nothing, and expert 3 a quota of its two pairs keeps both, whatever the
   // bytes: neither needs a round, the second because the search is told its pairs.
-  QuotaThresholdSearch search(int_tensor({0, 0, 1, 1, 1, 2, 3, 3}),
-                              torch::tensor({4.0F, 1.0F, 3.0F, 3.0F, 3.0F, 2.0F, 5.0F, 6.0F}),
-                              {1, 2, 0, 2}, {2, 3, 1, 2});
+  const std::vector<int64_t> experts{0, 0, 1, 1, 1, 2, 3, 3};
+  const std::vector<float> scores{4.0F, 1.0F, 3.0F, 3.0F, 3.0F, 2.0F, 5.0F, 6.0F};
+  QuotaThresholdSearch search = search_of(experts, scores, {1, 2, 0, 2}, {2, 3, 1, 2});
   while (!search.done()) search.narrow(search.local_histogram());
   CHECK(search.rounds() == std::vector<int64_t>{2, 1, 1, 1});
-  const torch::Tensor groups = search.local_groups(int_tensor({0, 0, 0, 0, 0, 0, 0, 0}), 1);
+  const torch::Tensor groups = search.local_groups();
   CHECK(search.kept_groups(groups) == std::vector<int64_t>{1, 2, 0, 2});
-  CHECK(as_mask(search.kept(groups, 0), 8) ==
+  CHECK(as_mask(search.kept(groups), 8) ==
         std::vector<bool>{true, false, true, true, false, false, true, true});
   // Not told the pairs, expert 3 takes a round, with the same outcome.
-  QuotaThresholdSearch untold(int_tensor({0, 0, 1, 1, 1, 2, 3, 3}),
-                              torch::tensor({4.0F, 1.0F, 3.0F, 3.0F, 3.0F, 2.0F, 5.0F, 6.0F}),
-                              {1, 2, 0, 2});
+  QuotaThresholdSearch untold = search_of(experts, scores, {1, 2, 0, 2});
   while (!untold.done()) untold.narrow(untold.local_histogram());
   CHECK(untold.rounds() == std::vector<int64_t>{3, 1, 1, 1});
-  CHECK(untold.kept_groups(untold.local_groups(int_tensor({0, 0, 0, 0, 0, 0, 0, 0}), 1)) ==
-        std::vector<int64_t>{1, 2, 0, 2});
+  CHECK(untold.kept_groups(untold.local_groups()) == std::vector<int64_t>{1, 2, 0, 2});
 }
 
-TEST_CASE("the search refuses pairs out of pair order", "[selection]") {
-  CHECK_THROWS_WITH(QuotaThresholdSearch(int_tensor({1, 0}), torch::tensor({1.0F, 2.0F}), {1, 1}),
-                    Catch::Contains("out of pair order"));
+TEST_CASE("the search refuses group offsets that do not cover its pairs in order", "[selection]") {
+  const torch::Tensor scores = torch::tensor({1.0F, 2.0F});
+  for (const std::vector<int64_t>& offsets :
+       {std::vector<int64_t>{0, 2, 1}, {0, 1, 3}, {1, 2, 2}, {0, 2}}) {
+    CHECK_THROWS_WITH(QuotaThresholdSearch(offsets, ProcessView{}, scores, {1, 1}),
+                      Catch::Contains("do not cover"));
+  }
 }
 
 TEST_CASE("histograms that disagree with the quota are refused, not read past", "[selection]") {
   // One expert, two pairs in one top-byte bin, a quota of 1: it stays open after a round.
-  QuotaThresholdSearch search(int_tensor({0, 0}), torch::tensor({1.0F, 1.5F}), {1});
+  QuotaThresholdSearch search = search_of({0, 0}, {1.0F, 1.5F}, {1});
   search.narrow(search.local_histogram());
   REQUIRE_FALSE(search.done());
   // A later round's sum holding fewer pairs than the first promised: processes out of step.

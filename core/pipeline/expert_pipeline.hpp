@@ -79,8 +79,11 @@ struct ForwardPass {
   torch::Tensor computed;
   torch::Tensor experts;                // [n] int64 expert of each computed pair
   std::vector<int64_t> expert_offsets;  // [experts + 1] over the computed pairs
-  torch::Tensor home;                   // [n] int64 home rank of each computed pair
-  torch::Tensor pair_ids;               // [n] int64 PairBatch::pair_ids of each computed pair
+  // The scalable plan's: [experts * ranks here + 1] over the computed pairs, by (expert, home
+  // rank here), as home_group_offsets gives them
+  std::vector<int64_t> home_group_offsets;
+  torch::Tensor home;      // [n] int64 home rank of each computed pair
+  torch::Tensor pair_ids;  // [n] int64 PairBatch::pair_ids of each computed pair
   // [experts]: routed pairs (dropped ones included) of each expert over every process, which
   // the router's balancing loss and bias update take as the batch's counts
   std::vector<int64_t> routed_per_expert;

@@ -71,9 +71,9 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
     for (std::size_t e = 0; e < counts.size(); ++e)
       pass->computed_counts[e] = std::min(counts[e], plan.forward_capacity[e]);
     if (pass->computed_counts != counts) {
-      KeptOverProcesses computed =
-          kept_over_processes(*collectives_, experts, home, gates.detach(), pass->computed_counts,
-                              counts, R, settings_.process);
+      KeptOverProcesses computed = kept_over_processes(
+          *collectives_, home_group_offsets(routed_groups, E, settings_.process), gates.detach(),
+          pass->computed_counts, counts, settings_.process);
       pass->computed = std::move(computed.kept);
       computed_groups = std::move(computed.groups);
       pass->search_rounds = std::move(computed.rounds);
@@ -95,6 +95,7 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
       local_counts[static_cast<std::size_t>(e)] +=
           computed_groups[static_cast<std::size_t>(h * E + e)];
   pass->expert_offsets = offsets_from_counts(local_counts);
+  pass->home_group_offsets = home_group_offsets(computed_groups, E, process);
   const std::vector<double> expected_backward =
       check_as_planned(*table, pass->computed_counts, plan.quota);
   overhead.compaction += clock.lap();
@@ -159,8 +160,8 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
   }
   std::vector<int64_t> kept_groups;  // kept pairs per (home rank, expert), over every process
   if (searched) {
-    KeptOverProcesses kept = kept_over_processes(*collectives_, forward.experts, forward.home,
-                                                 scores, keep, forward.computed_counts, R, process);
+    KeptOverProcesses kept = kept_over_processes(*collectives_, forward.home_group_offsets, scores,
+                                                 keep, forward.computed_counts, process);
     pass.kept = std::move(kept.kept);
     kept_groups = std::move(kept.groups);
     pass.search_rounds = std::move(kept.rounds);

@@ -19,66 +19,82 @@ uint32_t score_key(float score) {
   return (bits & 0x80000000U) ? ~bits : (bits | 0x80000000U);
 }
 
-QuotaThresholdSearch::QuotaThresholdSearch(const torch::Tensor& experts,
-                                           const torch::Tensor& scores, std::vector<int64_t> quota,
+std::vector<int64_t> home_group_offsets(const std::vector<int64_t>& groups, int64_t num_experts,
+                                        const ProcessView& process) {
+  std::vector<int64_t> offsets(1, 0);
+  for (int64_t e = 0; e < num_experts; ++e)
+    for (int64_t h = process.first_rank(); h < process.first_rank() + process.ranks_per_process;
+         ++h)
+      offsets.push_back(offsets.back() + groups.at(static_cast<std::size_t>(h * num_experts + e)));
+  return offsets;
+}
+
+QuotaThresholdSearch::QuotaThresholdSearch(std::vector<int64_t> group_offsets,
+                                           const ProcessView& process, const torch::Tensor& scores,
+                                           std::vector<int64_t> quota,
                                            const std::vector<int64_t>& pairs)
-    : quota_(std::move(quota)) {
-  const auto num_experts = static_cast<int64_t>(quota_.size());
-  const torch::Tensor e = experts.to(torch::kCPU, torch::kInt64).contiguous();
+    : process_(process),
+      group_offsets_(std::move(group_offsets)),
+      num_experts_(static_cast<int64_t>(quota.size())),
+      quota_(std::move(quota)) {
   const torch::Tensor s = scores.to(torch::kCPU, torch::kFloat32).contiguous();
-  const int64_t n = e.numel();
-  if (n != s.numel())
-    throw std::invalid_argument(
-        fmt::format("QuotaThresholdSearch: {} experts but {} scores", n, s.numel()));
+  const int64_t n = s.numel();
+  if (static_cast<int64_t>(group_offsets_.size()) !=
+          num_experts_ * process_.ranks_per_process + 1 ||
+      group_offsets_.front() != 0 || group_offsets_.back() != n ||
+      !std::is_sorted(group_offsets_.begin(), group_offsets_.end()))
+    throw std::invalid_argument(fmt::format(
+        "QuotaThresholdSearch: {} group offsets for {} experts of {} home ranks do not cover {} "
+        "pairs in order",
+        group_offsets_.size(), num_experts_, process_.ranks_per_process, n));
   if (n > std::numeric_limits<uint32_t>::max())
     throw std::invalid_argument(fmt::format("QuotaThresholdSearch: {} pairs, more than 2^32", n));
   if (!pairs.empty() && pairs.size() != quota_.size())
     throw std::invalid_argument(fmt::format("QuotaThresholdSearch: {} pair counts for {} experts",
                                             pairs.size(), quota_.size()));
-  // The pairs run by expert (pair order): each expert's are one range.
-  const int64_t* expert = e.data_ptr<int64_t>();
-  begin_.assign(quota_.size() + 1, 0);
-  for (int64_t i = 0; i < n; ++i) {
-    if (expert[i] < 0 || expert[i] >= num_experts || (i > 0 && expert[i] < expert[i - 1]))
-      throw std::invalid_argument(fmt::format(
-          "QuotaThresholdSearch: expert {} of pair {} outside [0, {}) or out of pair order",
-          expert[i], i, num_experts));
-    ++begin_[static_cast<std::size_t>(expert[i]) + 1];
-  }
-  std::partial_sum(begin_.begin(), begin_.end(), begin_.begin());
-  key_.resize(static_cast<std::size_t>(n));
-  const float* score = s.data_ptr<float>();
-  for (int64_t i = 0; i < n; ++i) key_[static_cast<std::size_t>(i)] = score_key(score[i]);
-  side_.assign(static_cast<std::size_t>(n), 0);
-  undecided_.resize(static_cast<std::size_t>(n));
+  // Left uninitialised: only an open expert's keys and list are written, then read.
+  key_.reset(new uint32_t[static_cast<std::size_t>(n)]);
+  undecided_.reset(new uint32_t[static_cast<std::size_t>(n)]);
   undecided_count_.assign(quota_.size(), 0);
+  decided_.assign(quota_.size(), Decided::ByKey);
+  prefix_.assign(quota_.size(), 0);
+  prefix_shift_.assign(quota_.size(), 0);
   above_.assign(quota_.size(), 0);
   need_ = quota_;
+  const float* score = s.data_ptr<float>();
   // An expert that keeps none of its pairs, or (its pairs over every process known) all of them,
   // needs no histogram: every pair is below, or above, its threshold.
-  for (int64_t x = 0; x < num_experts; ++x) {
+  for (int64_t x = 0; x < num_experts_; ++x) {
     const auto ex = static_cast<std::size_t>(x);
     const bool none = quota_[ex] <= 0, all = !pairs.empty() && quota_[ex] >= pairs[ex];
     if (!none && !all) {
       open_.push_back(x);
+      for (int64_t i = begin(x); i < end(x); ++i)
+        key_[static_cast<std::size_t>(i)] = score_key(score[i]);
       continue;
     }
-    std::fill(side_.begin() + begin_[ex], side_.begin() + begin_[ex + 1],
-              static_cast<signed char>(none ? -1 : 1));
+    decided_[ex] = none ? Decided::None : Decided::All;
     above_[ex] = none ? 0 : pairs[ex];
     need_[ex] = 0;
   }
 }
 
+int64_t QuotaThresholdSearch::begin(int64_t expert) const {
+  return group_offsets_[static_cast<std::size_t>(expert * process_.ranks_per_process)];
+}
+
+int64_t QuotaThresholdSearch::end(int64_t expert) const {
+  return group_offsets_[static_cast<std::size_t>((expert + 1) * process_.ranks_per_process)];
+}
+
 template <typename Visit>
 void QuotaThresholdSearch::for_each_undecided(int64_t expert, Visit visit) const {
-  const auto x = static_cast<std::size_t>(expert);
   if (rounds_.empty()) {  // every pair of an open expert is undecided before the first round
-    for (int64_t i = begin_[x]; i < begin_[x + 1]; ++i) visit(static_cast<uint32_t>(i));
+    for (int64_t i = begin(expert); i < end(expert); ++i) visit(static_cast<uint32_t>(i));
     return;
   }
-  const uint32_t* pair = undecided_.data() + begin_[x];
-  for (int64_t j = 0; j < undecided_count_[x]; ++j) visit(pair[j]);
+  const uint32_t* pair = undecided_.get() + begin(expert);
+  for (int64_t j = 0; j < undecided_count_[static_cast<std::size_t>(expert)]; ++j) visit(pair[j]);
 }
 
 torch::Tensor QuotaThresholdSearch::local_histogram() const {
@@ -136,19 +152,18 @@ void QuotaThresholdSearch::narrow(const torch::Tensor& global_histogram) {
     // nothing, and its pairs are "at" the threshold, of which the need is kept.
     const bool open = need_[e] > 0 && need_[e] < row[bin] && !last_round;
     if (open) still_open.push_back(expert);
-    // Each undecided pair's byte against its threshold's: above or below decides it for good; at
-    // it, the pair stays undecided while its expert is open, and is at the threshold once closed.
-    // The ones still undecided are written over the list as it is read.
+    // The threshold's bytes so far: a pair above or below them is decided for good, by its key's
+    // bytes as settled; one at them stays undecided while its expert is open, and is at the
+    // threshold once it closes. The ones still undecided are written over the list as it is read.
     const auto threshold = static_cast<uint32_t>(bin);
-    uint32_t* kept_undecided = undecided_.data() + begin_[e];
+    prefix_[e] = (rounds_.empty() ? 0 : prefix_[e] << 8) | threshold;
+    prefix_shift_[e] = shift;
+    if (!open) continue;
+    uint32_t* kept_undecided = undecided_.get() + begin(expert);
     int64_t still_undecided = 0;
     for_each_undecided(expert, [&](uint32_t i) {
-      const uint32_t byte = (key_[i] >> shift) & 0xFFU;
-      if (byte != threshold) {
-        side_[i] = byte > threshold ? 1 : -1;
-      } else if (open) {
-        kept_undecided[still_undecided++] = i;
-      }
+      kept_undecided[still_undecided] = i;
+      still_undecided += ((key_[i] >> shift) & 0xFFU) == threshold ? 1 : 0;
     });
     undecided_count_[e] = still_undecided;
   }
@@ -161,24 +176,32 @@ int QuotaThresholdSearch::byte_shift() const {
   return 24 - 8 * static_cast<int>(rounds_.size());
 }
 
-torch::Tensor QuotaThresholdSearch::local_groups(const torch::Tensor& home, int64_t ranks) const {
+torch::Tensor QuotaThresholdSearch::local_groups() const {
   if (!done()) throw std::logic_error("QuotaThresholdSearch: rounds remain");
-  const torch::Tensor h = home.to(torch::kCPU, torch::kInt64).contiguous();
-  if (h.numel() != static_cast<int64_t>(key_.size()))
-    throw std::invalid_argument(
-        fmt::format("QuotaThresholdSearch: {} home ranks for {} pairs", h.numel(), key_.size()));
-  const auto num_experts = static_cast<int64_t>(quota_.size());
-  auto groups = torch::zeros({2, ranks, num_experts}, torch::kInt64);
-  int64_t* count = groups.data_ptr<int64_t>();
-  const int64_t* rank = h.data_ptr<int64_t>();
-  for (int64_t e = 0; e < num_experts; ++e) {
-    // Above counts at row 0, at at row 1, below at neither: `at * ranks` steps a row on.
-    int64_t* above = count + e;
-    for (int64_t i = begin_[static_cast<std::size_t>(e)];
-         i < begin_[static_cast<std::size_t>(e) + 1]; ++i) {
-      const signed char side = side_[static_cast<std::size_t>(i)];
-      if (side < 0) continue;
-      above[((side == 0 ? ranks : 0) + rank[i]) * num_experts] += 1;
+  const int64_t ranks = process_.processes * process_.ranks_per_process;
+  auto groups = torch::zeros({2, ranks, num_experts_}, torch::kInt64);
+  int64_t* above = groups.data_ptr<int64_t>();
+  int64_t* at = above + ranks * num_experts_;
+  for (int64_t e = 0; e < num_experts_; ++e) {
+    const auto x = static_cast<std::size_t>(e);
+    if (decided_[x] == Decided::None) continue;
+    for (int64_t r = 0; r < process_.ranks_per_process; ++r) {
+      const auto g = static_cast<std::size_t>(e * process_.ranks_per_process + r);
+      const int64_t slot = (process_.first_rank() + r) * num_experts_ + e;
+      if (decided_[x] == Decided::All) {
+        above[slot] = group_offsets_[g + 1] - group_offsets_[g];
+        continue;
+      }
+      const uint32_t prefix = prefix_[x];
+      const int shift = prefix_shift_[x];
+      int64_t over = 0, equal = 0;
+      for (int64_t i = group_offsets_[g]; i < group_offsets_[g + 1]; ++i) {
+        const uint32_t settled = key_[static_cast<std::size_t>(i)] >> shift;
+        over += settled > prefix ? 1 : 0;
+        equal += settled == prefix ? 1 : 0;
+      }
+      above[slot] = over;
+      at[slot] = equal;
     }
   }
   return groups;
@@ -202,26 +225,33 @@ std::vector<int64_t> QuotaThresholdSearch::kept_groups(const torch::Tensor& summ
   return kept;
 }
 
-torch::Tensor QuotaThresholdSearch::kept(const torch::Tensor& summed_groups,
-                                         int64_t first_rank) const {
+torch::Tensor QuotaThresholdSearch::kept(const torch::Tensor& summed_groups) const {
   if (!done()) throw std::logic_error("QuotaThresholdSearch: rounds remain");
   const torch::Tensor groups = summed_groups.to(torch::kCPU, torch::kInt64).contiguous();
-  const auto num_experts = static_cast<int64_t>(quota_.size());
-  const int64_t* at = groups.data_ptr<int64_t>() + groups.size(1) * num_experts;
+  const int64_t* at = groups.data_ptr<int64_t>() + groups.size(1) * num_experts_;
   // Written in place and counted without a branch on the side, which the scores make random.
-  torch::Tensor kept = torch::empty({static_cast<int64_t>(key_.size())}, torch::kInt64);
+  torch::Tensor kept = torch::empty({group_offsets_.back()}, torch::kInt64);
   int64_t* into = kept.data_ptr<int64_t>();
   int64_t count = 0;
-  for (int64_t e = 0; e < num_experts; ++e) {
+  for (int64_t e = 0; e < num_experts_; ++e) {
     const auto x = static_cast<std::size_t>(e);
+    if (decided_[x] != Decided::ByKey) {
+      if (decided_[x] == Decided::All) {
+        std::iota(into + count, into + count + end(e) - begin(e), begin(e));
+        count += end(e) - begin(e);
+      }
+      continue;
+    }
     // The expert's ties at home ranks before this process's are kept first.
     int64_t tie_rank = 0;
-    for (int64_t r = 0; r < first_rank; ++r) tie_rank += at[r * num_experts + e];
+    for (int64_t r = 0; r < process_.first_rank(); ++r) tie_rank += at[r * num_experts_ + e];
     const int64_t need = need_[x];
-    for (int64_t i = begin_[x]; i < begin_[x + 1]; ++i) {
-      const signed char side = side_[static_cast<std::size_t>(i)];
-      const bool tie = side == 0;
-      const bool keep = side > 0 || (tie && tie_rank < need);
+    const uint32_t prefix = prefix_[x];
+    const int shift = prefix_shift_[x];
+    for (int64_t i = begin(e); i < end(e); ++i) {
+      const uint32_t settled = key_[static_cast<std::size_t>(i)] >> shift;
+      const bool tie = settled == prefix;
+      const bool keep = settled > prefix || (tie && tie_rank < need);
       tie_rank += tie ? 1 : 0;
       into[count] = i;
       count += keep ? 1 : 0;
@@ -230,11 +260,11 @@ torch::Tensor QuotaThresholdSearch::kept(const torch::Tensor& summed_groups,
   return kept.narrow(0, 0, count);
 }
 
-KeptOverProcesses kept_over_processes(Collectives& collectives, const torch::Tensor& experts,
-                                      const torch::Tensor& home, const torch::Tensor& scores,
-                                      std::vector<int64_t> quota, const std::vector<int64_t>& pairs,
-                                      int64_t ranks, const ProcessView& process) {
-  QuotaThresholdSearch search(experts, scores, std::move(quota), pairs);
+KeptOverProcesses kept_over_processes(Collectives& collectives, std::vector<int64_t> group_offsets,
+                                      const torch::Tensor& scores, std::vector<int64_t> quota,
+                                      const std::vector<int64_t>& pairs,
+                                      const ProcessView& process) {
+  QuotaThresholdSearch search(std::move(group_offsets), process, scores, std::move(quota), pairs);
   while (!search.done()) {
     torch::Tensor histogram = search.local_histogram();
     collectives.sum(histogram);
@@ -242,10 +272,9 @@ KeptOverProcesses kept_over_processes(Collectives& collectives, const torch::Ten
   }
   // Every home rank's pairs above and at the threshold: the kept groups, and the ties of the
   // processes before this one, in one all-reduce.
-  torch::Tensor groups = search.local_groups(home, ranks);
+  torch::Tensor groups = search.local_groups();
   collectives.sum(groups);
-  return {search.kept(groups, process.first_rank()).to(experts.device()),
-          search.kept_groups(groups), search.rounds()};
+  return {search.kept(groups).to(scores.device()), search.kept_groups(groups), search.rounds()};
 }
 
 }  // namespace lrmoe

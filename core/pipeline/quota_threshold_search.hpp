@@ -18,6 +18,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/distributed/collectives.hpp"
@@ -29,17 +30,26 @@ namespace lrmoe {
 // -0 and +0 share a key.
 uint32_t score_key(float score);
 
+// [experts * ranks_per_process + 1]: where each (expert, home rank) group of this process's pairs
+// begins in pair order (Note [Pair order]), group e * ranks_per_process + (h - first rank) for
+// home rank h; `groups`: [ranks * experts] pairs per (home rank, expert), the entries of this
+// process's ranks its own.
+std::vector<int64_t> home_group_offsets(const std::vector<int64_t>& groups, int64_t num_experts,
+                                        const ProcessView& process);
+
 class QuotaThresholdSearch {
  public:
   static constexpr int kRounds = 4;  // one byte of the key each, at most
   static constexpr int64_t kBins = 256;
 
-  // experts: [n] int64, the expert of each of this process's pairs, in pair order (by expert);
-  // scores: [n] float32, finite; quota: [experts] pairs each expert keeps over all processes;
-  // pairs: [experts] each expert's pairs over all processes, or empty if unknown. An expert whose
-  // quota is 0, or at least its pairs, needs no round: it keeps none, or all.
-  QuotaThresholdSearch(const torch::Tensor& experts, const torch::Tensor& scores,
-                       std::vector<int64_t> quota, const std::vector<int64_t>& pairs = {});
+  // group_offsets: this process's pairs by (expert, home rank), as home_group_offsets gives them;
+  // scores: [n] float32, finite, in pair order; quota: [experts] pairs each expert keeps over all
+  // processes; pairs: [experts] each expert's pairs over all processes, or empty if unknown. An
+  // expert whose quota is 0, or at least its pairs, needs no round: it keeps none, or all, and
+  // its scores are not read.
+  QuotaThresholdSearch(std::vector<int64_t> group_offsets, const ProcessView& process,
+                       const torch::Tensor& scores, std::vector<int64_t> quota,
+                       const std::vector<int64_t>& pairs = {});
 
   // Whether every expert's threshold is known: no expert is open, or four rounds are done.
   bool done() const { return open_.empty(); }
@@ -53,16 +63,15 @@ class QuotaThresholdSearch {
   const std::vector<int64_t>& rounds() const { return rounds_; }
 
   // When done. [2, ranks, experts] int64 on the CPU: this process's pairs above (0) and at (1)
-  // their expert's threshold, per (home rank, expert); home: [n] int64, each pair's home rank.
-  // The caller sums it over processes (an all-reduce) and hands the sum to the two below.
-  torch::Tensor local_groups(const torch::Tensor& home, int64_t ranks) const;
+  // their expert's threshold, per (home rank, expert). The caller sums it over processes (an
+  // all-reduce) and hands the sum to the two below.
+  torch::Tensor local_groups() const;
   // [ranks * experts]: pairs kept per (home rank, expert) over every process: those above the
   // threshold and, of those at it, as many as the quota still needs, in home rank order (an
   // expert's pairs run by home rank in pair order: Note [Pair order]).
   std::vector<int64_t> kept_groups(const torch::Tensor& summed_groups) const;
-  // [k] int64 on the CPU, increasing: the pairs this process keeps (their indices among its n),
-  // its home ranks starting at `first_rank`.
-  torch::Tensor kept(const torch::Tensor& summed_groups, int64_t first_rank) const;
+  // [k] int64 on the CPU, increasing: the pairs this process keeps (their indices among its n).
+  torch::Tensor kept(const torch::Tensor& summed_groups) const;
 
   // Over all processes, per expert: the pairs above the threshold (its settled bytes), and how
   // many of the pairs at it are kept. above + ties_kept is min(max(quota, 0), pairs). An expert
@@ -72,22 +81,31 @@ class QuotaThresholdSearch {
   const std::vector<int64_t>& ties_kept() const { return need_; }
 
  private:
+  // An expert's pairs' standing against its threshold once done: none, all, or by the settled
+  // bytes of their keys.
+  enum class Decided : signed char { None, All, ByKey };
   // Where the current round's byte is in a key.
   int byte_shift() const;
   // visit(i) for each undecided pair i of an open expert, in pair order.
   template <typename Visit>
   void for_each_undecided(int64_t expert, Visit visit) const;
+  int64_t begin(int64_t expert) const;
+  int64_t end(int64_t expert) const;
 
-  std::vector<int64_t> begin_;  // [experts + 1]: expert e's pairs are [begin_[e], begin_[e + 1])
-  std::vector<uint32_t> key_;
-  // [n] each pair's key below (-1), at (0) or above (1) its expert's threshold (its settled
-  // bytes), settled as the rounds go: 0 until decided.
-  std::vector<signed char> side_;
+  ProcessView process_;
+  std::vector<int64_t> group_offsets_;
+  int64_t num_experts_ = 0;
+  // Each pair's order-preserving key (score_key); only an expert with rounds has its keys set.
+  std::unique_ptr<uint32_t[]> key_;
   // After the first round, the pairs not yet decided: an open expert e's, whose settled bytes
-  // match its threshold's, are undecided_[begin_[e], begin_[e] + undecided_count_[e]). Before
-  // it, every pair of an open expert.
-  std::vector<uint32_t> undecided_;
+  // match its threshold's, are undecided_[begin(e), begin(e) + undecided_count_[e]). Before it,
+  // every pair of an open expert.
+  std::unique_ptr<uint32_t[]> undecided_;
   std::vector<int64_t> undecided_count_;
+  std::vector<Decided> decided_;
+  // [experts] the threshold's settled bytes, and the shift that takes a key's to compare.
+  std::vector<uint32_t> prefix_;
+  std::vector<int> prefix_shift_;
   std::vector<int64_t> quota_;
   std::vector<int64_t> open_;    // the experts whose threshold still needs a byte, increasing
   std::vector<int64_t> rounds_;  // rows of each round's histogram
@@ -106,13 +124,13 @@ struct KeptOverProcesses {
 };
 
 // The search run over the processes of `collectives`: each expert e keeps its quota[e]
-// highest-scored pairs over every process, ties to the earlier pair in pair order. experts, home:
-// [n] int64 of this process's pairs in pair order (home ranks among `process`'s); scores: [n]
-// float32; pairs: [experts] each expert's pairs over every process. Up to five all-reduces: the
-// rounds' histograms, then the groups.
-KeptOverProcesses kept_over_processes(Collectives& collectives, const torch::Tensor& experts,
-                                      const torch::Tensor& home, const torch::Tensor& scores,
-                                      std::vector<int64_t> quota, const std::vector<int64_t>& pairs,
-                                      int64_t ranks, const ProcessView& process);
+// highest-scored pairs over every process, ties to the earlier pair in pair order.
+// group_offsets: this process's pairs by (expert, home rank) (home_group_offsets); scores: [n]
+// float32 in pair order; pairs: [experts] each expert's pairs over every process. The kept pairs
+// go to the scores' device. Up to five all-reduces: the rounds' histograms, then the groups.
+KeptOverProcesses kept_over_processes(Collectives& collectives, std::vector<int64_t> group_offsets,
+                                      const torch::Tensor& scores, std::vector<int64_t> quota,
+                                      const std::vector<int64_t>& pairs,
+                                      const ProcessView& process);
 
 }  // namespace lrmoe
