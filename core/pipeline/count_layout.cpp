@@ -40,21 +40,25 @@ PairLayout count_pair_layout(const std::vector<int64_t>& routed, int64_t pairs,
   // Destination order here: by instance, each instance's runs in pair order (Note [Pair order]),
   // so the order is the runs' pair ranges end to end, and a run's rows are consecutive. Globally,
   // this process's rows of an instance follow those homed on the processes before it.
-  std::vector<std::vector<std::size_t>> runs_of(static_cast<std::size_t>(I));
+  // Where each instance's rows here begin globally: after its rows homed on earlier ranks.
+  std::vector<int64_t> row(layout.instance_offsets.begin(), layout.instance_offsets.end() - 1);
+  for (int64_t h = 0; h < first; ++h)
+    for (int64_t i = 0; i < I; ++i) row[static_cast<std::size_t>(i)] += count(h, i);
+  // The runs by instance, each instance's in pair order: a counting sort of the runs.
+  std::vector<std::size_t> by_instance(layout.runs.size());
+  std::vector<std::size_t> next(static_cast<std::size_t>(I) + 1, 0);
+  for (const PairRun& run : layout.runs) ++next[static_cast<std::size_t>(run.instance) + 1];
+  std::partial_sum(next.begin(), next.end(), next.begin());
   for (std::size_t r = 0; r < layout.runs.size(); ++r)
-    runs_of[static_cast<std::size_t>(layout.runs[r].instance)].push_back(r);
+    by_instance[next[static_cast<std::size_t>(layout.runs[r].instance)]++] = r;
   torch::Tensor order = torch::empty({m}, torch::kInt64);
   int64_t* pair = order.data_ptr<int64_t>();
-  for (int64_t i = 0; i < I; ++i) {
-    int64_t row = layout.instance_offsets[static_cast<std::size_t>(i)];
-    for (int64_t h = 0; h < first; ++h) row += count(h, i);
-    for (const std::size_t r : runs_of[static_cast<std::size_t>(i)]) {
-      PairRun& run = layout.runs[r];
-      run.first_row = row;
-      row += run.pairs;
-      std::iota(pair, pair + run.pairs, run.first_pair);
-      pair += run.pairs;
-    }
+  for (const std::size_t r : by_instance) {
+    PairRun& run = layout.runs[r];
+    run.first_row = row[static_cast<std::size_t>(run.instance)];
+    row[static_cast<std::size_t>(run.instance)] += run.pairs;
+    std::iota(pair, pair + run.pairs, run.first_pair);
+    pair += run.pairs;
   }
   layout.order = order.to(device);
   // The instances, pair order: the runs' end to end.

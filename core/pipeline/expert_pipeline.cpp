@@ -65,7 +65,7 @@ torch::Tensor ExpertPipeline::route(Phase phase, const torch::Tensor& experts,
   return checked_routing(instance, experts, table, policy_name(PolicyKind::Routing));
 }
 
-std::vector<int64_t> ExpertPipeline::route_counts(Phase phase, const std::vector<int64_t>& groups,
+std::vector<int64_t> ExpertPipeline::route_counts(Phase phase, std::vector<int64_t> groups,
                                                   const InstanceTable& table,
                                                   std::vector<int64_t> capacity) {
   CountRoutingRequest request;
@@ -74,14 +74,15 @@ std::vector<int64_t> ExpertPipeline::route_counts(Phase phase, const std::vector
   request.layer = settings_.layer;
   request.ranks = settings_.ranks;
   request.num_experts = settings_.num_experts;
-  request.pairs = groups;
+  request.pairs = std::move(groups);
   request.instances = table.instances;
   request.expert_instances = table.expert_instances;
   request.capacity = std::move(capacity);
   std::vector<int64_t> routed = call_policy(PolicyKind::Routing, "route_counts", [&] {
     return policies_->count_routing->route_counts(request);
   });
-  check_count_routing(routed, groups, settings_.ranks, table, policy_name(PolicyKind::Routing));
+  check_count_routing(routed, request.pairs, settings_.ranks, table,
+                      policy_name(PolicyKind::Routing));
   return routed;
 }
 

@@ -217,7 +217,7 @@ class ExpertPipeline {
                       const InstanceTable& table, std::vector<int64_t> capacity);
   // The scalable plan's routing: [ranks * instances] pairs per (home rank, instance) for `groups`
   // [ranks * experts] pairs per (home rank, expert), checked.
-  std::vector<int64_t> route_counts(Phase phase, const std::vector<int64_t>& groups,
+  std::vector<int64_t> route_counts(Phase phase, std::vector<int64_t> groups,
                                     const InstanceTable& table, std::vector<int64_t> capacity);
   // The placement's plan for `pass`, with `counts` routed pairs per expert over every process of
   // `tokens` tokens each (or the plan placed ahead): sets the pass's step, instance table (on

@@ -102,7 +102,7 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
 
   const std::vector<double> no_load(static_cast<std::size_t>(R), 0.0);
   pass->routed_counts =
-      route_counts(Phase::Forward, computed_groups, *table,
+      route_counts(Phase::Forward, std::move(computed_groups), *table,
                    room(rank_holdings(*table, no_load, expected_backward), forward_pairs_that_fit));
   overhead.routing += clock.lap();
   pass->layout = count_pair_layout(pass->routed_counts, pass->experts.numel(), experts.device(),
@@ -182,7 +182,7 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
   const std::vector<double> forward_load = as_loads(forward.layout.load);
   const std::vector<double> no_load(static_cast<std::size_t>(R), 0.0);
   const std::vector<int64_t> routed =
-      route_counts(Phase::Backward, kept_groups, table,
+      route_counts(Phase::Backward, std::move(kept_groups), table,
                    room(rank_holdings(table, forward_load, no_load), backward_pairs_that_fit));
   overhead.routing += clock.lap();
   // Every pair kept and routed as in the forward: each keeps its forward instance (the layout

@@ -205,7 +205,13 @@ ExpertHosts expert_hosts(const std::vector<lrmoe::ExpertInstance>& instances,
   const size_t E = expert_instances.size();
   ExpertHosts hosts{std::vector<std::vector<int64_t>>(E), std::vector<int64_t>(E * ranks, -1),
                     std::vector<std::vector<int64_t>>(ranks), ranks};
+  // Each list sized once: a layer's routing builds them anew, twice a step.
+  std::vector<size_t> hosted(ranks, 0);
+  for (const lrmoe::ExpertInstance& instance : instances)
+    ++hosted[static_cast<size_t>(instance.rank)];
+  for (size_t r = 0; r < ranks; ++r) hosts.experts_on[r].reserve(hosted[r]);
   for (size_t e = 0; e < E; ++e) {
+    hosts.ranks_of[e].reserve(expert_instances[e].size());
     for (const int64_t instance : expert_instances[e]) {
       const int64_t rank = instances[static_cast<size_t>(instance)].rank;
       int64_t& on_rank = hosts.instance_on[e * ranks + static_cast<size_t>(rank)];
@@ -363,6 +369,12 @@ class CapacityAware : public lrmoe::CountRoutingPolicy {
     std::vector<int64_t> routed(R * I, 0);
     std::vector<int64_t> later(R);
     for (size_t e = 0; e < E; ++e) {
+      if (hosts.ranks_of[e].size() == 1) {
+        // One rank hosts the expert: the flow takes every pair there, wherever it lives.
+        const auto instance = static_cast<size_t>(hosts.instance(e, hosts.ranks_of[e].front()));
+        for (size_t h = 0; h < R; ++h) routed[h * I + instance] += at_home[h * E + e];
+        continue;
+      }
       int64_t* left = flow.data() + e * R;
       for (size_t h = 0; h < R; ++h) {
         const int64_t pairs = at_home[h * E + e];
