@@ -185,11 +185,36 @@ ContextMove context_move(Collectives& collectives, const ContextSources& sources
   move.slice.home_pairs = move.slice.send_rows = identity_order(sent, move.rows.options());
   if (with_instances) move.instance = instance.to(device);
 
-  // 3. The rows arrive by forward process, then in backward destination order: each
-  // destination row's forward process orders the buffer.
-  torch::Tensor source = received[1].squeeze(1);
-  if (b.arrival.defined()) source = take_rows(source, b.arrival);
-  move.slice.arrival = inverse_permutation(stable_order(source, process.processes));
+  // 3. The rows arrive by forward process, then in backward destination order: a destination
+  // row's place in the buffer is where its forward process's rows begin, plus the rows of that
+  // process before it.
+  const torch::Tensor source = received[1].squeeze(1).to(torch::kCPU).contiguous();
+  const torch::Tensor source_row =
+      b.arrival.defined() ? b.arrival.to(torch::kCPU).contiguous() : torch::Tensor();
+  const int64_t rows_here = source.numel();
+  std::vector<int64_t> buffer_row(P + 1, 0);
+  std::partial_sum(move.slice.recv_counts.begin(), move.slice.recv_counts.end(),
+                   buffer_row.begin() + 1);
+  const std::vector<int64_t> buffer_end(buffer_row.begin() + 1, buffer_row.end());
+  if (buffer_row.back() != rows_here)
+    throw PlanError(
+        fmt::format("the scalable plan's context move: process {} computes {} rows, receives {}",
+                    process.index, rows_here, buffer_row.back()));
+  torch::Tensor arrival = torch::empty({rows_here}, torch::kInt64);
+  int64_t* place = arrival.data_ptr<int64_t>();
+  const int64_t* from = source.data_ptr<int64_t>();
+  const int64_t* at_row = source_row.defined() ? source_row.data_ptr<int64_t>() : nullptr;
+  for (int64_t d = 0; d < rows_here; ++d) {
+    const int64_t q = from[at_row ? at_row[d] : d];
+    if (q < 0 || q >= process.processes ||
+        buffer_row[static_cast<std::size_t>(q)] >= buffer_end[static_cast<std::size_t>(q)])
+      throw PlanError(fmt::format(
+          "the scalable plan's context move: process {} was sent more rows from process {} than "
+          "the summed counts say",
+          process.index, q));
+    place[d] = buffer_row[static_cast<std::size_t>(q)]++;
+  }
+  move.slice.arrival = arrival.to(device);
   return move;
 }
 
