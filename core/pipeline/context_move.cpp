@@ -31,6 +31,133 @@ torch::Tensor forward_rows(const ContextSources& sources) {
   return rows;
 }
 
+// The home's index messages: [k, 2] int64 rows (forward row, backward row) of its kept pairs,
+// grouped by forward process, each group in backward row order (the segments by forward process,
+// then by backward row); and [k, 1] int64 the forward process of each kept pair in backward row
+// order, which is the backward layout's destination order here. Both on the host.
+struct HomeMessages {
+  torch::Tensor rows;
+  torch::Tensor forward_process;
+};
+
+HomeMessages home_messages(const ContextSources& sources, const std::vector<int64_t>& send_counts,
+                           const ProcessView& process) {
+  const auto P = static_cast<std::size_t>(process.processes);
+  const int64_t k = sources.kept.numel();
+  const int64_t* pair = sources.kept.data_ptr<int64_t>();
+  std::vector<const ContextSegment*> by_row;
+  for (const ContextSegment& segment : sources.segments) by_row.push_back(&segment);
+  std::sort(by_row.begin(), by_row.end(), [](const ContextSegment* a, const ContextSegment* b) {
+    return a->backward_row < b->backward_row;
+  });
+  std::vector<int64_t> at(P + 1, 0);  // where each forward process's rows begin
+  for (const ContextSegment& segment : sources.segments)
+    at[static_cast<std::size_t>(segment.forward_process) + 1] += segment.pairs;
+  std::partial_sum(at.begin(), at.end(), at.begin());
+  for (std::size_t q = 0; q < P; ++q)
+    if (at[q + 1] - at[q] != send_counts[q])
+      throw PlanError(
+          fmt::format("the scalable plan's context move: process {} keeps {} pairs of process {}'s "
+                      "pre-activations, the summed counts say {}",
+                      process.index, at[q + 1] - at[q], q, send_counts[q]));
+  HomeMessages messages{torch::empty({k, 2}, torch::kInt64), torch::empty({k, 1}, torch::kInt64)};
+  int64_t* told = messages.rows.data_ptr<int64_t>();
+  int64_t* source_of = messages.forward_process.data_ptr<int64_t>();
+  for (const ContextSegment* segment : by_row) {
+    int64_t* into = told + 2 * at[static_cast<std::size_t>(segment->forward_process)];
+    for (int64_t x = 0; x < segment->pairs; ++x) {
+      into[2 * x] = pair[segment->first_kept + x] + segment->forward_shift;
+      into[2 * x + 1] = segment->backward_row + x;
+    }
+    at[static_cast<std::size_t>(segment->forward_process)] += segment->pairs;
+    source_of = std::fill_n(source_of, segment->pairs, segment->forward_process);
+  }
+  return messages;
+}
+
+// At the forward process: [planned] int64, the rows here (less `forward_first_row`) to send in
+// backward destination order, from `told` [planned, 2] int64 on the host, the home processes'
+// rows (forward row, backward row), `recv_counts[q]` from each q in process order. Each home
+// process's rows came in backward row order, and within an instance the home processes' rows
+// follow each other in process order (Note [Pair order]): instance by instance, each home
+// process's rows of it, in turn. `instance`: when given, set to each row's backward instance.
+torch::Tensor rows_to_send(const torch::Tensor& told, int64_t planned,
+                           const std::vector<int64_t>& recv_counts,
+                           const std::vector<int64_t>& instance_offsets, int64_t forward_first_row,
+                           const ProcessView& process, torch::Tensor* instance) {
+  const int64_t sent = told.size(0);
+  if (sent != planned)
+    throw PlanError(fmt::format(
+        "the scalable plan's context move: process {} was told of {} kept pairs to send, the "
+        "summed counts say {}",
+        process.index, sent, planned));
+  const auto P = static_cast<std::size_t>(process.processes);
+  const int64_t* row_pair = told.data_ptr<int64_t>();
+  std::vector<int64_t> next(P), end(P);  // each home process's rows left in `told`
+  for (std::size_t q = 0, from = 0; q < P; from += static_cast<std::size_t>(recv_counts[q++])) {
+    next[q] = static_cast<int64_t>(from);
+    end[q] = next[q] + recv_counts[q];
+  }
+  torch::Tensor rows = torch::empty({sent}, torch::kInt64);
+  if (instance) *instance = torch::empty({sent}, torch::kInt64);
+  int64_t* row = rows.data_ptr<int64_t>();
+  int64_t* row_instance = instance ? instance->data_ptr<int64_t>() : nullptr;
+  int64_t placed = 0;
+  for (std::size_t i = 0; i + 1 < instance_offsets.size(); ++i) {
+    const int64_t bound = instance_offsets[i + 1];
+    for (std::size_t q = 0; q < P; ++q) {
+      for (; next[q] < end[q] && row_pair[2 * next[q] + 1] < bound; ++next[q]) {
+        row[placed] = row_pair[2 * next[q]] - forward_first_row;
+        if (row_instance) row_instance[placed] = static_cast<int64_t>(i);
+        ++placed;
+      }
+    }
+  }
+  if (placed != sent)
+    throw PlanError(fmt::format(
+        "the scalable plan's context move: process {} was told of backward rows out of order or "
+        "past the layout's {}",
+        process.index, instance_offsets.back()));
+  return rows;
+}
+
+// At the backward process: [rows here] int64 on the host, where each destination row arrives in
+// the receive buffer, which holds the rows by forward process, then in backward destination
+// order: where its forward process's rows begin, plus that process's rows before it.
+// `forward_process`: [rows here] int64 each row's forward process as received along the
+// backward layout, whose `layout_arrival` (if defined) says where each destination row came.
+torch::Tensor arrival_by_source(const torch::Tensor& forward_process,
+                                const torch::Tensor& layout_arrival,
+                                const std::vector<int64_t>& recv_counts,
+                                const ProcessView& process) {
+  const torch::Tensor source = forward_process.to(torch::kCPU).contiguous();
+  const torch::Tensor source_row =
+      layout_arrival.defined() ? layout_arrival.to(torch::kCPU).contiguous() : torch::Tensor();
+  const int64_t rows_here = source.numel();
+  std::vector<int64_t> buffer_row(recv_counts.size() + 1, 0);
+  std::partial_sum(recv_counts.begin(), recv_counts.end(), buffer_row.begin() + 1);
+  const std::vector<int64_t> buffer_end(buffer_row.begin() + 1, buffer_row.end());
+  if (buffer_row.back() != rows_here)
+    throw PlanError(
+        fmt::format("the scalable plan's context move: process {} computes {} rows, receives {}",
+                    process.index, rows_here, buffer_row.back()));
+  torch::Tensor arrival = torch::empty({rows_here}, torch::kInt64);
+  int64_t* place = arrival.data_ptr<int64_t>();
+  const int64_t* from = source.data_ptr<int64_t>();
+  const int64_t* at_row = source_row.defined() ? source_row.data_ptr<int64_t>() : nullptr;
+  for (int64_t d = 0; d < rows_here; ++d) {
+    const int64_t q = from[at_row ? at_row[d] : d];
+    if (q < 0 || q >= process.processes ||
+        buffer_row[static_cast<std::size_t>(q)] >= buffer_end[static_cast<std::size_t>(q)])
+      throw PlanError(fmt::format(
+          "the scalable plan's context move: process {} was sent more rows from process {} than "
+          "the summed counts say",
+          process.index, q));
+    place[d] = buffer_row[static_cast<std::size_t>(q)]++;
+  }
+  return arrival;
+}
+
 }  // namespace
 
 ContextSources context_sources(const PairLayout& forward, const torch::Tensor& kept,
@@ -95,126 +222,34 @@ ContextMove context_move(Collectives& collectives, const ContextSources& sources
     return move;
   }
   const int64_t ranks = process.processes * process.ranks_per_process;
-  const auto P = static_cast<std::size_t>(process.processes);
-  const int64_t* pair = sources.kept.data_ptr<int64_t>();
-
-  // 1. Each kept pair's two rows to its forward process, which holds its pre-activations, in
-  // backward row order: the segments by forward process, then by backward row.
   std::vector<int64_t> send_counts, recv_counts;
   for (int64_t q = 0; q < process.processes; ++q) {
     send_counts.push_back(process_pairs(home_forward, ranks, process, process.index, q));
     recv_counts.push_back(process_pairs(home_forward, ranks, process, q, process.index));
   }
-  std::vector<const ContextSegment*> by_row;
-  for (const ContextSegment& segment : sources.segments) by_row.push_back(&segment);
-  std::sort(by_row.begin(), by_row.end(), [](const ContextSegment* a, const ContextSegment* b) {
-    return a->backward_row < b->backward_row;
-  });
-  const int64_t k = sources.kept.numel();
-  torch::Tensor told_rows = torch::empty({k, 2}, torch::kInt64);
-  std::vector<int64_t> at(P + 1, 0);  // where each forward process's rows begin in told_rows
-  for (const ContextSegment& segment : sources.segments)
-    at[static_cast<std::size_t>(segment.forward_process) + 1] += segment.pairs;
-  std::partial_sum(at.begin(), at.end(), at.begin());
-  for (std::size_t q = 0; q < P; ++q)
-    if (at[q + 1] - at[q] != send_counts[q])
-      throw PlanError(
-          fmt::format("the scalable plan's context move: process {} keeps {} pairs of process {}'s "
-                      "pre-activations, the summed counts say {}",
-                      process.index, at[q + 1] - at[q], q, send_counts[q]));
-  // With them, in the same call (Note [Fused dispatch]): the forward process of each kept pair,
-  // along the backward layout (its destination order here, backward row order), which orders
-  // the rows when they arrive (3.).
-  torch::Tensor forward_process = torch::empty({k, 1}, torch::kInt64);
-  int64_t* told = told_rows.data_ptr<int64_t>();
-  int64_t* source_of = forward_process.data_ptr<int64_t>();
-  for (const ContextSegment* segment : by_row) {
-    int64_t* into = told + 2 * at[static_cast<std::size_t>(segment->forward_process)];
-    for (int64_t x = 0; x < segment->pairs; ++x) {
-      into[2 * x] = pair[segment->first_kept + x] + segment->forward_shift;
-      into[2 * x + 1] = segment->backward_row + x;
-    }
-    at[static_cast<std::size_t>(segment->forward_process)] += segment->pairs;
-    source_of = std::fill_n(source_of, segment->pairs, segment->forward_process);
-  }
+  // 1. Each kept pair's two rows to its forward process, which holds its pre-activations; with
+  // them, in the same call (Note [Fused dispatch]), the forward process of each kept pair along
+  // the backward layout, which orders the rows when they arrive (3.).
+  const HomeMessages home = home_messages(sources, send_counts, process);
   const ProcessSlice& b = backward.local;
-  const std::vector<torch::Tensor> received =
-      collectives.exchange_messages({{told_rows.to(device), send_counts, recv_counts},
-                                     {forward_process.to(device), b.send_counts, b.recv_counts}});
-
+  const std::vector<torch::Tensor> received = collectives.exchange_messages(
+      {{home.rows.to(device), send_counts, recv_counts},
+       {home.forward_process.to(device), b.send_counts, b.recv_counts}});
   // 2. Here, the rows to send in backward destination order, which groups them by destination
-  // process as the all-to-all-v sends them. Each home process's rows came in backward row order,
-  // and within an instance the home processes' rows follow each other in process order (Note
-  // [Pair order]): instance by instance, each home process's rows of it, in turn.
-  const torch::Tensor told_here = received[0].to(torch::kCPU).contiguous();
-  const int64_t sent = told_here.size(0);
+  // process as the all-to-all-v sends them.
   const int64_t planned =
       std::accumulate(move.slice.send_counts.begin(), move.slice.send_counts.end(), int64_t{0});
-  if (sent != planned)
-    throw PlanError(fmt::format(
-        "the scalable plan's context move: process {} was told of {} kept pairs to send, the "
-        "summed counts say {}",
-        process.index, sent, planned));
-  const int64_t* row_pair = told_here.data_ptr<int64_t>();
-  std::vector<int64_t> next(P), end(P);  // each home process's rows left in told_here
-  for (std::size_t q = 0, from = 0; q < P; from += static_cast<std::size_t>(recv_counts[q++])) {
-    next[q] = static_cast<int64_t>(from);
-    end[q] = next[q] + recv_counts[q];
-  }
-  torch::Tensor rows = torch::empty({sent}, torch::kInt64);
-  torch::Tensor instance = torch::empty({with_instances ? sent : 0}, torch::kInt64);
-  int64_t* row = rows.data_ptr<int64_t>();
-  int64_t* row_instance = instance.data_ptr<int64_t>();
-  int64_t placed = 0;
-  for (int64_t i = 0; i < table.size(); ++i) {
-    const int64_t bound = backward.instance_offsets[static_cast<std::size_t>(i + 1)];
-    for (std::size_t q = 0; q < P; ++q) {
-      for (; next[q] < end[q] && row_pair[2 * next[q] + 1] < bound; ++next[q]) {
-        row[placed] = row_pair[2 * next[q]] - forward_first_row;
-        if (with_instances) row_instance[placed] = i;
-        ++placed;
-      }
-    }
-  }
-  if (placed != sent)
-    throw PlanError(fmt::format(
-        "the scalable plan's context move: process {} was told of backward rows out of order or "
-        "past the layout's {}",
-        process.index, backward.instance_offsets.back()));
-  move.rows = rows.to(device);
-  move.slice.home_pairs = move.slice.send_rows = identity_order(sent, move.rows.options());
+  torch::Tensor instance;
+  move.rows = rows_to_send(received[0].to(torch::kCPU).contiguous(), planned, recv_counts,
+                           backward.instance_offsets, forward_first_row, process,
+                           with_instances ? &instance : nullptr)
+                  .to(device);
+  move.slice.home_pairs = move.slice.send_rows = identity_order(planned, move.rows.options());
   if (with_instances) move.instance = instance.to(device);
-
-  // 3. The rows arrive by forward process, then in backward destination order: a destination
-  // row's place in the buffer is where its forward process's rows begin, plus the rows of that
-  // process before it.
-  const torch::Tensor source = received[1].squeeze(1).to(torch::kCPU).contiguous();
-  const torch::Tensor source_row =
-      b.arrival.defined() ? b.arrival.to(torch::kCPU).contiguous() : torch::Tensor();
-  const int64_t rows_here = source.numel();
-  std::vector<int64_t> buffer_row(P + 1, 0);
-  std::partial_sum(move.slice.recv_counts.begin(), move.slice.recv_counts.end(),
-                   buffer_row.begin() + 1);
-  const std::vector<int64_t> buffer_end(buffer_row.begin() + 1, buffer_row.end());
-  if (buffer_row.back() != rows_here)
-    throw PlanError(
-        fmt::format("the scalable plan's context move: process {} computes {} rows, receives {}",
-                    process.index, rows_here, buffer_row.back()));
-  torch::Tensor arrival = torch::empty({rows_here}, torch::kInt64);
-  int64_t* place = arrival.data_ptr<int64_t>();
-  const int64_t* from = source.data_ptr<int64_t>();
-  const int64_t* at_row = source_row.defined() ? source_row.data_ptr<int64_t>() : nullptr;
-  for (int64_t d = 0; d < rows_here; ++d) {
-    const int64_t q = from[at_row ? at_row[d] : d];
-    if (q < 0 || q >= process.processes ||
-        buffer_row[static_cast<std::size_t>(q)] >= buffer_end[static_cast<std::size_t>(q)])
-      throw PlanError(fmt::format(
-          "the scalable plan's context move: process {} was sent more rows from process {} than "
-          "the summed counts say",
-          process.index, q));
-    place[d] = buffer_row[static_cast<std::size_t>(q)]++;
-  }
-  move.slice.arrival = arrival.to(device);
+  // 3. Where each row arrives.
+  move.slice.arrival =
+      arrival_by_source(received[1].squeeze(1), b.arrival, move.slice.recv_counts, process)
+          .to(device);
   return move;
 }
 
