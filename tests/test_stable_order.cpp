@@ -88,17 +88,3 @@ TEST_CASE("values taken in an order are index_select's, rows whole", "[pipeline]
   CHECK_THROWS_WITH(lrmoe::take_rows(values, torch::tensor({300}, torch::kInt64)),
                     Catch::Contains("300 outside [0, 300)"));
 }
-
-TEST_CASE("columns taken in an order are their stack's rows in that order", "[pipeline]") {
-  torch::manual_seed(9);
-  const torch::Tensor a = torch::randint(0, 1000, {300}, torch::kInt64);
-  const torch::Tensor wide = torch::randint(0, 1000, {300, 3}, torch::kInt64);
-  const torch::Tensor order = torch::randint(0, 300, {500}, torch::kInt64);
-  // A strided column reads as its values do.
-  const std::vector<torch::Tensor> columns{a, wide.select(1, 2)};
-  CHECK(lrmoe::take_columns(columns, order).equal(torch::stack(columns, 1).index_select(0, order)));
-  CHECK(lrmoe::take_columns(columns, torch::empty({0}, torch::kInt64)).sizes() ==
-        std::vector<int64_t>{0, 2});
-  CHECK_THROWS_WITH(lrmoe::take_columns(columns, torch::tensor({300}, torch::kInt64)),
-                    Catch::Contains("300 outside [0, 300)"));
-}

@@ -103,10 +103,17 @@ torch::Tensor rows_to_send(const torch::Tensor& told, int64_t planned,
   int64_t* row = rows.data_ptr<int64_t>();
   int64_t* row_instance = instance ? instance->data_ptr<int64_t>() : nullptr;
   int64_t placed = 0;
+  std::vector<int64_t> last(P, -1);  // each home process's last backward row taken
   for (std::size_t i = 0; i + 1 < instance_offsets.size(); ++i) {
     const int64_t bound = instance_offsets[i + 1];
     for (std::size_t q = 0; q < P; ++q) {
       for (; next[q] < end[q] && row_pair[2 * next[q] + 1] < bound; ++next[q]) {
+        if (row_pair[2 * next[q] + 1] <= last[q])
+          throw PlanError(fmt::format(
+              "the scalable plan's context move: process {} was told process {}'s backward rows "
+              "out of order",
+              process.index, q));
+        last[q] = row_pair[2 * next[q] + 1];
         row[placed] = row_pair[2 * next[q]] - forward_first_row;
         if (row_instance) row_instance[placed] = static_cast<int64_t>(i);
         ++placed;
@@ -191,7 +198,7 @@ ContextSources context_sources(const PairLayout& forward, const torch::Tensor& k
       const int64_t stop = std::min(end, to.first_pair + to.pairs);
       sources.segments.push_back({j, stop - j, process.process_of(s),
                                   run.first_row - run.first_pair,
-                                  to.first_row + (j - to.first_pair), to.instance});
+                                  to.first_row + (j - to.first_pair)});
       const int64_t d =
           by_instance ? to.instance : table.instance_rank[static_cast<std::size_t>(to.instance)];
       sources.forward_backward[static_cast<std::size_t>(s * columns + d)] += stop - j;

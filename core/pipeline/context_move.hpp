@@ -23,17 +23,16 @@ struct ContextMove {
   torch::Tensor instance;
 };
 
-// A piece of the kept pairs that is one forward run and one backward run (Note [Layout runs]):
-// consecutive kept pairs whose backward rows count up by one, and whose forward rows are their
-// indices among the forward's pairs shifted alike.
+// A piece of the kept pairs that lies within one forward run and one backward run (Note [Layout
+// runs]): consecutive kept pairs whose backward rows count up by one, and whose forward rows are
+// their indices among the forward's pairs shifted alike.
 struct ContextSegment {
   int64_t first_kept = 0;  // its first kept pair, among this process's kept pairs (kept order)
   int64_t pairs = 0;
   int64_t forward_process = 0;  // the process of its forward instance
   // A kept pair's forward destination row is its index among the forward's pairs plus this.
   int64_t forward_shift = 0;
-  int64_t backward_row = 0;       // its first pair's backward destination row, global
-  int64_t backward_instance = 0;  // its backward instance
+  int64_t backward_row = 0;  // its first pair's backward destination row, global
 };
 
 // This process's kept pairs as the context move needs them, read off the runs of both layouts
@@ -43,13 +42,15 @@ struct ContextSources {
   std::vector<ContextSegment> segments;  // in kept order, covering [0, k)
   // This process's kept pairs from home rank h whose forward instance is on rank s, at
   // [h * ranks + s]; and from forward rank s to backward rank (or, by instance, to backward
-  // instance) d, at [s * columns + d]. Summed over processes, the move's counts.
+  // instance) d, at [s * columns + d]. Summed over processes, the move's counts, which the
+  // caller takes out; context_move reads neither.
   std::vector<int64_t> home_forward;
   std::vector<int64_t> forward_backward;
 };
 
 // `forward`: the forward layout (count_pair_layout over the computed pairs); `kept`: [k] int64,
-// increasing, the kept pairs among them, any device; `backward`: the backward layout
+// strictly increasing (as the threshold search gives them, not checked), the kept pairs among
+// them, any device; `backward`: the backward layout
 // (count_pair_layout over the kept pairs). `by_instance`: forward_backward by backward instance.
 ContextSources context_sources(const PairLayout& forward, const torch::Tensor& kept,
                                const PairLayout& backward, const InstanceTable& table,

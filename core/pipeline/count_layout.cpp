@@ -24,6 +24,10 @@ PairLayout count_pair_layout(const std::vector<int64_t>& routed, int64_t pairs,
   for (const std::vector<int64_t>& instances : table.expert_instances) {
     for (int64_t h = first; h < last; ++h) {
       for (const int64_t i : instances) {
+        if (count(h, i) < 0)
+          throw PlanError(
+              fmt::format("the scalable plan routed {} pairs of home rank {} to instance {}",
+                          count(h, i), h, i));
         if (count(h, i) == 0) continue;
         layout.runs.push_back({assigned, count(h, i), i, h, 0});
         assigned += count(h, i);

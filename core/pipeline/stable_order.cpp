@@ -126,32 +126,4 @@ torch::Tensor take_rows(const torch::Tensor& values, const torch::Tensor& order)
   return taken;
 }
 
-torch::Tensor take_columns(const std::vector<torch::Tensor>& columns, const torch::Tensor& order) {
-  const bool on_host =
-      order.device().is_cpu() &&
-      std::all_of(columns.begin(), columns.end(), [](const torch::Tensor& c) {
-        return c.device().is_cpu() && c.scalar_type() == torch::kInt64 && c.dim() == 1;
-      });
-  if (!on_host) return torch::stack(columns, 1).index_select(0, order);
-  const torch::Tensor at = order.contiguous();
-  const int64_t k = at.numel();
-  const auto width = static_cast<int64_t>(columns.size());
-  torch::Tensor taken = torch::empty({k, width}, at.options());
-  int64_t* into = taken.data_ptr<int64_t>();
-  const int64_t* position = at.data_ptr<int64_t>();
-  for (int64_t c = 0; c < width; ++c) {
-    const torch::Tensor& column = columns[static_cast<std::size_t>(c)];
-    const int64_t n = column.numel(), stride = column.stride(0);
-    TORCH_CHECK(n == columns.front().numel(), "take_columns: columns of ", columns.front().numel(),
-                " and ", n, " values");
-    const int64_t* source = column.data_ptr<int64_t>();
-    for (int64_t j = 0; j < k; ++j) {
-      TORCH_CHECK(position[j] >= 0 && position[j] < n, "take_columns: position ", position[j],
-                  " outside [0, ", n, ")");
-      into[j * width + c] = source[position[j] * stride];
-    }
-  }
-  return taken;
-}
-
 }  // namespace lrmoe

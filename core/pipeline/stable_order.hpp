@@ -1,6 +1,6 @@
 #pragma once
-// Orders of pairs. The stable sorting order of integer keys: expert, instance, rank and process
-// ids, which the plan sorts pairs by several times a pass, and rows, which are distinct. On the
+// Orders of pairs. The stable sorting order of integer keys: expert, instance, rank, process and
+// chunk ids, which the plan sorts pairs by several times a pass. On the
 // CPU a counting sort, one pass to count and one to place (O(n + bins)), where a comparison sort
 // of a layer's pairs was most of the plan's host time at full dimensions (Note [Replay]); with
 // many more bins than keys, the same sort digit by digit (radix, least significant first);
@@ -29,9 +29,5 @@ torch::Tensor inverse_permutation(const torch::Tensor& order);
 // values.index_select(0, order): [k, ...] of [n, ...] int64 values at the [k] int64 positions
 // `order`, on values' device.
 torch::Tensor take_rows(const torch::Tensor& values, const torch::Tensor& order);
-
-// torch::stack(columns, 1).index_select(0, order) without the stacked copy: [k, columns] int64
-// of [n] int64 columns at the [k] int64 positions `order`, on the columns' device.
-torch::Tensor take_columns(const std::vector<torch::Tensor>& columns, const torch::Tensor& order);
 
 }  // namespace lrmoe
