@@ -43,8 +43,7 @@ PairLayout count_pair_layout(const std::vector<int64_t>& routed, int64_t pairs,
 
   // Destination order here: by instance, each instance's runs in pair order (Note [Pair order]),
   // so the order is the runs' pair ranges end to end, and a run's rows are consecutive. Globally,
-  // this process's rows of an instance follow those homed on the processes before it.
-  // Where each instance's rows here begin globally: after its rows homed on earlier ranks.
+  // this process's rows of an instance begin after its rows homed on earlier ranks.
   std::vector<int64_t> row(layout.instance_offsets.begin(), layout.instance_offsets.end() - 1);
   for (int64_t h = 0; h < first; ++h)
     for (int64_t i = 0; i < I; ++i) row[static_cast<std::size_t>(i)] += count(h, i);

@@ -87,15 +87,13 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
   pass->home = dropped ? take_rows(home, pass->computed) : home;
   // Every process routes as many pairs (Note [Exact multi-process plan]).
   pass->pair_ids = pass->computed + settings_.process.index * experts.numel();
-  // This process's computed pairs per expert: its home ranks' groups.
-  std::vector<int64_t> local_counts(static_cast<std::size_t>(E), 0);
+  // This process's computed pairs by (expert, home rank here), and by expert: every
+  // ranks_per_process-th of those offsets.
   const ProcessView& process = settings_.process;
-  for (int64_t h = process.first_rank(); h < process.first_rank() + process.ranks_per_process; ++h)
-    for (int64_t e = 0; e < E; ++e)
-      local_counts[static_cast<std::size_t>(e)] +=
-          computed_groups[static_cast<std::size_t>(h * E + e)];
-  pass->expert_offsets = offsets_from_counts(local_counts);
   pass->home_group_offsets = home_group_offsets(computed_groups, E, process);
+  for (int64_t e = 0; e <= E; ++e)
+    pass->expert_offsets.push_back(
+        pass->home_group_offsets[static_cast<std::size_t>(e * process.ranks_per_process)]);
   const std::vector<double> expected_backward =
       check_as_planned(*table, pass->computed_counts, plan.quota);
   overhead.compaction += clock.lap();
