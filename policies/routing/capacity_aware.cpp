@@ -31,20 +31,45 @@
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace {
 
-// Where each expert's instances are: the ranks hosting one (instance order, each rank once) and
-// the instance that takes a rank's pairs.
+// Where each expert's instances are, as hosts: a host is an (expert, rank) with an instance of
+// the expert on the rank. An expert's hosts are consecutive, in the order of its instances (each
+// rank once), experts in order; so a rank's hosts, listed in host order, are in expert order.
+// Flat lists, not a list per expert or an [experts * ranks] table: a layer's routing builds
+// them anew twice a step, and at 64 ranks the table's clearing cost more than the routing.
 struct ExpertHosts {
-  std::vector<std::vector<int64_t>> ranks_of;    // [experts]
-  std::vector<int64_t> instance_on;              // [experts * ranks], -1: none there
-  std::vector<std::vector<int64_t>> experts_on;  // [ranks] the experts hosted, increasing
-  size_t ranks = 0;
-  int64_t instance(size_t expert, size_t rank) const { return instance_on[expert * ranks + rank]; }
+  std::vector<size_t> first;          // [experts + 1] each expert's hosts: [first[e], first[e+1])
+  std::vector<int64_t> expert;        // [hosts]
+  std::vector<int64_t> rank;          // [hosts]
+  std::vector<int64_t> instance;      // [hosts] the instance that takes the rank's pairs
+  std::vector<size_t> first_on_rank;  // [ranks + 1] each rank's hosts in `on_rank`
+  std::vector<size_t> on_rank;        // [hosts] host indices by rank, each rank's by expert
+  size_t experts() const { return first.size() - 1; }
+  size_t count(size_t e) const { return first[e + 1] - first[e]; }
 };
 
-// Flows of pairs from experts to the ranks that host them, within per-rank limits.
+// Per rank, the host of one expert there (-1: none), set for one expert at a time and cleared
+// after it: the lookup an [experts * ranks] table gave, in the expert's hosts' time.
+class HostOnRank {
+ public:
+  explicit HostOnRank(size_t ranks) : host_(ranks, -1) {}
+  void set(const ExpertHosts& hosts, size_t e) { mark(hosts, e, true); }
+  void clear(const ExpertHosts& hosts, size_t e) { mark(hosts, e, false); }
+  int64_t operator[](size_t rank) const { return host_[rank]; }
+
+ private:
+  void mark(const ExpertHosts& hosts, size_t e, bool on) {
+    for (size_t k = hosts.first[e]; k < hosts.first[e + 1]; ++k)
+      host_[static_cast<size_t>(hosts.rank[k])] = on ? static_cast<int64_t>(k) : -1;
+  }
+  std::vector<int64_t> host_;
+};
+
+// Flows of pairs from experts to the ranks that host them, within per-rank limits: one flow per
+// host.
 class ExpertRankFlow {
  public:
   ExpertRankFlow(std::vector<int64_t> supply, const ExpertHosts& hosts, std::vector<int64_t> limit)
@@ -52,7 +77,7 @@ class ExpertRankFlow {
         experts_(supply.size()),
         ranks_(limit.size()),
         limit_(std::move(limit)),
-        flow_(experts_ * ranks_, 0),
+        flow_(hosts.rank.size(), 0),
         load_(ranks_, 0),
         supply_(supply),
         unplaced_(std::move(supply)) {}
@@ -60,11 +85,13 @@ class ExpertRankFlow {
   // Raises the ranks' limits to `limit` (none lower): the flow so far stays within them.
   void raise_limits(std::vector<int64_t> limit) { limit_ = std::move(limit); }
 
-  // Adds `pairs` of `expert` to `rank` as far as the rank's limit allows.
-  void place(size_t expert, size_t rank, int64_t pairs) {
+  // Adds `pairs` of the host's expert to its rank as far as the rank's limit allows.
+  void place(size_t host, int64_t pairs) {
+    const auto expert = static_cast<size_t>(hosts_->expert[host]);
+    const auto rank = static_cast<size_t>(hosts_->rank[host]);
     const int64_t moved = std::min({pairs, unplaced_[expert], limit_[rank] - load_[rank]});
     if (moved <= 0) return;
-    flow_[expert * ranks_ + rank] += moved;
+    flow_[host] += moved;
     load_[rank] += moved;
     unplaced_[expert] -= moved;
   }
@@ -75,10 +102,14 @@ class ExpertRankFlow {
   // there), and ends at a rank below its limit.
   bool complete() {
     const size_t E = experts_;
-    // Nodes 0..E-1 are experts, E..E+R-1 ranks; parent[v] is where the path came from. The
-    // queue is a vector read from `head`: every node enters it at most once per search.
+    const ExpertHosts& hosts = *hosts_;
+    // Nodes 0..E-1 are experts, E..E+R-1 ranks; parent[v] is where the path came from, and
+    // via[v] the host (the edge) it came along. The queue is a vector read from `head`: every
+    // node enters it at most once per search.
     std::vector<int64_t>& parent = parent_;
     parent.resize(E + ranks_);
+    std::vector<size_t>& via = via_;
+    via.resize(E + ranks_);
     std::vector<size_t> queue;
     queue.reserve(E + ranks_);
     // Paths of one edge first, without a search each. The search finds them first anyway: it
@@ -87,7 +118,7 @@ class ExpertRankFlow {
     // takes room, so no path of one edge opens later: this loop takes the same paths in the
     // same order, and the searches below only the longer ones.
     for (size_t e = 0; e < E; ++e) {
-      for (const int64_t r : hosts_->ranks_of[e]) place(e, static_cast<size_t>(r), unplaced_[e]);
+      for (size_t k = hosts.first[e]; k < hosts.first[e + 1]; ++k) place(k, unplaced_[e]);
     }
     for (;;) {
       std::fill(parent.begin(), parent.end(), -1);
@@ -103,11 +134,13 @@ class ExpertRankFlow {
       for (size_t head = 0; head < queue.size() && end < 0; ++head) {
         const size_t node = queue[head];
         if (node < E) {
-          for (const int64_t r : hosts_->ranks_of[node]) {
-            const size_t rank = E + static_cast<size_t>(r);
+          for (size_t k = hosts.first[node]; k < hosts.first[node + 1]; ++k) {
+            const auto r = static_cast<size_t>(hosts.rank[k]);
+            const size_t rank = E + r;
             if (parent[rank] >= 0) continue;
             parent[rank] = static_cast<int64_t>(node);
-            if (load_[static_cast<size_t>(r)] < limit_[static_cast<size_t>(r)]) {
+            via[rank] = k;
+            if (load_[r] < limit_[r]) {
               end = static_cast<int64_t>(rank);
               break;
             }
@@ -116,10 +149,12 @@ class ExpertRankFlow {
         } else {
           const size_t r = node - E;
           // Only the experts the rank hosts can send it pairs.
-          for (const int64_t hosted : hosts_->experts_on[r]) {
-            const auto e = static_cast<size_t>(hosted);
-            if (parent[e] < 0 && flow_[e * ranks_ + r] > 0) {
+          for (size_t j = hosts.first_on_rank[r]; j < hosts.first_on_rank[r + 1]; ++j) {
+            const size_t k = hosts.on_rank[j];
+            const auto e = static_cast<size_t>(hosts.expert[k]);
+            if (parent[e] < 0 && flow_[k] > 0) {
               parent[e] = static_cast<int64_t>(node);
+              via[e] = k;
               queue.push_back(e);
             }
           }
@@ -136,20 +171,20 @@ class ExpertRankFlow {
           amount = std::min(amount, unplaced_[expert]);
           break;
         }
+        amount = std::min(amount, flow_[via[expert]]);
         node = static_cast<size_t>(parent[expert]);
-        amount = std::min(amount, flow_[expert * ranks_ + node - E]);
       }
       node = static_cast<size_t>(end);
       load_[end_rank] += amount;
       while (true) {
         const auto expert = static_cast<size_t>(parent[node]);
-        flow_[expert * ranks_ + node - E] += amount;
+        flow_[via[node]] += amount;
         if (parent[expert] == static_cast<int64_t>(expert)) {
           unplaced_[expert] -= amount;
           break;
         }
+        flow_[via[expert]] -= amount;
         node = static_cast<size_t>(parent[expert]);
-        flow_[expert * ranks_ + node - E] -= amount;
       }
     }
   }
@@ -171,18 +206,19 @@ class ExpertRankFlow {
     return b;
   }
 
-  // [experts * ranks] pairs placed.
+  // [hosts] pairs placed.
   std::vector<int64_t> flow() && { return std::move(flow_); }
 
  private:
   const ExpertHosts* hosts_;
   size_t experts_, ranks_;
   std::vector<int64_t> limit_;     // [ranks] pairs each may hold
-  std::vector<int64_t> flow_;      // [experts * ranks] pairs placed
+  std::vector<int64_t> flow_;      // [hosts] pairs placed
   std::vector<int64_t> load_;      // [ranks] pairs placed
   std::vector<int64_t> supply_;    // [experts] pairs in all
   std::vector<int64_t> unplaced_;  // [experts]
   std::vector<int64_t> parent_;    // the last search's: where each node was reached from, or -1
+  std::vector<size_t> via_;        // the last search's: the host each node was reached along
 };
 
 // The smallest shift s at which `ranks` (a subset of them) can hold `demand` pairs between
@@ -203,44 +239,53 @@ int64_t least_shift_holding(const std::vector<int64_t>& capacity, const std::vec
 ExpertHosts expert_hosts(const std::vector<lrmoe::ExpertInstance>& instances,
                          const std::vector<std::vector<int64_t>>& expert_instances, size_t ranks) {
   const size_t E = expert_instances.size();
-  ExpertHosts hosts{std::vector<std::vector<int64_t>>(E), std::vector<int64_t>(E * ranks, -1),
-                    std::vector<std::vector<int64_t>>(ranks), ranks};
-  // Each list sized once: a layer's routing builds them anew, twice a step.
-  std::vector<size_t> hosted(ranks, 0);
-  for (const lrmoe::ExpertInstance& instance : instances)
-    ++hosted[static_cast<size_t>(instance.rank)];
-  for (size_t r = 0; r < ranks; ++r) hosts.experts_on[r].reserve(hosted[r]);
+  ExpertHosts hosts;
+  hosts.first.reserve(E + 1);
+  hosts.expert.reserve(instances.size());
+  hosts.rank.reserve(instances.size());
+  hosts.instance.reserve(instances.size());
+  // The last expert (plus one) seen on each rank: an expert's second instance on a rank is no
+  // second host.
+  std::vector<size_t> seen(ranks, 0);
+  hosts.first_on_rank.assign(ranks + 1, 0);
   for (size_t e = 0; e < E; ++e) {
-    hosts.ranks_of[e].reserve(expert_instances[e].size());
+    hosts.first.push_back(hosts.rank.size());
     for (const int64_t instance : expert_instances[e]) {
       const int64_t rank = instances[static_cast<size_t>(instance)].rank;
-      int64_t& on_rank = hosts.instance_on[e * ranks + static_cast<size_t>(rank)];
-      if (on_rank >= 0) continue;
-      on_rank = instance;
-      hosts.ranks_of[e].push_back(rank);
-      hosts.experts_on[static_cast<size_t>(rank)].push_back(static_cast<int64_t>(e));
+      if (std::exchange(seen[static_cast<size_t>(rank)], e + 1) == e + 1) continue;
+      hosts.expert.push_back(static_cast<int64_t>(e));
+      hosts.rank.push_back(rank);
+      hosts.instance.push_back(instance);
+      ++hosts.first_on_rank[static_cast<size_t>(rank) + 1];
     }
   }
+  hosts.first.push_back(hosts.rank.size());
+  // Each rank's hosts in host order, so by expert: a counting sort.
+  std::partial_sum(hosts.first_on_rank.begin(), hosts.first_on_rank.end(),
+                   hosts.first_on_rank.begin());
+  hosts.on_rank.resize(hosts.rank.size());
+  std::vector<size_t> next(hosts.first_on_rank.begin(), hosts.first_on_rank.end() - 1);
+  for (size_t k = 0; k < hosts.rank.size(); ++k)
+    hosts.on_rank[next[static_cast<size_t>(hosts.rank[k])]++] = k;
   return hosts;
 }
 
-// Steps 1 and 2: [experts * ranks] pairs of each expert each hosting rank takes, from the pairs
-// per home rank and expert, `at_home` [ranks * experts].
+// Steps 1 and 2: [hosts] the pairs each host's rank takes of its expert, from the pairs per
+// home rank and expert, `at_home` [ranks * experts].
 std::vector<int64_t> transport(const std::vector<int64_t>& at_home, const ExpertHosts& hosts,
                                const std::vector<int64_t>& capacity) {
-  const size_t E = hosts.ranks_of.size();
+  const size_t E = hosts.experts();
   const size_t R = capacity.size();
   std::vector<int64_t> supply(E, 0);
   for (size_t h = 0; h < R; ++h) {
     for (size_t e = 0; e < E; ++e) supply[e] += at_home[h * E + e];
   }
   const int64_t total = std::accumulate(supply.begin(), supply.end(), int64_t{0});
-  if (total == 0) return std::vector<int64_t>(E * R, 0);
+  if (total == 0) return std::vector<int64_t>(hosts.rank.size(), 0);
   std::vector<size_t> order(E);
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return hosts.ranks_of[a].size() < hosts.ranks_of[b].size();
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return hosts.count(a) < hosts.count(b); });
 
   // Step 2 for one shift s: the flow's start, which complete() then finishes.
   auto limits_at = [&](int64_t shift) {
@@ -251,9 +296,8 @@ std::vector<int64_t> transport(const std::vector<int64_t>& at_home, const Expert
   auto flow_at = [&](int64_t shift) {
     ExpertRankFlow flow(supply, hosts, limits_at(shift));
     for (const size_t e : order) {
-      for (const int64_t rank : hosts.ranks_of[e]) {
-        flow.place(e, static_cast<size_t>(rank), at_home[static_cast<size_t>(rank) * E + e]);
-      }
+      for (size_t k = hosts.first[e]; k < hosts.first[e + 1]; ++k)
+        flow.place(k, at_home[static_cast<size_t>(hosts.rank[k]) * E + e]);
     }
     return flow;
   };
@@ -326,24 +370,25 @@ class CapacityAware : public lrmoe::CountRoutingPolicy {
     at::Tensor routed = at::empty({experts.numel()}, at::kLong);
     int64_t* chosen = routed.data_ptr<int64_t>();
     std::vector<int64_t> later;
+    HostOnRank host_on(R);
     for (size_t e = 0; e < E; ++e) {
-      int64_t* left = flow.data() + e * R;
+      host_on.set(hosts, e);
       later.clear();
       for (const int64_t pair : pairs_of[e]) {
-        const auto h = static_cast<size_t>(home[pair]);
-        if (left[h] > 0) {
-          --left[h];
-          chosen[pair] = hosts.instance(e, h);
+        const int64_t k = host_on[static_cast<size_t>(home[pair])];
+        if (k >= 0 && flow[static_cast<size_t>(k)] > 0) {
+          --flow[static_cast<size_t>(k)];
+          chosen[pair] = hosts.instance[static_cast<size_t>(k)];
         } else {
           later.push_back(pair);
         }
       }
-      size_t next = 0;
+      host_on.clear(hosts, e);
+      size_t k = hosts.first[e];
       for (const int64_t pair : later) {
-        while (left[static_cast<size_t>(hosts.ranks_of[e][next])] == 0) ++next;
-        const auto rank = static_cast<size_t>(hosts.ranks_of[e][next]);
-        --left[rank];
-        chosen[pair] = hosts.instance(e, rank);
+        while (flow[k] == 0) ++k;
+        --flow[k];
+        chosen[pair] = hosts.instance[k];
       }
     }
     return routed;
@@ -368,29 +413,33 @@ class CapacityAware : public lrmoe::CountRoutingPolicy {
 
     std::vector<int64_t> routed(R * I, 0);
     std::vector<int64_t> later(R);
+    HostOnRank host_on(R);
     for (size_t e = 0; e < E; ++e) {
-      if (hosts.ranks_of[e].size() == 1) {
+      if (hosts.count(e) == 1) {
         // One rank hosts the expert: the flow takes every pair there, wherever it lives.
-        const auto instance = static_cast<size_t>(hosts.instance(e, hosts.ranks_of[e].front()));
-        for (size_t h = 0; h < R; ++h) routed[h * I + instance] += at_home[h * E + e];
+        const auto instance = static_cast<size_t>(hosts.instance[hosts.first[e]]);
+        for (size_t h = 0; h < R; ++h) routed[h * I + instance] = at_home[h * E + e];
         continue;
       }
-      int64_t* left = flow.data() + e * R;
+      host_on.set(hosts, e);
       for (size_t h = 0; h < R; ++h) {
         const int64_t pairs = at_home[h * E + e];
-        const int64_t stay = std::min(pairs, left[h]);
-        if (stay > 0) routed[h * I + static_cast<size_t>(hosts.instance(e, h))] += stay;
-        left[h] -= stay;
+        const int64_t k = host_on[h];
+        const int64_t stay = k >= 0 ? std::min(pairs, flow[static_cast<size_t>(k)]) : 0;
+        if (stay > 0) {
+          routed[h * I + static_cast<size_t>(hosts.instance[static_cast<size_t>(k)])] += stay;
+          flow[static_cast<size_t>(k)] -= stay;
+        }
         later[h] = pairs - stay;
       }
-      size_t next = 0;
+      host_on.clear(hosts, e);
+      size_t k = hosts.first[e];
       for (size_t h = 0; h < R; ++h) {
         while (later[h] > 0) {
-          while (left[static_cast<size_t>(hosts.ranks_of[e][next])] == 0) ++next;
-          const auto rank = static_cast<size_t>(hosts.ranks_of[e][next]);
-          const int64_t moved = std::min(later[h], left[rank]);
-          routed[h * I + static_cast<size_t>(hosts.instance(e, rank))] += moved;
-          left[rank] -= moved;
+          while (flow[k] == 0) ++k;
+          const int64_t moved = std::min(later[h], flow[k]);
+          routed[h * I + static_cast<size_t>(hosts.instance[k])] += moved;
+          flow[k] -= moved;
           later[h] -= moved;
         }
       }

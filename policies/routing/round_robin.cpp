@@ -8,11 +8,6 @@
 
 namespace {
 
-// How many i in [0, end) have i mod count == j.
-int64_t turns_before(int64_t end, int64_t j, int64_t count) {
-  return (end + count - 1 - j) / count;
-}
-
 class RoundRobin : public lrmoe::CountRoutingPolicy {
  public:
   explicit RoundRobin(const lrmoe::Parameters&) {}
@@ -32,19 +27,30 @@ class RoundRobin : public lrmoe::CountRoutingPolicy {
 
   std::vector<int64_t> route_counts(const lrmoe::CountRoutingRequest& request) override {
     const auto E = static_cast<size_t>(request.num_experts);
+    const auto R = static_cast<size_t>(request.ranks);
     const size_t I = request.instances.size();
-    std::vector<int64_t> routed(static_cast<size_t>(request.ranks) * I, 0);
-    for (size_t e = 0; e < E; ++e) {
-      const std::vector<int64_t>& candidates = request.expert_instances[e];
-      const auto count = static_cast<int64_t>(candidates.size());
-      int64_t begin = 0;  // the expert's pairs homed before rank h
-      for (size_t h = 0; h < static_cast<size_t>(request.ranks); ++h) {
-        const int64_t end = begin + request.pairs[h * E + e];
+    std::vector<int64_t> routed(R * I, 0);
+    // Of the turns [0, end), instance j takes end / count, and one more when j < end % count:
+    // one division per home rank's end, not one per instance and end. Home ranks outermost, so
+    // that both tables are read and written in order.
+    std::vector<int64_t> end(E, 0), turns(E, 0), extra(E, 0);  // [0, end): pairs homed so far
+    for (size_t h = 0; h < R; ++h) {
+      for (size_t e = 0; e < E; ++e) {
+        const std::vector<int64_t>& candidates = request.expert_instances[e];
+        const int64_t pairs = request.pairs[h * E + e];
+        if (candidates.size() == 1) {  // one instance takes every pair: no turns to count
+          routed[h * I + static_cast<size_t>(candidates.front())] = pairs;
+          continue;
+        }
+        const auto count = static_cast<int64_t>(candidates.size());
+        end[e] += pairs;
+        const int64_t end_turns = end[e] / count, end_extra = end[e] % count;
         for (int64_t j = 0; j < count; ++j) {
           routed[h * I + static_cast<size_t>(candidates[static_cast<size_t>(j)])] =
-              turns_before(end, j, count) - turns_before(begin, j, count);
+              end_turns + (j < end_extra) - turns[e] - (j < extra[e]);
         }
-        begin = end;
+        turns[e] = end_turns;
+        extra[e] = end_extra;
       }
     }
     return routed;
