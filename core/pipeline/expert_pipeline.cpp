@@ -68,7 +68,7 @@ torch::Tensor ExpertPipeline::route(Phase phase, const torch::Tensor& experts,
 std::vector<int64_t> ExpertPipeline::route_counts(Phase phase, std::vector<int64_t> groups,
                                                   const InstanceTable& table,
                                                   std::vector<int64_t> capacity) {
-  CountRoutingRequest request;
+  CountRoutingRequest& request = count_request_;
   request.phase = phase;
   request.step = step_;
   request.layer = settings_.layer;
@@ -83,6 +83,7 @@ std::vector<int64_t> ExpertPipeline::route_counts(Phase phase, std::vector<int64
   });
   check_count_routing(routed, request.pairs, settings_.ranks, table,
                       policy_name(PolicyKind::Routing));
+  request.pairs = {};  // the counts are the pass's: not held between passes
   return routed;
 }
 

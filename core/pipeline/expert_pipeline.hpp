@@ -291,6 +291,9 @@ class ExpertPipeline {
   // Earlier global counts, oldest first: the same on every process (Note [Exact multi-process
   // plan]).
   std::deque<std::vector<int64_t>> history_;
+  // The last count routing's request, kept so that the next one copies the instance table into
+  // buffers it already has: twice a layer, a fresh copy of a list per expert showed in profiles.
+  CountRoutingRequest count_request_;
   // The next pass's placement, planned before its router (place_ahead).
   struct PlacedAhead {
     PlacementPlan plan;
