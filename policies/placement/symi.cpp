@@ -93,11 +93,14 @@ std::vector<int64_t> replica_counts(const std::vector<int64_t>& popularity, int6
 std::vector<lrmoe::ExpertInstance> contiguous_layout(const std::vector<int64_t>& count,
                                                      int64_t slots_per_rank) {
   std::vector<lrmoe::ExpertInstance> instances;
-  int64_t entry = 0;
+  instances.reserve(static_cast<size_t>(std::accumulate(count.begin(), count.end(), int64_t{0})));
+  // Entry i is slot i % slots_per_rank of rank i / slots_per_rank, counted as the entries go
+  // (the fit loop lays out every slot count it tries, and a division per entry showed).
+  int64_t rank = 0, slot = 0;
   for (size_t e = 0; e < count.size(); ++e) {
-    for (int64_t j = 0; j < count[e]; ++j, ++entry) {
-      instances.push_back(
-          {static_cast<int64_t>(e), entry / slots_per_rank, entry % slots_per_rank, j == 0});
+    for (int64_t j = 0; j < count[e]; ++j) {
+      instances.push_back({static_cast<int64_t>(e), rank, slot, j == 0});
+      if (++slot == slots_per_rank) slot = 0, ++rank;
     }
   }
   return instances;
@@ -168,7 +171,9 @@ class Symi : public lrmoe::PlacementPolicy {
     if (fit_budget_) slot_capacity = largest_fitting_capacity(request, layout, slot_capacity);
 
     lrmoe::PlacementPlan plan;
-    plan.instances = std::move(layout.instances);
+    // The contiguous layout is laid out once, at the slots chosen: fits() reads its counts.
+    plan.instances = distinct_ranks_ ? std::move(layout.instances)
+                                     : contiguous_layout(layout.count, layout.slots_per_rank);
     plan.quota.assign(static_cast<size_t>(request.num_experts), lrmoe::kKeepEveryPair);
     plan.co_located_share_copy = shared_copy_;
     plan.information =
@@ -182,9 +187,10 @@ class Symi : public lrmoe::PlacementPolicy {
  private:
   struct Layout {
     std::vector<int64_t> count;  // [experts] instances
-    std::vector<lrmoe::ExpertInstance> instances;
-    int64_t slot_capacity = 0;                  // 0 when dropless
-    std::vector<double> expected_per_instance;  // [experts] dropless: the pairs SYMI expects
+    int64_t slots_per_rank = 0;
+    std::vector<lrmoe::ExpertInstance> instances;  // layout = "distinct_ranks" only
+    int64_t slot_capacity = 0;                     // 0 when dropless
+    std::vector<double> expected_per_instance;     // [experts] dropless: the pairs SYMI expects
   };
 
   Layout lay_out(const lrmoe::PlacementRequest& request, const std::vector<int64_t>& popularity,
@@ -192,9 +198,9 @@ class Symi : public lrmoe::PlacementPolicy {
     const int64_t slots = request.ranks * slots_per_rank;
     Layout layout;
     layout.count = replica_counts(popularity, slots, distinct_ranks_ ? request.ranks : slots);
-    layout.instances = distinct_ranks_
-                           ? distinct_ranks_layout(layout.count, request.ranks, slots_per_rank)
-                           : contiguous_layout(layout.count, slots_per_rank);
+    layout.slots_per_rank = slots_per_rank;
+    if (distinct_ranks_)
+      layout.instances = distinct_ranks_layout(layout.count, request.ranks, slots_per_rank);
     const double pairs = static_cast<double>(request.tokens * request.top_k);
     if (capacity_factor_ > 0) {
       layout.slot_capacity =
@@ -213,27 +219,37 @@ class Symi : public lrmoe::PlacementPolicy {
   // Whether every rank fits with `capacity` pairs per instance (dropless: the expected pairs).
   bool fits(const lrmoe::PlacementRequest& request, const Layout& layout, int64_t capacity) const {
     std::vector<lrmoe::LayerHolding> ranks(static_cast<size_t>(request.ranks));
-    // [rank * experts + expert]: whether the rank holds a copy of the expert's weights
-    std::vector<char> copies(static_cast<size_t>(request.ranks * request.num_experts), 0);
-    auto copy = [&](const lrmoe::ExpertInstance& instance) -> char& {
-      return copies[static_cast<size_t>(instance.rank * request.num_experts + instance.expert)];
-    };
-    for (const lrmoe::ExpertInstance& instance : layout.instances) {
-      lrmoe::LayerHolding& h = ranks[static_cast<size_t>(instance.rank)];
-      const double pairs = capacity_factor_ > 0
-                               ? static_cast<double>(capacity)
-                               : layout.expected_per_instance[static_cast<size_t>(instance.expert)];
-      h.forward_pairs += pairs;
-      h.backward_pairs += pairs;
-      if (instance.owner) {
-        ++h.owned;
-        copy(instance) = 1;
+    // `n` instances of `expert` on `rank`, one of them its owner or none. With co_located =
+    // "shared_copy", the expert's instances on the rank share the owner's copy there, or else
+    // one replica's. Each instance adds its pairs in turn, in layout order, as a list of the
+    // instances would.
+    auto hold = [&](size_t expert, int64_t rank, int64_t n, bool owner) {
+      lrmoe::LayerHolding& h = ranks[static_cast<size_t>(rank)];
+      const double pairs = capacity_factor_ > 0 ? static_cast<double>(capacity)
+                                                : layout.expected_per_instance[expert];
+      for (int64_t j = 0; j < n; ++j) {
+        h.forward_pairs += pairs;
+        h.backward_pairs += pairs;
       }
-    }
-    for (const lrmoe::ExpertInstance& instance : layout.instances) {
-      if (instance.owner) continue;
-      if (shared_copy_ && std::exchange(copy(instance), char{1})) continue;
-      ++ranks[static_cast<size_t>(instance.rank)].replicas;
+      h.owned += owner ? 1 : 0;
+      h.replicas += shared_copy_ ? (owner ? 0 : 1) : n - (owner ? 1 : 0);
+    };
+    if (distinct_ranks_) {
+      for (const lrmoe::ExpertInstance& instance : layout.instances)
+        hold(static_cast<size_t>(instance.expert), instance.rank, 1, instance.owner);
+    } else {
+      // The contiguous layout from its counts, a run of entries per (expert, rank): the fit loop
+      // tries every slot count down from the most, and a list of every instance for each showed.
+      const int64_t S = layout.slots_per_rank;
+      int64_t entry = 0;
+      for (size_t e = 0; e < layout.count.size(); ++e) {
+        for (int64_t left = layout.count[e]; left > 0;) {
+          const int64_t n = std::min(left, S - entry % S);
+          hold(e, entry / S, n, left == layout.count[e]);
+          entry += n;
+          left -= n;
+        }
+      }
     }
     for (const lrmoe::LayerHolding& h : ranks) {
       if (!lrmoe::layer_fits(request.memory, h, request.budget_bytes)) return false;
