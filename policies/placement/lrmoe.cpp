@@ -41,6 +41,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 namespace {
 
@@ -72,13 +73,17 @@ struct Layout {
   // Per rank, the sum over its instances of pairs_e / cnt_e: each expert's pairs split evenly
   // over its instances, as the runner's memory check counts them before routing.
   std::vector<double> per_rank_share(const std::vector<int64_t>& pairs) const {
-    std::vector<double> share(hosted.size(), 0.0);
+    std::vector<double> share;
+    per_rank_share(pairs, share);
+    return share;
+  }
+  void per_rank_share(const std::vector<int64_t>& pairs, std::vector<double>& share) const {
+    share.assign(hosted.size(), 0.0);
     for (const lrmoe::ExpertInstance& instance : instances) {
       const auto e = static_cast<size_t>(instance.expert);
       share[static_cast<size_t>(instance.rank)] +=
           static_cast<double>(pairs[e]) / static_cast<double>(copies[e]);
     }
-    return share;
   }
 
   // pairs_e / (cnt_e + extra): an instance's share of its expert's pairs with `extra` more copies.
@@ -242,20 +247,21 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
     const auto keep = static_cast<int64_t>(std::ceil(keep_fraction_ * static_cast<double>(total)));
     const std::vector<double> forward = layout.per_rank_share(pairs);
 
-    auto quotas_at = [&](double tau) {
-      std::vector<int64_t> quota(pairs.size());
+    // Quotas at one tau, into a buffer the search keeps: each halving evaluates them, once or
+    // twice. cnt_e * tau >= 0, so truncation is the floor (no call to floor per expert).
+    auto quotas_at = [&](double tau, std::vector<int64_t>& quota) {
+      quota.resize(pairs.size());
       for (size_t e = 0; e < pairs.size(); ++e) {
         quota[e] =
-            std::min(pairs[e],
-                     static_cast<int64_t>(std::floor(static_cast<double>(layout.copies[e]) * tau)));
+            std::min(pairs[e], static_cast<int64_t>(static_cast<double>(layout.copies[e]) * tau));
       }
-      return quota;
     };
+    std::vector<double> backward;
     auto feasible = [&](const std::vector<int64_t>& quota) {
       if (std::accumulate(quota.begin(), quota.end(), int64_t{0}) > keep) {
         return false;
       }
-      const std::vector<double> backward = layout.per_rank_share(quota);
+      layout.per_rank_share(quota, backward);
       for (size_t r = 0; r < layout.hosted.size(); ++r) {
         if (!lrmoe::layer_fits(request.memory, layout.holding(r, forward[r], backward[r]),
                                planning_budget(request))) {
@@ -269,21 +275,25 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
     double low = 0;
     double high =
         static_cast<double>(pairs.empty() ? 0 : *std::max_element(pairs.begin(), pairs.end()));
-    std::vector<int64_t> at_high = quotas_at(high);
-    if (feasible(at_high)) return at_high;
+    std::vector<int64_t> at_low, at_middle, below_high;
+    quotas_at(high, at_middle);
+    if (feasible(at_middle)) return at_middle;
     // The quotas change only at tau = m / cnt_e; 100 halvings of [0, max n] end closer to the
     // last feasible change than any two changes are apart. They stop early once the quotas are
     // the same all through [low, high): each is monotone in tau, so every tau the remaining
     // halvings could keep gives these quotas, the ones they would return. The quotas at `low`
-    // are kept from the halving that set it.
-    std::vector<int64_t> at_low = quotas_at(low);
+    // are kept from the halving that set it, those just below `high` until it moves.
+    quotas_at(low, at_low);
+    double below_high_tau = std::nan("");
     for (int i = 0; i < 100; ++i) {
-      if (at_low == quotas_at(std::nextafter(high, low))) break;
+      const double just_below = std::nextafter(high, low);
+      if (just_below != below_high_tau) quotas_at(below_high_tau = just_below, below_high);
+      if (at_low == below_high) break;
       const double middle = low + (high - low) / 2;
-      std::vector<int64_t> at_middle = quotas_at(middle);
+      quotas_at(middle, at_middle);
       if (feasible(at_middle)) {
         low = middle;
-        at_low = std::move(at_middle);
+        std::swap(at_low, at_middle);
       } else {
         high = middle;
       }
