@@ -40,6 +40,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <utility>
 
@@ -145,6 +146,18 @@ struct Layout {
     add({expert, rank, hosted[static_cast<size_t>(rank)], false});
   }
 };
+
+// The least tau >= 0 at which a quota of `copies` instances, trunc(copies * tau) as computed in
+// doubles, reaches m >= 1. Near m / copies: the product's rounding moves it by an ulp or two.
+double tau_reaching(int64_t copies, int64_t m) {
+  const auto c = static_cast<double>(copies);
+  const auto target = static_cast<double>(m);
+  double t = target / c;
+  while (c * t < target) t = std::nextafter(t, std::numeric_limits<double>::infinity());
+  for (double below = std::nextafter(t, 0.0); c * below >= target; below = std::nextafter(t, 0.0))
+    t = below;
+  return t;
+}
 
 class LrmoePlanner : public lrmoe::PlacementPolicy {
  public:
@@ -275,20 +288,29 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
     double low = 0;
     double high =
         static_cast<double>(pairs.empty() ? 0 : *std::max_element(pairs.begin(), pairs.end()));
-    std::vector<int64_t> at_low, at_middle, below_high;
-    quotas_at(high, at_middle);
-    if (feasible(at_middle)) return at_middle;
-    // The quotas change only at tau = m / cnt_e; 100 halvings of [0, max n] end closer to the
-    // last feasible change than any two changes are apart. They stop early once the quotas are
-    // the same all through [low, high): each is monotone in tau, so every tau the remaining
-    // halvings could keep gives these quotas, the ones they would return. The quotas at `low`
-    // are kept from the halving that set it, those just below `high` until it moves.
+    std::vector<int64_t> at_low, at_middle, at_high;
+    quotas_at(high, at_high);
+    if (feasible(at_high)) return at_high;
+    // The quotas change only at tau = m / cnt_e (as the product rounds); 100 halvings of
+    // [0, max n] end closer to the last feasible change than any two changes are apart. Each
+    // quota is monotone in tau, and feasibility changes only where the quotas do, so the
+    // boundary is a change: the halvings close in on it and could do so to the last bit. They
+    // stop once every quota that differs between `low` and `high` rises by one, all at the same
+    // tau: every later halving keeps the quotas at `low` (below that tau) or drops those at
+    // `high` (at or above it), so these are the quotas they would return.
     quotas_at(low, at_low);
-    double below_high_tau = std::nan("");
-    for (int i = 0; i < 100; ++i) {
-      const double just_below = std::nextafter(high, low);
-      if (just_below != below_high_tau) quotas_at(below_high_tau = just_below, below_high);
-      if (at_low == below_high) break;
+    auto one_change_between = [&] {
+      double at = -1;
+      for (size_t e = 0; e < pairs.size(); ++e) {
+        if (at_high[e] == at_low[e]) continue;
+        if (at_high[e] != at_low[e] + 1) return false;
+        const double t = tau_reaching(layout.copies[e], at_low[e] + 1);
+        if (at >= 0 && t != at) return false;
+        at = t;
+      }
+      return true;
+    };
+    for (int i = 0; i < 100 && !one_change_between(); ++i) {
       const double middle = low + (high - low) / 2;
       quotas_at(middle, at_middle);
       if (feasible(at_middle)) {
@@ -296,6 +318,7 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
         std::swap(at_low, at_middle);
       } else {
         high = middle;
+        std::swap(at_high, at_middle);
       }
     }
     return at_low;
