@@ -62,21 +62,36 @@ QuotaThresholdSearch::QuotaThresholdSearch(std::vector<int64_t> group_offsets,
   above_.assign(quota_.size(), 0);
   need_ = quota_;
   const float* score = s.data_ptr<float>();
+  // The first round's histogram is counted as the keys are made: one pass over the pairs, not
+  // two. Rows for every expert, of which the open ones' are written and the rest cut off.
+  torch::Tensor first = torch::empty({num_experts_, kBins}, torch::kInt64);
+  const int shift = byte_shift();
   // An expert that keeps none of its pairs, or (its pairs over every process known) all of them,
   // needs no histogram: every pair is below, or above, its threshold.
   for (int64_t x = 0; x < num_experts_; ++x) {
     const auto ex = static_cast<std::size_t>(x);
     const bool none = quota_[ex] <= 0, all = !pairs.empty() && quota_[ex] >= pairs[ex];
     if (!none && !all) {
+      int64_t* row = zeroed_row(first, static_cast<int64_t>(open_.size()));
       open_.push_back(x);
-      for (int64_t i = begin(x); i < end(x); ++i)
-        key_[static_cast<std::size_t>(i)] = score_key(score[i]);
+      for (int64_t i = begin(x); i < end(x); ++i) {
+        const uint32_t key = score_key(score[i]);
+        key_[static_cast<std::size_t>(i)] = key;
+        ++row[(key >> shift) & 0xFFU];
+      }
       continue;
     }
     decided_[ex] = none ? Decided::None : Decided::All;
     above_[ex] = none ? 0 : pairs[ex];
     need_[ex] = 0;
   }
+  histogram_ = first.narrow(0, 0, static_cast<int64_t>(open_.size()));
+}
+
+int64_t* QuotaThresholdSearch::zeroed_row(torch::Tensor& histogram, int64_t row) {
+  int64_t* bins = histogram.data_ptr<int64_t>() + row * kBins;
+  std::fill_n(bins, kBins, int64_t{0});
+  return bins;
 }
 
 int64_t QuotaThresholdSearch::begin(int64_t expert) const {
@@ -99,15 +114,7 @@ void QuotaThresholdSearch::for_each_undecided(int64_t expert, Visit visit) const
 
 torch::Tensor QuotaThresholdSearch::local_histogram() const {
   if (done()) throw std::logic_error("QuotaThresholdSearch: every threshold is known");
-  auto histogram = torch::zeros({static_cast<int64_t>(open_.size()), kBins}, torch::kInt64);
-  int64_t* bins = histogram.data_ptr<int64_t>();
-  // The undecided pairs are those of open experts whose higher bytes match their threshold's.
-  const int shift = byte_shift();
-  for (std::size_t k = 0; k < open_.size(); ++k) {
-    int64_t* row = bins + static_cast<int64_t>(k) * kBins;
-    for_each_undecided(open_[k], [&](uint32_t i) { ++row[(key_[i] >> shift) & 0xFFU]; });
-  }
-  return histogram;
+  return histogram_;
 }
 
 void QuotaThresholdSearch::narrow(const torch::Tensor& global_histogram) {
@@ -121,6 +128,10 @@ void QuotaThresholdSearch::narrow(const torch::Tensor& global_histogram) {
   const int64_t* bins = histogram.data_ptr<int64_t>();
   const int shift = byte_shift();
   const bool last_round = rounds_.size() + 1 == static_cast<std::size_t>(kRounds);
+  // The next round's histogram, counted as the undecided pairs are sifted: rows for every expert
+  // open now, of which those still open write theirs.
+  torch::Tensor next = last_round ? torch::Tensor() : torch::empty({rows, kBins}, torch::kInt64);
+  const int next_shift = shift - 8;
   std::vector<int64_t> still_open;
   for (int64_t k = 0; k < rows; ++k) {
     const int64_t expert = open_[static_cast<std::size_t>(k)];
@@ -151,7 +162,6 @@ void QuotaThresholdSearch::narrow(const torch::Tensor& global_histogram) {
     // The bin is kept whole (the need is all of it) or not at all: its lower bytes decide
     // nothing, and its pairs are "at" the threshold, of which the need is kept.
     const bool open = need_[e] > 0 && need_[e] < row[bin] && !last_round;
-    if (open) still_open.push_back(expert);
     // The threshold's bytes so far: a pair above or below them is decided for good, by its key's
     // bytes as settled; one at them stays undecided while its expert is open, and is at the
     // threshold once it closes. The ones still undecided are written over the list as it is read.
@@ -159,16 +169,23 @@ void QuotaThresholdSearch::narrow(const torch::Tensor& global_histogram) {
     prefix_[e] = (rounds_.empty() ? 0 : prefix_[e] << 8) | threshold;
     prefix_shift_[e] = shift;
     if (!open) continue;
+    int64_t* next_row = zeroed_row(next, static_cast<int64_t>(still_open.size()));
+    still_open.push_back(expert);
     uint32_t* kept_undecided = undecided_.get() + begin(expert);
     int64_t still_undecided = 0;
     for_each_undecided(expert, [&](uint32_t i) {
+      const uint32_t key = key_[i];
+      const int64_t stays = ((key >> shift) & 0xFFU) == threshold ? 1 : 0;
       kept_undecided[still_undecided] = i;
-      still_undecided += ((key_[i] >> shift) & 0xFFU) == threshold ? 1 : 0;
+      still_undecided += stays;
+      next_row[(key >> next_shift) & 0xFFU] += stays;
     });
     undecided_count_[e] = still_undecided;
   }
   open_ = std::move(still_open);
   rounds_.push_back(rows);
+  histogram_ =
+      open_.empty() ? torch::Tensor() : next.narrow(0, 0, static_cast<int64_t>(open_.size()));
 }
 
 int QuotaThresholdSearch::byte_shift() const {

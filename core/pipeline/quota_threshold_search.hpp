@@ -55,8 +55,9 @@ class QuotaThresholdSearch {
   bool done() const { return open_.empty(); }
   // [open experts, kBins] int64 on the CPU, the open experts in increasing order: this process's
   // pairs per bin of the current round's byte, among the pairs whose higher bytes equal their
-  // expert's threshold so far. The caller sums it over processes (an all-reduce) and hands the
-  // sum to narrow().
+  // expert's threshold so far. The caller sums it over processes (an all-reduce, in place) and
+  // hands the sum to narrow(). Counted by the pass before (the keys' making, or the last
+  // narrow()) and not read again by the search, so summing into it is safe.
   torch::Tensor local_histogram() const;
   void narrow(const torch::Tensor& global_histogram);
   // The rows of each round's histogram so far: the experts open in it.
@@ -90,6 +91,8 @@ class QuotaThresholdSearch {
   template <typename Visit>
   void for_each_undecided(int64_t expert, Visit visit) const;
   int64_t begin(int64_t expert) const;
+  // Row `row` of a [rows, kBins] int64 histogram, zeroed: only the rows in use are cleared.
+  static int64_t* zeroed_row(torch::Tensor& histogram, int64_t row);
   int64_t end(int64_t expert) const;
 
   ProcessView process_;
@@ -108,6 +111,7 @@ class QuotaThresholdSearch {
   std::vector<int> prefix_shift_;
   std::vector<int64_t> quota_;
   std::vector<int64_t> open_;    // the experts whose threshold still needs a byte, increasing
+  torch::Tensor histogram_;      // this round's local histogram, as local_histogram() gives it
   std::vector<int64_t> rounds_;  // rows of each round's histogram
   std::vector<int64_t> above_;   // [experts] pairs known to lie above the threshold
   // [experts] pairs still to keep among those whose settled bytes match the threshold's
