@@ -74,7 +74,7 @@ QuotaThresholdSearch::QuotaThresholdSearch(std::vector<int64_t> group_offsets,
     if (!none && !all) {
       int64_t* row = zeroed_row(first, static_cast<int64_t>(open_.size()));
       open_.push_back(x);
-      for (int64_t i = begin(x); i < end(x); ++i) {
+      for (int64_t i = begin(x), stop = end(x); i < stop; ++i) {
         const uint32_t key = score_key(score[i]);
         key_[static_cast<std::size_t>(i)] = key;
         ++row[(key >> shift) & 0xFFU];
@@ -102,14 +102,18 @@ int64_t QuotaThresholdSearch::end(int64_t expert) const {
   return group_offsets_[static_cast<std::size_t>((expert + 1) * process_.ranks_per_process)];
 }
 
+// The loops over pairs read their bounds once: they write int64 counts, which could alias the
+// offsets as far as the compiler knows, so a bound in the condition is reloaded every pair.
 template <typename Visit>
 void QuotaThresholdSearch::for_each_undecided(int64_t expert, Visit visit) const {
   if (rounds_.empty()) {  // every pair of an open expert is undecided before the first round
-    for (int64_t i = begin(expert); i < end(expert); ++i) visit(static_cast<uint32_t>(i));
+    for (int64_t i = begin(expert), stop = end(expert); i < stop; ++i)
+      visit(static_cast<uint32_t>(i));
     return;
   }
   const uint32_t* pair = undecided_.get() + begin(expert);
-  for (int64_t j = 0; j < undecided_count_[static_cast<std::size_t>(expert)]; ++j) visit(pair[j]);
+  const int64_t count = undecided_count_[static_cast<std::size_t>(expert)];
+  for (int64_t j = 0; j < count; ++j) visit(pair[j]);
 }
 
 torch::Tensor QuotaThresholdSearch::local_histogram() const {
@@ -265,7 +269,7 @@ torch::Tensor QuotaThresholdSearch::kept(const torch::Tensor& summed_groups) con
     const int64_t need = need_[x];
     const uint32_t prefix = prefix_[x];
     const int shift = prefix_shift_[x];
-    for (int64_t i = begin(e); i < end(e); ++i) {
+    for (int64_t i = begin(e), stop = end(e); i < stop; ++i) {
       const uint32_t settled = key_[static_cast<std::size_t>(i)] >> shift;
       const bool tie = settled == prefix;
       const bool keep = settled > prefix || (tie && tie_rank < need);
