@@ -8,15 +8,17 @@
 #include "core/pipeline/stable_order.hpp"
 
 namespace lrmoe {
-PairLayout count_pair_layout(const std::vector<int64_t>& routed, int64_t pairs,
+PairLayout count_pair_layout(std::vector<int64_t> routed, int64_t pairs,
                              const torch::Device& device, const InstanceTable& table, int64_t ranks,
                              const ProcessView& process) {
   const int64_t I = table.size();
   const int64_t m = pairs;
   const int64_t first = process.first_rank(), last = first + process.ranks_per_process;
-  auto count = [&](int64_t h, int64_t i) { return routed[static_cast<std::size_t>(h * I + i)]; };
   PairLayout layout;
   layout.ranks = ranks;
+  set_layout_counts(layout, std::move(routed), table, ranks);
+  const std::vector<int64_t>& counts = layout.home_instance;
+  auto count = [&](int64_t h, int64_t i) { return counts[static_cast<std::size_t>(h * I + i)]; };
 
   // This process's pairs run by expert, then home rank, so their instances are the runs of the
   // groups in that order, each group's in the order of its expert's instances.
@@ -39,7 +41,6 @@ PairLayout count_pair_layout(const std::vector<int64_t>& routed, int64_t pairs,
         "the scalable plan routed {} pairs homed on process {}'s ranks, which has {}: the "
         "routing's counts do not cover the pass's pairs",
         assigned, process.index, m));
-  set_layout_counts(layout, routed, table, ranks);
 
   // Destination order here: by instance, each instance's runs in pair order (Note [Pair order]),
   // so the order is the runs' pair ranges end to end, and a run's rows are consecutive. Globally,

@@ -19,8 +19,9 @@ namespace lrmoe {
 // in pair order, so that they run by expert and then home rank (Note [Pair order]); `device`,
 // the training device, where the layout's tensors go. Each (home rank, expert) group's pairs go
 // to the expert's instances in table.expert_instances order, as many to each as `routed` says.
-// Throws PlanError when the counts of `routed` for this process's ranks do not add up to m.
-PairLayout count_pair_layout(const std::vector<int64_t>& routed, int64_t pairs,
+// Throws PlanError when the counts of `routed` for this process's ranks do not add up to m. The
+// layout keeps `routed` as its home_instance.
+PairLayout count_pair_layout(std::vector<int64_t> routed, int64_t pairs,
                              const torch::Device& device, const InstanceTable& table, int64_t ranks,
                              const ProcessView& process);
 

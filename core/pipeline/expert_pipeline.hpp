@@ -91,11 +91,9 @@ struct ForwardPass {
   std::vector<int64_t> computed_counts;
   // [ranks]: routed pairs (dropped ones included) homed on each rank
   std::vector<int64_t> routed_per_home_rank;
-  // Scalable plan: [ranks * instances] computed pairs homed on rank h routed to instance i, from
-  // which the layout was built; and the histogram rows of each round of the threshold search the
-  // forward capacity needed (unset: none needed; empty: a search whose experts all closed before
-  // a round, which still sums its groups).
-  std::vector<int64_t> routed_counts;
+  // Scalable plan: the histogram rows of each round of the threshold search the forward capacity
+  // needed (unset: none needed; empty: a search whose experts all closed before a round, which
+  // still sums its groups). Its routed counts are the layout's home_instance.
   std::optional<std::vector<int64_t>> search_rounds;
   std::shared_ptr<const InstanceTable> table;
   std::vector<int64_t> quota;

@@ -99,12 +99,12 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
   overhead.compaction += clock.lap();
 
   const std::vector<double> no_load(static_cast<std::size_t>(R), 0.0);
-  pass->routed_counts =
+  std::vector<int64_t> routed_counts =
       route_counts(Phase::Forward, std::move(computed_groups), *table,
                    room(rank_holdings(*table, no_load, expected_backward), forward_pairs_that_fit));
   overhead.routing += clock.lap();
-  pass->layout = count_pair_layout(pass->routed_counts, pass->experts.numel(), experts.device(),
-                                   *table, R, process);
+  pass->layout = count_pair_layout(std::move(routed_counts), pass->experts.numel(),
+                                   experts.device(), *table, R, process);
   pass->local_pairs = pass->computed;  // every computed pair here is homed here
   check_budget(rank_holdings(*table, as_loads(pass->layout.load), expected_backward),
                "after forward routing");
@@ -165,7 +165,7 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
     pass.search_rounds = std::move(kept.rounds);
   } else {
     pass.kept = identity_order(forward.experts.numel(), forward.experts.options());
-    kept_groups = groups_by_expert(forward.routed_counts, table, R, E);
+    kept_groups = groups_by_expert(forward.layout.home_instance, table, R, E);
   }
   // Among the computed pairs, the kept ones' rows (every pair kept: the rows as they are).
   auto kept_rows = [&](const torch::Tensor& rows) {
@@ -179,17 +179,17 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
 
   const std::vector<double> forward_load = as_loads(forward.layout.load);
   const std::vector<double> no_load(static_cast<std::size_t>(R), 0.0);
-  const std::vector<int64_t> routed =
+  std::vector<int64_t> routed =
       route_counts(Phase::Backward, std::move(kept_groups), table,
                    room(rank_holdings(table, forward_load, no_load), backward_pairs_that_fit));
   overhead.routing += clock.lap();
   // Every pair kept and routed as in the forward: each keeps its forward instance (the layout
   // follows from the counts and the pairs, which are the forward's), so nothing moves with it
   // (Note [Context in place]). Every process knows both counts, so all take the same branch.
-  pass.context_in_place = !searched && routed == forward.routed_counts;
-  pass.layout = pass.context_in_place
-                    ? forward.layout
-                    : count_pair_layout(routed, pass.kept.numel(), device, table, R, process);
+  pass.context_in_place = !searched && routed == forward.layout.home_instance;
+  pass.layout = pass.context_in_place ? forward.layout
+                                      : count_pair_layout(std::move(routed), pass.kept.numel(),
+                                                          device, table, R, process);
   // The kept pairs are positions among the forward's home rows, which are this process's
   // computed pairs in pair order.
   pass.local_kept = pass.kept;

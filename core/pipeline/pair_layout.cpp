@@ -112,14 +112,19 @@ std::vector<int64_t> rank_matrix(const std::vector<int64_t>& home_instance,
 void set_layout_counts(PairLayout& layout, std::vector<int64_t> home_instance,
                        const InstanceTable& table, int64_t ranks) {
   const int64_t I = table.size();
+  // The rows per instance and the rank matrix in one pass over the counts.
   std::vector<int64_t> rows(static_cast<std::size_t>(I), 0);
+  layout.matrix.assign(static_cast<std::size_t>(ranks * ranks), 0);
   for (int64_t h = 0; h < ranks; ++h) {
-    for (int64_t i = 0; i < I; ++i)
-      rows[static_cast<std::size_t>(i)] += home_instance[static_cast<std::size_t>(h * I + i)];
+    int64_t* to_rank = layout.matrix.data() + h * ranks;
+    const int64_t* pairs = home_instance.data() + h * I;
+    for (int64_t i = 0; i < I; ++i) {
+      rows[static_cast<std::size_t>(i)] += pairs[i];
+      to_rank[table.instance_rank[static_cast<std::size_t>(i)]] += pairs[i];
+    }
   }
   layout.instance_offsets.assign(1, 0);
   std::partial_sum(rows.begin(), rows.end(), std::back_inserter(layout.instance_offsets));
-  layout.matrix = rank_matrix(home_instance, table, ranks);
   layout.load = load_of(layout.matrix, ranks);
   layout.home_instance = std::move(home_instance);
 }
