@@ -53,7 +53,8 @@ std::vector<int64_t> replica_counts(const std::vector<int64_t>& popularity, int6
   std::vector<int64_t> count(experts);
   for (size_t e = 0; e < experts; ++e) {
     goal[e] = static_cast<double>(popularity[e]) / total * static_cast<double>(slots);
-    count[e] = std::min(most_per_expert, static_cast<int64_t>(std::floor(std::max(goal[e], 1.0))));
+    // max(goal, 1) >= 1, so truncation is the floor: no call to floor per expert and slot count.
+    count[e] = std::min(most_per_expert, static_cast<int64_t>(std::max(goal[e], 1.0)));
   }
   int64_t used = std::accumulate(count.begin(), count.end(), int64_t{0});
   auto excess = [&](size_t e) { return static_cast<double>(count[e]) - goal[e]; };
@@ -61,10 +62,16 @@ std::vector<int64_t> replica_counts(const std::vector<int64_t>& popularity, int6
   // ties to the lowest index: a heap of the candidates gives each pick in log(experts) where a
   // scan of every expert took experts. Changing one count changes no other's excess.
   using Candidate = std::pair<double, size_t>;  // (excess, expert)
+  // The order is total (ties go by index), so the picks do not depend on how the heap was built:
+  // it is built only when there is a pick to make, from the candidates at once.
   auto pick_each = [&](auto first, auto can_change, int64_t step, auto more_to_do) {
-    std::priority_queue<Candidate, std::vector<Candidate>, decltype(first)> heap(first);
+    if (!more_to_do()) return;
+    std::vector<Candidate> candidates;
+    candidates.reserve(experts);
     for (size_t e = 0; e < experts; ++e)
-      if (can_change(e)) heap.emplace(excess(e), e);
+      if (can_change(e)) candidates.emplace_back(excess(e), e);
+    std::priority_queue<Candidate, std::vector<Candidate>, decltype(first)> heap(
+        first, std::move(candidates));
     while (more_to_do() && !heap.empty()) {
       const size_t pick = heap.top().second;
       heap.pop();
