@@ -58,6 +58,32 @@ std::vector<std::vector<int64_t>> host_counts(const std::vector<CountRequest>& r
   return split;
 }
 
+std::vector<int64_t> pair_order_group_counts(const torch::Tensor& home, int64_t ranks,
+                                             const torch::Tensor& experts, int64_t num_experts) {
+  if (!home.device().is_cpu() || !experts.device().is_cpu())
+    return host_counts({{home, ranks, experts, num_experts}}).front();
+  const torch::Tensor e = experts.to(torch::kInt64).contiguous();
+  const torch::Tensor h = home.to(torch::kInt64).contiguous();
+  TORCH_CHECK(e.numel() == h.numel(), "pair_order_group_counts: ", e.numel(), " experts but ",
+              h.numel(), " home ranks");
+  const int64_t* expert = e.data_ptr<int64_t>();
+  const int64_t* home_rank = h.data_ptr<int64_t>();
+  const int64_t n = e.numel();
+  std::vector<int64_t> counts(static_cast<std::size_t>(ranks * num_experts), 0);
+  // Group by group: each ends where its (expert, home rank) is passed, which pair order makes a
+  // binary search. A value out of range is refused as host_counts refuses it.
+  for (int64_t begin = 0; begin < n;) {
+    const int64_t x = expert[begin], r = home_rank[begin];
+    TORCH_CHECK(x >= 0 && x < num_experts && r >= 0 && r < ranks, "pair_order_group_counts: cell (",
+                r, ", ", x, ") outside [0, ", ranks, ") x [0, ", num_experts, ")");
+    const int64_t expert_end = std::upper_bound(expert + begin, expert + n, x) - expert;
+    const int64_t end = std::upper_bound(home_rank + begin, home_rank + expert_end, r) - home_rank;
+    counts[static_cast<std::size_t>(r * num_experts + x)] += end - begin;
+    begin = end;
+  }
+  return counts;
+}
+
 std::vector<int64_t> expert_counts(const torch::Tensor& experts, int64_t num_experts) {
   return host_counts({{experts, num_experts}}).front();
 }

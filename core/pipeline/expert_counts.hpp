@@ -32,6 +32,13 @@ struct CountRequest {
 // host waits for the device once for all of them (Note [Host synchronisation]).
 std::vector<std::vector<int64_t>> host_counts(const std::vector<CountRequest>& requests);
 
+// [ranks * num_experts] pairs per (home rank, expert), on the host, of pairs in pair order
+// (Note [Pair order]): `experts` [n] int64 nondecreasing and, within an expert, `home` [n] int64
+// nondecreasing. On the host each group's end is found by a binary search, in time per group
+// rather than per pair; on a device it is a bincount (host_counts).
+std::vector<int64_t> pair_order_group_counts(const torch::Tensor& home, int64_t ranks,
+                                             const torch::Tensor& experts, int64_t num_experts);
+
 // Pairs per expert: experts [pairs] int64 -> [num_experts] on the host.
 std::vector<int64_t> expert_counts(const torch::Tensor& experts, int64_t num_experts);
 

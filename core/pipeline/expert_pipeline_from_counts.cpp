@@ -7,6 +7,7 @@
 
 #include "core/pipeline/context_move.hpp"
 #include "core/pipeline/count_layout.hpp"
+#include "core/pipeline/expert_counts.hpp"
 #include "core/pipeline/expert_pipeline.hpp"
 #include "core/pipeline/plan_budget.hpp"
 #include "core/pipeline/plugin_output_checks.hpp"
@@ -44,7 +45,7 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
   const int64_t E = settings_.num_experts, R = settings_.ranks;
   // Routed pairs per (home rank, expert) over every process: each home rank is one process's.
   const std::vector<int64_t> routed_groups =
-      summed_counts(*collectives_, {{home, R, experts, E}}).front();
+      summed_over_processes(*collectives_, {pair_order_group_counts(home, R, experts, E)}).front();
   std::vector<int64_t> counts(static_cast<std::size_t>(E), 0);
   auto pass = std::make_shared<ForwardPass>();
   pass->routed_per_home_rank.assign(static_cast<std::size_t>(R), 0);

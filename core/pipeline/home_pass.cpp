@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "core/pipeline/count_layout.hpp"
+#include "core/pipeline/expert_counts.hpp"
 #include "core/pipeline/stable_order.hpp"
 #include "core/pipeline/summed_counts.hpp"
 #include "lrmoe/static_owners.hpp"
@@ -24,7 +25,8 @@ std::shared_ptr<const ForwardPass> home_pass(const torch::Tensor& experts,
   // Static owners in (rank, slot) order are in expert order: instance e is expert e, so the
   // pairs per (home rank, expert) are the routed pairs per (home rank, instance).
   const std::vector<int64_t> routed =
-      summed_counts(collectives, {{home, ranks, experts, E}}).front();
+      summed_over_processes(collectives, {pair_order_group_counts(home, ranks, experts, E)})
+          .front();
   auto pass = std::make_shared<ForwardPass>();
   pass->computed = identity_order(experts.numel(), experts.options());
   pass->local_pairs = pass->computed;

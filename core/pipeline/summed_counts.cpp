@@ -4,11 +4,6 @@
 
 namespace lrmoe {
 
-std::vector<std::vector<int64_t>> summed_counts(Collectives& collectives,
-                                                const std::vector<CountRequest>& requests) {
-  return summed_over_processes(collectives, host_counts(requests));
-}
-
 std::vector<std::vector<int64_t>> summed_over_processes(Collectives& collectives,
                                                         std::vector<std::vector<int64_t>> counts) {
   if (collectives.single()) return counts;

@@ -1,0 +1,41 @@
+// pair_order_group_counts (core/pipeline/expert_counts.hpp): the scalable plan's pairs per
+// (home rank, expert), found by binary search in pairs that are in pair order, must be the
+// bincount of those pairs.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "core/pipeline/expert_counts.hpp"
+
+using namespace lrmoe;
+
+TEST_CASE("Group counts of pairs in pair order are their bincount", "[counts]") {
+  std::mt19937 random(31);
+  auto below = [&](int64_t n) { return std::uniform_int_distribution<int64_t>(0, n - 1)(random); };
+  for (int trial = 0; trial < 200; ++trial) {
+    // One process's ranks among `ranks`; experts and home ranks some of which have no pairs.
+    const int64_t ranks = 1 + below(6), experts = 1 + below(9);
+    const int64_t first = below(ranks), mine = 1 + below(ranks - first);
+    std::vector<std::pair<int64_t, int64_t>> pairs(static_cast<std::size_t>(below(120)));
+    for (auto& [expert, home] : pairs) expert = below(experts), home = first + below(mine);
+    std::sort(pairs.begin(), pairs.end());
+    std::vector<int64_t> expert_of, home_of;
+    for (const auto& [expert, home] : pairs) expert_of.push_back(expert), home_of.push_back(home);
+    const torch::Tensor e = torch::tensor(expert_of, torch::kInt64);
+    const torch::Tensor h = torch::tensor(home_of, torch::kInt64);
+    CHECK(pair_order_group_counts(h, ranks, e, experts) ==
+          host_counts({{h, ranks, e, experts}}).front());
+  }
+}
+
+TEST_CASE("Group counts refuse an expert or home rank out of range", "[counts]") {
+  const torch::Tensor e = torch::tensor(std::vector<int64_t>{0, 1, 3}, torch::kInt64);
+  const torch::Tensor h = torch::tensor(std::vector<int64_t>{0, 0, 1}, torch::kInt64);
+  CHECK_THROWS_WITH(pair_order_group_counts(h, 2, e, 3), Catch::Contains("outside"));
+  CHECK_THROWS_WITH(pair_order_group_counts(h, 1, e, 4), Catch::Contains("outside"));
+  CHECK(pair_order_group_counts(h, 2, e, 4) == std::vector<int64_t>{1, 1, 0, 0, 0, 0, 0, 1});
+}
