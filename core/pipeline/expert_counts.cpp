@@ -58,6 +58,20 @@ std::vector<std::vector<int64_t>> host_counts(const std::vector<CountRequest>& r
   return split;
 }
 
+namespace {
+
+// The end of the run of `value` that starts at values[begin], in nondecreasing values[begin,
+// end): a search that gallops out from the start and halves back, so that it touches the pairs
+// near the run rather than the middle of the whole range, as a plain binary search would.
+int64_t run_end(const int64_t* values, int64_t begin, int64_t end, int64_t value) {
+  int64_t step = 1;
+  while (begin + step < end && values[begin + step] <= value) step *= 2;
+  return std::upper_bound(values + begin + step / 2, values + std::min(begin + step, end), value) -
+         values;
+}
+
+}  // namespace
+
 std::vector<int64_t> pair_order_group_counts(const torch::Tensor& home, int64_t ranks,
                                              const torch::Tensor& experts, int64_t num_experts) {
   if (!home.device().is_cpu() || !experts.device().is_cpu())
@@ -71,13 +85,12 @@ std::vector<int64_t> pair_order_group_counts(const torch::Tensor& home, int64_t 
   const int64_t n = e.numel();
   std::vector<int64_t> counts(static_cast<std::size_t>(ranks * num_experts), 0);
   // Group by group: each ends where its (expert, home rank) is passed, which pair order makes a
-  // binary search. A value out of range is refused as host_counts refuses it.
+  // search. A value out of range is refused as host_counts refuses it.
   for (int64_t begin = 0; begin < n;) {
     const int64_t x = expert[begin], r = home_rank[begin];
     TORCH_CHECK(x >= 0 && x < num_experts && r >= 0 && r < ranks, "pair_order_group_counts: cell (",
                 r, ", ", x, ") outside [0, ", ranks, ") x [0, ", num_experts, ")");
-    const int64_t expert_end = std::upper_bound(expert + begin, expert + n, x) - expert;
-    const int64_t end = std::upper_bound(home_rank + begin, home_rank + expert_end, r) - home_rank;
+    const int64_t end = run_end(home_rank, begin, run_end(expert, begin, n, x), r);
     counts[static_cast<std::size_t>(r * num_experts + x)] += end - begin;
     begin = end;
   }

@@ -34,8 +34,8 @@ std::vector<std::vector<int64_t>> host_counts(const std::vector<CountRequest>& r
 
 // [ranks * num_experts] pairs per (home rank, expert), on the host, of pairs in pair order
 // (Note [Pair order]): `experts` [n] int64 nondecreasing and, within an expert, `home` [n] int64
-// nondecreasing. On the host each group's end is found by a binary search, in time per group
-// rather than per pair; on a device it is a bincount (host_counts).
+// nondecreasing. On the host each group's end is found by a search out from its start, in time per
+// group rather than per pair; on a device it is a bincount (host_counts).
 std::vector<int64_t> pair_order_group_counts(const torch::Tensor& home, int64_t ranks,
                                              const torch::Tensor& experts, int64_t num_experts);
 

@@ -61,31 +61,32 @@ QuotaThresholdSearch::QuotaThresholdSearch(std::vector<int64_t> group_offsets,
   prefix_shift_.assign(quota_.size(), 0);
   above_.assign(quota_.size(), 0);
   need_ = quota_;
-  const float* score = s.data_ptr<float>();
-  // The first round's histogram is counted as the keys are made: one pass over the pairs, not
-  // two. Rows for every expert, of which the open ones' are written and the rest cut off.
-  torch::Tensor first = torch::empty({num_experts_, kBins}, torch::kInt64);
-  const int shift = byte_shift();
   // An expert that keeps none of its pairs, or (its pairs over every process known) all of them,
   // needs no histogram: every pair is below, or above, its threshold.
   for (int64_t x = 0; x < num_experts_; ++x) {
     const auto ex = static_cast<std::size_t>(x);
     const bool none = quota_[ex] <= 0, all = !pairs.empty() && quota_[ex] >= pairs[ex];
     if (!none && !all) {
-      int64_t* row = zeroed_row(first, static_cast<int64_t>(open_.size()));
       open_.push_back(x);
-      for (int64_t i = begin(x), stop = end(x); i < stop; ++i) {
-        const uint32_t key = score_key(score[i]);
-        key_[static_cast<std::size_t>(i)] = key;
-        ++row[(key >> shift) & 0xFFU];
-      }
       continue;
     }
     decided_[ex] = none ? Decided::None : Decided::All;
     above_[ex] = none ? 0 : pairs[ex];
     need_[ex] = 0;
   }
-  histogram_ = first.narrow(0, 0, static_cast<int64_t>(open_.size()));
+  // The first round's histogram is counted as the keys are made: one pass over the pairs, not
+  // two.
+  const float* score = s.data_ptr<float>();
+  const int shift = byte_shift();
+  first_histogram_ = torch::empty({static_cast<int64_t>(open_.size()), kBins}, torch::kInt64);
+  for (std::size_t k = 0; k < open_.size(); ++k) {
+    int64_t* row = zeroed_row(first_histogram_, static_cast<int64_t>(k));
+    for (int64_t i = begin(open_[k]), stop = end(open_[k]); i < stop; ++i) {
+      const uint32_t key = score_key(score[i]);
+      key_[static_cast<std::size_t>(i)] = key;
+      ++row[(key >> shift) & 0xFFU];
+    }
+  }
 }
 
 int64_t* QuotaThresholdSearch::zeroed_row(torch::Tensor& histogram, int64_t row) {
@@ -118,7 +119,18 @@ void QuotaThresholdSearch::for_each_undecided(int64_t expert, Visit visit) const
 
 torch::Tensor QuotaThresholdSearch::local_histogram() const {
   if (done()) throw std::logic_error("QuotaThresholdSearch: every threshold is known");
-  return histogram_;
+  if (rounds_.empty()) return first_histogram_;
+  // Later rounds count the pairs that stayed undecided in a pass of their own: counting them
+  // while narrow() sifts them (adding 0 for those that leave) was slower, the increments of one
+  // bin waiting on each other.
+  torch::Tensor histogram =
+      torch::empty({static_cast<int64_t>(open_.size()), kBins}, torch::kInt64);
+  const int shift = byte_shift();
+  for (std::size_t k = 0; k < open_.size(); ++k) {
+    int64_t* row = zeroed_row(histogram, static_cast<int64_t>(k));
+    for_each_undecided(open_[k], [&](uint32_t i) { ++row[(key_[i] >> shift) & 0xFFU]; });
+  }
+  return histogram;
 }
 
 void QuotaThresholdSearch::narrow(const torch::Tensor& global_histogram) {
@@ -132,10 +144,6 @@ void QuotaThresholdSearch::narrow(const torch::Tensor& global_histogram) {
   const int64_t* bins = histogram.data_ptr<int64_t>();
   const int shift = byte_shift();
   const bool last_round = rounds_.size() + 1 == static_cast<std::size_t>(kRounds);
-  // The next round's histogram, counted as the undecided pairs are sifted: rows for every expert
-  // open now, of which those still open write theirs.
-  torch::Tensor next = last_round ? torch::Tensor() : torch::empty({rows, kBins}, torch::kInt64);
-  const int next_shift = shift - 8;
   std::vector<int64_t> still_open;
   for (int64_t k = 0; k < rows; ++k) {
     const int64_t expert = open_[static_cast<std::size_t>(k)];
@@ -166,6 +174,7 @@ void QuotaThresholdSearch::narrow(const torch::Tensor& global_histogram) {
     // The bin is kept whole (the need is all of it) or not at all: its lower bytes decide
     // nothing, and its pairs are "at" the threshold, of which the need is kept.
     const bool open = need_[e] > 0 && need_[e] < row[bin] && !last_round;
+    if (open) still_open.push_back(expert);
     // The threshold's bytes so far: a pair above or below them is decided for good, by its key's
     // bytes as settled; one at them stays undecided while its expert is open, and is at the
     // threshold once it closes. The ones still undecided are written over the list as it is read.
@@ -173,23 +182,17 @@ void QuotaThresholdSearch::narrow(const torch::Tensor& global_histogram) {
     prefix_[e] = (rounds_.empty() ? 0 : prefix_[e] << 8) | threshold;
     prefix_shift_[e] = shift;
     if (!open) continue;
-    int64_t* next_row = zeroed_row(next, static_cast<int64_t>(still_open.size()));
-    still_open.push_back(expert);
     uint32_t* kept_undecided = undecided_.get() + begin(expert);
     int64_t still_undecided = 0;
     for_each_undecided(expert, [&](uint32_t i) {
-      const uint32_t key = key_[i];
-      const int64_t stays = ((key >> shift) & 0xFFU) == threshold ? 1 : 0;
       kept_undecided[still_undecided] = i;
-      still_undecided += stays;
-      next_row[(key >> next_shift) & 0xFFU] += stays;
+      still_undecided += ((key_[i] >> shift) & 0xFFU) == threshold ? 1 : 0;
     });
     undecided_count_[e] = still_undecided;
   }
   open_ = std::move(still_open);
   rounds_.push_back(rows);
-  histogram_ =
-      open_.empty() ? torch::Tensor() : next.narrow(0, 0, static_cast<int64_t>(open_.size()));
+  first_histogram_ = torch::Tensor();
 }
 
 int QuotaThresholdSearch::byte_shift() const {
@@ -200,8 +203,11 @@ int QuotaThresholdSearch::byte_shift() const {
 torch::Tensor QuotaThresholdSearch::local_groups() const {
   if (!done()) throw std::logic_error("QuotaThresholdSearch: rounds remain");
   const int64_t ranks = process_.processes * process_.ranks_per_process;
-  auto groups = torch::zeros({2, ranks, num_experts_}, torch::kInt64);
+  // Zeroed in place: LibTorch's fill, through its tensor iterator, cost the histograms more than
+  // the counting in profiles.
+  torch::Tensor groups = torch::empty({2, ranks, num_experts_}, torch::kInt64);
   int64_t* above = groups.data_ptr<int64_t>();
+  std::fill_n(above, groups.numel(), int64_t{0});
   int64_t* at = above + ranks * num_experts_;
   for (int64_t e = 0; e < num_experts_; ++e) {
     const auto x = static_cast<std::size_t>(e);

@@ -56,8 +56,8 @@ class QuotaThresholdSearch {
   // [open experts, kBins] int64 on the CPU, the open experts in increasing order: this process's
   // pairs per bin of the current round's byte, among the pairs whose higher bytes equal their
   // expert's threshold so far. The caller sums it over processes (an all-reduce, in place) and
-  // hands the sum to narrow(). Counted by the pass before (the keys' making, or the last
-  // narrow()) and not read again by the search, so summing into it is safe.
+  // hands the sum to narrow(). The first round's is counted as the keys are made, and kept until
+  // narrow(): the search does not read it, so summing into it is safe.
   torch::Tensor local_histogram() const;
   void narrow(const torch::Tensor& global_histogram);
   // The rows of each round's histogram so far: the experts open in it.
@@ -110,10 +110,10 @@ class QuotaThresholdSearch {
   std::vector<uint32_t> prefix_;
   std::vector<int> prefix_shift_;
   std::vector<int64_t> quota_;
-  std::vector<int64_t> open_;    // the experts whose threshold still needs a byte, increasing
-  torch::Tensor histogram_;      // this round's local histogram, as local_histogram() gives it
-  std::vector<int64_t> rounds_;  // rows of each round's histogram
-  std::vector<int64_t> above_;   // [experts] pairs known to lie above the threshold
+  std::vector<int64_t> open_;      // the experts whose threshold still needs a byte, increasing
+  torch::Tensor first_histogram_;  // the first round's local histogram, until that round ends
+  std::vector<int64_t> rounds_;    // rows of each round's histogram
+  std::vector<int64_t> above_;     // [experts] pairs known to lie above the threshold
   // [experts] pairs still to keep among those whose settled bytes match the threshold's
   std::vector<int64_t> need_;
 };
