@@ -1,6 +1,6 @@
 // pair_order_group_counts (core/pipeline/expert_counts.hpp): the scalable plan's pairs per
-// (home rank, expert), found by binary search in pairs that are in pair order, must be the
-// bincount of those pairs.
+// (home rank, expert), found by a search for each group's end in pairs that are in pair order,
+// must be the bincount of those pairs.
 
 #include <catch2/catch.hpp>
 
@@ -38,4 +38,16 @@ TEST_CASE("Group counts refuse an expert or home rank out of range", "[counts]")
   CHECK_THROWS_WITH(pair_order_group_counts(h, 2, e, 3), Catch::Contains("outside"));
   CHECK_THROWS_WITH(pair_order_group_counts(h, 1, e, 4), Catch::Contains("outside"));
   CHECK(pair_order_group_counts(h, 2, e, 4) == std::vector<int64_t>{1, 1, 0, 0, 0, 0, 0, 1});
+}
+
+TEST_CASE("Group counts refuse groups out of pair order", "[counts]") {
+  // Expert 1's pairs before expert 0's, and within expert 0 home rank 1 before home rank 0.
+  const torch::Tensor h = torch::tensor(std::vector<int64_t>{0, 0}, torch::kInt64);
+  CHECK_THROWS_WITH(
+      pair_order_group_counts(h, 2, torch::tensor(std::vector<int64_t>{1, 0}, torch::kInt64), 2),
+      Catch::Contains("not in pair order"));
+  CHECK_THROWS_WITH(
+      pair_order_group_counts(torch::tensor(std::vector<int64_t>{1, 0}, torch::kInt64), 2,
+                              torch::zeros({2}, torch::kInt64), 2),
+      Catch::Contains("not in pair order"));
 }

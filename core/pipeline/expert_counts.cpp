@@ -85,12 +85,17 @@ std::vector<int64_t> pair_order_group_counts(const torch::Tensor& home, int64_t 
   const int64_t n = e.numel();
   std::vector<int64_t> counts(static_cast<std::size_t>(ranks * num_experts), 0);
   // Group by group: each ends where its (expert, home rank) is passed, which pair order makes a
-  // search. A value out of range is refused as host_counts refuses it.
+  // search. A value out of range is refused as host_counts refuses it, and pairs out of pair
+  // order where a group's last pair is not of its group. Others pass unseen: pair order is the
+  // callers' to keep, and checking every pair would cost the pass this search saves.
   for (int64_t begin = 0; begin < n;) {
     const int64_t x = expert[begin], r = home_rank[begin];
     TORCH_CHECK(x >= 0 && x < num_experts && r >= 0 && r < ranks, "pair_order_group_counts: cell (",
                 r, ", ", x, ") outside [0, ", ranks, ") x [0, ", num_experts, ")");
     const int64_t end = run_end(home_rank, begin, run_end(expert, begin, n, x), r);
+    TORCH_CHECK(expert[end - 1] == x && home_rank[end - 1] == r, "pair_order_group_counts: pair ",
+                end - 1, " (expert ", expert[end - 1], ", home rank ", home_rank[end - 1],
+                ") lies inside the group of (", x, ", ", r, "): the pairs are not in pair order");
     counts[static_cast<std::size_t>(r * num_experts + x)] += end - begin;
     begin = end;
   }

@@ -1,6 +1,7 @@
 #include "core/pipeline/home_pass.hpp"
 
 #include <limits>
+#include <utility>
 
 #include "core/pipeline/count_layout.hpp"
 #include "core/pipeline/expert_counts.hpp"
@@ -24,7 +25,7 @@ std::shared_ptr<const ForwardPass> home_pass(const torch::Tensor& experts,
 
   // Static owners in (rank, slot) order are in expert order: instance e is expert e, so the
   // pairs per (home rank, expert) are the routed pairs per (home rank, instance).
-  const std::vector<int64_t> routed =
+  std::vector<int64_t> routed =
       summed_over_processes(collectives, {pair_order_group_counts(home, ranks, experts, E)})
           .front();
   auto pass = std::make_shared<ForwardPass>();
@@ -33,8 +34,8 @@ std::shared_ptr<const ForwardPass> home_pass(const torch::Tensor& experts,
   pass->experts = experts;
   pass->home = home;
   pass->table = table;
-  pass->layout =
-      count_pair_layout(routed, experts.numel(), experts.device(), *table, ranks, process);
+  pass->layout = count_pair_layout(std::move(routed), experts.numel(), experts.device(), *table,
+                                   ranks, process);
   return pass;
 }
 

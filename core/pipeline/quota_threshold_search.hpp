@@ -91,7 +91,7 @@ class QuotaThresholdSearch {
   template <typename Visit>
   void for_each_undecided(int64_t expert, Visit visit) const;
   int64_t begin(int64_t expert) const;
-  // Row `row` of a [rows, kBins] int64 histogram, zeroed: only the rows in use are cleared.
+  // Row `row` of a [rows, kBins] int64 histogram, zeroed in place.
   static int64_t* zeroed_row(torch::Tensor& histogram, int64_t row);
   int64_t end(int64_t expert) const;
 

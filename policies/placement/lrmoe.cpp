@@ -260,8 +260,8 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
     const auto keep = static_cast<int64_t>(std::ceil(keep_fraction_ * static_cast<double>(total)));
     const std::vector<double> forward = layout.per_rank_share(pairs);
 
-    // Quotas at one tau, into a buffer the search keeps: each halving evaluates them, once or
-    // twice. cnt_e * tau >= 0, so truncation is the floor (no call to floor per expert).
+    // Quotas at one tau, into a buffer the search keeps: each halving evaluates them once. cnt_e *
+    // tau >= 0, so truncation is the floor (no call to floor per expert).
     auto quotas_at = [&](double tau, std::vector<int64_t>& quota) {
       quota.resize(pairs.size());
       for (size_t e = 0; e < pairs.size(); ++e) {

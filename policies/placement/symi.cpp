@@ -97,19 +97,36 @@ std::vector<int64_t> replica_counts(const std::vector<int64_t>& popularity, int6
   return count;
 }
 
+// The contiguous layout run by run: visit(expert, rank, first slot, n, owner) for each of an
+// expert's runs of n consecutive entries on one rank, in entry order; entry i is slot
+// i % slots_per_rank of rank i / slots_per_rank, and an expert's first run holds its owner. The
+// one walk the plan's instances and the fit loop's check both take, so they cannot disagree;
+// by runs, because the fit loop checks every slot count it tries and a division per entry
+// showed in profiles.
+template <typename Visit>
+void for_each_contiguous_run(const std::vector<int64_t>& count, int64_t slots_per_rank,
+                             Visit visit) {
+  int64_t entry = 0;
+  for (size_t e = 0; e < count.size(); ++e) {
+    for (int64_t left = count[e]; left > 0;) {
+      const int64_t slot = entry % slots_per_rank;
+      const int64_t n = std::min(left, slots_per_rank - slot);
+      visit(e, entry / slots_per_rank, slot, n, left == count[e]);
+      entry += n;
+      left -= n;
+    }
+  }
+}
+
 std::vector<lrmoe::ExpertInstance> contiguous_layout(const std::vector<int64_t>& count,
                                                      int64_t slots_per_rank) {
   std::vector<lrmoe::ExpertInstance> instances;
   instances.reserve(static_cast<size_t>(std::accumulate(count.begin(), count.end(), int64_t{0})));
-  // Entry i is slot i % slots_per_rank of rank i / slots_per_rank, counted as the entries go
-  // (the fit loop lays out every slot count it tries, and a division per entry showed).
-  int64_t rank = 0, slot = 0;
-  for (size_t e = 0; e < count.size(); ++e) {
-    for (int64_t j = 0; j < count[e]; ++j) {
-      instances.push_back({static_cast<int64_t>(e), rank, slot, j == 0});
-      if (++slot == slots_per_rank) slot = 0, ++rank;
-    }
-  }
+  for_each_contiguous_run(
+      count, slots_per_rank, [&](size_t e, int64_t rank, int64_t slot, int64_t n, bool owner) {
+        for (int64_t j = 0; j < n; ++j)
+          instances.push_back({static_cast<int64_t>(e), rank, slot + j, owner && j == 0});
+      });
   return instances;
 }
 
@@ -245,18 +262,10 @@ class Symi : public lrmoe::PlacementPolicy {
       for (const lrmoe::ExpertInstance& instance : layout.instances)
         hold(static_cast<size_t>(instance.expert), instance.rank, 1, instance.owner);
     } else {
-      // The contiguous layout from its counts, a run of entries per (expert, rank): the fit loop
-      // tries every slot count down from the most, and a list of every instance for each showed.
-      const int64_t S = layout.slots_per_rank;
-      int64_t entry = 0;
-      for (size_t e = 0; e < layout.count.size(); ++e) {
-        for (int64_t left = layout.count[e]; left > 0;) {
-          const int64_t n = std::min(left, S - entry % S);
-          hold(e, entry / S, n, left == layout.count[e]);
-          entry += n;
-          left -= n;
-        }
-      }
+      // From the counts, run by run: no list of every instance for each slot count tried.
+      for_each_contiguous_run(
+          layout.count, layout.slots_per_rank,
+          [&](size_t e, int64_t rank, int64_t, int64_t n, bool owner) { hold(e, rank, n, owner); });
     }
     for (const lrmoe::LayerHolding& h : ranks) {
       if (!lrmoe::layer_fits(request.memory, h, request.budget_bytes)) return false;

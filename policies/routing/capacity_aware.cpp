@@ -18,7 +18,8 @@
 //     every rank at most s, and the runner reports it.
 //  2. Flow. The flow for that s starts from each pair at its home rank where that rank hosts the
 //     expert and has room (experts with fewer instances first, equal: the lower index), and
-//     augmenting paths (breadth first, lower expert and rank first) place the rest.
+//     augmenting paths (breadth first, lower expert first, an expert's ranks in the order of its
+//     instances) place the rest.
 //  3. Pairs. Each expert's flow to a rank becomes pairs: first the pairs whose token lives on
 //     that rank (no transfer), then the others in pair order, to ranks in the order of the
 //     expert's instances (owner first). Two instances of one expert on one rank: the first gets
@@ -335,6 +336,15 @@ std::vector<int64_t> transport(const std::vector<int64_t>& at_home, const Expert
   return std::move(feasible).flow();
 }
 
+// The first of an expert's hosts from `k` on, up to `end`, whose flow still takes pairs. The flow
+// places every pair, so one is found; were it short, the pairs would go to the next expert's
+// hosts, which the loop refuses instead.
+size_t with_flow_left(const std::vector<int64_t>& flow, size_t k, size_t end) {
+  while (k < end && flow[k] == 0) ++k;
+  if (k == end) throw std::logic_error("capacity_aware: the flow placed fewer pairs than routed");
+  return k;
+}
+
 void check_capacity(const std::vector<int64_t>& capacity, int64_t ranks) {
   if (static_cast<int64_t>(capacity.size()) != ranks) {
     throw std::invalid_argument("capacity_aware routing needs one capacity per rank, got " +
@@ -387,7 +397,7 @@ class CapacityAware : public lrmoe::CountRoutingPolicy {
       host_on.clear(hosts, e);
       size_t k = hosts.first[e];
       for (const int64_t pair : later) {
-        while (flow[k] == 0) ++k;
+        k = with_flow_left(flow, k, hosts.first[e + 1]);
         --flow[k];
         chosen[pair] = hosts.instance[k];
       }
@@ -437,7 +447,7 @@ class CapacityAware : public lrmoe::CountRoutingPolicy {
       size_t k = hosts.first[e];
       for (size_t h = 0; h < R; ++h) {
         while (later[h] > 0) {
-          while (flow[k] == 0) ++k;
+          k = with_flow_left(flow, k, hosts.first[e + 1]);
           const int64_t moved = std::min(later[h], flow[k]);
           routed[h * I + static_cast<size_t>(hosts.instance[k])] += moved;
           flow[k] -= moved;

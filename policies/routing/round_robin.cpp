@@ -38,7 +38,8 @@ class RoundRobin : public lrmoe::CountRoutingPolicy {
       for (size_t e = 0; e < E; ++e) {
         const std::vector<int64_t>& candidates = request.expert_instances[e];
         const int64_t pairs = request.pairs[h * E + e];
-        if (candidates.size() == 1) {  // one instance takes every pair: no turns to count
+        if (candidates.empty()) continue;  // no instance: nothing to route (the runner refuses it)
+        if (candidates.size() == 1) {      // one instance takes every pair: no turns to count
           routed[h * I + static_cast<size_t>(candidates.front())] = pairs;
           continue;
         }
