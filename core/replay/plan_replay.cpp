@@ -15,6 +15,7 @@
 #include "core/pipeline/pass_accounting.hpp"
 #include "core/pipeline/stable_order.hpp"
 #include "core/replay/replay_pairs.hpp"
+#include "core/system/thread_heaps.hpp"
 
 namespace lrmoe {
 namespace {
@@ -32,9 +33,10 @@ void mark_unmeasured(LayerStepStatistics& layer, int64_t ranks) {
 }
 
 // Runs `work(p)` for every process p: on a thread each when there are several (they meet in
-// collectives), else in this thread. Rethrows the lowest process's failure. A process that
-// fails while the others wait in a collective ends their wait by cluster.timeout (PeerError);
-// the plans' failures (budget checks on global loads) are every process's alike.
+// collectives), each with a heap of its own as a process has, else in this thread. Rethrows the
+// lowest process's failure. A process that fails while the others wait in a collective ends their
+// wait by cluster.timeout (PeerError); the plans' failures (budget checks on global loads) are
+// every process's alike.
 template <typename Work>
 void on_every_process(int64_t processes, Work&& work) {
   if (processes == 1) {
@@ -44,6 +46,7 @@ void on_every_process(int64_t processes, Work&& work) {
   // A thread's own failure, and the failures of those left waiting for it (PeerError).
   std::vector<std::exception_ptr> failed(static_cast<std::size_t>(processes));
   std::vector<std::exception_ptr> left_waiting(static_cast<std::size_t>(processes));
+  const OwnHeaps heaps(processes);
   std::vector<std::thread> threads;
   for (int64_t p = 0; p < processes; ++p) {
     threads.emplace_back([&, p] {
