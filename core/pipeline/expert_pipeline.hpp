@@ -118,7 +118,7 @@ struct BackwardPass {
   // Scalable plan: the histogram rows of each round of the threshold search the selection
   // needed (unset: every pair kept; empty: as the forward's), and [ranks * ranks] kept pairs
   // homed on rank h with their forward instance on rank s, at [h * ranks + s] (without
-  // recomputation; the context move's index messages)
+  // recomputation, and with the context not in place: the context move's index messages)
   std::optional<std::vector<int64_t>> search_rounds;
   std::vector<int64_t> home_forward;
   // [ranks * ranks] on the host: kept pairs whose forward instance is on rank s and backward

@@ -44,7 +44,7 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
   PipelineOverhead overhead;
   const int64_t E = settings_.num_experts, R = settings_.ranks;
   // Routed pairs per (home rank, expert) over every process: each home rank is one process's.
-  const std::vector<int64_t> routed_groups =
+  std::vector<int64_t> routed_groups =
       summed_over_processes(*collectives_, {pair_order_group_counts(home, R, experts, E)}).front();
   std::vector<int64_t> counts(static_cast<std::size_t>(E), 0);
   auto pass = std::make_shared<ForwardPass>();
@@ -65,22 +65,19 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
   // search, the same pairs as the exact plan's (Note [Scalable selection]).
   pass->routed_per_expert = counts;
   pass->computed_counts = counts;
-  std::vector<int64_t> computed_groups = routed_groups;
-  if (plan.forward_capacity.empty()) {
-    pass->computed = identity_order(experts.numel(), experts.options());
+  for (std::size_t e = 0; e < counts.size() && !plan.forward_capacity.empty(); ++e)
+    pass->computed_counts[e] = std::min(counts[e], plan.forward_capacity[e]);
+  std::vector<int64_t> computed_groups;
+  if (pass->computed_counts != counts) {
+    KeptOverProcesses computed =
+        kept_over_processes(*collectives_, home_group_offsets(routed_groups, E, settings_.process),
+                            gates.detach(), pass->computed_counts, counts, settings_.process);
+    pass->computed = std::move(computed.kept);
+    computed_groups = std::move(computed.groups);
+    pass->search_rounds = std::move(computed.rounds);
   } else {
-    for (std::size_t e = 0; e < counts.size(); ++e)
-      pass->computed_counts[e] = std::min(counts[e], plan.forward_capacity[e]);
-    if (pass->computed_counts != counts) {
-      KeptOverProcesses computed = kept_over_processes(
-          *collectives_, home_group_offsets(routed_groups, E, settings_.process), gates.detach(),
-          pass->computed_counts, counts, settings_.process);
-      pass->computed = std::move(computed.kept);
-      computed_groups = std::move(computed.groups);
-      pass->search_rounds = std::move(computed.rounds);
-    } else {
-      pass->computed = identity_order(experts.numel(), experts.options());
-    }
+    pass->computed = identity_order(experts.numel(), experts.options());
+    computed_groups = std::move(routed_groups);
   }
   // Every pair computed: the pairs as they are, no copies.
   const bool dropped = pass->computed.numel() != experts.numel();
@@ -142,20 +139,27 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
   std::vector<float> weight(static_cast<std::size_t>(E), 1.0F);
   bool weighted = false, searched = false;
   BackwardPass pass;
+  // One plugin call scope for every expert's count, one for their weights: a scope per expert
+  // was a tenth of a small layer's plan in profiles.
+  call_policy(PolicyKind::Selection, "kept_count", [&] {
+    for (std::size_t x = 0; x < keep.size(); ++x)
+      keep[x] = ranked.kept_count(forward.computed_counts[x], forward.quota[x]);
+  });
   for (int64_t e = 0; e < E; ++e) {
     const auto x = static_cast<std::size_t>(e);
-    const int64_t pairs = forward.computed_counts[x];
-    keep[x] = call_policy(PolicyKind::Selection, "kept_count",
-                          [&] { return ranked.kept_count(pairs, forward.quota[x]); });
-    check_kept_count(keep[x], pairs, forward.quota[x], e, settings_.check_plugin_outputs,
-                     selection_name);
-    if (keep[x] > 0) {
-      weight[x] = call_policy(PolicyKind::Selection, "kept_weight",
-                              [&] { return ranked.kept_weight(pairs, keep[x]); });
-      check_kept_weight(weight[x], e, selection_name);
-      weighted = weighted || weight[x] != 1.0F;
-    }
-    searched = searched || keep[x] != pairs;
+    check_kept_count(keep[x], forward.computed_counts[x], forward.quota[x], e,
+                     settings_.check_plugin_outputs, selection_name);
+    searched = searched || keep[x] != forward.computed_counts[x];
+  }
+  call_policy(PolicyKind::Selection, "kept_weight", [&] {
+    for (std::size_t x = 0; x < keep.size(); ++x)
+      if (keep[x] > 0) weight[x] = ranked.kept_weight(forward.computed_counts[x], keep[x]);
+  });
+  for (int64_t e = 0; e < E; ++e) {
+    const auto x = static_cast<std::size_t>(e);
+    if (keep[x] == 0) continue;
+    check_kept_weight(weight[x], e, selection_name);
+    weighted = weighted || weight[x] != 1.0F;
   }
   std::vector<int64_t> kept_groups;  // kept pairs per (home rank, expert), over every process
   if (searched) {
@@ -197,10 +201,10 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
   const bool chunked = settings_.exchange_chunks > 1;
   torch::Tensor context_instance;
   if (!settings_.recompute && pass.context_in_place) {
-    // Each rank's rows stay on it: home to forward rank is the layout's matrix, forward to
-    // backward rank its loads on the diagonal, to each backward instance its rows.
+    // Each rank's rows stay on it: forward to backward rank is the layout's loads on the
+    // diagonal, to each backward instance its rows. Home to forward rank would be the layout's
+    // matrix; no index message reads it.
     const int64_t I = table.size();
-    pass.home_forward = pass.layout.matrix;
     if (chunked) {
       pass.forward_instance.assign(static_cast<std::size_t>(R * I), 0);
       for (int64_t i = 0; i < I; ++i)

@@ -103,29 +103,26 @@ void check_count_routing(const std::vector<int64_t>& routed, const std::vector<i
                                    policy, routed.size(), ranks, I),
                        kRouteCounts);
   }
-  // Each instance's expert read once, not from the table's records on every home rank.
-  std::vector<int64_t> expert_of(static_cast<std::size_t>(I));
-  for (int64_t i = 0; i < I; ++i)
-    expert_of[static_cast<std::size_t>(i)] = table.instances[static_cast<std::size_t>(i)].expert;
-  std::vector<int64_t> sent(static_cast<std::size_t>(E));
+  // Each home rank's row is read through the experts' instance lists: every instance is in one
+  // list, so every count is read once, and no per-expert sums are scattered and cleared.
   for (int64_t h = 0; h < ranks; ++h) {
-    std::fill(sent.begin(), sent.end(), 0);
-    for (int64_t i = 0; i < I; ++i) {
-      const int64_t count = routed[static_cast<std::size_t>(h * I + i)];
-      if (count < 0) {
-        throw answer_error(
-            fmt::format("routing '{}' routed {} pairs of home rank {} to instance {}", policy,
-                        count, h, i),
-            kRouteCounts);
-      }
-      sent[static_cast<std::size_t>(expert_of[static_cast<std::size_t>(i)])] += count;
-    }
+    const int64_t* row = routed.data() + h * I;
     for (int64_t e = 0; e < E; ++e) {
+      int64_t sent = 0;
+      for (const int64_t i : table.expert_instances[static_cast<std::size_t>(e)]) {
+        if (row[i] < 0) {
+          throw answer_error(
+              fmt::format("routing '{}' routed {} pairs of home rank {} to instance {}", policy,
+                          row[i], h, i),
+              kRouteCounts);
+        }
+        sent += row[i];
+      }
       const int64_t group = pairs[static_cast<std::size_t>(h * E + e)];
-      if (sent[static_cast<std::size_t>(e)] != group) {
+      if (sent != group) {
         throw answer_error(fmt::format("routing '{}' routed {} pairs of home rank {} and expert "
                                        "{} to that expert's instances, which has {}",
-                                       policy, sent[static_cast<std::size_t>(e)], h, e, group),
+                                       policy, sent, h, e, group),
                            kRouteCounts);
       }
     }

@@ -36,7 +36,8 @@ QuotaThresholdSearch::QuotaThresholdSearch(std::vector<int64_t> group_offsets,
     : process_(process),
       group_offsets_(std::move(group_offsets)),
       num_experts_(static_cast<int64_t>(quota.size())),
-      quota_(std::move(quota)) {
+      quota_(std::move(quota)),
+      pairs_known_(!pairs.empty()) {
   const torch::Tensor s = scores.to(torch::kCPU, torch::kFloat32).contiguous();
   const int64_t n = s.numel();
   if (static_cast<int64_t>(group_offsets_.size()) !=
@@ -149,7 +150,7 @@ void QuotaThresholdSearch::narrow(const torch::Tensor& global_histogram) {
     const int64_t expert = open_[static_cast<std::size_t>(k)];
     const auto e = static_cast<std::size_t>(expert);
     const int64_t* row = bins + k * kBins;
-    if (rounds_.empty()) {  // a quota above the pairs keeps them all
+    if (rounds_.empty() && !pairs_known_) {  // a quota above the pairs keeps them all
       int64_t matching = 0;
       for (int64_t b = 0; b < kBins; ++b) matching += row[b];
       need_[e] = std::min(need_[e], matching);

@@ -110,6 +110,9 @@ class QuotaThresholdSearch {
   std::vector<uint32_t> prefix_;
   std::vector<int> prefix_shift_;
   std::vector<int64_t> quota_;
+  // Each expert's pairs over all processes were given: an open expert's quota is below them, so
+  // the first round need not sum its histogram row to cap the quota.
+  bool pairs_known_ = false;
   std::vector<int64_t> open_;      // the experts whose threshold still needs a byte, increasing
   torch::Tensor first_histogram_;  // the first round's local histogram, until that round ends
   std::vector<int64_t> rounds_;    // rows of each round's histogram

@@ -7,14 +7,19 @@ namespace lrmoe {
 std::vector<std::vector<int64_t>> summed_over_processes(Collectives& collectives,
                                                         std::vector<std::vector<int64_t>> counts) {
   if (collectives.single()) return counts;
+  // Summed where they lie: a tensor over the one vector's storage, or over their concatenation.
   std::vector<int64_t> flat;
-  for (const std::vector<int64_t>& one : counts) flat.insert(flat.end(), one.begin(), one.end());
-  torch::Tensor total = torch::tensor(flat, torch::kInt64);
+  if (counts.size() != 1)
+    for (const std::vector<int64_t>& one : counts) flat.insert(flat.end(), one.begin(), one.end());
+  std::vector<int64_t>& summed = counts.size() == 1 ? counts.front() : flat;
+  torch::Tensor total =
+      torch::from_blob(summed.data(), {static_cast<int64_t>(summed.size())}, torch::kInt64);
   collectives.sum(total);
-  const int64_t* summed = total.data_ptr<int64_t>();
+  if (counts.size() == 1) return counts;
+  const int64_t* from = flat.data();
   for (std::vector<int64_t>& one : counts) {
-    std::copy(summed, summed + one.size(), one.begin());
-    summed += one.size();
+    std::copy(from, from + one.size(), one.begin());
+    from += one.size();
   }
   return counts;
 }
