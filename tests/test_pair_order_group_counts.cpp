@@ -1,6 +1,7 @@
 // pair_order_group_counts (core/pipeline/expert_counts.hpp): the scalable plan's pairs per
 // (home rank, expert), found by a search for each group's end in pairs that are in pair order,
-// must be the bincount of those pairs.
+// must be the bincount of those pairs; pair_order_labels, which lays the groups out again, must
+// give the pairs their own experts and home ranks.
 
 #include <catch2/catch.hpp>
 
@@ -50,4 +51,31 @@ TEST_CASE("Group counts refuse groups out of pair order", "[counts]") {
       pair_order_group_counts(torch::tensor(std::vector<int64_t>{1, 0}, torch::kInt64), 2,
                               torch::zeros({2}, torch::kInt64), 2),
       Catch::Contains("not in pair order"));
+}
+
+TEST_CASE("Pair labels laid out from group offsets are the pairs' own experts and home ranks",
+          "[counts]") {
+  std::mt19937 random(37);
+  auto below = [&](int64_t n) { return std::uniform_int_distribution<int64_t>(0, n - 1)(random); };
+  for (int trial = 0; trial < 200; ++trial) {
+    const int64_t experts = 1 + below(9), first = below(5), mine = 1 + below(4);
+    std::vector<std::pair<int64_t, int64_t>> pairs(static_cast<std::size_t>(below(120)));
+    for (auto& [expert, home] : pairs) expert = below(experts), home = first + below(mine);
+    std::sort(pairs.begin(), pairs.end());
+    // The groups' offsets by (expert, home rank here), as home_group_offsets lays them out.
+    std::vector<int64_t> offsets(1, 0), expert_of, home_of;
+    for (int64_t e = 0; e < experts; ++e) {
+      for (int64_t h = first; h < first + mine; ++h) {
+        const auto in_group = std::count(pairs.begin(), pairs.end(), std::make_pair(e, h));
+        offsets.push_back(offsets.back() + in_group);
+      }
+    }
+    for (const auto& [expert, home] : pairs) expert_of.push_back(expert), home_of.push_back(home);
+    const PairLabels labels = pair_order_labels(offsets, mine, first, torch::kCPU);
+    CHECK(labels.experts.equal(torch::tensor(expert_of, torch::kInt64)));
+    CHECK(labels.home.equal(torch::tensor(home_of, torch::kInt64)));
+  }
+  CHECK_THROWS_WITH(pair_order_labels({0, 2, 1}, 1, 0, torch::kCPU), Catch::Contains("spans"));
+  CHECK_THROWS_WITH(pair_order_labels({0, 2, 3, 4}, 2, 0, torch::kCPU),
+                    Catch::Contains("group offsets"));
 }

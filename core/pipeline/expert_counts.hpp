@@ -39,6 +39,17 @@ std::vector<std::vector<int64_t>> host_counts(const std::vector<CountRequest>& r
 std::vector<int64_t> pair_order_group_counts(const torch::Tensor& home, int64_t ranks,
                                              const torch::Tensor& experts, int64_t num_experts);
 
+// The inverse: the expert and home rank of each of n pairs in pair order, grouped as
+// `group_offsets` [num_experts * ranks_per_process + 1] says (group e * ranks_per_process + r:
+// expert e's pairs homed on rank first_rank + r; home_group_offsets gives them). [n] int64 each,
+// on `device`: what gathering them from the pairs would give, written group by group.
+struct PairLabels {
+  torch::Tensor experts;
+  torch::Tensor home;
+};
+PairLabels pair_order_labels(const std::vector<int64_t>& group_offsets, int64_t ranks_per_process,
+                             int64_t first_rank, const torch::Device& device);
+
 // Pairs per expert: experts [pairs] int64 -> [num_experts] on the host.
 std::vector<int64_t> expert_counts(const torch::Tensor& experts, int64_t num_experts);
 

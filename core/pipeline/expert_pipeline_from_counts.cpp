@@ -79,16 +79,23 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
     pass->computed = identity_order(experts.numel(), experts.options());
     computed_groups = std::move(routed_groups);
   }
-  // Every pair computed: the pairs as they are, no copies.
-  const bool dropped = pass->computed.numel() != experts.numel();
-  pass->experts = dropped ? take_rows(experts, pass->computed) : experts;
-  pass->home = dropped ? take_rows(home, pass->computed) : home;
-  // Every process routes as many pairs (Note [Exact multi-process plan]).
-  pass->pair_ids = pass->computed + settings_.process.index * experts.numel();
   // This process's computed pairs by (expert, home rank here), and by expert: every
   // ranks_per_process-th of those offsets.
   const ProcessView& process = settings_.process;
   pass->home_group_offsets = home_group_offsets(computed_groups, E, process);
+  // Every pair computed: the pairs as they are, no copies. Else the computed pairs' experts and
+  // home ranks follow from their groups, which pair order lays end to end.
+  if (pass->computed.numel() != experts.numel()) {
+    PairLabels labels = pair_order_labels(pass->home_group_offsets, process.ranks_per_process,
+                                          process.first_rank(), experts.device());
+    pass->experts = std::move(labels.experts);
+    pass->home = std::move(labels.home);
+  } else {
+    pass->experts = experts;
+    pass->home = home;
+  }
+  // Every process routes as many pairs (Note [Exact multi-process plan]).
+  pass->pair_ids = pass->computed + settings_.process.index * experts.numel();
   for (int64_t e = 0; e <= E; ++e)
     pass->expert_offsets.push_back(
         pass->home_group_offsets[static_cast<std::size_t>(e * process.ranks_per_process)]);
