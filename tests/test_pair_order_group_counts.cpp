@@ -78,4 +78,6 @@ TEST_CASE("Pair labels laid out from group offsets are the pairs' own experts an
   CHECK_THROWS_WITH(pair_order_labels({0, 2, 1}, 1, 0, torch::kCPU), Catch::Contains("spans"));
   CHECK_THROWS_WITH(pair_order_labels({0, 2, 3, 4}, 2, 0, torch::kCPU),
                     Catch::Contains("group offsets"));
+  CHECK_THROWS_WITH(pair_order_labels({1, 2, 3}, 1, 0, torch::kCPU),
+                    Catch::Contains("group offsets from 1"));
 }

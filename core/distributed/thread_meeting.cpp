@@ -40,6 +40,9 @@ void ThreadMeeting::barrier() {
     return;
   }
   if (!all_here_.wait_for(lock, timeout_, [&] { return generation_ != generation; })) {
+    // This thread leaves: a late one must not complete the barrier on its arrival and go on to
+    // read what it posted, which its unwinding frees.
+    --arrived_;
     throw PeerError(fmt::format(
         "a collective across the {} threads standing for processes failed: another thread "
         "failed or did not arrive within cluster.timeout ({} ms)",

@@ -104,14 +104,16 @@ std::vector<int64_t> pair_order_group_counts(const torch::Tensor& home, int64_t 
 
 PairLabels pair_order_labels(const std::vector<int64_t>& group_offsets, int64_t ranks_per_process,
                              int64_t first_rank, const torch::Device& device) {
-  TORCH_CHECK(ranks_per_process > 0 && !group_offsets.empty() &&
+  TORCH_CHECK(ranks_per_process > 0 && !group_offsets.empty() && group_offsets.front() == 0 &&
                   (group_offsets.size() - 1) % static_cast<std::size_t>(ranks_per_process) == 0,
-              "pair_order_labels: ", group_offsets.size(), " group offsets for ", ranks_per_process,
+              "pair_order_labels: ", group_offsets.size(), " group offsets from ",
+              group_offsets.empty() ? 0 : group_offsets.front(), " for ", ranks_per_process,
               " ranks per process");
   const int64_t n = group_offsets.back();
-  PairLabels labels{torch::empty({n}, torch::kInt64), torch::empty({n}, torch::kInt64)};
-  int64_t* expert = labels.experts.data_ptr<int64_t>();
-  int64_t* home = labels.home.data_ptr<int64_t>();
+  // Both rows in one tensor, so that a device takes them in one copy.
+  torch::Tensor both = torch::empty({2, n}, torch::kInt64);
+  int64_t* expert = both.data_ptr<int64_t>();
+  int64_t* home = expert + n;
   for (std::size_t g = 0; g + 1 < group_offsets.size(); ++g) {
     const int64_t begin = group_offsets[g], end = group_offsets[g + 1];
     TORCH_CHECK(begin >= 0 && begin <= end && end <= n, "pair_order_labels: group ", g, " spans [",
@@ -120,8 +122,8 @@ PairLabels pair_order_labels(const std::vector<int64_t>& group_offsets, int64_t 
     std::fill(expert + begin, expert + end, static_cast<int64_t>(g) / ranks_per_process);
     std::fill(home + begin, home + end, first_rank + r);
   }
-  if (!device.is_cpu()) labels = {labels.experts.to(device), labels.home.to(device)};
-  return labels;
+  if (!device.is_cpu()) both = both.to(device);
+  return {both[0], both[1]};
 }
 
 std::vector<int64_t> expert_counts(const torch::Tensor& experts, int64_t num_experts) {

@@ -2,6 +2,8 @@
 // each process plans from its own pairs and from counts summed over the processes. The exact
 // planners and what both share are in expert_pipeline.cpp.
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
 
@@ -88,6 +90,10 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
   if (pass->computed.numel() != experts.numel()) {
     PairLabels labels = pair_order_labels(pass->home_group_offsets, process.ranks_per_process,
                                           process.first_rank(), experts.device());
+    if (labels.experts.numel() != pass->computed.numel())
+      throw PlanError(fmt::format(
+          "the scalable forward: process {} computes {} pairs, its computed groups count {}",
+          process.index, pass->computed.numel(), labels.experts.numel()));
     pass->experts = std::move(labels.experts);
     pass->home = std::move(labels.home);
   } else {

@@ -12,6 +12,7 @@ std::vector<std::vector<int64_t>> summed_over_processes(Collectives& collectives
   if (counts.size() != 1)
     for (const std::vector<int64_t>& one : counts) flat.insert(flat.end(), one.begin(), one.end());
   std::vector<int64_t>& summed = counts.size() == 1 ? counts.front() : flat;
+  if (summed.empty()) return counts;  // as empty on every process: nothing to sum
   torch::Tensor total =
       torch::from_blob(summed.data(), {static_cast<int64_t>(summed.size())}, torch::kInt64);
   collectives.sum(total);

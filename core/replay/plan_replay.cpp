@@ -46,7 +46,7 @@ void on_every_process(int64_t processes, Work&& work) {
   // A thread's own failure, and the failures of those left waiting for it (PeerError).
   std::vector<std::exception_ptr> failed(static_cast<std::size_t>(processes));
   std::vector<std::exception_ptr> left_waiting(static_cast<std::size_t>(processes));
-  const OwnHeaps heaps(processes);
+  allow_own_heaps(processes);
   std::vector<std::thread> threads;
   for (int64_t p = 0; p < processes; ++p) {
     threads.emplace_back([&, p] {

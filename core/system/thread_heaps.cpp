@@ -1,36 +1,27 @@
 #include "core/system/thread_heaps.hpp"
 
+#include <algorithm>
 #include <mutex>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
+#include <sys/sysinfo.h>
 #endif
 
 namespace lrmoe {
-namespace {
 
-std::mutex mutex;
-int64_t in_use = 0;  // threads of the OwnHeaps alive, on every thread
-int64_t limit = 0;   // the arena limit set so far: arenas, once made, stay
-
-// Arenas of the threads that were running anyway: the main thread's and the runtime's pools'.
-constexpr int64_t kOthers = 16;
-
-}  // namespace
-
-OwnHeaps::OwnHeaps(int64_t threads) : threads_(threads) {
-  const std::lock_guard<std::mutex> lock(mutex);
-  in_use += threads_;
-  if (in_use + kOthers <= limit) return;
-  limit = in_use + kOthers;
+void allow_own_heaps(int64_t threads) {
 #if defined(__GLIBC__)
-  mallopt(M_ARENA_MAX, static_cast<int>(limit));
+  // Arenas of the threads running anyway: the main thread's and the runtime's pools'.
+  constexpr int64_t kOthers = 16;
+  static std::once_flag once;
+  std::call_once(once, [threads] {
+    const int64_t glibc_default = 8 * static_cast<int64_t>(std::max(get_nprocs(), 1));
+    mallopt(M_ARENA_MAX, static_cast<int>(std::max(threads + kOthers, glibc_default)));
+  });
+#else
+  (void)threads;
 #endif
-}
-
-OwnHeaps::~OwnHeaps() {
-  const std::lock_guard<std::mutex> lock(mutex);
-  in_use -= threads_;
 }
 
 }  // namespace lrmoe
