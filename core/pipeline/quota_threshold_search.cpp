@@ -204,8 +204,8 @@ int QuotaThresholdSearch::byte_shift() const {
 torch::Tensor QuotaThresholdSearch::local_groups() const {
   if (!done()) throw std::logic_error("QuotaThresholdSearch: rounds remain");
   const int64_t ranks = process_.processes * process_.ranks_per_process;
-  // Zeroed in place: LibTorch's fill, through its tensor iterator, cost the histograms more than
-  // the counting in profiles.
+  // Zeroed in place: LibTorch's fill, through its tensor iterator, cost more than the counting in
+  // profiles.
   torch::Tensor groups = torch::empty({2, ranks, num_experts_}, torch::kInt64);
   int64_t* above = groups.data_ptr<int64_t>();
   std::fill_n(above, groups.numel(), int64_t{0});

@@ -45,9 +45,8 @@ class QuotaThresholdSearch {
   // group_offsets: this process's pairs by (expert, home rank), as home_group_offsets gives them;
   // scores: [n] float32, finite, in pair order; quota: [experts] pairs each expert keeps over all
   // processes; pairs: [experts] each expert's pairs over all processes, exactly (the first round
-  // takes them for its histogram rows' sums), or empty if unknown. An
-  // expert whose quota is 0, or at least its pairs, needs no round: it keeps none, or all, and
-  // its scores are not read.
+  // takes them for its histogram rows' sums), or empty if unknown. An expert whose quota is 0, or
+  // at least its pairs, needs no round: it keeps none, or all, and its scores are not read.
   QuotaThresholdSearch(std::vector<int64_t> group_offsets, const ProcessView& process,
                        const torch::Tensor& scores, std::vector<int64_t> quota,
                        const std::vector<int64_t>& pairs = {});
