@@ -61,14 +61,14 @@ Searched searched(const std::vector<ProcessPairs>& processes, const std::vector<
   }
   while (!searches.front().done()) {
     torch::Tensor sum;
-    for (const QuotaThresholdSearch& s : searches) {
+    for (QuotaThresholdSearch& s : searches) {
       const torch::Tensor local = s.local_histogram();
       sum = sum.defined() ? sum + local : local;
     }
     for (QuotaThresholdSearch& s : searches) s.narrow(sum);
   }
   torch::Tensor groups;
-  for (const QuotaThresholdSearch& search : searches) {
+  for (QuotaThresholdSearch& search : searches) {
     const torch::Tensor local = search.local_groups();
     groups = groups.defined() ? groups + local : local;
   }
@@ -223,6 +223,8 @@ TEST_CASE("an expert closes once its threshold's bin is kept whole or not at all
   CHECK(search.kept_groups(groups) == std::vector<int64_t>{1, 2, 0, 2});
   CHECK(as_mask(search.kept(groups), 8) ==
         std::vector<bool>{true, false, true, true, false, false, true, true});
+  // kept() keeps the candidates local_groups() laid out, in place: once.
+  CHECK_THROWS_AS(search.kept(groups), std::logic_error);
   // Not told the pairs, expert 3 takes a round, with the same outcome.
   QuotaThresholdSearch untold = search_of(experts, scores, {1, 2, 0, 2});
   while (!untold.done()) untold.narrow(untold.local_histogram());

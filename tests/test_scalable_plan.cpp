@@ -12,6 +12,7 @@
 #include <cstdio>
 
 #include "core/model/expert_pairs_function.hpp"
+#include "core/pipeline/stable_order.hpp"
 #include "support/builtin_policies.hpp"
 #include "support/in_processes.hpp"
 #include "support/scripted_policies.hpp"
@@ -173,6 +174,10 @@ bool plans_agree(Collectives& c, bool capacity, bool recompute, const std::strin
   ok = close("gate gradients", exact.gates, scalable.gates) && ok;
   ok = close("gate-up gradients", exact.wgu, scalable.wgu) && ok;
   ok = close("down gradients", exact.wd, scalable.wd) && ok;
+  // Both plans, forward and backward, left the identity orders they share as they were: nothing
+  // writes into one in place.
+  const int64_t pairs = kTokens * kTopK * c.size();
+  ok = identity_order(pairs, torch::kInt64).equal(torch::arange(pairs, torch::kInt64)) && ok;
   return ok;
 }
 

@@ -79,9 +79,9 @@ QuotaThresholdSearch::QuotaThresholdSearch(std::vector<int64_t> group_offsets,
   // two.
   const float* score = s.data_ptr<float>();
   const int shift = byte_shift();
-  first_histogram_ = torch::empty({static_cast<int64_t>(open_.size()), kBins}, torch::kInt64);
+  histogram_ = torch::empty({static_cast<int64_t>(open_.size()), kBins}, torch::kInt64);
   for (std::size_t k = 0; k < open_.size(); ++k) {
-    int64_t* row = zeroed_row(first_histogram_, static_cast<int64_t>(k));
+    int64_t* row = zeroed_row(histogram_, static_cast<int64_t>(k));
     for (int64_t i = begin(open_[k]), stop = end(open_[k]); i < stop; ++i) {
       const uint32_t key = score_key(score[i]);
       key_[static_cast<std::size_t>(i)] = key;
@@ -118,14 +118,14 @@ void QuotaThresholdSearch::for_each_undecided(int64_t expert, Visit visit) const
   for (int64_t j = 0; j < count; ++j) visit(pair[j]);
 }
 
-torch::Tensor QuotaThresholdSearch::local_histogram() const {
+torch::Tensor QuotaThresholdSearch::local_histogram() {
   if (done()) throw std::logic_error("QuotaThresholdSearch: every threshold is known");
-  if (rounds_.empty()) return first_histogram_;
+  if (rounds_.empty()) return histogram_;
   // Later rounds count the pairs that stayed undecided in a pass of their own: counting them
   // while narrow() sifts them (adding 0 for those that leave) was slower, the increments of one
-  // bin waiting on each other.
-  torch::Tensor histogram =
-      torch::empty({static_cast<int64_t>(open_.size()), kBins}, torch::kInt64);
+  // bin waiting on each other. Their rows are the first round's, fewer: memory this thread has
+  // just read, where a fresh tensor came from the shared allocator, under its lock, cold.
+  torch::Tensor histogram = histogram_.narrow(0, 0, static_cast<int64_t>(open_.size()));
   const int shift = byte_shift();
   for (std::size_t k = 0; k < open_.size(); ++k) {
     int64_t* row = zeroed_row(histogram, static_cast<int64_t>(k));
@@ -193,7 +193,6 @@ void QuotaThresholdSearch::narrow(const torch::Tensor& global_histogram) {
   }
   open_ = std::move(still_open);
   rounds_.push_back(rows);
-  first_histogram_ = torch::Tensor();
 }
 
 int QuotaThresholdSearch::byte_shift() const {
@@ -201,7 +200,7 @@ int QuotaThresholdSearch::byte_shift() const {
   return 24 - 8 * static_cast<int>(rounds_.size());
 }
 
-torch::Tensor QuotaThresholdSearch::local_groups() const {
+torch::Tensor QuotaThresholdSearch::local_groups() {
   if (!done()) throw std::logic_error("QuotaThresholdSearch: rounds remain");
   const int64_t ranks = process_.processes * process_.ranks_per_process;
   // Zeroed in place: LibTorch's fill, through its tensor iterator, cost more than the counting in
@@ -210,27 +209,41 @@ torch::Tensor QuotaThresholdSearch::local_groups() const {
   int64_t* above = groups.data_ptr<int64_t>();
   std::fill_n(above, groups.numel(), int64_t{0});
   int64_t* at = above + ranks * num_experts_;
+  // The pass that counts the pairs also lays out the candidates, so that kept() need not read
+  // every key again: written in place, counted without a branch on the side, which the scores
+  // make random.
+  candidates_ = torch::empty({group_offsets_.back()}, torch::kInt64);
+  int64_t* into = candidates_.data_ptr<int64_t>();
+  int64_t count = 0;
+  candidate_offsets_.assign(1, 0);
+  local_at_.assign(quota_.size(), 0);
   for (int64_t e = 0; e < num_experts_; ++e) {
     const auto x = static_cast<std::size_t>(e);
-    if (decided_[x] == Decided::None) continue;
-    for (int64_t r = 0; r < process_.ranks_per_process; ++r) {
+    for (int64_t r = 0; r < process_.ranks_per_process && decided_[x] != Decided::None; ++r) {
       const auto g = static_cast<std::size_t>(e * process_.ranks_per_process + r);
       const int64_t slot = (process_.first_rank() + r) * num_experts_ + e;
+      const int64_t first = group_offsets_[g], stop = group_offsets_[g + 1];
       if (decided_[x] == Decided::All) {
-        above[slot] = group_offsets_[g + 1] - group_offsets_[g];
+        above[slot] = stop - first;
+        std::iota(into + count, into + count + stop - first, first);
+        count += stop - first;
         continue;
       }
       const uint32_t prefix = prefix_[x];
       const int shift = prefix_shift_[x];
       int64_t over = 0, equal = 0;
-      for (int64_t i = group_offsets_[g]; i < group_offsets_[g + 1]; ++i) {
+      for (int64_t i = first; i < stop; ++i) {
         const uint32_t settled = key_[static_cast<std::size_t>(i)] >> shift;
         over += settled > prefix ? 1 : 0;
         equal += settled == prefix ? 1 : 0;
+        into[count] = i;
+        count += settled >= prefix ? 1 : 0;
       }
       above[slot] = over;
       at[slot] = equal;
+      local_at_[x] += equal;
     }
+    candidate_offsets_.push_back(count);
   }
   return groups;
 }
@@ -253,39 +266,45 @@ std::vector<int64_t> QuotaThresholdSearch::kept_groups(const torch::Tensor& summ
   return kept;
 }
 
-torch::Tensor QuotaThresholdSearch::kept(const torch::Tensor& summed_groups) const {
-  if (!done()) throw std::logic_error("QuotaThresholdSearch: rounds remain");
+torch::Tensor QuotaThresholdSearch::kept(const torch::Tensor& summed_groups) {
+  if (!candidates_.defined())
+    throw std::logic_error("QuotaThresholdSearch: kept() comes once, after local_groups()");
   const torch::Tensor groups = summed_groups.to(torch::kCPU, torch::kInt64).contiguous();
   const int64_t* at = groups.data_ptr<int64_t>() + groups.size(1) * num_experts_;
-  // Written in place and counted without a branch on the side, which the scores make random.
-  torch::Tensor kept = torch::empty({group_offsets_.back()}, torch::kInt64);
-  int64_t* into = kept.data_ptr<int64_t>();
+  // The candidates, each expert's kept ones moved down over those left out: in place.
+  int64_t* pair = candidates_.data_ptr<int64_t>();
   int64_t count = 0;
   for (int64_t e = 0; e < num_experts_; ++e) {
     const auto x = static_cast<std::size_t>(e);
-    if (decided_[x] != Decided::ByKey) {
-      if (decided_[x] == Decided::All) {
-        std::iota(into + count, into + count + end(e) - begin(e), begin(e));
-        count += end(e) - begin(e);
+    const int64_t first = candidate_offsets_[x], stop = candidate_offsets_[x + 1];
+    if (decided_[x] == Decided::ByKey) {
+      // The expert's ties at home ranks before this process's are kept first; of this process's,
+      // the first `kept_ties` in pair order.
+      int64_t tie_rank = 0;
+      for (int64_t r = 0; r < process_.first_rank(); ++r) tie_rank += at[r * num_experts_ + e];
+      const int64_t kept_ties = std::clamp(need_[x] - tie_rank, int64_t{0}, local_at_[x]);
+      if (kept_ties < local_at_[x]) {
+        const uint32_t prefix = prefix_[x];
+        const int shift = prefix_shift_[x];
+        int64_t ties = 0;
+        for (int64_t k = first; k < stop; ++k) {
+          const int64_t i = pair[k];
+          const bool tie = key_[static_cast<std::size_t>(i)] >> shift == prefix;
+          const bool keep = !tie || ties < kept_ties;
+          ties += tie ? 1 : 0;
+          pair[count] = i;
+          count += keep ? 1 : 0;
+        }
+        continue;
       }
-      continue;
     }
-    // The expert's ties at home ranks before this process's are kept first.
-    int64_t tie_rank = 0;
-    for (int64_t r = 0; r < process_.first_rank(); ++r) tie_rank += at[r * num_experts_ + e];
-    const int64_t need = need_[x];
-    const uint32_t prefix = prefix_[x];
-    const int shift = prefix_shift_[x];
-    for (int64_t i = begin(e), stop = end(e); i < stop; ++i) {
-      const uint32_t settled = key_[static_cast<std::size_t>(i)] >> shift;
-      const bool tie = settled == prefix;
-      const bool keep = settled > prefix || (tie && tie_rank < need);
-      tie_rank += tie ? 1 : 0;
-      into[count] = i;
-      count += keep ? 1 : 0;
-    }
+    // Every candidate kept: above the threshold, or at it and all its ties here kept.
+    if (count != first) std::copy(pair + first, pair + stop, pair + count);
+    count += stop - first;
   }
-  return kept.narrow(0, 0, count);
+  torch::Tensor kept = candidates_.narrow(0, 0, count);
+  candidates_ = torch::Tensor();
+  return kept;
 }
 
 KeptOverProcesses kept_over_processes(Collectives& collectives, std::vector<int64_t> group_offsets,

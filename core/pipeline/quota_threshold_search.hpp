@@ -56,23 +56,25 @@ class QuotaThresholdSearch {
   // [open experts, kBins] int64 on the CPU, the open experts in increasing order: this process's
   // pairs per bin of the current round's byte, among the pairs whose higher bytes equal their
   // expert's threshold so far. The caller sums it over processes (an all-reduce, in place) and
-  // hands the sum to narrow(). The first round's is counted as the keys are made, and kept until
-  // narrow(): the search does not read it, so summing into it is safe.
-  torch::Tensor local_histogram() const;
+  // hands the sum to narrow(). It is the search's own buffer, each round's in the first rows of
+  // the first round's, and valid until the next call: the search does not read it, so summing
+  // into it is safe. The first round's is counted as the keys are made.
+  torch::Tensor local_histogram();
   void narrow(const torch::Tensor& global_histogram);
   // The rows of each round's histogram so far: the experts open in it.
   const std::vector<int64_t>& rounds() const { return rounds_; }
 
   // When done. [2, ranks, experts] int64 on the CPU: this process's pairs above (0) and at (1)
   // their expert's threshold, per (home rank, expert). The caller sums it over processes (an
-  // all-reduce) and hands the sum to the two below.
-  torch::Tensor local_groups() const;
+  // all-reduce) and hands the sum to the two below. It lays out the kept candidates too.
+  torch::Tensor local_groups();
   // [ranks * experts]: pairs kept per (home rank, expert) over every process: those above the
   // threshold and, of those at it, as many as the quota still needs, in home rank order (an
   // expert's pairs run by home rank in pair order: Note [Pair order]).
   std::vector<int64_t> kept_groups(const torch::Tensor& summed_groups) const;
   // [k] int64 on the CPU, increasing: the pairs this process keeps (their indices among its n).
-  torch::Tensor kept(const torch::Tensor& summed_groups) const;
+  // Once, after local_groups(): it keeps those candidates in place.
+  torch::Tensor kept(const torch::Tensor& summed_groups);
 
   // Over all processes, per expert: the pairs above the threshold (its settled bytes), and how
   // many of the pairs at it are kept. above + ties_kept is min(max(quota, 0), pairs). An expert
@@ -113,10 +115,17 @@ class QuotaThresholdSearch {
   // Each expert's pairs over all processes were given: an open expert's quota is below them, so
   // the first round need not sum its histogram row to cap the quota.
   bool pairs_known_ = false;
-  std::vector<int64_t> open_;      // the experts whose threshold still needs a byte, increasing
-  torch::Tensor first_histogram_;  // the first round's local histogram, until that round ends
-  std::vector<int64_t> rounds_;    // rows of each round's histogram
-  std::vector<int64_t> above_;     // [experts] pairs known to lie above the threshold
+  std::vector<int64_t> open_;  // the experts whose threshold still needs a byte, increasing
+  // [first round's open experts, kBins] int64: each round's local histogram in its first rows
+  torch::Tensor histogram_;
+  // From local_groups() to kept(): this process's pairs above or at their expert's threshold, or
+  // all of an expert that keeps all, in pair order, expert e's at [candidate_offsets_[e],
+  // candidate_offsets_[e + 1]); and each expert's pairs here at its threshold.
+  torch::Tensor candidates_;
+  std::vector<int64_t> candidate_offsets_;
+  std::vector<int64_t> local_at_;
+  std::vector<int64_t> rounds_;  // rows of each round's histogram
+  std::vector<int64_t> above_;   // [experts] pairs known to lie above the threshold
   // [experts] pairs still to keep among those whose settled bytes match the threshold's
   std::vector<int64_t> need_;
 };

@@ -19,7 +19,10 @@ namespace lrmoe {
 torch::Tensor stable_order(const torch::Tensor& keys, int64_t bins);
 
 // [n] int64 0, 1, ..., n - 1 with `options`' device: the order that leaves n pairs as they are.
-// On the CPU a loop, where LibTorch's arange took several times as long.
+// On the CPU a view of one count the thread shares among all its identity orders, so it is
+// read-only: nothing may write into an order, or into a tensor it was given as (a pass's kept
+// pairs, a slice's rows), in place. A loop wrote the count, where LibTorch's arange took several
+// times as long.
 torch::Tensor identity_order(int64_t n, const torch::TensorOptions& options);
 
 // [n] int64 `inverse` with inverse[order[k]] = k, on order's device; order: [n] int64, a
