@@ -105,7 +105,7 @@ TEST_CASE(
       const ProcessView view{p, processes, ranks_per_process};
       counted.push_back(count_pair_layout(
           routed, static_cast<int64_t>(pairs[static_cast<std::size_t>(p)].experts.size()),
-          torch::kCPU, table, ranks, view));
+          torch::kCPU, table, ranks, view, /*with_instances=*/true));
     }
     std::vector<int64_t> all_instance, all_home;
     std::vector<std::vector<int64_t>> global_index(static_cast<std::size_t>(processes));
@@ -169,6 +169,15 @@ TEST_CASE(
         }
       }
       CHECK(row == expected);
+      // Without the instances, the same layout but them.
+      const PairLayout bare = count_pair_layout(routed, static_cast<int64_t>(own.experts.size()),
+                                                torch::kCPU, table, ranks, view,
+                                                /*with_instances=*/false);
+      CHECK_FALSE(bare.instance.defined());
+      CHECK(to_vector(bare.order) == to_vector(mine.order));
+      CHECK(bare.local.arrival.defined() == mine.local.arrival.defined());
+      if (bare.local.arrival.defined())
+        CHECK(to_vector(bare.local.arrival) == to_vector(mine.local.arrival));
     }
   }
 }
@@ -178,6 +187,6 @@ TEST_CASE("A layout from routed counts that miss the process's pairs is refused"
   const InstanceTable table = random_table(random, 3, 2);
   std::vector<int64_t> routed(static_cast<std::size_t>(2 * table.size()), 0);
   routed[0] = 1;  // one pair of rank 0, but the process has two
-  CHECK_THROWS_AS(count_pair_layout(routed, 2, torch::kCPU, table, 2, ProcessView{0, 1, 2}),
+  CHECK_THROWS_AS(count_pair_layout(routed, 2, torch::kCPU, table, 2, ProcessView{0, 1, 2}, false),
                   PlanError);
 }

@@ -10,7 +10,7 @@
 namespace lrmoe {
 PairLayout count_pair_layout(std::vector<int64_t> routed, int64_t pairs,
                              const torch::Device& device, const InstanceTable& table, int64_t ranks,
-                             const ProcessView& process) {
+                             const ProcessView& process, bool with_instances) {
   const int64_t I = table.size();
   const int64_t m = pairs;
   const int64_t first = process.first_rank(), last = first + process.ranks_per_process;
@@ -65,11 +65,14 @@ PairLayout count_pair_layout(std::vector<int64_t> routed, int64_t pairs,
     pair += run.pairs;
   }
   layout.order = order.to(device);
-  // The instances, pair order: the runs' end to end.
-  torch::Tensor instance = torch::empty({m}, torch::kInt64);
-  int64_t* into = instance.data_ptr<int64_t>();
-  for (const PairRun& run : layout.runs) into = std::fill_n(into, run.pairs, run.instance);
-  layout.instance = instance.to(device);
+  // The instances, pair order: the runs' end to end. Written only for the chunks, the layout's
+  // only reader of them: a pass's pairs once more, in memory fresh from the allocator.
+  if (with_instances) {
+    torch::Tensor instance = torch::empty({m}, torch::kInt64);
+    int64_t* into = instance.data_ptr<int64_t>();
+    for (const PairRun& run : layout.runs) into = std::fill_n(into, run.pairs, run.instance);
+    layout.instance = instance.to(device);
+  }
 
   ProcessSlice& slice = layout.local;
   slice = slice_counts(layout.instance_offsets, layout.matrix, table, process);

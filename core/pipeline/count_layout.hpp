@@ -20,9 +20,10 @@ namespace lrmoe {
 // the training device, where the layout's tensors go. Each (home rank, expert) group's pairs go
 // to the expert's instances in table.expert_instances order, as many to each as `routed` says.
 // Throws PlanError when the counts of `routed` for this process's ranks do not add up to m. The
-// layout keeps `routed` as its home_instance.
+// layout keeps `routed` as its home_instance. `with_instances`: whether to lay out each pair's
+// instance (`instance`), which only a pass split in chunks reads; else it stays undefined.
 PairLayout count_pair_layout(std::vector<int64_t> routed, int64_t pairs,
                              const torch::Device& device, const InstanceTable& table, int64_t ranks,
-                             const ProcessView& process);
+                             const ProcessView& process, bool with_instances);
 
 }  // namespace lrmoe

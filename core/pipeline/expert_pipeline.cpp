@@ -66,7 +66,7 @@ torch::Tensor ExpertPipeline::route(Phase phase, const torch::Tensor& experts,
 }
 
 std::vector<int64_t> ExpertPipeline::route_counts(Phase phase, std::vector<int64_t> groups,
-                                                  const InstanceTable& table,
+                                                  const std::shared_ptr<const InstanceTable>& table,
                                                   std::vector<int64_t> capacity) {
   CountRoutingRequest& request = count_request_;
   request.phase = phase;
@@ -75,13 +75,18 @@ std::vector<int64_t> ExpertPipeline::route_counts(Phase phase, std::vector<int64
   request.ranks = settings_.ranks;
   request.num_experts = settings_.num_experts;
   request.pairs = std::move(groups);
-  request.instances = table.instances;
-  request.expert_instances = table.expert_instances;
+  // A table alive is the one the request was filled from (weak_ptr: never a new table at the
+  // freed one's address).
+  if (count_request_table_.lock() != table) {
+    request.instances = table->instances;
+    request.expert_instances = table->expert_instances;
+    count_request_table_ = table;
+  }
   request.capacity = std::move(capacity);
   std::vector<int64_t> routed = call_policy(PolicyKind::Routing, "route_counts", [&] {
     return policies_->count_routing->route_counts(request);
   });
-  check_count_routing(routed, request.pairs, settings_.ranks, table,
+  check_count_routing(routed, request.pairs, settings_.ranks, *table,
                       policy_name(PolicyKind::Routing));
   request.pairs = {};  // the counts are the pass's: not held between passes
   return routed;

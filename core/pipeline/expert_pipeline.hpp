@@ -216,7 +216,8 @@ class ExpertPipeline {
   // The scalable plan's routing: [ranks * instances] pairs per (home rank, instance) for `groups`
   // [ranks * experts] pairs per (home rank, expert), checked.
   std::vector<int64_t> route_counts(Phase phase, std::vector<int64_t> groups,
-                                    const InstanceTable& table, std::vector<int64_t> capacity);
+                                    const std::shared_ptr<const InstanceTable>& table,
+                                    std::vector<int64_t> capacity);
   // The placement's plan for `pass`, with `counts` routed pairs per expert over every process of
   // `tokens` tokens each (or the plan placed ahead): sets the pass's step, instance table (on
   // `device`) and quota, each at most its expert's count; the counts join the history.
@@ -290,8 +291,10 @@ class ExpertPipeline {
   // plan]).
   std::deque<std::vector<int64_t>> history_;
   // The last count routing's request, kept so that the next one copies the instance table into
-  // buffers it already has: twice a layer, a fresh copy of a list per expert showed in profiles.
+  // buffers it already has, or not at all when it routes on the same table (a layer's backward
+  // on its forward's): a copy of a list per expert, twice a layer, showed in profiles.
   CountRoutingRequest count_request_;
+  std::weak_ptr<const InstanceTable> count_request_table_;  // whose instances it holds
   // The next pass's placement, planned before its router (place_ahead).
   struct PlacedAhead {
     PlacementPlan plan;

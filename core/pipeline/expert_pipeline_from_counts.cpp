@@ -111,11 +111,12 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
 
   const std::vector<double> no_load(static_cast<std::size_t>(R), 0.0);
   std::vector<int64_t> routed_counts =
-      route_counts(Phase::Forward, std::move(computed_groups), *table,
+      route_counts(Phase::Forward, std::move(computed_groups), pass->table,
                    room(rank_holdings(*table, no_load, expected_backward), forward_pairs_that_fit));
   overhead.routing += clock.lap();
-  pass->layout = count_pair_layout(std::move(routed_counts), pass->experts.numel(),
-                                   experts.device(), *table, R, process);
+  pass->layout =
+      count_pair_layout(std::move(routed_counts), pass->experts.numel(), experts.device(), *table,
+                        R, process, settings_.exchange_chunks > 1);
   pass->local_pairs = pass->computed;  // every computed pair here is homed here
   check_budget(rank_holdings(*table, as_loads(pass->layout.load), expected_backward),
                "after forward routing");
@@ -198,20 +199,20 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
   const std::vector<double> forward_load = as_loads(forward.layout.load);
   const std::vector<double> no_load(static_cast<std::size_t>(R), 0.0);
   std::vector<int64_t> routed =
-      route_counts(Phase::Backward, std::move(kept_groups), table,
+      route_counts(Phase::Backward, std::move(kept_groups), forward.table,
                    room(rank_holdings(table, forward_load, no_load), backward_pairs_that_fit));
   overhead.routing += clock.lap();
   // Every pair kept and routed as in the forward: each keeps its forward instance (the layout
   // follows from the counts and the pairs, which are the forward's), so nothing moves with it
   // (Note [Context in place]). Every process knows both counts, so all take the same branch.
   pass.context_in_place = !searched && routed == forward.layout.home_instance;
+  const bool chunked = settings_.exchange_chunks > 1;
   pass.layout = pass.context_in_place ? forward.layout
                                       : count_pair_layout(std::move(routed), pass.kept.numel(),
-                                                          device, table, R, process);
+                                                          device, table, R, process, chunked);
   // The kept pairs are positions among the forward's home rows, which are this process's
   // computed pairs in pair order.
   pass.local_kept = pass.kept;
-  const bool chunked = settings_.exchange_chunks > 1;
   torch::Tensor context_instance;
   if (!settings_.recompute && pass.context_in_place) {
     // Each rank's rows stay on it: forward to backward rank is the layout's loads on the

@@ -34,8 +34,9 @@ std::shared_ptr<const ForwardPass> home_pass(const torch::Tensor& experts,
   pass->experts = experts;
   pass->home = home;
   pass->table = table;
+  // Not split in chunks: no pair's instance is read.
   pass->layout = count_pair_layout(std::move(routed), experts.numel(), experts.device(), *table,
-                                   ranks, process);
+                                   ranks, process, /*with_instances=*/false);
   return pass;
 }
 

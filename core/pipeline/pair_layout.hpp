@@ -51,8 +51,10 @@ struct PairRun {
 // layout (Note [Host synchronisation] in docs/notes.md).
 struct PairLayout {
   int64_t ranks = 0;
-  torch::Tensor order;                    // [pairs] int64: pair index of each destination row
-  torch::Tensor instance;                 // [pairs] int64: instance of each pair (pair order)
+  torch::Tensor order;  // [pairs] int64: pair index of each destination row
+  // [pairs] int64: instance of each pair (pair order); a layout counted from routed counts has
+  // it only when its pass is split in chunks (count_pair_layout)
+  torch::Tensor instance;
   std::vector<int64_t> instance_offsets;  // [instances + 1]: rows of instance i
   std::vector<int64_t> load;              // [ranks]: pairs each rank receives (its own included)
   // [ranks * ranks]: pairs from home rank s to rank d at [s * ranks + d]
