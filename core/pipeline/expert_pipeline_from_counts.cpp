@@ -47,7 +47,7 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
   const int64_t E = settings_.num_experts, R = settings_.ranks;
   // Routed pairs per (home rank, expert) over every process: each home rank is one process's.
   std::vector<int64_t> routed_groups =
-      summed_over_processes(*collectives_, {pair_order_group_counts(home, R, experts, E)}).front();
+      summed_over_processes(*collectives_, pair_order_group_counts(home, R, experts, E));
   std::vector<int64_t> counts(static_cast<std::size_t>(E), 0);
   auto pass = std::make_shared<ForwardPass>();
   pass->routed_per_home_rank.assign(static_cast<std::size_t>(R), 0);
@@ -207,9 +207,13 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
   // (Note [Context in place]). Every process knows both counts, so all take the same branch.
   pass.context_in_place = !searched && routed == forward.layout.home_instance;
   const bool chunked = settings_.exchange_chunks > 1;
-  pass.layout = pass.context_in_place ? forward.layout
-                                      : count_pair_layout(std::move(routed), pass.kept.numel(),
-                                                          device, table, R, process, chunked);
+  // Not a conditional expression: with the forward's layout, a const lvalue, on one side, its
+  // value is const, and a new layout would be copied rather than moved in.
+  if (pass.context_in_place)
+    pass.layout = forward.layout;
+  else
+    pass.layout =
+        count_pair_layout(std::move(routed), pass.kept.numel(), device, table, R, process, chunked);
   // The kept pairs are positions among the forward's home rows, which are this process's
   // computed pairs in pair order.
   pass.local_kept = pass.kept;
@@ -241,8 +245,10 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
     // (forward rank, backward instance), which the chunks' moves need, summed by rank after.
     ContextSources sources =
         context_sources(forward.layout, pass.kept, pass.layout, table, process, chunked);
-    std::vector<std::vector<int64_t>> counts = summed_over_processes(
-        *collectives_, {std::move(sources.home_forward), std::move(sources.forward_backward)});
+    std::vector<std::vector<int64_t>> counts(2);
+    counts[0] = std::move(sources.home_forward);
+    counts[1] = std::move(sources.forward_backward);
+    counts = summed_over_processes(*collectives_, std::move(counts));
     pass.home_forward = std::move(counts[0]);
     if (chunked) {
       pass.forward_instance = std::move(counts[1]);

@@ -26,8 +26,7 @@ std::shared_ptr<const ForwardPass> home_pass(const torch::Tensor& experts,
   // Static owners in (rank, slot) order are in expert order: instance e is expert e, so the
   // pairs per (home rank, expert) are the routed pairs per (home rank, instance).
   std::vector<int64_t> routed =
-      summed_over_processes(collectives, {pair_order_group_counts(home, ranks, experts, E)})
-          .front();
+      summed_over_processes(collectives, pair_order_group_counts(home, ranks, experts, E));
   auto pass = std::make_shared<ForwardPass>();
   pass->computed = identity_order(experts.numel(), experts.options());
   pass->local_pairs = pass->computed;

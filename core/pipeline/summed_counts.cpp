@@ -4,19 +4,26 @@
 
 namespace lrmoe {
 
+std::vector<int64_t> summed_over_processes(Collectives& collectives, std::vector<int64_t> counts) {
+  // as empty on every process: nothing to sum
+  if (collectives.single() || counts.empty()) return counts;
+  // Summed where they lie: a tensor over the vector's storage.
+  torch::Tensor total =
+      torch::from_blob(counts.data(), {static_cast<int64_t>(counts.size())}, torch::kInt64);
+  collectives.sum(total);
+  return counts;
+}
+
 std::vector<std::vector<int64_t>> summed_over_processes(Collectives& collectives,
                                                         std::vector<std::vector<int64_t>> counts) {
   if (collectives.single()) return counts;
-  // Summed where they lie: a tensor over the one vector's storage, or over their concatenation.
+  if (counts.size() == 1) {
+    counts.front() = summed_over_processes(collectives, std::move(counts.front()));
+    return counts;
+  }
   std::vector<int64_t> flat;
-  if (counts.size() != 1)
-    for (const std::vector<int64_t>& one : counts) flat.insert(flat.end(), one.begin(), one.end());
-  std::vector<int64_t>& summed = counts.size() == 1 ? counts.front() : flat;
-  if (summed.empty()) return counts;  // as empty on every process: nothing to sum
-  torch::Tensor total =
-      torch::from_blob(summed.data(), {static_cast<int64_t>(summed.size())}, torch::kInt64);
-  collectives.sum(total);
-  if (counts.size() == 1) return counts;
+  for (const std::vector<int64_t>& one : counts) flat.insert(flat.end(), one.begin(), one.end());
+  flat = summed_over_processes(collectives, std::move(flat));
   const int64_t* from = flat.data();
   for (std::vector<int64_t>& one : counts) {
     std::copy(from, from + one.size(), one.begin());
