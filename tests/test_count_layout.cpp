@@ -91,7 +91,7 @@ TEST_CASE(
     std::vector<int64_t> routed(static_cast<std::size_t>(ranks * I), 0);
     for (int64_t h = 0; h < ranks; ++h) {
       for (int64_t e = 0; e < experts; ++e) {
-        const std::vector<int64_t>& instances = table.expert_instances[static_cast<std::size_t>(e)];
+        const InstanceList instances = table.instances_of(e);
         for (int64_t n = group[static_cast<std::size_t>(h * experts + e)]; n > 0; --n)
           ++routed[static_cast<std::size_t>(h * I + instances[static_cast<std::size_t>(below(
                                                         static_cast<int64_t>(instances.size())))])];

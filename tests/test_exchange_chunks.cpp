@@ -13,9 +13,11 @@ namespace {
 // Two ranks with three instances each (expert e on rank e / 3).
 InstanceTable two_ranks_of_three() {
   InstanceTable table;
+  table.expert_offsets.push_back(0);
   for (int64_t e = 0; e < 6; ++e) {
     table.instances.push_back({e, e / 3, e % 3, true});
-    table.expert_instances.push_back({e});
+    table.expert_offsets.push_back(e + 1);
+    table.expert_order.push_back(e);
     table.instance_rank.push_back(e / 3);
   }
   table.place_on(torch::kCPU);

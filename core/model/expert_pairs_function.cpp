@@ -350,10 +350,13 @@ ExpertPairs compact_pairs_by_expert(const torch::Tensor& pair_tokens,
 }
 
 std::shared_ptr<const ForwardPass> single_rank_pass(const ExpertPairs& pairs, int64_t num_experts) {
+  // Instance e is expert e's owner, in slot e of rank 0.
   auto table = std::make_shared<InstanceTable>();
+  table->expert_offsets.push_back(0);
   for (int64_t e = 0; e < num_experts; ++e) {
     table->instances.push_back({e, 0, e, true});
-    table->expert_instances.push_back({e});
+    table->expert_offsets.push_back(e + 1);
+    table->expert_order.push_back(e);
     table->instance_rank.push_back(0);
   }
   table->place_on(pairs.experts.device());

@@ -23,7 +23,10 @@ PairLayout count_pair_layout(std::vector<int64_t> routed, int64_t pairs,
   // This process's pairs run by expert, then home rank, so their instances are the runs of the
   // groups in that order, each group's in the order of its expert's instances.
   int64_t assigned = 0;
-  for (const std::vector<int64_t>& instances : table.expert_instances) {
+  // At most a run per (home rank here, instance): the list grows once.
+  layout.runs.reserve(static_cast<std::size_t>(process.ranks_per_process * I));
+  for (int64_t e = 0; e < table.num_experts(); ++e) {
+    const InstanceList instances = table.instances_of(e);
     for (int64_t h = first; h < last; ++h) {
       for (const int64_t i : instances) {
         if (count(h, i) < 0)

@@ -18,7 +18,7 @@ namespace lrmoe {
 // `pairs`: m, this process's pairs of the pass, every one homed on one of its ranks and taken
 // in pair order, so that they run by expert and then home rank (Note [Pair order]); `device`,
 // the training device, where the layout's tensors go. Each (home rank, expert) group's pairs go
-// to the expert's instances in table.expert_instances order, as many to each as `routed` says.
+// to the expert's instances in table.instances_of order, as many to each as `routed` says.
 // Throws PlanError when the counts of `routed` for this process's ranks do not add up to m. The
 // layout keeps `routed` as its home_instance. `with_instances`: whether to lay out each pair's
 // instance (`instance`), which only a pass split in chunks reads; else it stays undefined.

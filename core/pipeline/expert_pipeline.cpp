@@ -58,7 +58,7 @@ torch::Tensor ExpertPipeline::route(Phase phase, const torch::Tensor& experts,
   request.experts = for_policy(PolicyKind::Routing, experts);
   request.home_ranks = for_policy(PolicyKind::Routing, home);
   request.instances = table.instances;
-  request.expert_instances = table.expert_instances;
+  request.expert_instances = table.instance_lists();
   request.capacity = std::move(capacity);
   torch::Tensor instance =
       call_policy(PolicyKind::Routing, "route", [&] { return policies_->routing->route(request); });
@@ -79,7 +79,7 @@ std::vector<int64_t> ExpertPipeline::route_counts(Phase phase, std::vector<int64
   // freed one's address).
   if (count_request_table_.lock() != table) {
     request.instances = table->instances;
-    request.expert_instances = table->expert_instances;
+    request.expert_instances = table->instance_lists();
     count_request_table_ = table;
   }
   request.capacity = std::move(capacity);
@@ -141,7 +141,8 @@ std::pair<PlacementPlan, std::shared_ptr<InstanceTable>> ExpertPipeline::plan_pl
   auto table = std::make_shared<InstanceTable>(
       build_instance_table(plan, settings_.num_experts, settings_.ranks, settings_.slots_per_rank,
                            policy_name(PolicyKind::Placement)));
-  table->place_on(device);
+  // Only the exact plan routes and lays out pairs by the table's tensors.
+  if (settings_.planning == Planning::Exact) table->place_on(device);
   return {std::move(plan), std::move(table)};
 }
 

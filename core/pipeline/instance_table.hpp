@@ -19,20 +19,47 @@ class PlanError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// One expert's instances: indices into InstanceTable::instances, owner first.
+class InstanceList {
+ public:
+  InstanceList(const int64_t* first, const int64_t* last) : first_(first), last_(last) {}
+  const int64_t* begin() const { return first_; }
+  const int64_t* end() const { return last_; }
+  std::size_t size() const { return static_cast<std::size_t>(last_ - first_); }
+  int64_t front() const { return *first_; }
+  int64_t operator[](std::size_t k) const { return first_[k]; }
+
+ private:
+  const int64_t* first_;
+  const int64_t* last_;
+};
+
 struct InstanceTable {
   std::vector<ExpertInstance> instances;  // sorted by (rank, slot)
-  // per expert, indices into instances, owner first
-  std::vector<std::vector<int64_t>> expert_instances;
-  std::vector<int64_t> instance_rank;  // [instances]
-  // The same per instance as tensors for the plan's device work: [instances] int64, on the CPU
-  // as built, on the training device after place_on.
+  // Each expert's instances end to end, owner first: expert e's at [expert_offsets[e],
+  // expert_offsets[e + 1]) of expert_order. Two flat lists, not a list per expert: a layer's
+  // plan builds a table, and its 128 small allocations were half the table's time in profiles.
+  std::vector<int64_t> expert_offsets;  // [experts + 1]
+  std::vector<int64_t> expert_order;    // [instances]
+  std::vector<int64_t> instance_rank;   // [instances]
+  // The same per instance as tensors for the exact plan's device work: [instances] int64, on
+  // the training device, set by place_on (undefined before: the scalable plan, which routes
+  // counts, does not read them).
   torch::Tensor instance_expert;
   torch::Tensor instance_rank_tensor;
   // PlacementPlan::co_located_share_copy: one expert's instances on one rank share one copy.
   bool co_located_share_copy = false;
 
   int64_t size() const { return static_cast<int64_t>(instances.size()); }
-  int64_t replicas() const { return size() - static_cast<int64_t>(expert_instances.size()); }
+  int64_t num_experts() const { return static_cast<int64_t>(expert_offsets.size()) - 1; }
+  int64_t replicas() const { return size() - num_experts(); }
+  InstanceList instances_of(int64_t expert) const {
+    const int64_t* order = expert_order.data();
+    return {order + expert_offsets[static_cast<std::size_t>(expert)],
+            order + expert_offsets[static_cast<std::size_t>(expert) + 1]};
+  }
+  // The lists as routing plugins take them (RoutingRequest::expert_instances).
+  std::vector<std::vector<int64_t>> instance_lists() const;
   std::vector<int64_t> instances_per_rank(int64_t ranks) const;
   std::vector<int64_t> owners_per_rank(int64_t ranks) const;
   // The expert copies each rank holds: one per instance, or one per expert it hosts when
@@ -44,7 +71,7 @@ struct InstanceTable {
 
 // Checks `plan` against the placement contract (every expert has instances and one owner, ranks
 // and slots in range, no slot used twice, quotas and capacities per expert and >= 0) and builds
-// the table. `policy` names the placement in messages.
+// the table, without its tensors (place_on). `policy` names the placement in messages.
 InstanceTable build_instance_table(const PlacementPlan& plan, int64_t num_experts, int64_t ranks,
                                    int64_t slots_per_rank, const std::string& policy);
 

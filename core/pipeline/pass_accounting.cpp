@@ -156,13 +156,11 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
   // second instance on that rank copies locally or shares the copy).
   TrafficMatrix replica_out(R), replica_back(R), replica_run_bytes(R);
   const double model_expert_bytes = static_cast<double>(3 * h * ffn * model.element_bytes());
-  for (std::size_t e = 0; e < table.expert_instances.size(); ++e) {
-    const int64_t home = static_owner(static_cast<int64_t>(e),
-                                      static_cast<int64_t>(table.expert_instances.size()), R)
-                             .rank;
+  for (int64_t e = 0; e < table.num_experts(); ++e) {
+    const int64_t home = static_owner(e, table.num_experts(), R).rank;
     std::vector<bool> reached(r_size, false);
     reached[static_cast<std::size_t>(home)] = true;
-    for (const int64_t instance : table.expert_instances[e]) {
+    for (const int64_t instance : table.instances_of(e)) {
       const int64_t rank = table.instance_rank[static_cast<std::size_t>(instance)];
       if (reached[static_cast<std::size_t>(rank)]) continue;
       reached[static_cast<std::size_t>(rank)] = true;

@@ -30,7 +30,7 @@ std::vector<double> even_split(const InstanceTable& table, const std::vector<int
                                int64_t ranks) {
   std::vector<double> load(static_cast<std::size_t>(ranks), 0.0);
   for (std::size_t e = 0; e < pairs.size(); ++e) {
-    const auto& instances = table.expert_instances[e];
+    const InstanceList instances = table.instances_of(static_cast<int64_t>(e));
     for (int64_t i : instances)
       load[table.instance_rank[i]] += static_cast<double>(pairs[e]) / instances.size();
   }

@@ -97,7 +97,7 @@ torch::Tensor checked_routing(const torch::Tensor& instance, const torch::Tensor
 void check_count_routing(const std::vector<int64_t>& routed, const std::vector<int64_t>& pairs,
                          int64_t ranks, const InstanceTable& table, const std::string& policy) {
   const int64_t I = table.size();
-  const auto E = static_cast<int64_t>(table.expert_instances.size());
+  const int64_t E = table.num_experts();
   if (static_cast<int64_t>(routed.size()) != ranks * I) {
     throw answer_error(fmt::format("routing '{}' returned {} counts for {} ranks x {} instances",
                                    policy, routed.size(), ranks, I),
@@ -109,7 +109,7 @@ void check_count_routing(const std::vector<int64_t>& routed, const std::vector<i
     const int64_t* row = routed.data() + h * I;
     for (int64_t e = 0; e < E; ++e) {
       int64_t sent = 0;
-      for (const int64_t i : table.expert_instances[static_cast<std::size_t>(e)]) {
+      for (const int64_t i : table.instances_of(e)) {
         if (row[i] < 0) {
           throw answer_error(
               fmt::format("routing '{}' routed {} pairs of home rank {} to instance {}", policy,

@@ -58,6 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lrmoe::InstanceTable table;
   try {
     table = lrmoe::build_instance_table(plan, experts, ranks, slots, "fuzz");
+    table.place_on(torch::kCPU);
   } catch (const lrmoe::PlanError&) {
     return 0;
   }
