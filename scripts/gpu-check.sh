@@ -94,6 +94,17 @@ if [ "$gpus" -ge 2 ]; then
 else
   echo "all-to-all bandwidth: one GPU visible, not measured" | tee "$out/bench-parallel.txt"
 fi
+# The planners' CPU time per step against the modeled MoE step they plan, at full dimensions
+# (issue: at most a tenth): here a replayed process has a core of its own up to 16 ranks, where
+# the 2-core development machine shares each core among 8 to 32 of them.
+for model in qwen3-30b-a3b glm45-air; do
+  for ranks in 16 64; do
+    bench "plan-$model-$ranks" "$lrmoe" replay "experiments/paper/$model-replay.toml" \
+      --skew zipf:0.5 --steps 3 --set cluster.ranks=$ranks --processes $ranks \
+      --variant "symi:policies.bundle=symi,policies.planning=scalable" \
+      --variant "lrmoe:policies.bundle=lrmoe,policies.planning=scalable"
+  done
+done
 # The allocator's peak against the memory model's, for Qwen3-30B-A3B's busiest rank (about 70 GiB).
 bench replay-allocate "$lrmoe" replay experiments/paper/qwen3-30b-a3b-replay.toml \
   --skew zipf:0.5 --steps 1 --variant lrmoe --allocate
