@@ -38,7 +38,10 @@ TEST_CASE("an instance table lists each expert's owner first, then its replicas 
   CHECK(listed(table, 2) == std::vector<int64_t>{2});
   CHECK(table.instances_of(1).front() == 4);
   CHECK(table.instances_of(1).size() == 3);
-  CHECK(table.instance_lists() == std::vector<std::vector<int64_t>>{{1, 5}, {4, 0, 3}, {2}});
+  // Copied into lists that had other lengths and sizes.
+  std::vector<std::vector<int64_t>> lists = {{7, 7, 7, 7}, {}, {7}, {7}};
+  table.copy_instance_lists(lists);
+  CHECK(lists == std::vector<std::vector<int64_t>>{{1, 5}, {4, 0, 3}, {2}});
   // The tensors come with place_on, not with the table.
   CHECK_FALSE(table.instance_expert.defined());
 }

@@ -58,7 +58,7 @@ torch::Tensor ExpertPipeline::route(Phase phase, const torch::Tensor& experts,
   request.experts = for_policy(PolicyKind::Routing, experts);
   request.home_ranks = for_policy(PolicyKind::Routing, home);
   request.instances = table.instances;
-  request.expert_instances = table.instance_lists();
+  table.copy_instance_lists(request.expert_instances);
   request.capacity = std::move(capacity);
   torch::Tensor instance =
       call_policy(PolicyKind::Routing, "route", [&] { return policies_->routing->route(request); });
@@ -79,7 +79,7 @@ std::vector<int64_t> ExpertPipeline::route_counts(Phase phase, std::vector<int64
   // freed one's address).
   if (count_request_table_.lock() != table) {
     request.instances = table->instances;
-    request.expert_instances = table->instance_lists();
+    table->copy_instance_lists(request.expert_instances);
     count_request_table_ = table;
   }
   request.capacity = std::move(capacity);

@@ -51,15 +51,18 @@ struct InstanceTable {
   bool co_located_share_copy = false;
 
   int64_t size() const { return static_cast<int64_t>(instances.size()); }
-  int64_t num_experts() const { return static_cast<int64_t>(expert_offsets.size()) - 1; }
+  int64_t num_experts() const {
+    return expert_offsets.empty() ? 0 : static_cast<int64_t>(expert_offsets.size()) - 1;
+  }
   int64_t replicas() const { return size() - num_experts(); }
   InstanceList instances_of(int64_t expert) const {
     const int64_t* order = expert_order.data();
     return {order + expert_offsets[static_cast<std::size_t>(expert)],
             order + expert_offsets[static_cast<std::size_t>(expert) + 1]};
   }
-  // The lists as routing plugins take them (RoutingRequest::expert_instances).
-  std::vector<std::vector<int64_t>> instance_lists() const;
+  // Sets `lists` to the lists as routing plugins take them (RoutingRequest::expert_instances),
+  // in the storage they have: a request kept from layer to layer allocates nothing.
+  void copy_instance_lists(std::vector<std::vector<int64_t>>& lists) const;
   std::vector<int64_t> instances_per_rank(int64_t ranks) const;
   std::vector<int64_t> owners_per_rank(int64_t ranks) const;
   // The expert copies each rank holds: one per instance, or one per expert it hosts when
