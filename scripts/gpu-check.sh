@@ -96,10 +96,11 @@ else
 fi
 # The planners' CPU time per step against the modeled MoE step they plan, at full dimensions
 # (issue: at most a tenth): here a replayed process has a core of its own up to 16 ranks, where
-# the 2-core development machine shares each core among 8 to 32 of them.
+# the 2-core development machine shares each core among 8 to 32 of them. Each is bounded, so
+# that a slow one cannot take the lease's last minutes.
 for model in qwen3-30b-a3b glm45-air; do
   for ranks in 16 64; do
-    bench "plan-$model-$ranks" "$lrmoe" replay "experiments/paper/$model-replay.toml" \
+    bench "plan-$model-$ranks" timeout 90 "$lrmoe" replay "experiments/paper/$model-replay.toml" \
       --skew zipf:0.5 --steps 3 --set cluster.ranks=$ranks --processes $ranks \
       --variant "symi:policies.bundle=symi,policies.planning=scalable" \
       --variant "lrmoe:policies.bundle=lrmoe,policies.planning=scalable"
