@@ -56,7 +56,7 @@ seed() {  # seed TARGET: the target's corpus folder, created with its seeds on t
         # unwinding crashed (core/pipeline/instance_table.cpp says when).
         { printf '\x03\x03\xff\x03\x00\x00\x01\x01'; printf '\xc4%.0s' {1..54}
           printf '\x00\x01\x02\x00\xff\xff\xff\xff\xff\xff\xff\x03\x06\x01\x48\x01\x02\x00'
-          printf '\x00\x00\x00\x64\x01\x02\x01\x00\xba\x01'; } >"$corpus/short_quota" ;;
+          printf '\x00\x00\x00\x64\x01\x02\x01\x00\xba\x01'; } >"$corpus/expert_minus_one" ;;
     esac
   fi
   echo "$corpus"

@@ -12,14 +12,10 @@ namespace {
 
 // Two ranks with three instances each (expert e on rank e / 3).
 InstanceTable two_ranks_of_three() {
-  InstanceTable table;
-  table.expert_offsets.push_back(0);
-  for (int64_t e = 0; e < 6; ++e) {
-    table.instances.push_back({e, e / 3, e % 3, true});
-    table.expert_offsets.push_back(e + 1);
-    table.expert_order.push_back(e);
-    table.instance_rank.push_back(e / 3);
-  }
+  PlacementPlan plan;
+  for (int64_t e = 0; e < 6; ++e) plan.instances.push_back({e, e / 3, e % 3, true});
+  plan.quota.assign(6, 1);
+  InstanceTable table = build_instance_table(plan, 6, 2, 3, "test");
   table.place_on(torch::kCPU);
   return table;
 }

@@ -17,10 +17,6 @@ std::vector<int64_t> summed_over_processes(Collectives& collectives, std::vector
 std::vector<std::vector<int64_t>> summed_over_processes(Collectives& collectives,
                                                         std::vector<std::vector<int64_t>> counts) {
   if (collectives.single()) return counts;
-  if (counts.size() == 1) {
-    counts.front() = summed_over_processes(collectives, std::move(counts.front()));
-    return counts;
-  }
   std::vector<int64_t> flat;
   for (const std::vector<int64_t>& one : counts) flat.insert(flat.end(), one.begin(), one.end());
   flat = summed_over_processes(collectives, std::move(flat));
