@@ -239,6 +239,10 @@ TEST_CASE("the search refuses group offsets that do not cover its pairs in order
     CHECK_THROWS_WITH(QuotaThresholdSearch(offsets, ProcessView{}, scores, {1, 1}),
                       Catch::Contains("do not cover"));
   }
+  // An expert with more pairs over the processes than an int32 bin counts.
+  CHECK_THROWS_WITH(
+      QuotaThresholdSearch({0, 1, 2}, ProcessView{}, scores, {1, 1}, {1, int64_t{1} << 31}),
+      Catch::Contains("expert 1 has 2147483648 pairs"));
 }
 
 TEST_CASE("histograms that disagree with the quota are refused, not read past", "[selection]") {
@@ -247,9 +251,9 @@ TEST_CASE("histograms that disagree with the quota are refused, not read past", 
   search.narrow(search.local_histogram());
   REQUIRE_FALSE(search.done());
   // A later round's sum holding fewer pairs than the first promised: processes out of step.
-  CHECK_THROWS_WITH(search.narrow(torch::zeros({1, QuotaThresholdSearch::kBins}, torch::kInt64)),
+  CHECK_THROWS_WITH(search.narrow(torch::zeros({1, QuotaThresholdSearch::kBins}, torch::kInt32)),
                     Catch::Contains("disagree"));
   // One of another shape: processes that disagree on which experts are open.
-  CHECK_THROWS_WITH(search.narrow(torch::zeros({2, QuotaThresholdSearch::kBins}, torch::kInt64)),
+  CHECK_THROWS_WITH(search.narrow(torch::zeros({2, QuotaThresholdSearch::kBins}, torch::kInt32)),
                     Catch::Contains("disagree"));
 }

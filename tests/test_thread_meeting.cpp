@@ -12,19 +12,24 @@
 
 using namespace lrmoe;
 
-TEST_CASE("Threads meeting in memory sum their tensors in place", "[collectives]") {
-  ThreadMeeting meeting(3, std::chrono::milliseconds(10000));
-  std::vector<torch::Tensor> tensors;
-  for (int64_t rank = 0; rank < 3; ++rank)
-    tensors.push_back(torch::arange(5, torch::kInt64) * (rank + 1));
-  std::vector<std::thread> threads;
-  for (int64_t rank = 0; rank < 3; ++rank)
-    threads.emplace_back([&, rank] {
-      meeting.all_reduce(rank, tensors[static_cast<std::size_t>(rank)], /*maximum=*/false);
-    });
-  for (std::thread& thread : threads) thread.join();
-  for (const torch::Tensor& tensor : tensors)
-    CHECK(tensor.equal(torch::arange(5, torch::kInt64) * 6));
+TEST_CASE("Threads meeting in memory sum their tensors in place, int64 and int32 counts alike",
+          "[collectives]") {
+  // int32: the threshold search's histograms (core/pipeline/quota_threshold_search.hpp).
+  for (const torch::ScalarType type : {torch::kInt64, torch::kInt32}) {
+    ThreadMeeting meeting(3, std::chrono::milliseconds(10000));
+    std::vector<torch::Tensor> tensors;
+    for (int64_t rank = 0; rank < 3; ++rank) tensors.push_back(torch::arange(5, type) * (rank + 1));
+    std::vector<std::thread> threads;
+    for (int64_t rank = 0; rank < 3; ++rank)
+      threads.emplace_back([&, rank] {
+        meeting.all_reduce(rank, tensors[static_cast<std::size_t>(rank)], /*maximum=*/false);
+      });
+    for (std::thread& thread : threads) thread.join();
+    for (const torch::Tensor& tensor : tensors) {
+      CHECK(tensor.scalar_type() == type);
+      CHECK(tensor.equal(torch::arange(5, type) * 6));
+    }
+  }
 }
 
 TEST_CASE("A thread that gave up waiting leaves the barrier: a late one waits for it too",

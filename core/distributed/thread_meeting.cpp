@@ -62,6 +62,9 @@ void ThreadMeeting::all_reduce(int64_t rank, torch::Tensor& tensor, bool maximum
     case torch::kInt64:
       reduce_into(result.data_ptr<int64_t>(), posted_, first, last, maximum);
       break;
+    case torch::kInt32:
+      reduce_into(result.data_ptr<int32_t>(), posted_, first, last, maximum);
+      break;
     case torch::kFloat32:
       reduce_into(result.data_ptr<float>(), posted_, first, last, maximum);
       break;

@@ -17,7 +17,8 @@ constexpr double kPairGatherBytes = 24;
 constexpr double kSignalGatherBytes = 16;
 constexpr double kPairHeldBytes = kPairGatherBytes + 36;
 constexpr double kComputedHeldBytes = 2 * kSignalGatherBytes + 24;
-constexpr double kCountBytes = 8;  // every count is int64
+constexpr double kCountBytes = 8;  // every count is int64 but a histogram's bins
+constexpr double kBinBytes = sizeof(QuotaThresholdSearch::Count);
 
 // The plan's collectives of one pass, as each rank takes part in them.
 class PlanTally {
@@ -97,8 +98,7 @@ void scalable_plan(const PipelineSettings& settings, const ForwardPass& forward,
   auto search = [&](const std::vector<int64_t>& rounds) {
     double largest = 2 * groups;
     for (const int64_t open : rounds) {
-      const double histogram =
-          static_cast<double>(open) * QuotaThresholdSearch::kBins * kCountBytes;
+      const double histogram = static_cast<double>(open) * QuotaThresholdSearch::kBins * kBinBytes;
       plan.all_reduce(histogram);
       largest = std::max(largest, histogram);
     }

@@ -53,6 +53,10 @@ QuotaThresholdSearch::QuotaThresholdSearch(std::vector<int64_t> group_offsets,
   if (!pairs.empty() && pairs.size() != quota_.size())
     throw std::invalid_argument(fmt::format("QuotaThresholdSearch: {} pair counts for {} experts",
                                             pairs.size(), quota_.size()));
+  for (std::size_t e = 0; e < pairs.size(); ++e)
+    if (pairs[e] > std::numeric_limits<Count>::max())
+      throw std::invalid_argument(fmt::format(
+          "QuotaThresholdSearch: expert {} has {} pairs, more than a bin counts", e, pairs[e]));
   // Left uninitialised: only an open expert's keys and list are written, then read.
   key_.reset(new uint32_t[static_cast<std::size_t>(n)]);
   undecided_.reset(new uint32_t[static_cast<std::size_t>(n)]);
@@ -79,9 +83,9 @@ QuotaThresholdSearch::QuotaThresholdSearch(std::vector<int64_t> group_offsets,
   // two.
   const float* score = s.data_ptr<float>();
   const int shift = byte_shift();
-  histogram_ = torch::empty({static_cast<int64_t>(open_.size()), kBins}, torch::kInt64);
+  histogram_ = torch::empty({static_cast<int64_t>(open_.size()), kBins}, torch::kInt32);
   for (std::size_t k = 0; k < open_.size(); ++k) {
-    int64_t* row = zeroed_row(histogram_, static_cast<int64_t>(k));
+    Count* row = zeroed_row(histogram_, static_cast<int64_t>(k));
     for (int64_t i = begin(open_[k]), stop = end(open_[k]); i < stop; ++i) {
       const uint32_t key = score_key(score[i]);
       key_[static_cast<std::size_t>(i)] = key;
@@ -90,9 +94,10 @@ QuotaThresholdSearch::QuotaThresholdSearch(std::vector<int64_t> group_offsets,
   }
 }
 
-int64_t* QuotaThresholdSearch::zeroed_row(torch::Tensor& histogram, int64_t row) {
-  int64_t* bins = histogram.data_ptr<int64_t>() + row * kBins;
-  std::fill_n(bins, kBins, int64_t{0});
+QuotaThresholdSearch::Count* QuotaThresholdSearch::zeroed_row(torch::Tensor& histogram,
+                                                              int64_t row) {
+  Count* bins = histogram.data_ptr<Count>() + row * kBins;
+  std::fill_n(bins, kBins, Count{0});
   return bins;
 }
 
@@ -128,28 +133,28 @@ torch::Tensor QuotaThresholdSearch::local_histogram() {
   torch::Tensor histogram = histogram_.narrow(0, 0, static_cast<int64_t>(open_.size()));
   const int shift = byte_shift();
   for (std::size_t k = 0; k < open_.size(); ++k) {
-    int64_t* row = zeroed_row(histogram, static_cast<int64_t>(k));
+    Count* row = zeroed_row(histogram, static_cast<int64_t>(k));
     for_each_undecided(open_[k], [&](uint32_t i) { ++row[(key_[i] >> shift) & 0xFFU]; });
   }
   return histogram;
 }
 
 void QuotaThresholdSearch::narrow(const torch::Tensor& global_histogram) {
-  const torch::Tensor histogram = global_histogram.to(torch::kCPU, torch::kInt64).contiguous();
+  const torch::Tensor histogram = global_histogram.to(torch::kCPU, torch::kInt32).contiguous();
   const auto rows = static_cast<int64_t>(open_.size());
   if (histogram.dim() != 2 || histogram.size(0) != rows || histogram.size(1) != kBins)
     throw std::logic_error(fmt::format(
         "QuotaThresholdSearch: a histogram of {} values for {} open experts of {} bins in round "
         "{}; the processes' histograms disagree",
         histogram.numel(), rows, kBins, rounds_.size()));
-  const int64_t* bins = histogram.data_ptr<int64_t>();
+  const Count* bins = histogram.data_ptr<Count>();
   const int shift = byte_shift();
   const bool last_round = rounds_.size() + 1 == static_cast<std::size_t>(kRounds);
   std::vector<int64_t> still_open;
   for (int64_t k = 0; k < rows; ++k) {
     const int64_t expert = open_[static_cast<std::size_t>(k)];
     const auto e = static_cast<std::size_t>(expert);
-    const int64_t* row = bins + k * kBins;
+    const Count* row = bins + k * kBins;
     if (rounds_.empty() && !pairs_known_) {  // a quota above the pairs keeps them all
       int64_t matching = 0;
       for (int64_t b = 0; b < kBins; ++b) matching += row[b];

@@ -41,6 +41,9 @@ class QuotaThresholdSearch {
  public:
   static constexpr int kRounds = 4;  // one byte of the key each, at most
   static constexpr int64_t kBins = 256;
+  // A bin counts one expert's pairs over every process, fewer than 2^31 (the search refuses
+  // more): int32, half the bytes of int64 to clear, sum and read a round.
+  using Count = int32_t;
 
   // group_offsets: this process's pairs by (expert, home rank), as home_group_offsets gives them;
   // scores: [n] float32, finite, in pair order; quota: [experts] pairs each expert keeps over all
@@ -53,7 +56,7 @@ class QuotaThresholdSearch {
 
   // Whether every expert's threshold is known: no expert is open, or four rounds are done.
   bool done() const { return open_.empty(); }
-  // [open experts, kBins] int64 on the CPU, the open experts in increasing order: this process's
+  // [open experts, kBins] int32 on the CPU, the open experts in increasing order: this process's
   // pairs per bin of the current round's byte, among the pairs whose higher bytes equal their
   // expert's threshold so far. The caller sums it over processes (an all-reduce, in place) and
   // hands the sum to narrow(). It is the search's own buffer, each round's in the first rows of
@@ -93,8 +96,8 @@ class QuotaThresholdSearch {
   template <typename Visit>
   void for_each_undecided(int64_t expert, Visit visit) const;
   int64_t begin(int64_t expert) const;
-  // Row `row` of a [rows, kBins] int64 histogram, zeroed in place.
-  static int64_t* zeroed_row(torch::Tensor& histogram, int64_t row);
+  // Row `row` of a [rows, kBins] histogram, zeroed in place.
+  static Count* zeroed_row(torch::Tensor& histogram, int64_t row);
   int64_t end(int64_t expert) const;
 
   ProcessView process_;
@@ -116,7 +119,7 @@ class QuotaThresholdSearch {
   // the first round need not sum its histogram row to cap the quota.
   bool pairs_known_ = false;
   std::vector<int64_t> open_;  // the experts whose threshold still needs a byte, increasing
-  // [first round's open experts, kBins] int64: each round's local histogram in its first rows
+  // [first round's open experts, kBins] int32: each round's local histogram in its first rows
   torch::Tensor histogram_;
   // From local_groups() to kept(): this process's pairs above or at their expert's threshold, or
   // all of an expert that keeps all, in pair order, expert e's at [candidate_offsets_[e],
