@@ -100,8 +100,15 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
     pass->experts = experts;
     pass->home = home;
   }
-  // Every process routes as many pairs (Note [Exact multi-process plan]).
-  pass->pair_ids = pass->computed + settings_.process.index * experts.numel();
+  // Every process routes as many pairs (Note [Exact multi-process plan]): a pair's id is its index
+  // here after the pairs of the processes before. Every pair computed, the ids count up: a view
+  // of the thread's count, read-only as every identity order is, where an add was 3% of LRMoE's
+  // plan in a profile.
+  const int64_t first_id = settings_.process.index * experts.numel();
+  pass->pair_ids = pass->computed.numel() == experts.numel()
+                       ? identity_order(first_id + experts.numel(), experts.options())
+                             .narrow(0, first_id, experts.numel())
+                       : pass->computed + first_id;
   for (int64_t e = 0; e <= E; ++e)
     pass->expert_offsets.push_back(
         pass->home_group_offsets[static_cast<std::size_t>(e * process.ranks_per_process)]);
