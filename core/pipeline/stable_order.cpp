@@ -5,71 +5,28 @@
 #include <vector>
 
 namespace lrmoe {
-namespace {
-
-// One stable counting pass: `from`'s entries (all when null) into `to`, ordered by their digit
-// (key >> shift) & mask, which lies in [0, bins). Key i is key[i * stride]. With `key_bins` > 0,
-// each whole key is checked to lie in [0, key_bins) as it is counted: the first pass checks
-// them, so no pass of its own does.
-void counting_pass(const int64_t* key, int64_t stride, const int64_t* from, int64_t* to, int64_t n,
-                   int shift, int64_t mask, int64_t bins, std::vector<int64_t>& next,
-                   int64_t key_bins) {
-  next.assign(static_cast<std::size_t>(bins) + 1, 0);
-  auto digit = [&](int64_t i) {
-    return static_cast<std::size_t>((key[i * stride] >> shift) & mask);
-  };
-  for (int64_t k = 0; k < n; ++k) {
-    const int64_t i = from ? from[k] : k;
-    if (key_bins > 0)
-      TORCH_CHECK(key[i * stride] >= 0 && key[i * stride] < key_bins, "stable_order: key ",
-                  key[i * stride], " outside [0, ", key_bins, ")");
-    ++next[digit(i) + 1];
-  }
-  for (std::size_t b = 1; b < next.size(); ++b) next[b] += next[b - 1];
-  for (int64_t k = 0; k < n; ++k) {
-    const int64_t i = from ? from[k] : k;
-    to[next[digit(i)]++] = i;
-  }
-}
-
-}  // namespace
 
 torch::Tensor stable_order(const torch::Tensor& keys, int64_t bins) {
   if (!keys.device().is_cpu())
     return std::get<1>(torch::sort(keys, /*stable=*/true, /*dim=*/0, /*descending=*/false));
+  TORCH_CHECK(bins >= 0 && bins <= kMostOrderBins, "stable_order: ", bins,
+              " bins, more than a counting sort's ", kMostOrderBins);
   // A column of a wider tensor is read in place, at its stride.
   const torch::Tensor flat = keys.dim() == 1 ? keys : keys.contiguous();
   const int64_t n = flat.numel();
   const int64_t stride = keys.dim() == 1 ? flat.stride(0) : 1;
   const int64_t* key = flat.data_ptr<int64_t>();
   torch::Tensor order = torch::empty({n}, flat.options());
-  std::vector<int64_t> next;
-  // Few bins for the keys: one pass by the whole key. Many: digits of up to 11 bits (2048 bins),
-  // each pass stable, the least significant first, so the last pass leaves the whole keys
-  // sorted. As few passes as 11-bit digits need, the bits shared evenly among them: each pass
-  // clears and sums as few bins as it can.
-  constexpr int kDigitBits = 11;
-  constexpr int64_t kDigitBins = int64_t{1} << kDigitBits;
-  if (bins <= 4 * n + kDigitBins) {
-    counting_pass(key, stride, nullptr, order.data_ptr<int64_t>(), n, 0, ~int64_t{0}, bins, next,
-                  bins);
-    return order;
+  int64_t* to = order.data_ptr<int64_t>();
+  // One pass counts (checking each key), one places.
+  std::vector<int64_t> next(static_cast<std::size_t>(bins) + 1, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    TORCH_CHECK(key[i * stride] >= 0 && key[i * stride] < bins, "stable_order: key ",
+                key[i * stride], " outside [0, ", bins, ")");
+    ++next[static_cast<std::size_t>(key[i * stride]) + 1];
   }
-  int bits = 0;  // bins <= 2^63 - 1: 63 bits at most
-  while (bits < 63 && (int64_t{1} << bits) < bins) ++bits;
-  std::vector<int64_t> scratch(static_cast<std::size_t>(n));
-  const int passes = (bits + kDigitBits - 1) / kDigitBits;
-  const int digit_bits = (bits + passes - 1) / passes;
-  const int64_t digit_bins = int64_t{1} << digit_bits;
-  // The passes alternate between two buffers so that the last lands in `order`.
-  int64_t* buffer[2] = {order.data_ptr<int64_t>(), scratch.data()};
-  const int64_t* from = nullptr;
-  for (int p = 0; p < passes; ++p) {
-    int64_t* to = buffer[(passes - 1 - p) % 2];
-    counting_pass(key, stride, from, to, n, p * digit_bits, digit_bins - 1, digit_bins, next,
-                  p == 0 ? bins : 0);
-    from = to;
-  }
+  std::partial_sum(next.begin(), next.end(), next.begin());
+  for (int64_t i = 0; i < n; ++i) to[next[static_cast<std::size_t>(key[i * stride])]++] = i;
   return order;
 }
 
