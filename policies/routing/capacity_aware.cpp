@@ -86,6 +86,13 @@ class ExpertRankFlow {
 
   // Raises the ranks' limits to `limit` (none lower): the flow so far stays within them.
   void raise_limits(std::vector<int64_t> limit) { limit_ = std::move(limit); }
+  // Empties the flow, under the limits `limit`: as a flow made afresh, in the storage it has.
+  void restart(std::vector<int64_t> limit) {
+    limit_ = std::move(limit);
+    std::fill(flow_.begin(), flow_.end(), 0);
+    std::fill(load_.begin(), load_.end(), 0);
+    unplaced_ = supply_;
+  }
 
   // Adds `pairs` of the host's expert to its rank as far as the rank's limit allows.
   void place(size_t host, int64_t pairs) {
@@ -112,7 +119,7 @@ class ExpertRankFlow {
     parent.resize(E + ranks_);
     std::vector<size_t>& via = via_;
     via.resize(E + ranks_);
-    std::vector<size_t> queue;
+    std::vector<size_t>& queue = queue_;
     queue.reserve(E + ranks_);
     // Paths of one edge first, without a search each. The search finds them first anyway: it
     // looks at every starting expert's ranks before any rank's experts, so it takes the lowest
@@ -221,6 +228,7 @@ class ExpertRankFlow {
   std::vector<int64_t> unplaced_;  // [experts]
   std::vector<int64_t> parent_;    // the last search's: where each node was reached from, or -1
   std::vector<size_t> via_;        // the last search's: the host each node was reached along
+  std::vector<size_t> queue_;      // the last search's nodes, kept for the next one's storage
 };
 
 // The smallest shift s at which `ranks` (a subset of them) can hold `demand` pairs between
@@ -284,24 +292,28 @@ std::vector<int64_t> transport(const std::vector<int64_t>& at_home, const Expert
   }
   const int64_t total = std::accumulate(supply.begin(), supply.end(), int64_t{0});
   if (total == 0) return std::vector<int64_t>(hosts.rank.size(), 0);
-  std::vector<size_t> order(E);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return hosts.count(a) < hosts.count(b); });
+  // The experts by their hosts, fewer first, equal by index: a pass per count, where a stable
+  // sort took a buffer of its own; experts have a few hosts.
+  std::vector<size_t> order;
+  order.reserve(E);
+  size_t most_hosts = 0;
+  for (size_t e = 0; e < E; ++e) most_hosts = std::max(most_hosts, hosts.count(e));
+  for (size_t count = 0; count <= most_hosts; ++count)
+    for (size_t e = 0; e < E; ++e)
+      if (hosts.count(e) == count) order.push_back(e);
 
-  // Step 2 for one shift s: the flow's start, which complete() then finishes.
+  // Each rank's limit at shift s.
   auto limits_at = [&](int64_t shift) {
     std::vector<int64_t> limit(R);
     for (size_t r = 0; r < R; ++r) limit[r] = std::max<int64_t>(0, capacity[r] + shift);
     return limit;
   };
-  auto flow_at = [&](int64_t shift) {
-    ExpertRankFlow flow(supply, hosts, limits_at(shift));
+  // Step 2 into an empty flow: its start, which complete() then finishes.
+  auto start = [&](ExpertRankFlow& flow) {
     for (const size_t e : order) {
       for (size_t k = hosts.first[e]; k < hosts.first[e + 1]; ++k)
         flow.place(k, at_home[static_cast<size_t>(hosts.rank[k]) * E + e]);
     }
-    return flow;
   };
 
   // Step 1: the smallest feasible shift. Feasibility only grows with s, so it is one number
@@ -327,7 +339,8 @@ std::vector<int64_t> transport(const std::vector<int64_t>& at_home, const Expert
   for (size_t r = 0; r < R; ++r)
     if (hosted_alone[r] > 0) first = std::max(first, hosted_alone[r] - capacity[r]);
   int64_t shift = first;
-  ExpertRankFlow search = flow_at(shift);
+  ExpertRankFlow search(supply, hosts, limits_at(shift));
+  start(search);
   bool complete = false;
   while (shift < high && !(complete = search.complete())) {
     const ExpertRankFlow::Blocked blocked = search.blocked();
@@ -338,12 +351,14 @@ std::vector<int64_t> transport(const std::vector<int64_t>& at_home, const Expert
   }
   // Step 2 at that shift, from its own start: the routing does not depend on the search. A
   // search that fit at its first shift already is that flow (the common case: room to spare).
-  if (complete && shift == first) return std::move(search).flow();
-  ExpertRankFlow feasible = flow_at(shift);
-  if (!feasible.complete()) {
-    throw std::logic_error("capacity_aware: no routing at the feasible shift");
+  // Else the search's flow starts again, in its storage.
+  if (!complete || shift != first) {
+    search.restart(limits_at(shift));
+    start(search);
+    if (!search.complete())
+      throw std::logic_error("capacity_aware: no routing at the feasible shift");
   }
-  return std::move(feasible).flow();
+  return std::move(search).flow();
 }
 
 // The first of an expert's hosts from `k` on, up to `end`, whose flow still takes pairs. The flow
