@@ -44,6 +44,8 @@ class QuotaThresholdSearch {
   // A bin counts one expert's pairs over every process, fewer than 2^31 (the search refuses
   // more): int32, half the bytes of int64 to clear, sum and read a round.
   using Count = int32_t;
+  // Bins a threshold's scan sums at a time before it walks them one by one.
+  static constexpr int64_t kScanBlock = 16;
 
   // group_offsets: this process's pairs by (expert, home rank), as home_group_offsets gives them;
   // scores: [n] float32, finite, in pair order; quota: [experts] pairs each expert keeps over all
