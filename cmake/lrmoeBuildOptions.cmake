@@ -12,6 +12,15 @@ if(LRMOE_UNITY_BUILD)
   set(CMAKE_UNITY_BUILD_BATCH_SIZE 12)
 endif()
 
+# Every target is position-independent code (CMAKE_POSITION_INDEPENDENT_CODE: plugins are shared
+# libraries), and there GCC takes any function with external linkage to be replaceable at load
+# time (ELF interposition), so it inlined none of ours into its callers: a score's key made once
+# per pair, a search's range bounds, each a call in the threshold search's loops. Nothing of
+# lrmoe's is meant to be interposed. C++ only: nvcc does not take the flag.
+if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fno-semantic-interposition>)
+endif()
+
 option(LRMOE_WERROR "Treat warnings in lrmoe's own code as errors (on in CI)" OFF)
 set(LRMOE_SANITIZE "" CACHE STRING
     "Comma-separated sanitizers for every target, e.g. address,undefined (empty: none)")
