@@ -64,13 +64,19 @@ HomeMessages home_messages(const ContextSources& sources, const std::vector<int6
   int64_t* told = messages.rows.data_ptr<int64_t>();
   int64_t* source_of = messages.forward_process.data_ptr<int64_t>();
   for (const ContextSegment* segment : by_row) {
-    int64_t* into = told + 2 * at[static_cast<std::size_t>(segment->forward_process)];
-    for (int64_t x = 0; x < segment->pairs; ++x) {
-      into[2 * x] = pair[segment->first_kept + x] + segment->forward_shift;
-      into[2 * x + 1] = segment->backward_row + x;
+    // The segment's fields in locals: the loop stores int64 values, which could alias them as
+    // far as the compiler knows, and it reloaded all four for every pair.
+    const int64_t pairs = segment->pairs, shift = segment->forward_shift;
+    const int64_t first_row = segment->backward_row;
+    const int64_t* from = pair + segment->first_kept;
+    int64_t& next = at[static_cast<std::size_t>(segment->forward_process)];
+    int64_t* into = told + 2 * next;
+    for (int64_t x = 0; x < pairs; ++x) {
+      into[2 * x] = from[x] + shift;
+      into[2 * x + 1] = first_row + x;
     }
-    at[static_cast<std::size_t>(segment->forward_process)] += segment->pairs;
-    source_of = std::fill_n(source_of, segment->pairs, segment->forward_process);
+    next += pairs;
+    source_of = std::fill_n(source_of, pairs, segment->forward_process);
   }
   return messages;
 }
@@ -107,17 +113,23 @@ torch::Tensor rows_to_send(const torch::Tensor& told, int64_t planned,
   for (std::size_t i = 0; i + 1 < instance_offsets.size(); ++i) {
     const int64_t bound = instance_offsets[i + 1];
     for (std::size_t q = 0; q < P; ++q) {
-      for (; next[q] < end[q] && row_pair[2 * next[q] + 1] < bound; ++next[q]) {
-        if (row_pair[2 * next[q] + 1] <= last[q])
+      // The cursors in locals while the rows are written (int64 stores the compiler cannot tell
+      // from them), and back once the instance's rows from q are taken.
+      int64_t at = next[q], previous = last[q];
+      const int64_t stop = end[q];
+      for (; at < stop && row_pair[2 * at + 1] < bound; ++at) {
+        if (row_pair[2 * at + 1] <= previous)
           throw PlanError(fmt::format(
               "the scalable plan's context move: process {} was told process {}'s backward rows "
               "out of order",
               process.index, q));
-        last[q] = row_pair[2 * next[q] + 1];
-        row[placed] = row_pair[2 * next[q]] - forward_first_row;
+        previous = row_pair[2 * at + 1];
+        row[placed] = row_pair[2 * at] - forward_first_row;
         if (row_instance) row_instance[placed] = static_cast<int64_t>(i);
         ++placed;
       }
+      next[q] = at;
+      last[q] = previous;
     }
   }
   if (placed != sent)
@@ -152,9 +164,10 @@ torch::Tensor arrival_by_source(const torch::Tensor& forward_process,
   int64_t* place = arrival.data_ptr<int64_t>();
   const int64_t* from = source.data_ptr<int64_t>();
   const int64_t* at_row = source_row.defined() ? source_row.data_ptr<int64_t>() : nullptr;
+  const int64_t processes = process.processes;  // read once: the stores below could alias it
   for (int64_t d = 0; d < rows_here; ++d) {
     const int64_t q = from[at_row ? at_row[d] : d];
-    if (q < 0 || q >= process.processes ||
+    if (q < 0 || q >= processes ||
         buffer_row[static_cast<std::size_t>(q)] >= buffer_end[static_cast<std::size_t>(q)])
       throw PlanError(fmt::format(
           "the scalable plan's context move: process {} was sent more rows from process {} than "
