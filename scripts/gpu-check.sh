@@ -98,12 +98,18 @@ fi
 # (issue: at most a tenth): here a replayed process has a core of its own up to 16 ranks, where
 # the 2-core development machine shares each core among 8 to 32 of them. Each is bounded, so
 # that a slow one cannot take the lease's last minutes.
+# Every bundle: fixed ownership with memory to spare (within the budget it does not fit this
+# skew), and LRMoE at 1.05x fixed where 1.0x does not fit (GLM-4.5-Air on 64 ranks).
 for model in qwen3-30b-a3b glm45-air; do
   for ranks in 16 64; do
+    roomier=()
+    [ "$model-$ranks" = glm45-air-64 ] &&
+      roomier=(--variant "lrmoe-1.05x:policies.bundle=lrmoe,policies.planning=scalable,cluster.memory_per_rank=1.05x fixed")
     bench "plan-$model-$ranks" timeout 90 "$lrmoe" replay "experiments/paper/$model-replay.toml" \
       --skew zipf:0.5 --steps 3 --set cluster.ranks=$ranks --processes $ranks \
+      --variant "fixed:policies.bundle=fixed,cluster.memory_per_rank=100x fixed,policies.planning=scalable" \
       --variant "symi:policies.bundle=symi,policies.planning=scalable" \
-      --variant "lrmoe:policies.bundle=lrmoe,policies.planning=scalable"
+      --variant "lrmoe:policies.bundle=lrmoe,policies.planning=scalable" "${roomier[@]}"
   done
 done
 # The allocator's peak against the memory model's, for Qwen3-30B-A3B's busiest rank (about 70 GiB).
