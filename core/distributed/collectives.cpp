@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -98,10 +99,14 @@ struct Collectives::Group {
   struct Route {
     compat::C10dBackend* backend;
     torch::Device device;
+    // Gloo runs each collective on a worker thread of its own, which lets go of the work, and
+    // of the buffers the work holds, only after the caller's wait() has returned: Note [Memory
+    // model].
+    bool worker_holds_work;
   };
   Route route(const torch::Tensor& tensor) const {
-    if (tensor.is_cpu() && host_backend) return {host_backend.get(), torch::kCPU};
-    return {backend.get(), device};
+    if (tensor.is_cpu() && host_backend) return {host_backend.get(), torch::kCPU, true};
+    return {backend.get(), device, device.is_cpu()};
   }
 
   // Every process leaves its host and process id in the store, so that a survivor can say
@@ -143,20 +148,28 @@ struct Collectives::Group {
     }
   }
 
-  // Waits for a collective issued by start(); a failure is a peer's failure.
+  // Waits for a collective issued by start() along `route`; a failure is a peer's failure.
+  // Where the backend's worker still holds the work, it waits until the worker lets go (it does
+  // so at once, unless the scheduler has put it off): otherwise the buffers the work holds are
+  // freed whenever the worker next runs, and what the process holds at its peak depends on the
+  // scheduler. The bound only keeps a starved worker from stalling the caller.
   template <typename Work>
-  void finish(const char* what, const Work& work) {
+  void finish(const char* what, const Work& work, const Route& route) {
     try {
       work->wait();
     } catch (const std::exception& error) {
       throw peer_error(what, error);
     }
+    if (!route.worker_holds_work) return;
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+    while (work.use_count() > 1 && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::yield();
   }
 
-  // Runs one collective.
+  // Runs one collective along `route`.
   template <typename Call>
-  void run(const char* what, Call&& call) {
-    finish(what, start(what, std::forward<Call>(call)));
+  void run(const char* what, const Route& route, Call&& call) {
+    finish(what, start(what, std::forward<Call>(call)), route);
   }
 
   PeerError peer_error(const char* what, const std::exception& error) {
@@ -288,7 +301,8 @@ void Collectives::all_reduce(torch::Tensor& tensor, bool maximum) {
   std::vector<torch::Tensor> tensors{tensor.contiguous().to(route.device)};
   c10d::AllreduceOptions options;
   options.reduceOp = maximum ? c10d::ReduceOp::MAX : c10d::ReduceOp::SUM;
-  group_->run(maximum ? "max" : "sum", [&] { return route.backend->allreduce(tensors, options); });
+  group_->run(maximum ? "max" : "sum", route,
+              [&] { return route.backend->allreduce(tensors, options); });
   tensor.copy_(tensors[0]);
 }
 
@@ -321,7 +335,7 @@ torch::Tensor Collectives::gather_rows(const torch::Tensor& local,
   std::vector<torch::Tensor> inputs{padded.to(route.device)};
   std::vector<std::vector<torch::Tensor>> outputs(1);
   for (int64_t p = 0; p < size_; ++p) outputs[0].push_back(torch::empty_like(inputs[0]));
-  group_->run("gather", [&] { return route.backend->allgather(outputs, inputs); });
+  group_->run("gather", route, [&] { return route.backend->allgather(outputs, inputs); });
   std::vector<torch::Tensor> parts;
   for (int64_t p = 0; p < size_; ++p)
     parts.push_back(outputs[0][p].narrow(0, 0, rows[p]).to(local.device()));
@@ -349,7 +363,7 @@ torch::Tensor Collectives::exchange_rows(const torch::Tensor& send,
   const int64_t received = std::accumulate(recv_rows.begin(), recv_rows.end(), int64_t{0});
   torch::Tensor output = torch::empty({received, bytes.size(1)}, bytes.options());
   std::vector<int64_t> out_splits = recv_rows, in_splits = send_rows;
-  group_->run("all-to-all-v",
+  group_->run("all-to-all-v", route,
               [&] { return route.backend->alltoall_base(output, bytes, out_splits, in_splits); });
   shape[0] = received;
   return output.to(send.device()).view(send.scalar_type()).reshape(shape);
@@ -357,7 +371,8 @@ torch::Tensor Collectives::exchange_rows(const torch::Tensor& send,
 
 // An exchange under way: the packed buffers and the c10d work, kept until it is waited for.
 struct Collectives::PendingMessages::State {
-  Collectives::Group* group = nullptr;  // null once waited for, or with one process
+  Collectives::Group* group = nullptr;             // null once waited for, or with one process
+  std::optional<Collectives::Group::Route> route;  // the exchange's, while group is set
   decltype(std::declval<compat::C10dBackend&>().barrier()) work;
   std::optional<MessageLayout> layout;
   std::size_t messages = 0;
@@ -387,9 +402,14 @@ Collectives::PendingMessages::~PendingMessages() = default;
 std::vector<torch::Tensor> Collectives::PendingMessages::wait() {
   State& s = *state_;
   if (s.group) {
-    s.group->finish("all-to-all-v", s.work);
+    s.group->finish("all-to-all-v", s.work, *s.route);
     s.group = nullptr;
+    // What was sent, and the work that holds it, are done with: freed before the messages are
+    // unpacked, and what arrived once they are, not when the caller lets go of the exchange.
+    s.work = {};
+    s.send = torch::Tensor();
     s.unpack();
+    s.arrived = torch::Tensor();
   }
   return s.received;
 }
@@ -450,6 +470,7 @@ void Collectives::start_bytes(PendingMessages::State& s, const torch::Tensor& se
     return route.backend->alltoall_base(s.arrived, s.send, s.recv_bytes, s.send_bytes);
   });
   s.group = group_.get();
+  s.route = route;
 }
 
 std::vector<torch::Tensor> Collectives::exchange_messages(const std::vector<RowMessage>& messages) {
@@ -466,7 +487,9 @@ void Collectives::barrier() {
     meeting_->barrier();
     return;
   }
-  group_->run("barrier", [&] { return group_->backend->barrier(); });
+  // A barrier holds no buffers: nothing to wait for once it is done.
+  const Group::Route route{group_->backend.get(), group_->device, false};
+  group_->run("barrier", route, [&] { return route.backend->barrier(); });
 }
 
 }  // namespace lrmoe
