@@ -19,8 +19,9 @@
 // multi-process plan] in docs/notes.md); each pass then says which of its pairs are this
 // process's. Scalable: every process plans over its own pairs and counts summed over all, with
 // the same quotas, selection counts and loads (Note [Scalable planning]); a pass's pair tensors
-// then hold this process's pairs only. Every index below is into the pair order of Note [Pair
-// order].
+// then hold this process's pairs only. The exact planners are in expert_pipeline_exact.cpp, the
+// scalable ones in expert_pipeline_from_counts.cpp. Every index below is into the pair order of
+// Note [Pair order].
 
 #include <torch/torch.h>
 

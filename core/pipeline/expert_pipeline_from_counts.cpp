@@ -1,6 +1,6 @@
 // The scalable plan's forward and backward planners (Note [Scalable planning] in docs/notes.md):
 // each process plans from its own pairs and from counts summed over the processes. The exact
-// planners and what both share are in expert_pipeline.cpp.
+// planners are in expert_pipeline_exact.cpp, what both share in expert_pipeline.cpp.
 
 #include <fmt/format.h>
 
