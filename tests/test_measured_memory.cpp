@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "runner/query_result_text.hpp"
 #include "store/results_store.hpp"
 #include "support/child_process.hpp"
 #include "support/temp_folder.hpp"
@@ -33,17 +34,6 @@ const std::vector<std::string> kSizes{"--set", "model.hidden_size=256",
                                       "--set", "train.threads=1",
                                       "--set", "cluster.expert_state=sharded",
                                       "--set", "cluster.memory_per_rank=2.0x fixed"};
-
-// A query's rows as text, a line each, its values separated by '|': printable when a check
-// of equality fails.
-std::string as_text(const lrmoe::QueryResult& result) {
-  std::string text;
-  for (const auto& row : result.rows) {
-    for (std::size_t c = 0; c < row.size(); ++c) text += (c ? "|" : "") + row[c].value_or("NULL");
-    text += "\n";
-  }
-  return text;
-}
 
 // Runs tiny-moe at kSizes on `processes` processes, one rank each, under `bundle`, and returns
 // its recorded `rank_memory` columns `columns`, ordered by rank and step.
@@ -114,6 +104,6 @@ TEST_CASE(
   REQUIRE(first.rows.size() == 8);
   for (int run = 2; run <= 3; ++run) {
     INFO("run " << run);
-    CHECK(as_text(measured_run("lrmoe", 2, columns)) == as_text(first));
+    CHECK(lrmoe::render_csv(measured_run("lrmoe", 2, columns)) == lrmoe::render_csv(first));
   }
 }

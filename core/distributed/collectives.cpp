@@ -99,14 +99,14 @@ struct Collectives::Group {
   struct Route {
     compat::C10dBackend* backend;
     torch::Device device;
-    // Gloo runs each collective on a worker thread of its own, which lets go of the work, and
-    // of the buffers the work holds, only after the caller's wait() has returned: Note [Memory
-    // model].
-    bool worker_holds_work;
+    // Host tensors go through Gloo, which runs each collective on a worker thread of its own:
+    // the worker lets go of the work, and of the buffers the work holds, only after the
+    // caller's wait() has returned (Note [Memory model]). NCCL's routes are the device's.
+    bool worker_holds_work() const { return device.is_cpu(); }
   };
   Route route(const torch::Tensor& tensor) const {
-    if (tensor.is_cpu() && host_backend) return {host_backend.get(), torch::kCPU, true};
-    return {backend.get(), device, device.is_cpu()};
+    if (tensor.is_cpu() && host_backend) return {host_backend.get(), torch::kCPU};
+    return {backend.get(), device};
   }
 
   // Every process leaves its host and process id in the store, so that a survivor can say
@@ -160,7 +160,7 @@ struct Collectives::Group {
     } catch (const std::exception& error) {
       throw peer_error(what, error);
     }
-    if (!route.worker_holds_work) return;
+    if (!route.worker_holds_work()) return;
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
     while (work.use_count() > 1 && std::chrono::steady_clock::now() < give_up)
       std::this_thread::yield();
@@ -487,8 +487,7 @@ void Collectives::barrier() {
     meeting_->barrier();
     return;
   }
-  // A barrier holds no buffers: nothing to wait for once it is done.
-  const Group::Route route{group_->backend.get(), group_->device, false};
+  const Group::Route route{group_->backend.get(), group_->device};
   group_->run("barrier", route, [&] { return route.backend->barrier(); });
 }
 
