@@ -6,10 +6,10 @@
 
 namespace lrmoe {
 
-double dropped_fraction(const std::vector<ExpertLoads>& passes, double factor) {
+double dropped_fraction(const std::vector<PassLoads>& passes, double factor) {
   int64_t routed = 0;
   int64_t dropped = 0;
-  for (const ExpertLoads& loads : passes) {
+  for (const PassLoads& loads : passes) {
     int64_t pairs = 0;
     for (const int64_t n : loads) pairs += n;
     if (loads.empty() || pairs == 0) continue;
@@ -22,7 +22,7 @@ double dropped_fraction(const std::vector<ExpertLoads>& passes, double factor) {
   return static_cast<double>(dropped) / static_cast<double>(routed);
 }
 
-double capacity_factor_dropping(const std::vector<ExpertLoads>& passes, double fraction) {
+double capacity_factor_dropping(const std::vector<PassLoads>& passes, double fraction) {
   // dropped_fraction falls from 1 (factor 0: capacity 0) as the factor grows: bisect for the
   // smallest factor at or below `fraction`.
   double low = 0;

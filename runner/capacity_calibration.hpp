@@ -11,14 +11,14 @@
 namespace lrmoe {
 
 // One MoE layer's pass: pairs routed to each expert.
-using ExpertLoads = std::vector<int64_t>;
+using PassLoads = std::vector<int64_t>;
 
 // The fraction of all routed pairs of `passes` that capacity factor `factor` drops.
-double dropped_fraction(const std::vector<ExpertLoads>& passes, double factor);
+double dropped_fraction(const std::vector<PassLoads>& passes, double factor);
 
 // The smallest factor (to 1e-4) that drops at most `fraction` of the pairs;
 // `passes` must hold at least one routed pair. The dropped fraction falls as the factor grows,
 // in steps, so the factor returned drops `fraction` as nearly as these loads allow.
-double capacity_factor_dropping(const std::vector<ExpertLoads>& passes, double fraction);
+double capacity_factor_dropping(const std::vector<PassLoads>& passes, double fraction);
 
 }  // namespace lrmoe

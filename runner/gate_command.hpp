@@ -1,31 +1,30 @@
 #pragma once
 // `lrmoe gate EXP.toml [--set ...] [--seeds N] [--jobs N] [--db PATH]`: the sensitivity gate.
-// Does this experiment's workload react to what the policies change? Fixed ownership trains it
-// dropless, with about half of the routed pairs dropped in forward (a capacity factor calibrated
-// on the dropless runs' recorded loads), and with every pair dropped (the routed experts
-// removed), on N seeds each, as resumable sweeps; then the table of steps to target with
-// bootstrap intervals, and the verdict (Note [Sensitivity gate] in docs/notes.md):
-//   - passes when dropping half the pairs costs steps with an interval that excludes zero, and
-//     removing the MoE misses the target or takes at least twice the steps;
-//   - fails otherwise, or when dropless training does not reach the target.
+// Does this experiment's model earn its experts, and does its workload react to what the
+// policies change? Six arms on N seeds each, as resumable sweeps (runner/gate_arms.hpp): fixed
+// ownership dropless; the dense model of the MoE's active width (model.moe_as_dense); the routed
+// experts removed; LRMoE's selection with the random metric keeping half the backward work;
+// about half of the routed pairs dropped in forward by lowest gate and as many at random (a
+// capacity factor calibrated on the dropless runs' recorded loads). Then the table of steps to
+// target with bootstrap intervals and break-even step costs, and the verdict (Note [Sensitivity
+// gate] in docs/notes.md):
+//   - passes when dropless reaches the target, takes no more steps than the dense model (no
+//     interval above zero), dropping half the pairs by lowest gate costs steps with an interval
+//     that excludes zero, and removing the MoE misses the target or takes at least twice the
+//     steps;
+//   - fails otherwise.
 
 #include <CLI/CLI.hpp>
 
-#include <cstdint>
-#include <optional>
 #include <ostream>
-#include <string>
-#include <vector>
+
+#include "runner/gate_arms.hpp"
 
 namespace lrmoe {
 
 struct GateOptions {
-  std::string file;  // the experiment
-  std::vector<std::string> overrides;
-  int64_t seeds = 3;
-  int64_t jobs = 1;
-  std::optional<std::string> database;  // default: the experiment's store.path
-  double half = 0.5;                    // the fraction of pairs the middle arm drops
+  ArmCommandOptions arms;
+  double half = 0.5;  // the share of pairs the half arms drop
 };
 
 // Registers `lrmoe gate` and its options, which fill `options`.

@@ -33,6 +33,7 @@
 #include "planning_bench_command.hpp"
 #include "plugin_failure_record_command.hpp"
 #include "plugins_command.hpp"
+#include "positive_control_command.hpp"
 #include "project_command.hpp"
 #include "replay_command.hpp"
 #include "resume_command.hpp"
@@ -197,6 +198,8 @@ int main(int argc, char** argv) {
 
   lrmoe::GateOptions gate_options;
   CLI::App* gate = lrmoe::add_gate_command(app, gate_options);
+  lrmoe::PositiveControlOptions control_options;
+  CLI::App* control = lrmoe::add_positive_control_command(app, control_options);
 
   lrmoe::ProjectOptions project_options;
   CLI::App* project = lrmoe::add_project_command(app, project_options);
@@ -351,6 +354,7 @@ int main(int argc, char** argv) {
     if (sweep->parsed()) return lrmoe::sweep_command(sweep_options);
     if (compare->parsed()) return lrmoe::compare_command(compare_options, std::cout, std::cerr);
     if (gate->parsed()) return lrmoe::gate_command(gate_options, std::cout);
+    if (control->parsed()) return lrmoe::positive_control_command(control_options, std::cout);
     if (project->parsed()) return lrmoe::project_command(project_options, std::cout);
     if (replay->parsed()) return lrmoe::replay_command(replay_options, std::cout);
     if (bench_planning->parsed()) return lrmoe::planning_bench_command(planning_bench, std::cout);

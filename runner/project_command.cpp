@@ -166,7 +166,7 @@ ProjectionRecord project(const ProjectedRun& run, int64_t ranks, int64_t tokens_
     source.file = run.experiment_file.string();
     // Loaded afresh for every sample: a policy that keeps state starts it anew.
     ReplayExperiment r = prepare_replay(source, settings, fmt::format("run {}", record.run));
-    const int64_t full_layers = r.experiment.model.num_layers - r.experiment.model.first_k_dense;
+    const int64_t full_layers = moe_layer_count(r.experiment.model);
     auto loads = std::make_shared<RecordedLoads>(steps_up_to(run.loads, step, record.run),
                                                  r.experiment.model.num_experts, run_layers);
     try {

@@ -98,7 +98,7 @@ std::shared_ptr<const ExpertLoads> loads_for(const ReplayOptions& options,
                                              const std::optional<ExpertLoadHistory>& history,
                                              const std::string& history_origin,
                                              const Experiment& e) {
-  const int64_t moe_layers = e.model.num_layers - e.model.first_k_dense;
+  const int64_t moe_layers = moe_layer_count(e.model);
   if (options.skew) {
     return std::make_shared<SkewedLoads>(parse_skew(*options.skew), e.model.num_experts,
                                          e.experiment.seed);
@@ -285,11 +285,10 @@ int replay_command(const ReplayOptions& options, std::ostream& out) {
   std::vector<PreparedVariant> prepared;
   for (const ReplayVariant& v : parse_variants(options.variants)) {
     prepared.push_back(prepare(options.source, v));
-    if (const std::string problem =
-            replay_processes_problem(prepared.back().experiment, options.processes);
+    if (const std::string problem = replay_problem(prepared.back().experiment, options.processes);
         !problem.empty()) {
-      throw std::invalid_argument(fmt::format("{} (variant {}): --processes {}",
-                                              experiment_place(options.source), v.label, problem));
+      throw std::invalid_argument(
+          fmt::format("{} (variant {}): {}", experiment_place(options.source), v.label, problem));
     }
   }
   // The plan's parts are timed by each planning thread's CPU time (PlanClock::ThreadCpu), which
@@ -325,8 +324,8 @@ int replay_command(const ReplayOptions& options, std::ostream& out) {
       "replay of {}: model {} ({} MoE layers of {} experts, top {}), {} ranks, "
       "memory_per_rank {}, {} tokens per micro-batch x {}, {} steps, hardware profile {}, "
       "planned by {}\n",
-      experiment_place(options.source), model.preset, model.num_layers - model.first_k_dense,
-      model.num_experts, model.top_k, first.cluster.ranks, first.cluster.memory_per_rank,
+      experiment_place(options.source), model.preset, moe_layer_count(model), model.num_experts,
+      model.top_k, first.cluster.ranks, first.cluster.memory_per_rank,
       first.train.batch_size * first.train.seq_len, first.train.micro_batches, options.steps,
       prepared.front().profile.name,
       options.processes == 1

@@ -33,13 +33,14 @@ TEST_CASE("Every built-in policy plugin loads with its name, kind and version", 
       // ranked selection, for the scalable plan; random 2: draws keyed by pair id;
       // fixed_ownership 1.1: a capacity in pairs; symi 2, fixed_ownership 1.2: the slots that fit,
       // layouts and copies (Note [SYMI as published]) and the information a plan used; symi
-      // 2.0.1, fixed_ownership 1.2.1: capacity_factor at most lrmoe::kMostCapacityFactor.
+      // 2.0.1, fixed_ownership 1.2.1: capacity_factor at most lrmoe::kMostCapacityFactor;
+      // fixed_ownership 1.3: drop, the rule for the pairs past the capacity.
       const std::map<std::string, std::string> changed = {
           {"lrmoe", "4.0.0"},          {"importance_sampling", "2.0.0"},
           {"capacity_aware", "2.1.0"}, {"symi", "2.0.1"},
           {"owner", "1.1.0"},          {"round_robin", "1.1.0"},
           {"quota_topk", "1.1.0"},     {"keep_all", "1.1.0"},
-          {"random", "2.0.0"},         {"fixed_ownership", "1.2.1"}};
+          {"random", "2.0.0"},         {"fixed_ownership", "1.3.0"}};
       const std::string version = changed.count(name) ? changed.at(name) : "1.0.0";
       CHECK(info->descriptor.version == version);
       CHECK(info->path.stem() == name);

@@ -2,6 +2,7 @@
 // command end to end on the tiny model.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,7 @@ using Catch::Contains;
 TEST_CASE("the calibrated capacity factor drops the asked fraction of the recorded pairs",
           "[gate]") {
   // Two passes of four experts, 40 pairs each: mean 10 pairs per expert.
-  const std::vector<lrmoe::ExpertLoads> passes{{20, 10, 6, 4}, {10, 10, 10, 10}};
+  const std::vector<lrmoe::PassLoads> passes{{20, 10, 6, 4}, {10, 10, 10, 10}};
   // Factor 1: capacity 10 drops 10 of the first pass's pairs and none of the second's.
   CHECK(lrmoe::dropped_fraction(passes, 1.0) == Approx(10.0 / 80));
   CHECK(lrmoe::dropped_fraction(passes, 0.0) == 1.0);
@@ -28,7 +29,7 @@ TEST_CASE("the calibrated capacity factor drops the asked fraction of the record
   CHECK(lrmoe::capacity_factor_dropping(passes, 0.0) == Approx(1.9).margin(1e-3));
 }
 
-TEST_CASE("lrmoe gate trains the three arms over seeds, resumably, and gives a verdict",
+TEST_CASE("lrmoe gate trains its six arms over seeds, resumably, and gives a verdict",
           "[gate][e2e]") {
   lrmoe_test::TempFolder dir;
   const std::string db = dir.file("gate.db");
@@ -42,14 +43,27 @@ TEST_CASE("lrmoe gate trains the three arms over seeds, resumably, and gives a v
   INFO(output);
   // Every arm reaches so loose a target at about the same step: the gate fails.
   CHECK(code == 3);
-  CHECK_THAT(output, Contains("dropless           none") && Contains("MoE removed") &&
-                         Contains("100.0%") && Contains("FAIL:"));
+  CHECK_THAT(output, Contains("dropless") && Contains("dense, the MoE's active width") &&
+                         Contains("MoE removed") && Contains("100.0%") &&
+                         Contains("50% backward work kept at random") &&
+                         Contains("dropped, lowest gates") && Contains("dropped at random") &&
+                         Contains("break-even") && Contains("FAIL:"));
+  // The sweep files lie beside the database, whatever folder the command ran in.
+  CHECK(std::filesystem::exists(dir.file("gate-sweeps/gate-tiny-moe.toml")));
   const auto store = lrmoe::ResultsStore::open_read_only(db);
+  // The dense arm ran a model with no MoE layer; the backward arm kept about half the pairs.
+  CHECK(store
+            ->query("SELECT count(*) FROM runs r WHERE status = 'finished' AND NOT EXISTS "
+                    "(SELECT 1 FROM moe_layer_steps m WHERE m.run = r.id)")
+            .rows.at(0)
+            .at(0)
+            .value() == "3");
   const auto runs = store->query("SELECT count(*) FROM runs WHERE status = 'finished'");
-  CHECK(runs.rows.at(0).at(0).value() == "9");
+  CHECK(runs.rows.at(0).at(0).value() == "18");
   // Run again: every cell is found finished, nothing trains again.
   const auto [again, second] = lrmoe_test::run_lrmoe(args, dir.file("gate-again.log"));
   CHECK(again == 3);
-  CHECK_THAT(second, Contains("6 finished before, 0 to run"));
-  CHECK(store->query("SELECT count(*) FROM runs").rows.at(0).at(0).value() == "9");
+  CHECK_THAT(second,
+             Contains("12 finished before, 0 to run") && Contains("6 finished before, 0 to run"));
+  CHECK(store->query("SELECT count(*) FROM runs").rows.at(0).at(0).value() == "18");
 }

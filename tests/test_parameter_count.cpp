@@ -32,3 +32,26 @@ TEST_CASE("the analytic count equals the allocated model's for every small prese
     }
   }
 }
+
+TEST_CASE("a model whose MoE layers are dense has their active parameters and no MoE layer",
+          "[params]") {
+  for (const char* name : {"qwen3-mini", "glm45-mini"}) {
+    ModelConfig moe = *find_preset(name);
+    moe.vocab_size = 300;
+    ModelConfig dense = moe;
+    dense.moe_as_dense = true;
+    Transformer model(dense);
+    INFO(name);
+    CHECK(model->moe_layers().empty());
+    CHECK(moe_layer_count(dense) == 0);
+    int64_t allocated = 0;
+    for (const auto& p : model->parameters()) allocated += p.numel();
+    CHECK(count_parameters(dense).total == allocated);
+    // Every parameter active but the embedding (a lookup): the MoE's active parameters per
+    // token, less its routers.
+    const int64_t embedding = dense.vocab_size * dense.hidden_size;
+    const int64_t routers = moe_layer_count(moe) * moe.num_experts * moe.hidden_size;
+    CHECK(count_parameters(dense).active == allocated - embedding);
+    CHECK(count_parameters(dense).active == count_parameters(moe).active - routers);
+  }
+}

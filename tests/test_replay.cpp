@@ -381,7 +381,7 @@ TEST_CASE("a replay's mistakes are refused before anything is written", "[replay
       Contains("keep_fraction"));
   CHECK_THAT(error_of({"--loads-from", "7"}), Contains("no such file"));
   CHECK_THAT(error_of({"--skew", "zipf:1", "--set", "cluster.ranks=4", "--processes", "3"}),
-             Contains("--processes 3 processes cannot share cluster.ranks = 4 evenly"));
+             Contains("--processes 3: that many processes cannot share cluster.ranks = 4 evenly"));
   CHECK_FALSE(std::filesystem::exists(db));
 }
 

@@ -5,11 +5,14 @@
 // group, which only changes the order of sums). Double precision, so the comparison is tight.
 // Two metrics: the gate, and the random one, whose draws name each pair the same way whichever
 // process scores it. And a variant that keeps every pair on a placement without replicas, where
-// the scalable plan keeps each saved pre-activation where it is (Note [Context in place]).
+// the scalable plan keeps each saved pre-activation where it is (Note [Context in place]). The
+// forward capacity drops each expert's lowest gates, or as many pairs at random, which both
+// plans draw alike.
 
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <optional>
 
 #include "core/model/expert_pairs_function.hpp"
 #include "core/pipeline/stable_order.hpp"
@@ -61,8 +64,9 @@ struct Shard {
 
 // Owners spread over the ranks, replicas of the two busiest experts on the last ranks (unless
 // `keep_all`); quotas of about half each expert's pairs (all of them if `keep_all`), and optionally
-// a forward capacity of about three quarters.
-PlacementPlan skewed_plan(const PlacementRequest& request, bool capacity, bool keep_all) {
+// a forward capacity of about three quarters, past which `drop` drops.
+PlacementPlan skewed_plan(const PlacementRequest& request, std::optional<ForwardDrop> drop,
+                          bool keep_all) {
   PlacementPlan plan;
   std::vector<int64_t> slot(static_cast<std::size_t>(request.ranks), 0);
   for (int64_t e = 0; e < request.num_experts; ++e) {
@@ -75,8 +79,9 @@ PlacementPlan skewed_plan(const PlacementRequest& request, bool capacity, bool k
   }
   for (int64_t count : request.counts) {
     plan.quota.push_back(keep_all ? count : (count + 1) / 2);
-    if (capacity) plan.forward_capacity.push_back((3 * count + 3) / 4);
+    if (drop) plan.forward_capacity.push_back((3 * count + 3) / 4);
   }
+  plan.forward_drop = drop.value_or(ForwardDrop::LowestGate);
   return plan;
 }
 
@@ -87,12 +92,12 @@ struct Outcome {
 
 // `metric`: "gate" (the scripted default) or a built-in metric plugin's name; `keep_all`: the
 // selection keeps every pair, and no expert has a replica.
-Outcome run(const Shard& shard, Collectives& collectives, Planning planning, bool capacity,
-            bool recompute, const std::string& metric, bool keep_all) {
-  auto policies =
-      lrmoe_test::scripted_policies([capacity, keep_all](const PlacementRequest& request) {
-        return skewed_plan(request, capacity, keep_all);
-      });
+Outcome run(const Shard& shard, Collectives& collectives, Planning planning,
+            std::optional<ForwardDrop> drop, bool recompute, const std::string& metric,
+            bool keep_all) {
+  auto policies = lrmoe_test::scripted_policies([drop, keep_all](const PlacementRequest& request) {
+    return skewed_plan(request, drop, keep_all);
+  });
   if (metric != "gate") policies->metric = lrmoe_test::load<MetricPolicy>(metric);
   auto selection = keep_all ? lrmoe_test::load<SelectionPolicy>("keep_all")
                             : lrmoe_test::load<SelectionPolicy>("quota_topk", {{"rescale", true}});
@@ -147,16 +152,16 @@ bool same(const char* what, const std::vector<int64_t>& a, const std::vector<int
 }
 
 // Both plans on this process's shard; whether they agree (what differs goes to stderr).
-bool plans_agree(Collectives& c, bool capacity, bool recompute, const std::string& metric,
-                 bool keep_all) {
+bool plans_agree(Collectives& c, std::optional<ForwardDrop> drop, bool recompute,
+                 const std::string& metric, bool keep_all) {
   const Shard shard(c.rank(), c.size());
   // The identity order of every pair of the batch, taken first: the count this thread shares
   // among its identity orders covers all the plans ask for, so it does not grow, and whatever
   // they write into one in place shows here.
   const int64_t pairs = kTokens * kTopK * c.size();
   const torch::Tensor shared = identity_order(pairs, torch::kInt64);
-  const Outcome exact = run(shard, c, Planning::Exact, capacity, recompute, metric, keep_all);
-  const Outcome scalable = run(shard, c, Planning::Scalable, capacity, recompute, metric, keep_all);
+  const Outcome exact = run(shard, c, Planning::Exact, drop, recompute, metric, keep_all);
+  const Outcome scalable = run(shard, c, Planning::Scalable, drop, recompute, metric, keep_all);
   const LayerStepStatistics& a = exact.statistics;
   const LayerStepStatistics& b = scalable.statistics;
   // Whether the selection drops some, as the variant says.
@@ -164,11 +169,18 @@ bool plans_agree(Collectives& c, bool capacity, bool recompute, const std::strin
   if (keep_all && !recompute) {
     // The saved pre-activations stayed in place: the plan charged what it charges when they are
     // recomputed, no context move.
-    const Outcome recomputed = run(shard, c, Planning::Scalable, capacity, true, metric, keep_all);
+    const Outcome recomputed = run(shard, c, Planning::Scalable, drop, true, metric, keep_all);
     ok = ok && b.plan.bytes_received == recomputed.statistics.plan.bytes_received &&
          b.plan.seconds == recomputed.statistics.plan.seconds;
   }
-  ok = ok && (a.pairs_dropped > 0) == capacity;
+  ok = ok && (a.pairs_dropped > 0) == drop.has_value();
+  if (drop == ForwardDrop::Random) {
+    // As many pairs dropped as by lowest gate, but others: the outputs differ.
+    const Outcome by_gate =
+        run(shard, c, Planning::Exact, ForwardDrop::LowestGate, recompute, metric, keep_all);
+    ok = ok && by_gate.statistics.pairs_dropped == a.pairs_dropped &&
+         !by_gate.out.allclose(exact.out);
+  }
   ok = ok && a.pairs_routed == b.pairs_routed && a.pairs_dropped == b.pairs_dropped &&
        a.pairs_kept == b.pairs_kept;
   ok = same("forward loads", a.forward_load, b.forward_load) && ok;
@@ -197,18 +209,23 @@ TEST_CASE("The scalable plan keeps, routes and computes on every process what th
     const std::string& metric = variant.metric;
     const bool keep_all = variant.keep_all;
     for (const int64_t processes : {1, 2, 3}) {
-      for (const bool capacity : {false, true}) {
+      for (const std::optional<ForwardDrop> drop :
+           {std::optional<ForwardDrop>(), std::optional(ForwardDrop::LowestGate),
+            std::optional(ForwardDrop::Random)}) {
+        // Random drops need no other metric or selection beside them.
+        if (drop == ForwardDrop::Random && (metric != "gate" || keep_all)) continue;
         for (const bool recompute : {false, true}) {
           INFO("metric " << metric << ", keep all " << keep_all << ", " << processes
-                         << " processes, forward capacity " << capacity << ", recompute "
-                         << recompute);
+                         << " processes, forward capacity " << drop.has_value() << " dropping "
+                         << (drop == ForwardDrop::Random ? "at random" : "lowest gates")
+                         << ", recompute " << recompute);
           if (processes == 1) {
             Collectives single;
-            CHECK(plans_agree(single, capacity, recompute, metric, keep_all));
+            CHECK(plans_agree(single, drop, recompute, metric, keep_all));
             continue;
           }
           const std::vector<int> codes = in_processes(processes, [&](Collectives& c) {
-            return plans_agree(c, capacity, recompute, metric, keep_all);
+            return plans_agree(c, drop, recompute, metric, keep_all);
           });
           CHECK(codes == std::vector<int>(static_cast<std::size_t>(processes), 0));
         }

@@ -79,6 +79,15 @@ void check_consistency(const Experiment& experiment, const FieldPlaces& places) 
   require(model.top_k <= model.num_experts, {"model.top_k", "model.num_experts"},
           fmt::format("model.top_k ({}) must be <= model.num_experts ({})", model.top_k,
                       model.num_experts));
+  // A single renormalised gate is p / p = 1 whatever the logits: the loss sends the router no
+  // gradient, and only its auxiliary losses train it (Note [Sensitivity gate]).
+  require(!has_moe_layers || model.top_k != 1 || !model.norm_topk,
+          {"model.norm_topk", "model.top_k"},
+          "model.norm_topk = true with model.top_k = 1 makes every gate 1, so the router learns "
+          "nothing from the loss; set model.norm_topk = false");
+  require(!model.moe_as_dense || model.init_from.empty(), {"model.moe_as_dense", "model.init_from"},
+          "model.moe_as_dense = true has no experts to start from model.init_from's weights; "
+          "leave model.init_from empty");
   // RoPE rotates dimensions in pairs.
   const double rotated = static_cast<double>(model.head_dim) * model.partial_rotary;
   require(rotated == std::floor(rotated) && std::fmod(rotated, 2.0) == 0.0,

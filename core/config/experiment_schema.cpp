@@ -215,10 +215,13 @@ std::vector<FieldDescriptor> build_schema() {
                "hidden width of each expert (routed and shared)")
       .integer("shared_experts", &ModelConfig::shared_experts, at_least(0),
                "experts every token passes through, each of size expert_ffn_size")
+      .boolean("moe_as_dense", &ModelConfig::moe_as_dense,
+               "every MoE layer a dense SwiGLU FFN of its active width, (top_k + shared_experts) "
+               "x expert_ffn_size: the dense model of the same active parameters per token")
       .choice("router", &ModelConfig::router, {"softmax", "sigmoid"}, "gate function of the router")
       .boolean("norm_topk", &ModelConfig::norm_topk,
-               "renormalise the top-k gates to sum to one (with top_k = 1 each gate is then 1, "
-               "as in transformers)")
+               "renormalise the top-k gates to sum to one (refused with top_k = 1, where every "
+               "gate would be 1 and the router learn nothing from the loss)")
       .real("routed_scaling_factor", &ModelConfig::routed_scaling_factor, above(0),
             "scale of the routed experts' combined output")
       .real("aux_loss_coef", &ModelConfig::aux_loss_coef, at_least(0),

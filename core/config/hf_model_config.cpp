@@ -335,6 +335,8 @@ std::optional<HfFamily> hf_family(const ModelConfig& m, std::string* why_not) {
     if (why_not != nullptr) *why_not = why;
     return std::nullopt;
   };
+  if (m.moe_as_dense)
+    return no("model.moe_as_dense = true: its MoE layers are dense FFNs, which neither family has");
   if (m.router == RouterKind::Sigmoid) return HfFamily::Glm4Moe;
   // A softmax router: Qwen3-MoE, whose attention and experts are fixed.
   if (!m.qk_norm)

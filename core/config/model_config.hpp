@@ -30,6 +30,10 @@ struct ModelConfig {
   int64_t top_k = 0;
   int64_t expert_ffn_size = 0;
   int64_t shared_experts = 0;  // each of size expert_ffn_size
+  // Every layer after the first first_k_dense a dense SwiGLU FFN of the MoE's active width
+  // instead (dense_equivalent_width): the dense model of the same active parameters, the
+  // sensitivity gate's dense arm (Note [Sensitivity gate]).
+  bool moe_as_dense = false;
   RouterKind router = RouterKind::Softmax;
   bool norm_topk = true;  // renormalise the top-k gates to sum to one
   double routed_scaling_factor = 1.0;
@@ -42,5 +46,16 @@ struct ModelConfig {
   // a random initialisation; empty: none.
   std::string init_from;
 };
+
+// The layers that route tokens to experts: none when every MoE layer is dense (moe_as_dense).
+inline int64_t moe_layer_count(const ModelConfig& m) {
+  return m.moe_as_dense ? 0 : m.num_layers - m.first_k_dense;
+}
+
+// The width of a dense SwiGLU FFN with an MoE layer's active parameters per token: its top_k
+// routed experts and its shared experts side by side, (top_k + shared_experts) x expert_ffn_size.
+inline int64_t dense_equivalent_width(const ModelConfig& m) {
+  return (m.top_k + m.shared_experts) * m.expert_ffn_size;
+}
 
 }  // namespace lrmoe

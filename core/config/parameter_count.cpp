@@ -18,14 +18,17 @@ ParameterCount count_parameters(const ModelConfig& c) {
   const int64_t router = c.num_experts * h;
   const int64_t shared = c.shared_experts * one_expert;
 
+  // Layers after the first first_k_dense that are dense of the MoE's active width.
+  const int64_t equivalent_layers = c.moe_as_dense ? c.num_layers - c.first_k_dense : 0;
   const int64_t dense_layers = c.first_k_dense;
-  const int64_t moe_layers = c.num_layers - c.first_k_dense;
+  const int64_t moe_layers = moe_layer_count(c);
 
   const int64_t embedding = c.vocab_size * h;
   const int64_t head = c.tie_embeddings ? 0 : c.vocab_size * h;
-  const int64_t common = dense_layers * (attention + block_norms + dense_ffn) +
-                         moe_layers * (attention + block_norms + router + shared) +
-                         h /* final norm */;
+  const int64_t common =
+      dense_layers * (attention + block_norms + dense_ffn) +
+      equivalent_layers * (attention + block_norms + swiglu_per_width * dense_equivalent_width(c)) +
+      moe_layers * (attention + block_norms + router + shared) + h /* final norm */;
 
   ParameterCount count;
   count.total = embedding + head + common + moe_layers * c.num_experts * one_expert;
@@ -35,7 +38,7 @@ ParameterCount count_parameters(const ModelConfig& c) {
 }
 
 int64_t routed_expert_parameters(const ModelConfig& c) {
-  return (c.num_layers - c.first_k_dense) * 3 * c.hidden_size * c.expert_ffn_size;
+  return moe_layer_count(c) * 3 * c.hidden_size * c.expert_ffn_size;
 }
 
 }  // namespace lrmoe

@@ -9,12 +9,12 @@
 
 namespace lrmoe {
 
-BlockImpl::BlockImpl(const ModelConfig& c, bool dense, std::optional<ExpertShard> shard) {
+BlockImpl::BlockImpl(const ModelConfig& c, int64_t dense_width, std::optional<ExpertShard> shard) {
   attention_norm_ = register_module("attention_norm", RMSNorm(c.hidden_size, c.rms_eps));
   attention_ = register_module("attention", Attention(c));
   ffn_norm_ = register_module("ffn_norm", RMSNorm(c.hidden_size, c.rms_eps));
-  if (dense) {
-    dense_ffn_ = register_module("dense_ffn", SwiGLU(c.hidden_size, c.dense_ffn_size));
+  if (dense_width > 0) {
+    dense_ffn_ = register_module("dense_ffn", SwiGLU(c.hidden_size, dense_width));
   } else {
     moe_ = register_module("moe", shard ? MoELayer(c, *shard) : MoELayer(c));
   }
@@ -35,9 +35,11 @@ TransformerImpl::TransformerImpl(const ModelConfig& c, std::optional<ExpertShard
       torch::randint(std::numeric_limits<int64_t>::max(), {1}, torch::kInt64).item<int64_t>());
   embedding_ = register_module("embedding", torch::nn::Embedding(c.vocab_size, c.hidden_size));
   for (int64_t i = 0; i < c.num_layers; ++i) {
-    const bool dense = i < c.first_k_dense;
-    blocks_.push_back(register_module("block" + std::to_string(i), Block(c, dense, shard)));
-    if (!dense) {
+    const int64_t dense_width = i < c.first_k_dense ? c.dense_ffn_size
+                                : c.moe_as_dense    ? dense_equivalent_width(c)
+                                                    : 0;
+    blocks_.push_back(register_module("block" + std::to_string(i), Block(c, dense_width, shard)));
+    if (dense_width == 0) {
       moe_layers_.push_back(blocks_.back()->moe());
       moe_layer_indices_.push_back(i);
     }

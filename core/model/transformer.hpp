@@ -1,8 +1,8 @@
 #pragma once
 // The decoder-only MoE transformer: token embedding; L blocks of
 // RMSNorm -> causal GQA attention -> residual -> RMSNorm -> FFN -> residual (the FFN is a dense
-// SwiGLU for the first first_k_dense layers and an MoE layer after); final RMSNorm; LM head
-// (untied unless tie_embeddings).
+// SwiGLU for the first first_k_dense layers and an MoE layer after, or a dense SwiGLU of the
+// MoE's active width when moe_as_dense); final RMSNorm; LM head (untied unless tie_embeddings).
 
 #include <torch/torch.h>
 
@@ -24,8 +24,9 @@ struct ModelOutput {
 
 class BlockImpl : public torch::nn::Module {
  public:
-  // `shard`: the experts an MoE block holds when expert state is sharded; none: every expert.
-  BlockImpl(const ModelConfig& config, bool dense, std::optional<ExpertShard> shard);
+  // A dense SwiGLU FFN of `dense_width` when it is positive, else an MoE layer. `shard`: the
+  // experts an MoE block holds when expert state is sharded; none: every expert.
+  BlockImpl(const ModelConfig& config, int64_t dense_width, std::optional<ExpertShard> shard);
   MoEOutput forward(const torch::Tensor& x);
   MoELayer moe() const { return moe_; }  // null for a dense block
 

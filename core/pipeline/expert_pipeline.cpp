@@ -171,6 +171,10 @@ std::shared_ptr<const InstanceTable> ExpertPipeline::place_ahead(int64_t tokens,
   return ahead_->table;
 }
 
+uint64_t ExpertPipeline::pass_seed(int64_t step) const {
+  return mix_seed(settings_.seed, step, settings_.layer, statistics_.pairs_routed);
+}
+
 PlacementPlan ExpertPipeline::place(ForwardPass& pass, const std::vector<int64_t>& counts,
                                     int64_t tokens, const torch::Device& device) {
   auto [plan, table] = ahead_ ? std::pair{std::move(ahead_->plan), std::move(ahead_->table)}
@@ -245,7 +249,7 @@ torch::Tensor ExpertPipeline::score(const ForwardPass& forward, PairBatch& signa
   signals.layer = settings_.layer;
   // The pass index is a global count, so every process draws the same seed (Note [Exact
   // multi-process plan]).
-  signals.seed = mix_seed(settings_.seed, forward.step, settings_.layer, statistics_.pairs_routed);
+  signals.seed = pass_seed(forward.step);
   signals.experts = forward.experts;
   signals.pair_ids = forward.pair_ids;
   signals.expert_offsets = forward.expert_offsets;

@@ -253,6 +253,9 @@ class ExpertPipeline {
   void split_in_chunks(ForwardPass& forward) const;
   void split_in_chunks(const ForwardPass& forward, BackwardPass& backward,
                        const torch::Tensor& context_instance) const;
+  // The seed of this layer's pass of `step`, the same on every process: the pass index is a
+  // global count (Note [Exact multi-process plan]); a forward's differs from its backward's.
+  uint64_t pass_seed(int64_t step) const;
   // The metric's scores for `signals` (the forward's computed pairs, with their gates and
   // norms), checked, on the pairs' device.
   torch::Tensor score(const ForwardPass& forward, PairBatch& signals);

@@ -7,6 +7,7 @@
 
 #include "core/pipeline/expert_counts.hpp"
 #include "core/pipeline/expert_pipeline.hpp"
+#include "core/pipeline/forward_drop_scores.hpp"
 #include "core/pipeline/global_pairs.hpp"
 #include "core/pipeline/plan_budget.hpp"
 #include "core/pipeline/plugin_output_checks.hpp"
@@ -32,13 +33,16 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_exact(const torc
   overhead.placement += clock.lap();
 
   // Forward capacity drops, then the computed pairs in expert order (Note [Pair order]): each
-  // expert computes the pairs with its highest gates, ties to the earlier pair.
+  // expert computes the pairs with its highest drop scores (its gates, or random draws), ties to
+  // the earlier pair.
   pass->routed_per_expert = counts;
   pass->computed_counts = counts;
   if (plan.forward_capacity.empty()) {
     pass->computed = identity_order(all.experts.numel(), all.experts.options());
   } else {
-    pass->computed = highest_scored_per_expert(all.gates, all.experts, offsets_from_counts(counts),
+    const torch::Tensor scores =
+        forward_drop_scores(plan.forward_drop, all.gates, all.pair_ids, pass_seed(step_));
+    pass->computed = highest_scored_per_expert(scores, all.experts, offsets_from_counts(counts),
                                                plan.forward_capacity);
     for (std::size_t e = 0; e < counts.size(); ++e)
       pass->computed_counts[e] = std::min(counts[e], plan.forward_capacity[e]);

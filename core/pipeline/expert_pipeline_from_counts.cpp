@@ -11,6 +11,7 @@
 #include "core/pipeline/count_layout.hpp"
 #include "core/pipeline/expert_counts.hpp"
 #include "core/pipeline/expert_pipeline.hpp"
+#include "core/pipeline/forward_drop_scores.hpp"
 #include "core/pipeline/plan_budget.hpp"
 #include "core/pipeline/plugin_output_checks.hpp"
 #include "core/pipeline/quota_threshold_search.hpp"
@@ -63,17 +64,25 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
   const InstanceTable* table = pass->table.get();
   overhead.placement += clock.lap();
 
-  // Forward capacity drops: each expert's highest gates over every process, found by a threshold
-  // search, the same pairs as the exact plan's (Note [Scalable selection]).
+  // Forward capacity drops: each expert's highest drop scores (gates or random draws) over every
+  // process, found by a threshold search, the same pairs as the exact plan's (Note [Scalable
+  // selection]).
   pass->routed_per_expert = counts;
   pass->computed_counts = counts;
   for (std::size_t e = 0; e < counts.size() && !plan.forward_capacity.empty(); ++e)
     pass->computed_counts[e] = std::min(counts[e], plan.forward_capacity[e]);
   std::vector<int64_t> computed_groups;
   if (pass->computed_counts != counts) {
+    // This process's pair ids: its index after the pairs of the processes before.
+    const torch::Tensor ids =
+        plan.forward_drop == ForwardDrop::LowestGate
+            ? torch::Tensor()
+            : torch::arange(settings_.process.index * experts.numel(),
+                            (settings_.process.index + 1) * experts.numel(), experts.options());
     KeptOverProcesses computed =
         kept_over_processes(*collectives_, home_group_offsets(routed_groups, E, settings_.process),
-                            gates.detach(), pass->computed_counts, counts, settings_.process);
+                            forward_drop_scores(plan.forward_drop, gates, ids, pass_seed(step_)),
+                            pass->computed_counts, counts, settings_.process);
     pass->computed = std::move(computed.kept);
     computed_groups = std::move(computed.groups);
     pass->search_rounds = std::move(computed.rounds);

@@ -35,14 +35,15 @@ int64_t dense_activation_bytes(const ModelConfig& model, int64_t tokens, int64_t
   const auto d = [](int64_t value) { return static_cast<double>(value); };
   const double h = d(model.hidden_size), q = d(model.num_heads) * d(model.head_dim),
                kv = d(model.num_kv_heads) * d(model.head_dim);
-  const double dense_layers = d(model.first_k_dense),
-               moe_layers = d(model.num_layers - model.first_k_dense);
+  const double dense_layers = d(model.first_k_dense), moe_layers = d(moe_layer_count(model)),
+               equivalent_layers = d(model.num_layers - model.first_k_dense) - moe_layers;
   // In the compute dtype: norms, projections, attention output, dense and shared FFNs.
   const double attention = 4 * h + 2 * (q + 2 * kv) + q;
   const double dense_ffn = 3 * d(model.dense_ffn_size);
   const double shared_ffn = 3 * d(model.shared_experts) * d(model.expert_ffn_size);
-  const double computed =
-      d(model.num_layers) * attention + dense_layers * dense_ffn + moe_layers * shared_ffn + 2 * h;
+  const double computed = d(model.num_layers) * attention + dense_layers * dense_ffn +
+                          moe_layers * shared_ffn +
+                          equivalent_layers * 3 * d(dense_equivalent_width(model)) + 2 * h;
   // In fp32 whatever the precision: attention probabilities, the router's logits and
   // probabilities, the logits and their softmax.
   const double fp32 = d(model.num_layers) * d(model.num_heads) * d(seq_len) +
@@ -53,7 +54,7 @@ int64_t dense_activation_bytes(const ModelConfig& model, int64_t tokens, int64_t
 
 RankBudget rank_budget(const ModelConfig& model, const TrainConfig& train,
                        const ClusterConfig& cluster, const PairCosts& costs) {
-  const int64_t moe_layers = model.num_layers - model.first_k_dense;
+  const int64_t moe_layers = moe_layer_count(model);
   const int64_t routed_parameters =
       moe_layers * model.num_experts * costs.expert_bytes / costs.element_bytes.parameter;
   const int64_t dense_parameters = count_parameters(model).total - routed_parameters;

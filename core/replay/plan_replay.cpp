@@ -104,17 +104,22 @@ std::vector<ProcessPairs> split_by_process(const ReplayPairs& pairs, const PairB
 
 }  // namespace
 
-std::string replay_processes_problem(const Experiment& experiment, int64_t processes) {
+std::string replay_problem(const Experiment& experiment, int64_t processes) {
   const int64_t ranks = experiment.cluster.ranks;
   const int64_t tokens = experiment.train.batch_size * experiment.train.seq_len;
-  if (processes < 1) return fmt::format("{} is not a process count", processes);
+  if (moe_layer_count(experiment.model) == 0)
+    return "the model has no MoE layers to plan (model.moe_as_dense = true, or model.first_k_dense "
+           "= model.num_layers); replay an experiment whose model routes to experts";
+  if (processes < 1) return fmt::format("--processes {} is not a process count", processes);
   if (ranks % processes != 0)
-    return fmt::format("{} processes cannot share cluster.ranks = {} evenly: give a divisor of {}",
-                       processes, ranks, ranks);
+    return fmt::format(
+        "--processes {}: that many processes cannot share cluster.ranks = {} evenly; give a "
+        "divisor of {}",
+        processes, ranks, ranks);
   if (tokens % processes != 0)
     return fmt::format(
-        "{} processes cannot share a micro-batch's {} tokens (train.batch_size x train.seq_len) "
-        "evenly: give a divisor of {}",
+        "--processes {}: that many processes cannot share a micro-batch's {} tokens "
+        "(train.batch_size x train.seq_len) evenly; give a divisor of {}",
         processes, tokens, tokens);
   return "";
 }
@@ -128,14 +133,14 @@ PlanReplay::PlanReplay(const Experiment& experiment, std::shared_ptr<const Polic
                           pair_costs(experiment.model, experiment))),
       profile_(std::move(profile)),
       memory_costs_(pair_costs(experiment.model, experiment).memory) {
-  if (const std::string problem = replay_processes_problem(experiment, processes); !problem.empty())
+  if (const std::string problem = replay_problem(experiment, processes); !problem.empty())
     throw std::invalid_argument(problem);
   processes_.resize(static_cast<std::size_t>(processes));
   const auto meeting = std::make_shared<ThreadMeeting>(
       processes,
       std::chrono::milliseconds(static_cast<int64_t>(experiment.cluster.timeout * 1000)));
   const ModelConfig& model = experiment_.model;
-  const int64_t all_layers = model.num_layers - model.first_k_dense;
+  const int64_t all_layers = moe_layer_count(model);
   const int64_t layers = moe_layers > 0 ? std::min(moe_layers, all_layers) : all_layers;
   for (int64_t p = 0; p < processes; ++p) {
     Process& process = processes_[static_cast<std::size_t>(p)];

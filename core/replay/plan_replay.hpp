@@ -34,16 +34,17 @@
 
 namespace lrmoe {
 
-// Why `processes` cannot replay `experiment`, or "" when it can: it must divide cluster.ranks
-// (each process hosts as many ranks) and a micro-batch's tokens (each homes as many).
-std::string replay_processes_problem(const Experiment& experiment, int64_t processes);
+// Why `processes` cannot replay `experiment`, or "" when it can: the model must have MoE layers,
+// and `processes` must divide cluster.ranks (each process hosts as many ranks) and a
+// micro-batch's tokens (each homes as many).
+std::string replay_problem(const Experiment& experiment, int64_t processes);
 
 class PlanReplay {
  public:
   // `experiment.model` must be resolved (vocabulary known). Throws PlanError when
   // cluster.memory_per_rank does not hold the dense and optimizer state. `moe_layers` > 0
   // replays only the model's first that many MoE layers (each within the whole model's budget).
-  // `processes` must divide cluster.ranks and a micro-batch's tokens (replay_processes_problem).
+  // `processes` must divide cluster.ranks and a micro-batch's tokens (replay_problem).
   PlanReplay(const Experiment& experiment, std::shared_ptr<const PolicySet> policies,
              HardwareProfile profile, std::shared_ptr<const ExpertLoads> loads,
              int64_t moe_layers = 0, int64_t processes = 1);

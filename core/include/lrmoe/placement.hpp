@@ -70,6 +70,15 @@ inline constexpr double kMostCapacityFactor = 1e6;
 // A quota that keeps every pair of its expert, for a plan made without the counts.
 inline constexpr int64_t kKeepEveryPair = std::numeric_limits<int64_t>::max();
 
+// Which of an expert's pairs past its forward capacity are dropped.
+enum class ForwardDrop {
+  LowestGate,  // its lowest gates, ties to the later pair (Megatron's drop by probability)
+  // Uniformly at random: a draw per pair that depends on the pass and the pair id alone, so the
+  // exact and the scalable plan, on any number of processes, drop the same pairs (a control arm
+  // for the gate rule: the same number dropped, chosen without looking at the gates).
+  Random,
+};
+
 struct PlacementPlan {
   std::vector<ExpertInstance> instances;  // at least one per expert, in any order
   // Per expert: at most this many of its pairs keep their backward work, over all ranks.
@@ -79,6 +88,7 @@ struct PlacementPlan {
   // Per expert: at most this many of its pairs are computed in forward (the others are dropped,
   // as capacity-factor baselines do). Empty: every routed pair is computed.
   std::vector<int64_t> forward_capacity;
+  ForwardDrop forward_drop = ForwardDrop::LowestGate;  // which pairs past the capacity drop
   // true: the instances of one expert on one rank share one copy of its parameters and one
   // gradient buffer, so a second instance adds capacity (its own slot, its own pairs) but no
   // parameter bytes, and nothing moves to it over a link. false: every instance holds its own

@@ -19,7 +19,8 @@ namespace lrmoe {
 // 6: PlacementPlan::co_located_share_copy and PlacementPlan::information.
 // 7: PlacementPolicy::plans_from, so that placements planned without this pass's counts are
 //    planned before the router and their replicas fetched behind the previous layer.
-inline constexpr int kPluginApiVersion = 7;
+// 8: PlacementPlan::forward_drop, the rule by which pairs past the forward capacity drop.
+inline constexpr int kPluginApiVersion = 8;
 
 // Plain data, so that the loader can read it from any plugin before trusting its C++ types.
 struct PluginAbi {
