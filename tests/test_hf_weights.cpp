@@ -436,7 +436,9 @@ TEST_CASE("a run from a config.json and Hugging Face weights resumes after both 
   {
     lrmoe_test::ChildProcess child(args, folder.file("second.log"));
     const fs::path checkpoint = lrmoe::checkpoint_path(fs::path(db + "-checkpoints") / "run-2", 2);
-    for (int i = 0; i < 600 && !fs::exists(checkpoint); ++i)
+    // Waits for the checkpoint, up to five minutes: on a loaded machine the run's start alone
+    // took over the 30 s this bound once was.
+    for (int i = 0; i < 6000 && !fs::exists(checkpoint); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     REQUIRE(fs::exists(checkpoint));
     child.signal(SIGKILL);

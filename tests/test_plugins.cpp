@@ -84,7 +84,8 @@ TEST_CASE("the built-in plugins are found with their kinds, versions and hashes"
   REQUIRE(set.records.size() == 4);
   CHECK(set.records[0].name == "fixed_ownership");
   // an integer where a number is declared
-  CHECK(set.records[0].parameters == "capacity = -1\ncapacity_factor = 2.0\n");
+  CHECK(set.records[0].parameters ==
+        "capacity = -1\ncapacity_factor = 2.0\ndrop = \"lowest_gate\"\n");
   CHECK(set.records[3].kind == "routing");
 }
 
