@@ -74,7 +74,8 @@ GateArm fixed_ownership_arm(std::string label,
 
 void add_arm_command_options(CLI::App& command, ArmCommandOptions& options) {
   command.add_option("experiment", options.file, "experiment TOML file")->required();
-  command.add_option("--set", options.overrides, "override a field: section.key=value (repeatable)")
+  command
+      .add_option("--set", options.overrides, "override a field: section.key=value (repeatable)")
       ->allow_extra_args(false);
   command.add_option("--seeds", options.seeds, "seeds per arm: 1 to N (default 5)")
       ->check(count_between(3, 100));
@@ -134,9 +135,8 @@ bool run_arms(const ArmSweeps& sweeps, const std::string& name, const std::vecto
 
 std::vector<ArmFigures> arm_figures(const ResultsStore& store, const ArmSweeps& sweeps,
                                     const std::string& name, const std::vector<GateArm>& arms) {
-  const QueryResult rows = store.query(
-      fmt::format("SELECT run FROM sweep_results WHERE sweep = {} AND status = 'finished'",
-                  sql_text(name)));
+  const QueryResult rows = store.query(fmt::format(
+      "SELECT run FROM sweep_results WHERE sweep = {} AND status = 'finished'", sql_text(name)));
   std::vector<int64_t> finished;
   for (const auto& row : rows.rows) finished.push_back(std::stoll(row[0].value()));
   const std::vector<RunFigures> figures = store.run_figures(finished);
@@ -185,8 +185,8 @@ std::vector<ArmFigures> arm_figures(const ResultsStore& store, const ArmSweeps& 
 
 std::string steps_text(const std::vector<double>& steps) {
   const SeedSpread spread = seed_spread(steps);
-  const auto missed = std::count_if(steps.begin(), steps.end(),
-                                    [](double s) { return std::isinf(s); });
+  const auto missed =
+      std::count_if(steps.begin(), steps.end(), [](double s) { return std::isinf(s); });
   auto value = [](double v) {
     return std::isinf(v) ? std::string("not reached") : fmt::format("{:.0f}", v);
   };
@@ -216,8 +216,7 @@ std::string break_even_text(const std::vector<double>& arm, const std::vector<do
   auto ratio = [](double reduction) {
     return std::isinf(reduction) ? 0.0 : 1.0 / (1.0 - reduction);
   };
-  return fmt::format("{:.2f} [{:.2f}, {:.2f}]", ratio(r->estimate), ratio(r->low),
-                     ratio(r->high));
+  return fmt::format("{:.2f} [{:.2f}, {:.2f}]", ratio(r->estimate), ratio(r->low), ratio(r->high));
 }
 
 bool costs_steps(const std::vector<double>& arm, const std::vector<double>& baseline) {

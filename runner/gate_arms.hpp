@@ -60,11 +60,11 @@ bool run_arms(const ArmSweeps& sweeps, const std::string& name, const std::vecto
 // An arm's finished runs, one per seed, and what they did.
 struct ArmFigures {
   std::vector<int64_t> runs;
-  std::vector<double> steps;  // to target, in seed order; +infinity where a seed missed it
+  std::vector<double> steps;    // to target, in seed order; +infinity where a seed missed it
   std::vector<double> modeled;  // modeled MoE seconds to target; likewise
-  double dropped = 0;         // share of the routed pairs dropped in forward, over every run
-  double kept = 0;            // share of the routed pairs whose backward work was kept
-  double replicas = 0;        // replica instances per MoE layer and step, mean over the runs
+  double dropped = 0;           // share of the routed pairs dropped in forward, over every run
+  double kept = 0;              // share of the routed pairs whose backward work was kept
+  double replicas = 0;          // replica instances per MoE layer and step, mean over the runs
 };
 
 // Each arm's figures, in the order of `arms`, from the last finished run of each seed 1..N of
