@@ -67,3 +67,37 @@ TEST_CASE("lrmoe gate trains its six arms over seeds, resumably, and gives a ver
              Contains("12 finished before, 0 to run") && Contains("6 finished before, 0 to run"));
   CHECK(store->query("SELECT count(*) FROM runs").rows.at(0).at(0).value() == "18");
 }
+
+TEST_CASE(
+    "lrmoe positive-control trains SYMI against fixed ownership at capacity factor 1.0 "
+    "under one budget, and says when SYMI placed no replica",
+    "[gate][e2e]") {
+  lrmoe_test::TempFolder dir;
+  const std::string db = dir.file("control.db");
+  const auto control = [&](const std::string& budget, const std::string& log) {
+    return lrmoe_test::run_lrmoe(
+        {"positive-control", std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml",
+         "--seeds", "3", "--db", db, "--budget", budget, "--set", "train.max_steps=40", "--set",
+         "cluster.ranks=4", "--set", "cluster.slots_per_rank=4"},
+        dir.file(log));
+  };
+  // Room beyond one slot per owned expert: SYMI places replicas, and the verdict follows the
+  // steps (either way on so short a run).
+  const auto [code, output] = control("1.2x fixed", "roomy.log");
+  INFO(output);
+  CHECK((code == 0 || code == 3));
+  CHECK_THAT(output, Contains("fixed ownership, capacity factor 1.0") &&
+                         Contains("SYMI as published") && Contains("replicas per layer"));
+  CHECK_THAT(output, !Contains("placed no replica"));
+  // Under "1.0x fixed" SYMI fits one slot per owned expert: no replica, no test of it.
+  const auto [tight, tight_output] = control("1.0x fixed", "tight.log");
+  INFO(tight_output);
+  CHECK(tight == 3);
+  CHECK_THAT(tight_output, Contains("SYMI placed no replica under \"1.0x fixed\"") &&
+                               Contains("DOES NOT REPRODUCE"));
+  // Each budget is its own sweep beside the database.
+  CHECK(std::filesystem::exists(
+      dir.file("control-sweeps/positive-control-tiny-moe-1.2x-fixed.toml")));
+  CHECK(std::filesystem::exists(
+      dir.file("control-sweeps/positive-control-tiny-moe-1.0x-fixed.toml")));
+}
