@@ -69,7 +69,7 @@ GateArm fixed_ownership_arm(std::string label,
       {"policies.selection.name", "\"keep_all\""},
       {"policies.routing.name", "\"owner\""}};
   all.insert(all.end(), settings.begin(), settings.end());
-  return {std::move(label), std::move(all)};
+  return {std::move(label), std::move(all), {}};
 }
 
 void add_arm_command_options(CLI::App& command, ArmCommandOptions& options) {
@@ -173,7 +173,8 @@ std::vector<ArmFigures> arm_figures(const ResultsStore& store, const ArmSweeps& 
       kept += run->pairs_kept;
       replicas += run->replicas.value_or(0.0);
     }
-    if (routed > 0) {
+    out.routed = routed > 0;
+    if (out.routed) {
       out.dropped = static_cast<double>(dropped) / static_cast<double>(routed);
       out.kept = static_cast<double>(kept) / static_cast<double>(routed);
     }

@@ -21,6 +21,7 @@ namespace lrmoe {
 struct GateArm {
   std::string label;  // as the tables show it
   std::vector<std::pair<std::string, std::string>> settings;
+  std::string forward;  // what its forward computes, as the gate's table shows it
 };
 
 // Fixed ownership (the plugins of the bundle `fixed`) with `settings` besides.
@@ -65,6 +66,7 @@ struct ArmFigures {
   double dropped = 0;           // share of the routed pairs dropped in forward, over every run
   double kept = 0;              // share of the routed pairs whose backward work was kept
   double replicas = 0;          // replica instances per MoE layer and step, mean over the runs
+  bool routed = false;          // whether its model routed any pair (a dense model routes none)
 };
 
 // Each arm's figures, in the order of `arms`, from the last finished run of each seed 1..N of

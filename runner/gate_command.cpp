@@ -21,12 +21,15 @@ constexpr const char* kDropKey = "policies.placement.fixed_ownership.drop";
 
 // Fixed ownership with a forward capacity (factor, or -1 and a count in pairs), dropping
 // `drop`'s pairs past it; every fixed arm sets the same keys.
-GateArm capacity_arm(std::string label, const std::string& factor, int64_t capacity,
-                     const char* drop, bool dense = false) {
-  return fixed_ownership_arm(std::move(label), {{kFactorKey, factor},
-                                                {kCapacityKey, std::to_string(capacity)},
-                                                {kDropKey, toml_string(drop)},
-                                                {"model.moe_as_dense", dense ? "true" : "false"}});
+GateArm capacity_arm(std::string label, std::string forward, const std::string& factor,
+                     int64_t capacity, const char* drop, bool dense = false) {
+  GateArm arm =
+      fixed_ownership_arm(std::move(label), {{kFactorKey, factor},
+                                             {kCapacityKey, std::to_string(capacity)},
+                                             {kDropKey, toml_string(drop)},
+                                             {"model.moe_as_dense", dense ? "true" : "false"}});
+  arm.forward = std::move(forward);
+  return arm;
 }
 
 // LRMoE's selection with the random metric at a keep fraction, placed as fixed ownership (no
@@ -42,7 +45,8 @@ GateArm backward_random_arm(double keep) {
            {"policies.placement.lrmoe.keep_fraction", toml_float(keep)},
            {"policies.placement.lrmoe.max_replicas", "0"},
            {"cluster.memory_per_rank", "\"100x fixed\""},
-           {"model.moe_as_dense", "false"}}};
+           {"model.moe_as_dense", "false"}},
+          "every pair"};
 }
 
 std::string percent(double share) {
@@ -70,9 +74,11 @@ int gate_command(const GateOptions& options, std::ostream& out) {
   // The arms that need no calibration first: the half arms' capacity factor is calibrated on
   // the dropless runs' loads.
   const std::vector<GateArm> first = {
-      capacity_arm("dropless", "0.0", -1, "lowest_gate"),
-      capacity_arm("dense, the MoE's active width", "0.0", -1, "lowest_gate", /*dense=*/true),
-      capacity_arm("MoE removed", "0.0", 0, "lowest_gate"), backward_random_arm(options.half)};
+      capacity_arm("dropless", "every pair", "0.0", -1, "lowest_gate"),
+      capacity_arm("dense, the MoE's active width", "dense FFN", "0.0", -1, "lowest_gate",
+                   /*dense=*/true),
+      capacity_arm("MoE removed", "0 pairs", "0.0", 0, "lowest_gate"),
+      backward_random_arm(options.half)};
   if (!run_arms(sweeps, name, first)) return 130;
   auto store = ResultsStore::open_read_only(sweeps.database);
   std::vector<ArmFigures> figures = arm_figures(*store, sweeps, name, first);
@@ -84,10 +90,11 @@ int gate_command(const GateOptions& options, std::ostream& out) {
   const double factor = std::round(capacity_factor_dropping(loads, options.half) * 1000) / 1000;
   // The factor names its sweep: another calibration (other seeds, other runs) is another arm.
   const std::string half_name = fmt::format("{}-half-{}", name, toml_float(factor));
+  const std::string capped = fmt::format("capacity factor {}", factor);
   const std::vector<GateArm> second = {
-      capacity_arm(fmt::format("about {:.0f}% dropped, lowest gates", 100 * options.half),
+      capacity_arm(fmt::format("about {:.0f}% dropped, lowest gates", 100 * options.half), capped,
                    toml_float(factor), -1, "lowest_gate"),
-      capacity_arm(fmt::format("about {:.0f}% dropped at random", 100 * options.half),
+      capacity_arm(fmt::format("about {:.0f}% dropped at random", 100 * options.half), capped,
                    toml_float(factor), -1, "random")};
   if (!run_arms(sweeps, half_name, second)) return 130;
   store = ResultsStore::open_read_only(sweeps.database);
@@ -112,19 +119,13 @@ int gate_command(const GateOptions& options, std::ostream& out) {
                    "extra steps vs dropless [95% interval]",
                    "break-even step cost vs dropless [95%]",
                    "runs"};
-  const std::vector<std::string> forward = {"every pair",
-                                            "dense FFN",
-                                            "0 pairs",
-                                            "every pair",
-                                            fmt::format("capacity factor {}", factor),
-                                            fmt::format("capacity factor {}", factor)};
-  const std::vector<GateArm> arms = {first[0], first[1], first[2], first[3], second[0], second[1]};
+  std::vector<GateArm> arms = first;
+  arms.insert(arms.end(), second.begin(), second.end());
   for (std::size_t i = 0; i < figures.size(); ++i) {
     const ArmFigures& arm = figures[i];
     const bool base = i == 0;
-    const bool no_moe = i == 1;
-    table.rows.push_back({arms[i].label, forward[i], no_moe ? "-" : percent(arm.dropped),
-                          no_moe ? "-" : percent(arm.kept), steps_text(arm.steps),
+    table.rows.push_back({arms[i].label, arms[i].forward, arm.routed ? percent(arm.dropped) : "-",
+                          arm.routed ? percent(arm.kept) : "-", steps_text(arm.steps),
                           base ? "" : extra_steps_text(arm.steps, dropless.steps),
                           base ? "" : break_even_text(arm.steps, dropless.steps),
                           fmt::format("{}", fmt::join(arm.runs, ", "))});

@@ -64,7 +64,8 @@ int positive_control_command(const PositiveControlOptions& options, std::ostream
         {"policies.placement.name", "\"symi\""},
         {"policies.metric.name", "\"gate\""},
         {"policies.selection.name", "\"keep_all\""},
-        {"policies.routing.name", "\"round_robin\""}}}};
+        {"policies.routing.name", "\"round_robin\""}},
+       ""}};
   // The budget names the sweep: another budget is another comparison.
   std::string budget_name;
   for (const char c : options.budget)
