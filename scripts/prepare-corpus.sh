@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Prepares the real-text corpus the corpus experiments train on (experiments/corpus/):
-# `debian-docs-en`, the English documentation prose of five Debian 12 packages pinned by version
-# and SHA-256 (scripts/corpus/debian-docs.lock: the Linux kernel's, Python's, PostgreSQL's, Perl's
-# and Django's manuals, about 63 MB of text), tokenized by a SentencePiece BPE of vocabulary 8192
-# trained on it. Writes data/debian-docs-en/ (or the folder given):
+# Prepares a real-text corpus the corpus experiments train on (experiments/corpus/), from Debian 12
+# packages pinned by version and SHA-256 in scripts/corpus/<corpus>.lock:
+#   debian-docs-en     (the default) the English documentation prose of five packages (the Linux
+#                      kernel's, Python's, PostgreSQL's, Perl's and Django's manuals, about 63 MB
+#                      of text), tokenized by a SentencePiece BPE of vocabulary 8192 trained on it
+#   debian-python-src  the source of CPython 3.11's standard library (about 10 MB), one id per
+#                      byte (vocabulary 256)
+# Writes data/<corpus>/ (or the folder given):
 #   corpus.txt                        the text, as tokenized
-#   tokenizer.model, tokenizer.vocab  the tokenizer
+#   tokenizer.model, tokenizer.vocab  the BPE tokenizer (tokenizer.txt for bytes: what an id is)
 #   tokens.bin, tokens.bin.toml       an lrmoe `tokens` file (uint16) and its manifest, which
 #                                     every run that trains on it records (Note [Data provenance])
 # A few minutes on 2 cores, about 1 GB of disk while it runs and 200 MB after. Run again, it does
 # nothing while tokens.bin matches its manifest.
 #
-#   bash scripts/prepare-corpus.sh [FOLDER] [--tokenizer TOKENIZER.json]
+#   bash scripts/prepare-corpus.sh [--corpus NAME] [FOLDER] [--tokenizer TOKENIZER.json]
 #
 # --tokenizer encodes the same text with a Hugging Face tokenizer.json instead (a model's own, as
 # its repository ships it; copied to FOLDER/tokenizer.json), in the environment of
@@ -19,10 +22,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export LC_ALL=C  # one sort order for the POD files, whatever the locale
-out=data/debian-docs-en
+corpus=debian-docs-en
+out=""
 tokenizer=""
 while [ $# -gt 0 ]; do
   case "$1" in
+    --corpus)
+      [ $# -ge 2 ] && [ -f "scripts/corpus/$2.lock" ] || { echo "prepare-corpus: --corpus needs" \
+        "one of: $(cd scripts/corpus && ls ./*.lock | sed 's|./||; s|.lock$||' | tr '\n' ' ')" >&2; exit 2; }
+      corpus=$2
+      shift 2 ;;
     --tokenizer)
       [ $# -ge 2 ] && [ -f "$2" ] || { echo "prepare-corpus: --tokenizer needs a tokenizer.json file" >&2; exit 2; }
       tokenizer=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
@@ -30,9 +39,13 @@ while [ $# -gt 0 ]; do
     *) out=$1; shift ;;
   esac
 done
+out=${out:-data/$corpus}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)  # absolute: the downloads run in a folder of their own
-lock=scripts/corpus/debian-docs.lock
+lock=scripts/corpus/$corpus.lock
+# How the text becomes ids, the lock's `tokenizer` line: `bpe N` or `bytes`.
+read -r _ encoding vocab < <(grep '^tokenizer ' "$lock") || { echo "prepare-corpus: $lock has no" \
+  "'tokenizer bpe N' or 'tokenizer bytes' line" >&2; exit 1; }
 
 manifest_sha() { sed -n '/^\[tokens\]/,$ s/^sha256 = "\(.*\)"$/\1/p' "$1"; }
 # What the corpus is made from: the lock and the scripts. A change to any of them makes it anew.
@@ -55,7 +68,7 @@ mkdir -p "$work/debs" "$work/unpacked"
 sources=()
 updated=false
 while read -r spec sha how folder; do
-  [[ -z "$spec" || "$spec" == \#* ]] && continue
+  [[ -z "$spec" || "$spec" == \#* || "$spec" == tokenizer ]] && continue
   name=${spec%%=*}
   # The package lists may be older than the machine's set-up: refresh them once before giving up.
   until (cd "$work/debs" && apt-get download -qq "$spec" 2>"$work/apt.log"); do
@@ -88,7 +101,11 @@ while read -r spec sha how folder; do
         [ "$status" -le 1 ] || { echo "corpus: pod2text failed on $page ($status)" >&2; exit 1; }
         echo
       done ;;
-    *) echo "corpus: $lock: '$how' for $spec is neither html nor pod" >&2; exit 1 ;;
+    # Every Python source under the folder in one sort order, the test suites left out: code
+    # that tests code repeats it; links (the same file again) neither.
+    python) find "$work/unpacked/$name/$folder" -type f -name '*.py' -not -path '*/test/*' \
+        -not -path '*/tests/*' -not -path '*/idle_test/*' | sort | xargs -d '\n' cat ;;
+    *) echo "corpus: $lock: '$how' for $spec is none of html, pod and python" >&2; exit 1 ;;
   esac >>"$work/corpus.txt"
   sources+=(--source "$spec")
 done <"$lock"
@@ -97,11 +114,15 @@ mv "$work/corpus.txt" "$out/corpus.txt"
 if [ -n "$tokenizer" ]; then
   echo "corpus: $(wc -c <"$out/corpus.txt") bytes of text; encoding with $tokenizer"
   .tools/transformers/bin/python scripts/corpus/tokenize_corpus.py "$out/corpus.txt" "$out" \
-    --name debian-docs-en --tokenizer-json "$tokenizer" "${sources[@]}"
+    --name "$corpus" --tokenizer-json "$tokenizer" "${sources[@]}"
+elif [ "$encoding" = bytes ]; then
+  echo "corpus: $(wc -c <"$out/corpus.txt") bytes of text; one id per byte"
+  /usr/bin/python3 scripts/corpus/tokenize_corpus.py "$out/corpus.txt" "$out" \
+    --name "$corpus" --bytes "${sources[@]}"
 else
   echo "corpus: $(wc -c <"$out/corpus.txt") bytes of text; training the tokenizer and encoding"
   /usr/bin/python3 scripts/corpus/tokenize_corpus.py "$out/corpus.txt" "$out" \
-    --name debian-docs-en --vocab 8192 "${sources[@]}"
+    --name "$corpus" --vocab "$vocab" "${sources[@]}"
 fi
 rm -rf "$work"
 echo "$recipe" >"$out/recipe.sha256"

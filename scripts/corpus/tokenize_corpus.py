@@ -3,15 +3,19 @@
 
     tokenize_corpus.py CORPUS.txt OUT_DIR --name NAME --vocab 8192 [--source PKG=VER]...
     tokenize_corpus.py CORPUS.txt OUT_DIR --name NAME --tokenizer-json FILE [--source PKG=VER]...
+    tokenize_corpus.py CORPUS.txt OUT_DIR --name NAME --bytes [--source PKG=VER]...
 
 Writes, in OUT_DIR:
   tokenizer.model, tokenizer.vocab   the SentencePiece BPE model (Debian's python3-sentencepiece),
                                      trained on the corpus; or
   tokenizer.json                     the Hugging Face tokenizer given (a copy), run by the
-                                     `tokenizers` library (scripts/setup.sh --hf)
-  tokens.bin                         every line's ids then the end-of-line id (SentencePiece), or
-                                     every line with its newline encoded (tokenizer.json), uint16
-                                     little-endian, uint32 for vocabularies over 65536
+                                     `tokenizers` library (scripts/setup.sh --hf); or
+  tokenizer.txt                      with --bytes, what an id is (one id per byte of the text, its
+                                     value), so that the manifest has a tokenizer to name and hash
+  tokens.bin                         every line's ids then the end-of-line id (SentencePiece),
+                                     every line with its newline encoded (tokenizer.json), or
+                                     every byte (--bytes), uint16 little-endian, uint32 for
+                                     vocabularies over 65536
   tokens.bin.toml                    the manifest lrmoe reads beside tokens.bin and records with
                                      every run: the corpus's name, size, SHA-256 and sources, the
                                      tokenizer's library, model and SHA-256, the tokens' count and
@@ -49,8 +53,9 @@ def main():
     parser.add_argument("--vocab", type=int, default=8192)
     parser.add_argument("--source", action="append", default=[])
     parser.add_argument("--tokenizer-json", help="a Hugging Face tokenizer.json to encode with")
+    parser.add_argument("--bytes", action="store_true", help="one id per byte, vocabulary 256")
     args = parser.parse_args()
-    if not args.tokenizer_json and not 256 < args.vocab <= 65536:
+    if not args.tokenizer_json and not args.bytes and not 256 < args.vocab <= 65536:
         sys.exit(f"tokenize_corpus.py: --vocab {args.vocab}: must be in (256, 65536] for uint16 ids")
 
     corpus = os.path.relpath(args.corpus, args.out)
@@ -59,14 +64,17 @@ def main():
     if args.tokenizer_json:
         args.tokenizer_json = os.path.abspath(args.tokenizer_json)
     os.chdir(args.out)
-    with open(corpus, encoding="utf-8") as stream:
-        lines = stream.read().split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # the newline that ends the file ends its last line
-    if args.tokenizer_json:
-        ids, dtype, tokenizer = encode_with_tokenizer_json(args.tokenizer_json, lines)
+    if args.bytes:
+        ids, dtype, tokenizer = encode_bytes(corpus)
     else:
-        ids, dtype, tokenizer = encode_with_trained_bpe(corpus, lines, args.vocab)
+        with open(corpus, encoding="utf-8") as stream:
+            lines = stream.read().split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()  # the newline that ends the file ends its last line
+        if args.tokenizer_json:
+            ids, dtype, tokenizer = encode_with_tokenizer_json(args.tokenizer_json, lines)
+        else:
+            ids, dtype, tokenizer = encode_with_trained_bpe(corpus, lines, args.vocab)
     if sys.byteorder != "little":
         ids.byteswap()
     tokens = "tokens.bin"
@@ -98,6 +106,18 @@ def main():
     print(f"tokenize_corpus.py: {len(ids)} tokens of vocabulary {tokenizer['vocab_size']} "
           f"({os.path.getsize(corpus) / len(ids):.2f} bytes a token) in "
           f"{os.path.join(args.out, tokens)}")
+
+
+def encode_bytes(corpus):
+    """Every byte of the corpus as its own id (0-255), as lrmoe's `text` data reads a file, with a
+    description of that mapping for the manifest to hash."""
+    with open("tokenizer.txt", "w", encoding="utf-8") as stream:
+        stream.write("byte-level: every byte of the text is one token, its id the byte's value "
+                     "(0-255); no merges, no special tokens\n")
+    with open(corpus, "rb") as stream:
+        ids = array.array("H", list(stream.read()))
+    return ids, "uint16", {"library": "none", "model": "bytes", "vocab_size": 256,
+                           "file": "tokenizer.txt"}
 
 
 def encode_with_tokenizer_json(path, lines):
