@@ -82,7 +82,14 @@ CLI::App* add_export_hf_command(CLI::App& app, ExportHfOptions& options) {
 
 int export_hf_command(const ExportHfOptions& options, std::ostream& out) {
   const auto started = std::chrono::steady_clock::now();
-  const fs::path folder(options.folder);
+  // "trained/" names the folder "trained": its staging folder must sit beside it, not in it.
+  fs::path folder = fs::path(options.folder).lexically_normal();
+  if (!folder.has_filename()) folder = folder.parent_path();
+  if (folder.empty() || folder.filename() == "." || folder.filename() == "..") {
+    throw std::invalid_argument(
+        fmt::format("export-hf: '{}' names no new folder; give the folder to write, e.g. trained",
+                    options.folder));
+  }
   std::error_code ec;
   if (fs::exists(folder, ec) && !(fs::is_directory(folder, ec) && fs::is_empty(folder, ec))) {
     throw std::invalid_argument(fmt::format(
@@ -127,8 +134,17 @@ int export_hf_command(const ExportHfOptions& options, std::ostream& out) {
   const int64_t step = std::stoll(main.stem().string().substr(std::string("step-").size()));
   const bool parts = fs::exists(checkpoint_part_path(checkpoints, step, 0), ec);
   const int64_t shards = 1 + (parts ? processes : (main_experts.tensors.empty() ? 0 : 1));
+  // The staging folder is made here, and must be new: one of that name may be the user's, an
+  // export killed before it could clean up, or another export's into the same folder running
+  // now; none of them is this export's to delete or to share.
   const fs::path staging = folder.string() + ".partial";
-  fs::remove_all(staging, ec);
+  if (folder.has_parent_path()) fs::create_directories(folder.parent_path(), ec);
+  if (!fs::create_directory(staging, ec)) {
+    throw std::invalid_argument(fmt::format(
+        "export-hf: cannot make the staging folder {} ({}); if it is left from an export that "
+        "was stopped, remove it and export again",
+        staging.string(), ec ? ec.message() : "it exists"));
+  }
   std::map<std::string, std::string> weight_map;
   std::vector<HfExportedFile> written;
   try {

@@ -402,6 +402,47 @@ TEST_CASE("export-hf of a run with replicated experts writes the dense state and
   CHECK(hf.tensor_names().size() == dense.header().tensors.size() + 2 * 8 * 3);
 }
 
+TEST_CASE("export-hf writes FOLDER/ as FOLDER, and never deletes or shares a staging folder",
+          "[hf]") {
+  TempFolder folder;
+  const std::string db = folder.file("runs.db");
+  const auto trained =
+      lrmoe_test::run_lrmoe({"run", std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml",
+                             "--db", db, "--set", "train.max_steps=1", "--set",
+                             "train.warmup_steps=1", "--set", "train.keep_final_checkpoint=true"},
+                            folder.file("run.log"));
+  INFO(trained.second);
+  REQUIRE(trained.first == 0);
+  const auto export_to = [&](const std::string& out) {
+    return lrmoe_test::run_lrmoe({"export-hf", "1", out, "--db", db}, folder.file("e.log"));
+  };
+
+  // The README's form, with a trailing slash.
+  const fs::path out = folder.path() / "trained";
+  const auto slashed = export_to(out.string() + "/");
+  INFO(slashed.second);
+  REQUIRE(slashed.first == 0);
+  CHECK(lrmoe::HfFolder(out).tensor_names().size() > 0);
+  CHECK_FALSE(fs::exists(folder.path() / "trained.partial"));
+
+  // A folder named like the staging one (the user's, or another export's running now) is left
+  // as it is, and the export refused.
+  const fs::path theirs = folder.path() / "other.partial";
+  fs::create_directories(theirs);
+  std::ofstream(theirs / "keep.txt") << "mine";
+  const auto refused = export_to((folder.path() / "other").string());
+  CHECK(refused.first != 0);
+  CHECK_THAT(refused.second, Contains("other.partial") && Contains("remove it"));
+  CHECK(fs::exists(theirs / "keep.txt"));
+  CHECK_FALSE(fs::exists(folder.path() / "other"));
+
+  for (const std::string& none : {std::string("."), std::string("")}) {
+    const auto nowhere = export_to(none);
+    CHECK(nowhere.first != 0);
+    CHECK_THAT(nowhere.second, Contains("names no new folder"));
+  }
+}
+
 TEST_CASE("a run from a config.json and Hugging Face weights resumes after both are gone", "[hf]") {
   TempFolder folder;
   const std::string db = folder.file("runs.db");
