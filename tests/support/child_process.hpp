@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -23,7 +24,7 @@ class ChildProcess {
  public:
   // Starts `args` (args[0] is the program) with stdout and stderr going to `log_path`.
   ChildProcess(const std::vector<std::string>& args, const std::string& log_path)
-      : log_path_(log_path) {
+      : program_(args.at(0)), log_path_(log_path) {
     pid_ = fork();
     if (pid_ == 0) {
       FILE* log = std::fopen(log_path.c_str(), "w");
@@ -66,6 +67,25 @@ class ChildProcess {
   void signal(int number) { kill(pid_, number); }
   pid_t pid() const { return pid_; }
 
+  // Whether the started program (not the forked copy of the test before its exec, which has
+  // the test framework's handlers) has a handler installed for signal `number`, by the SigCgt
+  // mask of its /proc status: what a test waits for before sending a signal the program must
+  // catch, instead of a guessed delay.
+  bool catches(int number) const {
+    const std::string proc = "/proc/" + std::to_string(pid_);
+    std::error_code error;
+    if (std::filesystem::read_symlink(proc + "/exe", error) !=
+        std::filesystem::canonical(program_, error))
+      return false;
+    std::ifstream status(proc + "/status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("SigCgt:", 0) == 0)
+        return (std::stoull(line.substr(7), nullptr, 16) >> (number - 1)) & 1;
+    }
+    return false;
+  }
+
   std::string output() const {
     std::ifstream in(log_path_);
     std::stringstream text;
@@ -74,6 +94,7 @@ class ChildProcess {
   }
 
  private:
+  std::string program_;
   pid_t pid_ = -1;
   bool reaped_ = false;
   std::string log_path_;
