@@ -303,7 +303,19 @@ TEST_CASE("byte sizes read binary and decimal units and write the shortest exact
   CHECK(lrmoe::format_byte_size(1001) == "1001B");
   CHECK(lrmoe::format_byte_size(0) == "0B");
   CHECK_THROWS_WITH(lrmoe::parse_byte_size("12XB"), Contains("unknown unit 'XB'"));
-  CHECK_THROWS_WITH(lrmoe::parse_byte_size("GiB"), Contains("whole number"));
+  CHECK(lrmoe::parse_byte_size("1.5GiB") == 3ull << 29);
+  CHECK(lrmoe::parse_byte_size("2.5 GB") == 2500000000ull);
+  CHECK(lrmoe::parse_byte_size("0.25KiB") == 256);
+  CHECK(lrmoe::parse_byte_size("1.0") == 1);
+  CHECK_THROWS_WITH(lrmoe::parse_byte_size("0.3KiB"), Contains("not a whole number of bytes"));
+  CHECK_THROWS_WITH(lrmoe::parse_byte_size("1.5B"), Contains("not a whole number of bytes"));
+  CHECK(lrmoe::parse_byte_size("0.000001TB") == 1000000);
+  CHECK_THROWS_WITH(lrmoe::parse_byte_size("1.0000001TB"), Contains("at most 6 decimals"));
+  CHECK(lrmoe::parse_byte_size("16777215.5TiB") == (16777215ull << 40) + (1ull << 39));
+  CHECK_THROWS_WITH(lrmoe::parse_byte_size("16777216TiB"), Contains("too large"));
+  CHECK_THROWS_WITH(lrmoe::parse_byte_size(".5GiB"), Contains("expected a number"));
+  CHECK_THROWS_WITH(lrmoe::parse_byte_size("1.GiB"), Contains("unknown unit '.GiB'"));
+  CHECK_THROWS_WITH(lrmoe::parse_byte_size("GiB"), Contains("expected a number"));
   CHECK_THROWS_WITH(lrmoe::parse_byte_size("99999999TiB"), Contains("too large"));
 }
 

@@ -47,15 +47,28 @@ bool same_ignoring_case(std::string_view a, std::string_view b) {
 
 uint64_t parse_byte_size(std::string_view text) {
   const std::string_view trimmed = trim_whitespace(text);
-  std::size_t digits = 0;
-  while (digits < trimmed.size() && std::isdigit(static_cast<unsigned char>(trimmed[digits]))) {
-    ++digits;
+  // The number: whole digits, then optionally a point and fraction digits ("1.5GiB").
+  std::size_t end = 0;
+  const auto skip_digits = [&] {
+    const std::size_t start = end;
+    while (end < trimmed.size() && std::isdigit(static_cast<unsigned char>(trimmed[end]))) ++end;
+    return end - start;
+  };
+  const std::size_t whole_digits = skip_digits();
+  std::size_t fraction_digits = 0;
+  if (whole_digits > 0 && end < trimmed.size() && trimmed[end] == '.') {
+    ++end;
+    fraction_digits = skip_digits();
+    if (fraction_digits == 0) --end;  // "1." is the number 1 followed by a unit "."
   }
-  if (digits == 0) {
-    throw std::invalid_argument("expected a whole number followed by a unit, e.g. \"64MiB\"; " +
-                                std::string(kAcceptedUnits));
+  if (whole_digits == 0) {
+    throw std::invalid_argument(
+        "expected a number followed by a unit, e.g. \"64MiB\" or "
+        "\"1.5GiB\"; " +
+        std::string(kAcceptedUnits));
   }
-  const std::string_view unit_name = trim_whitespace(trimmed.substr(digits));
+  const std::string_view number = trimmed.substr(0, end);
+  const std::string_view unit_name = trim_whitespace(trimmed.substr(end));
   uint64_t unit_bytes = 0;
   if (unit_name.empty()) {
     unit_bytes = 1;
@@ -68,15 +81,33 @@ uint64_t parse_byte_size(std::string_view text) {
     throw std::invalid_argument("unknown unit '" + std::string(unit_name) + "'; " +
                                 std::string(kAcceptedUnits));
   }
-  constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
-  uint64_t count = 0;
-  for (const char c : trimmed.substr(0, digits)) {
-    const auto digit = static_cast<uint64_t>(c - '0');
-    if (count > (kMax - digit) / 10) throw std::invalid_argument("the number is too large");
-    count = count * 10 + digit;
+  // The number's digits without the point over 10^decimals, times the unit: its whole part
+  // and its fraction apart, so that nothing overflows 64 bits (a fraction of at most 6 digits
+  // times a unit of at most 2^40 bytes stays below 2^60).
+  constexpr std::size_t kMostDecimals = 6;
+  if (fraction_digits > kMostDecimals) {
+    throw std::invalid_argument(
+        fmt::format("{}: at most {} decimals; use a smaller unit", trimmed, kMostDecimals));
   }
-  if (count > kMax / unit_bytes) throw std::invalid_argument("the size is too large");
-  return count * unit_bytes;
+  constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+  uint64_t digits = 0;
+  uint64_t scale = 1;
+  for (const char c : number) {
+    if (c == '.') continue;
+    const auto digit = static_cast<uint64_t>(c - '0');
+    if (digits > (kMax - digit) / 10) throw std::invalid_argument("the number is too large");
+    digits = digits * 10 + digit;
+  }
+  for (std::size_t i = 0; i < fraction_digits; ++i) scale *= 10;
+  const uint64_t whole = digits / scale;
+  const uint64_t fraction_bytes = digits % scale * unit_bytes;
+  if (fraction_bytes % scale != 0) {
+    throw std::invalid_argument(
+        fmt::format("{} is not a whole number of bytes; use a smaller unit", trimmed));
+  }
+  if (whole > (kMax - fraction_bytes / scale) / unit_bytes)
+    throw std::invalid_argument("the size is too large");
+  return whole * unit_bytes + fraction_bytes / scale;
 }
 
 std::string format_byte_size(uint64_t bytes) {

@@ -1,6 +1,6 @@
 #pragma once
-// Byte sizes as people write them: "512KiB", "64MiB", "80GiB", "1TiB" (powers of 1024) or
-// "500KB", "2GB" (powers of 1000), or a plain count of bytes.
+// Byte sizes as people write them: "512KiB", "64MiB", "1.5GiB", "1TiB" (powers of 1024) or
+// "500KB", "2.5GB" (powers of 1000), or a plain count of bytes.
 
 #include <cstdint>
 #include <string>
@@ -8,8 +8,9 @@
 
 namespace lrmoe {
 
-// Reads "<whole number>[ ]<unit>" (unit matched without regard to case; none or "B" means
-// bytes). Throws std::invalid_argument with a reason that lists the accepted units.
+// Reads "<number>[ ]<unit>", the number whole or with decimals that come to a whole number of
+// bytes (unit matched without regard to case; none or "B" means bytes). Throws
+// std::invalid_argument with a reason that lists the accepted units.
 uint64_t parse_byte_size(std::string_view text);
 
 // A size for a message, rounded: "96.0 KiB", "12.34 MiB", "2.40 TiB".
