@@ -60,7 +60,7 @@ std::optional<Reduction> reduction(const std::vector<double>& arm,
 
 }  // namespace
 
-GateArm fixed_ownership_arm(std::string label,
+GateArm fixed_ownership_arm(std::string label, std::string forward,
                             std::vector<std::pair<std::string, std::string>> settings) {
   std::vector<std::pair<std::string, std::string>> all = {
       {"policies.bundle", "\"fixed\""},
@@ -69,7 +69,7 @@ GateArm fixed_ownership_arm(std::string label,
       {"policies.selection.name", "\"keep_all\""},
       {"policies.routing.name", "\"owner\""}};
   all.insert(all.end(), settings.begin(), settings.end());
-  return {std::move(label), std::move(all), {}};
+  return {std::move(label), std::move(all), std::move(forward)};
 }
 
 void add_arm_command_options(CLI::App& command, ArmCommandOptions& options) {

@@ -24,8 +24,9 @@ struct GateArm {
   std::string forward;  // what its forward computes, as the gate's table shows it
 };
 
-// Fixed ownership (the plugins of the bundle `fixed`) with `settings` besides.
-GateArm fixed_ownership_arm(std::string label,
+// Fixed ownership (the plugins of the bundle `fixed`) with `settings` besides; `forward` says
+// what its forward computes.
+GateArm fixed_ownership_arm(std::string label, std::string forward,
                             std::vector<std::pair<std::string, std::string>> settings);
 
 // What every command that trains arms takes: the experiment, --set, --seeds, --jobs, --db.

@@ -23,13 +23,11 @@ constexpr const char* kDropKey = "policies.placement.fixed_ownership.drop";
 // `drop`'s pairs past it; every fixed arm sets the same keys.
 GateArm capacity_arm(std::string label, std::string forward, const std::string& factor,
                      int64_t capacity, const char* drop, bool dense = false) {
-  GateArm arm =
-      fixed_ownership_arm(std::move(label), {{kFactorKey, factor},
-                                             {kCapacityKey, std::to_string(capacity)},
-                                             {kDropKey, toml_string(drop)},
-                                             {"model.moe_as_dense", dense ? "true" : "false"}});
-  arm.forward = std::move(forward);
-  return arm;
+  return fixed_ownership_arm(std::move(label), std::move(forward),
+                             {{kFactorKey, factor},
+                              {kCapacityKey, std::to_string(capacity)},
+                              {kDropKey, toml_string(drop)},
+                              {"model.moe_as_dense", dense ? "true" : "false"}});
 }
 
 // LRMoE's selection with the random metric at a keep fraction, placed as fixed ownership (no

@@ -55,7 +55,7 @@ int positive_control_command(const PositiveControlOptions& options, std::ostream
   const Experiment experiment = load_experiment(command.file, command.overrides);
   const ArmSweeps sweeps = arm_sweeps(command, experiment.store.path);
   const std::vector<GateArm> arms = {
-      fixed_ownership_arm("fixed ownership, capacity factor 1.0",
+      fixed_ownership_arm("fixed ownership, capacity factor 1.0", "capacity factor 1.0",
                           {{"policies.placement.fixed_ownership.capacity_factor", "1.0"},
                            {"policies.placement.fixed_ownership.capacity", "-1"},
                            {"policies.placement.fixed_ownership.drop", "\"lowest_gate\""}}),
@@ -65,7 +65,7 @@ int positive_control_command(const PositiveControlOptions& options, std::ostream
         {"policies.metric.name", "\"gate\""},
         {"policies.selection.name", "\"keep_all\""},
         {"policies.routing.name", "\"round_robin\""}},
-       ""}};
+       "capacity factor 1.0 over its replicas"}};
   // The budget names the sweep: another budget is another comparison.
   std::string budget_name;
   for (const char c : options.budget)
