@@ -186,10 +186,7 @@ TEST_CASE("a query stopped by SIGTERM or Ctrl-C ends in one line and the signal'
         dir.file("query.log"));
     // Its handler is installed just before the statement starts; a stop requested from then on
     // ends the statement at its first poll.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!query.catches(signal_number) && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    REQUIRE(query.catches(signal_number));
+    REQUIRE(query.wait_until_catching(signal_number, std::chrono::seconds(60)));
     query.signal(signal_number);
     CHECK(query.wait(std::chrono::seconds(30)) == 128 + signal_number);
     const std::string output = query.output();

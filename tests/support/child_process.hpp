@@ -86,6 +86,16 @@ class ChildProcess {
     return false;
   }
 
+  // Waits until catches(number), at most `timeout`; whether it does.
+  bool wait_until_catching(int number, std::chrono::seconds timeout) const {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!catches(number)) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // a poll, not a guess
+    }
+    return true;
+  }
+
   std::string output() const {
     std::ifstream in(log_path_);
     std::stringstream text;
