@@ -108,7 +108,8 @@ int pipeline_bench_command(const PipelineBenchOptions& o) {
     }
     skew_router(v.layer, direction);
     auto policies = load_located_policy_set(e.policies, "bench-pipeline (variant " + v.label + ")");
-    const RankBudget budget = rank_budget(e.model, e.train, e.cluster, pair_costs(e.model, e));
+    const RankBudget budget = rank_budget(e.model, e.train, e.cluster, pair_costs(e.model, e),
+                                          e.policies.optimizer_state);
     const HardwareProfile profile =
         load_hardware_profile(e.cluster.profile, hardware_profile_dirs());
     v.pipeline = std::make_shared<ExpertPipeline>(policies,

@@ -34,6 +34,29 @@ bool symi_takes_fewer_steps(const std::vector<double>& symi, const std::vector<d
   return r && r->low > 0;
 }
 
+// The settings of both arms at an operating point, and of each arm's drop rule.
+struct OperatingPoint {
+  std::vector<std::string> overrides;  // on top of the user's --set, for both arms
+  std::string drop;                    // TOML value of each placement's `drop`
+  std::string description;             // as the table's header says it
+};
+
+OperatingPoint operating_point(const std::string& name) {
+  if (name == "published") {
+    // SYMI's evaluation (section 5): auxiliary-loss coefficient 1e-5 in every system, capacity
+    // factor 1.0; on DeepSpeed, whose top-1 gate drops a random selection of an overloaded
+    // expert's tokens (Note [SYMI as published]).
+    return {{"model.aux_loss_coef=1e-5"},
+            "\"random\"",
+            "SYMI's published operating point: model.aux_loss_coef = 1e-5, pairs past the "
+            "capacity dropped at random in both arms"};
+  }
+  return {{},
+          "\"lowest_gate\"",
+          "the workload's operating point: its own auxiliary loss, each expert's lowest gates "
+          "dropped in both arms (a harness variant)"};
+}
+
 }  // namespace
 
 CLI::App* add_positive_control_command(CLI::App& app, PositiveControlOptions& options) {
@@ -46,32 +69,43 @@ CLI::App* add_positive_control_command(CLI::App& app, PositiveControlOptions& op
   control->add_option("--budget", options.budget,
                       "cluster.memory_per_rank of both arms (default \"1.2x fixed\", where SYMI "
                       "places replicas)");
+  control
+      ->add_option("--operating-point", options.operating_point,
+                   "\"published\" (default): SYMI's evaluation settings, auxiliary loss 1e-5 and "
+                   "random drops in both arms; \"workload\": the experiment's auxiliary loss and "
+                   "lowest-gate drops")
+      ->check(CLI::IsMember({"published", "workload"}));
   return control;
 }
 
 int positive_control_command(const PositiveControlOptions& options, std::ostream& out) {
+  const OperatingPoint point = operating_point(options.operating_point);
   ArmCommandOptions command = options.arms;
   command.overrides.push_back("cluster.memory_per_rank=" + options.budget);
+  command.overrides.insert(command.overrides.end(), point.overrides.begin(), point.overrides.end());
   const Experiment experiment = load_experiment(command.file, command.overrides);
   const ArmSweeps sweeps = arm_sweeps(command, experiment.store.path);
   const std::vector<GateArm> arms = {
       fixed_ownership_arm("fixed ownership, capacity factor 1.0", "capacity factor 1.0",
                           {{"policies.placement.fixed_ownership.capacity_factor", "1.0"},
                            {"policies.placement.fixed_ownership.capacity", "-1"},
-                           {"policies.placement.fixed_ownership.drop", "\"lowest_gate\""}}),
+                           {"policies.placement.fixed_ownership.drop", point.drop}}),
       {"SYMI as published",
        {{"policies.bundle", "\"symi\""},
         {"policies.placement.name", "\"symi\""},
         {"policies.metric.name", "\"gate\""},
         {"policies.selection.name", "\"keep_all\""},
-        {"policies.routing.name", "\"round_robin\""}},
+        {"policies.routing.name", "\"round_robin\""},
+        {"policies.placement.symi.drop", point.drop}},
        "capacity factor 1.0 over its replicas"}};
-  // The budget names the sweep: another budget is another comparison.
+  // The budget and the operating point name the sweep: another is another comparison. The
+  // workload's point keeps the name its runs were first recorded under.
   std::string budget_name;
   for (const char c : options.budget)
     budget_name += std::isalnum(static_cast<unsigned char>(c)) || c == '.' ? c : '-';
   const std::string name =
-      fmt::format("positive-control-{}-{}", experiment.experiment.name, budget_name);
+      fmt::format("positive-control-{}-{}{}", experiment.experiment.name, budget_name,
+                  options.operating_point == "published" ? "-published" : "");
   if (!run_arms(sweeps, name, arms)) return 130;
   const auto store = ResultsStore::open_read_only(sweeps.database);
   const std::vector<ArmFigures> figures = arm_figures(*store, sweeps, name, arms);
@@ -80,9 +114,9 @@ int positive_control_command(const PositiveControlOptions& options, std::ostream
 
   out << fmt::format(
       "\npositive control: {} ({}), cluster.memory_per_rank = \"{}\", {} seeds, steps to eval "
-      "loss {}\n",
+      "loss {}\nat {}\n",
       command.file, experiment.experiment.name, options.budget, command.seeds,
-      experiment.train.target_loss);
+      experiment.train.target_loss, point.description);
   QueryResult table;
   table.columns = {"arm",
                    "replicas per layer",

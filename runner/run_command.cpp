@@ -309,8 +309,9 @@ int run_command(const ExperimentSource& source) {
       load_located_policy_set(experiment.policies, where);
   RankBudget budget;
   try {
-    budget = rank_budget(experiment.model, experiment.train, experiment.cluster,
-                         pair_costs(experiment.model, experiment));
+    budget =
+        rank_budget(experiment.model, experiment.train, experiment.cluster,
+                    pair_costs(experiment.model, experiment), experiment.policies.optimizer_state);
   } catch (const PlanError& error) {
     throw PlanError(located(where, error.what()));
   }

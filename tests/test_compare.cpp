@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <limits>
 #include <regex>
@@ -23,8 +22,10 @@
 #include "support/child_process.hpp"
 #include "support/store_samples.hpp"
 #include "support/temp_folder.hpp"
+#include "support/text_file.hpp"
 
 using Catch::Matchers::Contains;
+using lrmoe_test::read_text;
 using lrmoe_test::TempFolder;
 
 namespace {
@@ -344,13 +345,6 @@ std::pair<int, std::string> compare_plot(TempFolder& dir, const std::vector<std:
   lrmoe_test::ChildProcess child(command, dir.file("compare.log"));
   const int code = child.wait(std::chrono::seconds(60));
   return {code, child.output()};
-}
-
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // The reduction of `figure` for `variant` in lrmoe compare --format json's output, written as

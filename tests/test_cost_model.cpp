@@ -26,6 +26,7 @@ HardwareProfile two_by_two() {
   p.intra_node_latency = 1e-6;
   p.inter_node_bandwidth = 10e9;
   p.inter_node_latency = 10e-6;
+  p.host_link_bandwidth = 50e9;
   return p;
 }
 

@@ -10,6 +10,7 @@
 #include "store/results_store.hpp"
 #include "support/child_process.hpp"
 #include "support/temp_folder.hpp"
+#include "support/text_file.hpp"
 
 using Catch::Contains;
 
@@ -70,34 +71,58 @@ TEST_CASE("lrmoe gate trains its six arms over seeds, resumably, and gives a ver
 
 TEST_CASE(
     "lrmoe positive-control trains SYMI against fixed ownership at capacity factor 1.0 "
-    "under one budget, and says when SYMI placed no replica",
+    "under one budget at the published or the workload's operating point, and says when SYMI "
+    "placed no replica",
     "[gate][e2e]") {
   lrmoe_test::TempFolder dir;
   const std::string db = dir.file("control.db");
-  const auto control = [&](const std::string& budget, const std::string& log) {
-    return lrmoe_test::run_lrmoe(
-        {"positive-control", std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml",
-         "--seeds", "3", "--db", db, "--budget", budget, "--set", "train.max_steps=40", "--set",
-         "cluster.ranks=4", "--set", "cluster.slots_per_rank=4"},
-        dir.file(log));
+  const auto control = [&](const std::string& budget, const std::string& log,
+                           std::vector<std::string> more) {
+    std::vector<std::string> args = {"positive-control",
+                                     std::string(LRMOE_SOURCE_DIR) + "/experiments/tiny-moe.toml",
+                                     "--seeds",
+                                     "3",
+                                     "--db",
+                                     db,
+                                     "--budget",
+                                     budget,
+                                     "--set",
+                                     "train.max_steps=40",
+                                     "--set",
+                                     "cluster.ranks=4",
+                                     "--set",
+                                     "cluster.slots_per_rank=4"};
+    args.insert(args.end(), more.begin(), more.end());
+    return lrmoe_test::run_lrmoe(args, dir.file(log));
   };
   // Room beyond one slot per owned expert: SYMI places replicas, and the verdict follows the
-  // steps (either way on so short a run).
-  const auto [code, output] = control("1.2x fixed", "roomy.log");
+  // steps (either way on so short a run). By default at SYMI's published operating point.
+  const auto [code, output] = control("1.2x fixed", "roomy.log", {});
   INFO(output);
   CHECK((code == 0 || code == 3));
   CHECK_THAT(output, Contains("fixed ownership, capacity factor 1.0") &&
-                         Contains("SYMI as published") && Contains("replicas per layer"));
+                         Contains("SYMI as published") && Contains("replicas per layer") &&
+                         Contains("SYMI's published operating point"));
   CHECK_THAT(output, !Contains("placed no replica"));
-  // Under "1.0x fixed" SYMI fits one slot per owned expert: no replica, no test of it.
-  const auto [tight, tight_output] = control("1.0x fixed", "tight.log");
+  // Under "1.0x fixed", with its optimizer state on the device (the harness's variant), SYMI fits
+  // one slot per owned expert: no replica, no test of it.
+  const auto [tight, tight_output] =
+      control("1.0x fixed", "tight.log",
+              {"--operating-point", "workload", "--set", "policies.optimizer_state=device"});
   INFO(tight_output);
   CHECK(tight == 3);
   CHECK_THAT(tight_output, Contains("SYMI placed no replica under \"1.0x fixed\"") &&
-                               Contains("DOES NOT REPRODUCE"));
-  // Each budget is its own sweep beside the database.
-  CHECK(std::filesystem::exists(
-      dir.file("control-sweeps/positive-control-tiny-moe-1.2x-fixed.toml")));
-  CHECK(std::filesystem::exists(
-      dir.file("control-sweeps/positive-control-tiny-moe-1.0x-fixed.toml")));
+                               Contains("DOES NOT REPRODUCE") &&
+                               Contains("the workload's operating point"));
+  // Each budget and operating point is its own sweep beside the database; the published point
+  // trains both arms at SYMI's auxiliary loss and drops at random, the workload's by lowest gate.
+  const std::string published = lrmoe_test::read_text(
+      dir.file("control-sweeps/positive-control-tiny-moe-1.2x-fixed-published.toml"));
+  CHECK_THAT(published, Contains("model.aux_loss_coef=1e-5") &&
+                            Contains(R"("policies.placement.symi.drop" = "random")") &&
+                            Contains(R"("policies.placement.fixed_ownership.drop" = "random")"));
+  const std::string workload =
+      lrmoe_test::read_text(dir.file("control-sweeps/positive-control-tiny-moe-1.0x-fixed.toml"));
+  CHECK_THAT(workload, !Contains("aux_loss_coef") &&
+                           Contains(R"("policies.placement.symi.drop" = "lowest_gate")"));
 }

@@ -56,6 +56,7 @@ void check_same_profile(const HardwareProfile& a, const HardwareProfile& b) {
   CHECK(a.intra_node_latency == b.intra_node_latency);
   CHECK(a.inter_node_bandwidth == b.inter_node_bandwidth);
   CHECK(a.inter_node_latency == b.inter_node_latency);
+  CHECK(a.host_link_bandwidth == b.host_link_bandwidth);
 }
 
 // Writes `profile.to_toml()` to <folder>/<name>.toml and reads it back.
@@ -86,7 +87,8 @@ std::string valid_text(const std::string& name) {
          "intra_node_bandwidth = 370e9\n"               // line 8
          "intra_node_latency = 3.5e-6\n"                // line 9
          "inter_node_bandwidth = 48e9\n"                // line 10
-         "inter_node_latency = 14e-6\n";                // line 11
+         "inter_node_latency = 14e-6\n"                 // line 11
+         "host_link_bandwidth = 52.8e9\n";              // line 12
 }
 
 // `text` with the line of `key` replaced by `line` (removed when `line` is empty).
@@ -281,7 +283,7 @@ TEST_CASE("profile errors name the file, the place and the key, and say what to 
   SECTION("unknown key") {
     const std::string message = error_of(folder, valid + "peak_flop = 1e15\n", file);
     CHECK_THAT(message,
-               StartsWith(file + ":12:1: unknown key 'peak_flop' (did you mean 'peak_flops'?)"));
+               StartsWith(file + ":13:1: unknown key 'peak_flop' (did you mean 'peak_flops'?)"));
     CHECK_THAT(message, Contains("'inter_node_latency'"));  // lists the keys there are
     CHECK_THAT(error_of(folder, valid + "[cluster]\nranks = 8\n", file),
                Contains("unknown key 'cluster'"));
@@ -317,9 +319,9 @@ TEST_CASE("probe_this_machine measures positive finite figures", "[hardware]") {
   const HardwareProfile profile = lrmoe::probe_this_machine(3);
   CHECK(profile.name == "this-machine");
   CHECK_THAT(profile.source, StartsWith("probed on "));
-  for (double figure :
-       {profile.peak_flops, profile.memory_bandwidth, profile.intra_node_bandwidth,
-        profile.intra_node_latency, profile.inter_node_bandwidth, profile.inter_node_latency}) {
+  for (double figure : {profile.peak_flops, profile.memory_bandwidth, profile.intra_node_bandwidth,
+                        profile.intra_node_latency, profile.inter_node_bandwidth,
+                        profile.inter_node_latency, profile.host_link_bandwidth}) {
     CHECK(std::isfinite(figure));
     CHECK(figure > 0);
   }

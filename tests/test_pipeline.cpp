@@ -457,6 +457,41 @@ TEST_CASE(
   CHECK(return_chunked >= 0);
 }
 
+TEST_CASE(
+    "with the optimizer state in host memory, each step pays its share of every expert down to "
+    "the host and back up over the host link, once whatever its passes",
+    "[pipeline][cost]") {
+  const Problem problem;
+  // Every owner at home: no replica moves, so the parameter transfers are the host link's alone.
+  auto policies = scripted_policies([](const PlacementRequest& request) {
+    PlacementPlan plan;
+    plan.instances = {{0, 0, 0, true}, {1, 0, 1, true}, {2, 1, 0, true}, {3, 1, 1, true}};
+    plan.quota = request.counts;
+    return plan;
+  });
+  HardwareProfile profile;
+  profile.intra_node_bandwidth = profile.inter_node_bandwidth = 1e30;
+  profile.element_bytes = 2;
+  // A second per expert's bytes: 3 * hidden * ffn * 2 bytes each.
+  profile.host_link_bandwidth = 3.0 * Problem::hidden * Problem::ffn * 2;
+  PipelineSettings settings = problem.settings();
+  settings.cost_model = CostModel(profile);
+  auto on_device = make_pipeline(policies, settings);
+  problem.run(on_device, problem.pairs, problem.gates);
+  CHECK(on_device->take_statistics().modeled.replicas == 0);
+
+  settings.host_optimizer_state = true;
+  // Four experts over two ranks: each rank's host holds two experts' state, down and up.
+  CHECK(modeled_host_optimizer_seconds(settings) == Approx(4.0));
+  auto on_host = make_pipeline(policies, settings);
+  problem.run(on_host, problem.pairs, problem.gates);
+  problem.run(on_host, problem.pairs, problem.gates);  // a second micro-batch of the same step
+  const LayerStepStatistics step = on_host->take_statistics();
+  CHECK(step.passes.size() == 2);
+  CHECK(step.modeled.replicas == Approx(4.0));
+  CHECK(step.traffic.replica_sync == 0);  // nothing crosses the network
+}
+
 TEST_CASE("a placement that plans ahead but says its plan used this pass's counts is refused",
           "[pipeline]") {
   Problem problem;

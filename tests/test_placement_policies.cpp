@@ -185,6 +185,18 @@ TEST_CASE("symi's forward capacity is slot capacity times replicas", "[policies]
             .forward_capacity.empty());
 }
 
+TEST_CASE("symi drops the pairs past its capacity at random unless told to drop lowest gates",
+          "[policies]") {
+  const PlacementRequest request = placement_request(2, 3, {10, 3, 0, 20});
+  CHECK(load<lrmoe::PlacementPolicy>("symi")->plan(request).forward_drop ==
+        lrmoe::ForwardDrop::Random);
+  CHECK(load<lrmoe::PlacementPolicy>("symi", {{"drop", std::string("lowest_gate")}})
+            ->plan(request)
+            .forward_drop == lrmoe::ForwardDrop::LowestGate);
+  CHECK_THROWS_AS(load<lrmoe::PlacementPolicy>("symi", {{"drop", std::string("position")}}),
+                  lrmoe::PluginError);
+}
+
 TEST_CASE("symi with fit_budget lowers its slot capacity to the largest that fits every rank",
           "[policies]") {
   // As above: cnt = [2, 2, 1, 1], slot capacity 6. Rank 0 holds e0, a replica of e0 and e1; rank

@@ -385,6 +385,11 @@ std::vector<FieldDescriptor> build_schema() {
                "all pairs")
       .choice("dropped_pair_keeps", &PoliciesConfig::dropped_pair_keeps, {"nothing", "input_grad"},
               "what a pair whose backward work is dropped still gets through its expert")
+      .choice("optimizer_state", &PoliciesConfig::optimizer_state, {"bundle", "device", "host"},
+              "where the routed experts' optimizer state lives: device memory (counted in the "
+              "budget), or host memory (not counted; its gradients go down to the host and the "
+              "updated weights come up every step, modeled over the profile's host link); "
+              "bundle: host for symi (its paper's), device for fixed and lrmoe")
       .boolean("check_plugin_outputs", &PoliciesConfig::check_plugin_outputs,
                "check the values plugins return (finite, non-negative scores and weights, no "
                "expert above its quota), not only their shapes; false saves one small reduction "

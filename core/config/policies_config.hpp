@@ -46,6 +46,13 @@ enum class Planning { Exact, Scalable };
 // Named sets of the four policies (core/config/policy_sections.cpp lists what each picks).
 enum class PolicyBundle { Fixed, Symi, Lrmoe };
 
+// Where the routed experts' optimizer state (AdamW's two moments) lives: in device memory, on
+// each expert's home rank, as expert parallelism keeps it; or in host memory, out of the device
+// budget, as SYMI keeps it, its gradients going down to the host and its updated weights coming
+// up every step (Note [Optimizer state in host memory]). Bundle: the bundle's (host for symi,
+// device for the others), resolved when the experiment is loaded.
+enum class OptimizerState { Bundle, Device, Host };
+
 struct PoliciesConfig {
   PolicyBundle bundle = PolicyBundle::Fixed;
   std::string plugin_path;  // extra plugin folders, ':'-separated
@@ -57,6 +64,7 @@ struct PoliciesConfig {
   // Seconds one call into a plugin may take before the run fails as hung (Note [Plugin
   // failures] in docs/notes.md).
   double call_timeout = 600;
+  OptimizerState optimizer_state = OptimizerState::Bundle;
   PolicyChoice placement;
   PolicyChoice metric;
   PolicyChoice selection;

@@ -16,14 +16,18 @@ namespace {
 struct Bundle {
   const char* name;
   std::array<const char*, 4> plugins;  // placement, metric, selection, routing
+  OptimizerState optimizer_state;      // where the experts' optimizer state lives
 };
 constexpr std::array<Bundle, 3> kBundles{{
     // Expert parallelism as in DeepSpeed-MoE / Megatron: static owners, exact backward.
-    {"fixed", {"fixed_ownership", "gate", "keep_all", "owner"}},
-    // Replicas follow the previous step's popularity; tokens split evenly over replicas.
-    {"symi", {"symi", "gate", "keep_all", "round_robin"}},
+    {"fixed", {"fixed_ownership", "gate", "keep_all", "owner"}, OptimizerState::Device},
+    // Replicas follow the previous step's popularity; tokens split evenly over replicas; the
+    // optimizer state in host memory (Note [SYMI as published]).
+    {"symi", {"symi", "gate", "keep_all", "round_robin"}, OptimizerState::Host},
     // Quotas and replicas planned together; contribution-ranked backward over replicas.
-    {"lrmoe", {"lrmoe", "grad_contribution", "quota_topk", "capacity_aware"}},
+    {"lrmoe",
+     {"lrmoe", "grad_contribution", "quota_topk", "capacity_aware"},
+     OptimizerState::Device},
 }};
 
 }  // namespace
@@ -85,6 +89,8 @@ void apply_bundle(PoliciesConfig& policies) {
     PolicyChoice& choice = policies.*(policy_sections()[i].choice);
     if (choice.name.empty()) choice.name = bundle.plugins[i];
   }
+  if (policies.optimizer_state == OptimizerState::Bundle)
+    policies.optimizer_state = bundle.optimizer_state;
 }
 
 }  // namespace lrmoe

@@ -194,6 +194,10 @@ double CostModel::all_reduce_seconds(double bytes, int64_t ranks) const {
   return std::min(ring, tree);
 }
 
+double CostModel::host_link_seconds(double bytes) const {
+  return bytes > 0 ? bytes / profile_.host_link_bandwidth : 0.0;
+}
+
 HardwareProfile resolve_hardware_profile(const std::string& profile, int64_t ranks) {
   return profile == kThisMachineProfile ? probe_this_machine(ranks)
                                         : load_hardware_profile(profile, hardware_profile_dirs());

@@ -53,7 +53,8 @@ struct ModeledTime {
   double all_to_all = 0;
   double gathers = 0;  // the plan's own collectives (core/pipeline/plan_collectives.cpp)
   // parameter transfers: replica weights out (with any owner that moved since the previous
-  // pass) and replica gradients back
+  // pass) and replica gradients back; with the optimizer state in host memory, also the step's
+  // gradients down to the host and updated weights up (Note [Optimizer state in host memory])
   double replicas = 0;
   // Of the above, the seconds hidden behind compute: all-to-all that ran while chunks computed
   // (Note [Chunked exchange]), a fetch placed ahead behind the previous layer's forward and a
@@ -113,6 +114,8 @@ class CostModel {
   double all_gather_seconds(const std::vector<double>& contribution) const;
   // An all-reduce of `bytes` on each of `ranks` ranks: the faster of a ring and a tree.
   double all_reduce_seconds(double bytes, int64_t ranks) const;
+  // `bytes` between one rank's host memory and its device, one direction (PCIe).
+  double host_link_seconds(double bytes) const;
 
  private:
   bool same_node(int64_t a, int64_t b) const;

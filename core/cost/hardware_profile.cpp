@@ -89,6 +89,7 @@ std::string HardwareProfile::to_toml() const {
   out += "intra_node_latency = " + toml_float(intra_node_latency) + "\n";
   out += "inter_node_bandwidth = " + toml_float(inter_node_bandwidth) + "\n";
   out += "inter_node_latency = " + toml_float(inter_node_latency) + "\n";
+  out += "host_link_bandwidth = " + toml_float(host_link_bandwidth) + "\n";
   return out;
 }
 

@@ -45,6 +45,9 @@ struct HardwareProfile {
   // bytes/s one rank sends (and receives) to ranks on other nodes (its NIC)
   double inter_node_bandwidth = 0;
   double inter_node_latency = 0;  // seconds per message to a rank on another node
+  // bytes/s between a rank's host memory and its device, each direction (PCIe): what moving
+  // optimizer state's gradients and weights through the host costs
+  double host_link_bandwidth = 0;
 
   // The curve above; 1 when it has no points (a default-constructed profile).
   double gemm_efficiency_at(double rows) const;

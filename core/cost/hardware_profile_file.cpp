@@ -61,6 +61,7 @@ const std::vector<KeyInfo>& profile_keys() {
       {"intra_node_latency", "seconds per message to a rank on its node"},
       {"inter_node_bandwidth", "bytes/s one rank sends to ranks on other nodes"},
       {"inter_node_latency", "seconds per message to a rank on another node"},
+      {"host_link_bandwidth", "bytes/s between a rank's host memory and its device"},
   };
   return keys;
 }
@@ -292,6 +293,8 @@ HardwareProfile read_profile(const fs::path& path) {
       reader.positive("inter_node_bandwidth", "bytes/s", "inter_node_bandwidth = 48e9");
   profile.inter_node_latency =
       reader.non_negative("inter_node_latency", "seconds", "inter_node_latency = 14e-6");
+  profile.host_link_bandwidth =
+      reader.positive("host_link_bandwidth", "bytes/s", "host_link_bandwidth = 52.8e9");
   return profile;
 }
 

@@ -78,6 +78,8 @@ HardwareProfile probe_this_machine(int64_t ranks) {
   profile.intra_node_latency = move_seconds;
   profile.inter_node_bandwidth = profile.intra_node_bandwidth;
   profile.inter_node_latency = profile.intra_node_latency;
+  // On a CPU, host memory is the device's: a transfer between them is a copy within memory.
+  profile.host_link_bandwidth = copy_bytes / copy_seconds;
   profile.description = fmt::format(
       "measured on {}: {:.1f} GFLOP/s float32 matmul ({}), {:.1f} GB/s tensor copy, {:.2f} us to "
       "move 4 rows; "

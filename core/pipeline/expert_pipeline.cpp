@@ -351,6 +351,9 @@ LayerStepStatistics ExpertPipeline::take_statistics() {
     spans.clear();
     for (SpanTimer& timer : rank_timers_[phase]) spans.push_back(timer.take());
   }
+  // Once per optimizer step, whatever its passes: the state is updated once.
+  if (!statistics_.passes.empty())
+    statistics_.modeled.replicas += modeled_host_optimizer_seconds(settings_);
   LayerStepStatistics taken = std::move(statistics_);
   statistics_ = LayerStepStatistics{};
   statistics_.layer = settings_.layer;

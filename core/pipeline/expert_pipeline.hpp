@@ -63,6 +63,9 @@ struct PipelineSettings {
   bool overlap_gradient_return = true;  // the same Note
   int64_t exchange_chunks = 1;          // Note [Chunked exchange]; 1: unchunked
   DroppedPairKeeps dropped_pair_keeps = DroppedPairKeeps::Nothing;
+  // The experts' optimizer state in host memory (Note [Optimizer state in host memory]): each
+  // step's gradients go down to the host and the updated weights come up, modeled per step.
+  bool host_optimizer_state = false;
   bool check_plugin_outputs = true;  // the value checks of plugin_output_checks.hpp
   Planning planning = Planning::Exact;
   PlanClock plan_clock = PlanClock::Wall;  // what PipelineOverhead's parts are timed by

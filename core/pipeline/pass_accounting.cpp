@@ -223,6 +223,16 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
   return account;
 }
 
+double modeled_host_optimizer_seconds(const PipelineSettings& settings) {
+  if (!settings.host_optimizer_state) return 0.0;
+  const CostModel& model = settings.cost_model;
+  const double share =
+      static_cast<double>(owned_experts_per_rank(settings.num_experts, settings.ranks));
+  const double bytes = share * static_cast<double>(3 * settings.costs.hidden * settings.costs.ffn *
+                                                   model.element_bytes());
+  return 2.0 * model.host_link_seconds(bytes);
+}
+
 double modeled_fetch_cover(const PipelineSettings& settings, const ForwardPass& forward) {
   if (chunk_count(settings, forward) > 1) return 0;
   const std::vector<double> slowest = slowest_ranks(forward_seconds(settings, forward));

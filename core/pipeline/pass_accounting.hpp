@@ -28,6 +28,13 @@ struct PassAccount {
 PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& forward,
                          const BackwardPass& backward);
 
+// With the optimizer state in host memory (Note [Optimizer state in host memory]), the modeled
+// seconds of one optimizer step's host transfers for this layer on the busiest rank: its share
+// of every expert (ceil(E/R) experts' worth, SYMI's static partition over all ranks), the
+// gradients down to the host, then the updated weights back up, at the profile's host link and
+// element size. 0 when the state is on the device.
+double modeled_host_optimizer_seconds(const PipelineSettings& settings);
+
 // What the next MoE layer's replica fetch travels behind when that layer is placed ahead: the
 // forward's modeled expert compute (ModeledTime::forward_compute of its pass) when unchunked;
 // chunked, none, as that compute hides the pass's own chunks already (the model does not share

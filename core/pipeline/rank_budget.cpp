@@ -53,7 +53,8 @@ int64_t dense_activation_bytes(const ModelConfig& model, int64_t tokens, int64_t
 }
 
 RankBudget rank_budget(const ModelConfig& model, const TrainConfig& train,
-                       const ClusterConfig& cluster, const PairCosts& costs) {
+                       const ClusterConfig& cluster, const PairCosts& costs,
+                       OptimizerState optimizer_state) {
   const int64_t moe_layers = moe_layer_count(model);
   const int64_t routed_parameters =
       moe_layers * model.num_experts * costs.expert_bytes / costs.element_bytes.parameter;
@@ -69,7 +70,7 @@ RankBudget rank_budget(const ModelConfig& model, const TrainConfig& train,
       dense_activation_bytes(model, rank_tokens, train.seq_len, costs.element_bytes.activation);
   // The busiest owner: E/R experts, or one when there are more ranks than experts.
   const int64_t owned_per_rank = owned_experts_per_rank(model.num_experts, cluster.ranks);
-  budget.optimizer_bytes = moe_layers * owned_per_rank * 2 * costs.expert_bytes;
+  const int64_t owned_optimizer_bytes = moe_layers * owned_per_rank * 2 * costs.expert_bytes;
   // Fixed ownership at balanced load: every owner computes and keeps its experts' share of each
   // micro-batch's pairs (top_k * tokens / R when R divides E).
   const double balanced_pairs = batch_tokens * static_cast<double>(model.top_k) *
@@ -79,13 +80,17 @@ RankBudget rank_budget(const ModelConfig& model, const TrainConfig& train,
   const int64_t fixed_moe =
       checked_bytes(static_cast<double>(moe_layers) * layer_peak_bytes(costs.memory, fixed),
                     "the MoE layers' experts and token buffers");
-  budget.fixed_need_bytes = budget.dense_bytes + budget.optimizer_bytes + fixed_moe;
+  budget.fixed_need_bytes = budget.dense_bytes + owned_optimizer_bytes + fixed_moe;
   const MemorySpec spec = parse_memory_spec(cluster.memory_per_rank);
   budget.memory_per_rank =
       spec.bytes > 0
           ? static_cast<int64_t>(spec.bytes)
-          : budget.dense_bytes + budget.optimizer_bytes +
+          : budget.dense_bytes + owned_optimizer_bytes +
                 static_cast<int64_t>(std::floor(spec.times_fixed * static_cast<double>(fixed_moe)));
+  // In host memory, each rank holds its share of every expert's state (SYMI partitions it over
+  // all ranks), as much as an owner holds on its device.
+  (optimizer_state == OptimizerState::Host ? budget.host_optimizer_bytes : budget.optimizer_bytes) =
+      owned_optimizer_bytes;
   const int64_t left = budget.memory_per_rank - budget.dense_bytes - budget.optimizer_bytes;
   if (moe_layers == 0) return budget;
   if (left <= 0) {
@@ -117,6 +122,7 @@ PipelineSettings pipeline_settings(const Experiment& experiment, const ModelConf
   settings.exchange_chunks = cluster.exchange_chunks;
   settings.costs = pair_costs(model, experiment);
   settings.dropped_pair_keeps = experiment.policies.dropped_pair_keeps;
+  settings.host_optimizer_state = experiment.policies.optimizer_state == OptimizerState::Host;
   settings.check_plugin_outputs = experiment.policies.check_plugin_outputs;
   settings.planning = experiment.policies.planning;
   settings.seed = experiment.experiment.seed;

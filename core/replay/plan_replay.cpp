@@ -130,7 +130,8 @@ PlanReplay::PlanReplay(const Experiment& experiment, std::shared_ptr<const Polic
     : experiment_(experiment),
       loads_(std::move(loads)),
       budget_(rank_budget(experiment.model, experiment.train, experiment.cluster,
-                          pair_costs(experiment.model, experiment))),
+                          pair_costs(experiment.model, experiment),
+                          experiment.policies.optimizer_state)),
       profile_(std::move(profile)),
       memory_costs_(pair_costs(experiment.model, experiment).memory) {
   if (const std::string problem = replay_problem(experiment, processes); !problem.empty())

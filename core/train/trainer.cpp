@@ -140,7 +140,8 @@ void Trainer::install_pipelines(std::shared_ptr<const PolicySet> policies,
                                 std::optional<HardwareProfile> profile) {
   policies_ = policies;
   const PairCosts costs = pair_costs(model_config_, experiment_);
-  budget_ = lrmoe::rank_budget(model_config_, experiment_.train, experiment_.cluster, costs);
+  budget_ = lrmoe::rank_budget(model_config_, experiment_.train, experiment_.cluster, costs,
+                               experiment_.policies.optimizer_state);
   profile_ = profile
                  ? std::move(*profile)
                  : resolve_hardware_profile(experiment_.cluster.profile, experiment_.cluster.ranks);

@@ -18,7 +18,12 @@
 // that do not host them yet, ties to the lowest rank; the first owns it.
 //
 // Capacity: slot capacity = ceil(capacity_factor * tokens * top_k / (S*R)); expert e computes at
-// most slot capacity * cnt_e pairs. 0 is dropless.
+// most slot capacity * cnt_e pairs. 0 is dropless. Which pairs past it drop: drop = "random" (the
+// default) chooses them uniformly at random. The paper says only that tokens past an expert's
+// capacity drop, not which; SYMI is built on DeepSpeed, whose top-1 gate keeps a random
+// selection of an overloaded expert's tokens by default (random token selection), and SYMI is
+// read as keeping that (an inference, Note [SYMI as published]). drop = "lowest_gate" (a harness
+// variant, symi 2.x's only rule) drops each expert's lowest gates.
 //
 // Slots per rank. slots = "fit" (the default) uses the most slots per rank, from the runner's
 // cluster.slots_per_rank down to ceil(E/R), at which every rank fits the memory model
@@ -162,7 +167,9 @@ class Symi : public lrmoe::PlacementPolicy {
         fit_slots_(parameters.text("slots") == "fit"),
         distinct_ranks_(parameters.text("layout") == "distinct_ranks"),
         shared_copy_(parameters.text("co_located") == "shared_copy"),
-        fit_budget_(parameters.boolean("fit_budget")) {
+        fit_budget_(parameters.boolean("fit_budget")),
+        drop_(parameters.text("drop") == "lowest_gate" ? lrmoe::ForwardDrop::LowestGate
+                                                       : lrmoe::ForwardDrop::Random) {
     if (fit_budget_ && capacity_factor_ == 0) {
       throw std::invalid_argument(
           "fit_budget = true lowers the slot capacity, which a dropless SYMI (capacity_factor = "
@@ -200,6 +207,7 @@ class Symi : public lrmoe::PlacementPolicy {
                                      : contiguous_layout(layout.count, layout.slots_per_rank);
     plan.quota.assign(static_cast<size_t>(request.num_experts), lrmoe::kKeepEveryPair);
     plan.co_located_share_copy = shared_copy_;
+    plan.forward_drop = drop_;
     plan.information =
         warm_up ? lrmoe::PlanInformation::WarmUp : lrmoe::PlanInformation::EarlierPasses;
     if (capacity_factor_ > 0) {
@@ -291,11 +299,12 @@ class Symi : public lrmoe::PlacementPolicy {
   bool distinct_ranks_;
   bool shared_copy_;
   bool fit_budget_;
+  lrmoe::ForwardDrop drop_;
 };
 
 lrmoe::PluginDescriptor describe() {
   return lrmoe::describe_policy<Symi>(
-      "symi", "2.0.1",
+      "symi", "3.0.0",
       "replicas follow the previous pass's popularity over the slots that fit the budget (SYMI)",
       {lrmoe::real_parameter(
            "capacity_factor", 1.0,
@@ -319,7 +328,12 @@ lrmoe::PluginDescriptor describe() {
        lrmoe::boolean_parameter(
            "fit_budget", false,
            "a harness variant: lower the slot capacity until every rank fits the memory budget "
-           "(needs capacity_factor > 0)")});
+           "(needs capacity_factor > 0)"),
+       lrmoe::text_parameter("drop", "random",
+                             "which pairs past an expert's capacity drop: \"random\", chosen at "
+                             "random (DeepSpeed's random token selection, which SYMI runs on); "
+                             "\"lowest_gate\", its lowest gates (a harness variant)",
+                             {"random", "lowest_gate"})});
 }
 
 }  // namespace
