@@ -161,6 +161,9 @@ TEST_CASE("one run on P = 1, 2 and 4 processes: the same losses and one set of r
        with(tiny_settings(4, 3, "lrmoe"), {"--set", "cluster.overlap_expert_fetch=false", "--set",
                                            "cluster.overlap_gradient_return=false"})},
       {"lrmoe, scalable plan", tiny_settings(4, 3, "lrmoe"), true},
+      // Draws keyed by pair id (symi drops at random too): the same pairs on any P.
+      {"lrmoe, random metric, scalable plan",
+       with(tiny_settings(4, 3, "lrmoe"), {"--set", "policies.metric.name=random"}), true},
       {"symi, recompute, scalable plan",
        with(tiny_settings(4, 3, "symi"), {"--set", "policies.recompute=true"}), true},
       {"fixed, replicated experts", with(tiny_settings(4, 3, "fixed"), replicated)},

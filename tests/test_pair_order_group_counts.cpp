@@ -1,7 +1,8 @@
 // pair_order_group_counts (core/pipeline/expert_counts.hpp): the scalable plan's pairs per
 // (home rank, expert), found by a search for each group's end in pairs that are in pair order,
 // must be the bincount of those pairs; pair_order_labels, which lays the groups out again, must
-// give the pairs their own experts and home ranks.
+// give the pairs their own experts and home ranks; pair_order_ids must number a process's pairs
+// as one process holding every pair would.
 
 #include <catch2/catch.hpp>
 
@@ -80,4 +81,32 @@ TEST_CASE("Pair labels laid out from group offsets are the pairs' own experts an
                     Catch::Contains("group offsets"));
   CHECK_THROWS_WITH(pair_order_labels({1, 2, 3}, 1, 0, torch::kCPU),
                     Catch::Contains("group offsets from 1"));
+}
+
+TEST_CASE(
+    "A process's pair ids are its pairs' places in the one-process pair order, whatever the "
+    "processes",
+    "[counts]") {
+  std::mt19937 random(41);
+  auto below = [&](int64_t n) { return std::uniform_int_distribution<int64_t>(0, n - 1)(random); };
+  for (int trial = 0; trial < 200; ++trial) {
+    const int64_t processes = 1 + below(4), per_process = 1 + below(3), experts = 1 + below(9);
+    const int64_t ranks = processes * per_process;
+    // Every pair of the pass, as one process holds them: in pair order, (expert, home rank).
+    std::vector<std::pair<int64_t, int64_t>> pairs(static_cast<std::size_t>(below(150)));
+    for (auto& [expert, home] : pairs) expert = below(experts), home = below(ranks);
+    std::sort(pairs.begin(), pairs.end());
+    std::vector<int64_t> groups(static_cast<std::size_t>(ranks * experts), 0);
+    for (const auto& [expert, home] : pairs)
+      ++groups[static_cast<std::size_t>(home * experts + expert)];
+    for (int64_t p = 0; p < processes; ++p) {
+      // Process p's own pairs, in its pair order: the ones homed on its ranks, in the same order.
+      std::vector<int64_t> expected;
+      for (std::size_t i = 0; i < pairs.size(); ++i)
+        if (pairs[i].second / per_process == p) expected.push_back(static_cast<int64_t>(i));
+      const ProcessView process{p, processes, per_process};
+      CHECK(pair_order_ids(groups, experts, process, torch::kCPU)
+                .equal(torch::tensor(expected, torch::kInt64)));
+    }
+  }
 }

@@ -14,10 +14,10 @@ using namespace lrmoe;
 namespace {
 
 RankBudget budget_of(const std::string& bundle, const std::string& optimizer_state) {
-  const Experiment e = load_experiment(
-      lrmoe_test::kTinyExperiment,
-      {"policies.bundle=" + bundle, "policies.optimizer_state=" + optimizer_state,
-       "cluster.memory_per_rank=1.0x fixed"});
+  const Experiment e =
+      load_experiment(lrmoe_test::kTinyExperiment,
+                      {"policies.bundle=" + bundle, "policies.optimizer_state=" + optimizer_state,
+                       "cluster.memory_per_rank=1.0x fixed"});
   return rank_budget(e.model, e.train, e.cluster, pair_costs(e.model, e),
                      e.policies.optimizer_state);
 }

@@ -102,6 +102,33 @@ std::vector<int64_t> pair_order_group_counts(const torch::Tensor& home, int64_t 
   return counts;
 }
 
+torch::Tensor pair_order_ids(const std::vector<int64_t>& groups, int64_t num_experts,
+                             const ProcessView& process, const torch::Device& device) {
+  const auto ranks = static_cast<int64_t>(groups.size()) / std::max<int64_t>(1, num_experts);
+  const int64_t first = process.first_rank(), last = first + process.ranks_per_process;
+  TORCH_CHECK(ranks * num_experts == static_cast<int64_t>(groups.size()) && last <= ranks,
+              "pair_order_ids: ", groups.size(), " group counts for ", num_experts,
+              " experts and ranks ", first, " to ", last - 1);
+  int64_t mine = 0;
+  for (int64_t h = first; h < last; ++h)
+    for (int64_t e = 0; e < num_experts; ++e)
+      mine += groups[static_cast<std::size_t>(h * num_experts + e)];
+  torch::Tensor ids = torch::empty({mine}, torch::kInt64);
+  int64_t* id = ids.data_ptr<int64_t>();
+  // Pair order over every process: by expert, then by home rank (each rank's tokens follow the
+  // ranks before it), then in the rank's own order. This process's groups are runs of it.
+  int64_t start = 0;
+  for (int64_t e = 0; e < num_experts; ++e) {
+    for (int64_t h = 0; h < ranks; ++h) {
+      const int64_t n = groups[static_cast<std::size_t>(h * num_experts + e)];
+      if (h >= first && h < last)
+        for (int64_t j = 0; j < n; ++j) *id++ = start + j;
+      start += n;
+    }
+  }
+  return device.is_cpu() ? ids : ids.to(device);
+}
+
 PairLabels pair_order_labels(const std::vector<int64_t>& group_offsets, int64_t ranks_per_process,
                              int64_t first_rank, const torch::Device& device) {
   TORCH_CHECK(ranks_per_process > 0 && !group_offsets.empty() && group_offsets.front() == 0 &&

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/pipeline/process_view.hpp"
+
 namespace lrmoe {
 
 // The values of a 1-D integer tensor, on the host.
@@ -49,6 +51,14 @@ struct PairLabels {
 };
 PairLabels pair_order_labels(const std::vector<int64_t>& group_offsets, int64_t ranks_per_process,
                              int64_t first_rank, const torch::Device& device);
+
+// The pair id (PairBatch::pair_ids) of each of this process's routed pairs, in its pair order:
+// the pair's place in pair order over every process, which is the one-process order, so that it
+// is the same whatever the number of processes (Note [Pair order]). `groups` [ranks *
+// num_experts]: routed pairs per (home rank, expert) over every process (pair_order_group_counts
+// summed); this process's pairs are those homed on its ranks. [n] int64 on `device`.
+torch::Tensor pair_order_ids(const std::vector<int64_t>& groups, int64_t num_experts,
+                             const ProcessView& process, const torch::Device& device);
 
 // Pairs per expert: experts [pairs] int64 -> [num_experts] on the host.
 std::vector<int64_t> expert_counts(const torch::Tensor& experts, int64_t num_experts);

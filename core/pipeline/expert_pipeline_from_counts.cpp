@@ -71,14 +71,15 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
   pass->computed_counts = counts;
   for (std::size_t e = 0; e < counts.size() && !plan.forward_capacity.empty(); ++e)
     pass->computed_counts[e] = std::min(counts[e], plan.forward_capacity[e]);
+  // This process's pair ids: their places in pair order over every process (Note [Pair order]);
+  // on one process its own order, a view of the thread's count (read-only, as every identity
+  // order is), where allocating them was 3% of LRMoE's plan in a profile.
+  const torch::Tensor ids =
+      settings_.process.processes == 1
+          ? identity_order(experts.numel(), experts.options())
+          : pair_order_ids(routed_groups, E, settings_.process, experts.device());
   std::vector<int64_t> computed_groups;
   if (pass->computed_counts != counts) {
-    // This process's pair ids: its index after the pairs of the processes before.
-    const torch::Tensor ids =
-        plan.forward_drop == ForwardDrop::LowestGate
-            ? torch::Tensor()
-            : torch::arange(settings_.process.index * experts.numel(),
-                            (settings_.process.index + 1) * experts.numel(), experts.options());
     KeptOverProcesses computed =
         kept_over_processes(*collectives_, home_group_offsets(routed_groups, E, settings_.process),
                             forward_drop_scores(plan.forward_drop, gates, ids, pass_seed(step_)),
@@ -109,15 +110,8 @@ std::shared_ptr<const ForwardPass> ExpertPipeline::plan_forward_from_counts(
     pass->experts = experts;
     pass->home = home;
   }
-  // Every process routes as many pairs (Note [Exact multi-process plan]): a pair's id is its index
-  // here after the pairs of the processes before. Every pair computed, the ids count up: a view
-  // of the thread's count, read-only as every identity order is, where an add was 3% of LRMoE's
-  // plan in a profile.
-  const int64_t first_id = settings_.process.index * experts.numel();
-  pass->pair_ids = pass->computed.numel() == experts.numel()
-                       ? identity_order(first_id + experts.numel(), experts.options())
-                             .narrow(0, first_id, experts.numel())
-                       : pass->computed + first_id;
+  pass->pair_ids =
+      pass->computed.numel() == experts.numel() ? ids : ids.index_select(0, pass->computed);
   for (int64_t e = 0; e <= E; ++e)
     pass->expert_offsets.push_back(
         pass->home_group_offsets[static_cast<std::size_t>(e * process.ranks_per_process)]);

@@ -31,9 +31,8 @@ GlobalPairs gather_pairs(Collectives& collectives, const torch::Tensor& experts,
   pairs.experts = all_experts.index_select(0, order);
   pairs.home = all.select(1, 1).to(torch::kInt64).index_select(0, order);
   pairs.gates = all.select(1, 2).to(torch::kFloat32).index_select(0, order);
-  // The gathered rows are every process's list in process order: a row's index there is its
-  // pair id.
-  pairs.pair_ids = order;
+  // A pair's id is its place in pair order, the one-process order (Note [Pair order]).
+  pairs.pair_ids = identity_order(order.numel(), order.options());
   pairs.source_row = order.remainder(std::max<int64_t>(1, local.size(0)));  // no rows: none
   return pairs;
 }

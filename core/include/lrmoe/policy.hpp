@@ -37,8 +37,9 @@ struct PairBatch {
   uint64_t seed = 0;
   at::Tensor experts;  // [pairs]
   // [pairs] int64: names the pair within the pass, the same whichever process scores it, in
-  // either plan: its process's index times the pairs each process routes, plus its place among
-  // that process's routed pairs. Key per-pair draws by it (lrmoe/counter_random.hpp).
+  // either plan and on any number of processes: its place in pair order over every process (the
+  // order one process holding every token would have). Key per-pair draws by it
+  // (lrmoe/counter_random.hpp).
   at::Tensor pair_ids;
   at::Tensor gates;          // [pairs] router gate g of the pair
   at::Tensor upstream_norm;  // [pairs] |d|, the loss gradient at the pair's token output
