@@ -398,11 +398,48 @@ TEST_CASE("lrmoe adds the replicas the forward needs to fit the budget beyond ma
   SECTION("and, where no rank fits one yet, one that lowers the peak, then none") {
     request.budget_bytes = 99;  // rank 1 would need 100 with the replica
     const PlacementPlan closer =
-        load<lrmoe::PlacementPolicy>("lrmoe", {{"max_replicas", int64_t{0}}, {"headroom", 0.0}})
+        load<lrmoe::PlacementPolicy>(
+            "lrmoe", {{"max_replicas", int64_t{0}}, {"headroom", 0.0}, {"forward_fallback", false}})
             ->plan(request);
     CHECK(check_valid_plan(request, closer) == std::vector<int64_t>{2, 1, 1, 1});
+    CHECK(closer.forward_capacity.empty());
     const std::vector<double> memory = rank_memory(request, closer);
     CHECK(*std::max_element(memory.begin(), memory.end()) == 100);  // from 120: still over
+  }
+}
+
+TEST_CASE(
+    "when no replicas let the forward fit, lrmoe caps each instance's forward pairs at the most "
+    "that fit and drops the rest of the overflowing experts' pairs",
+    "[policies]") {
+  // As above at budget 99: with e0's replica rank 1 holds 40 + 10 + max(20 + 30, 10) = 100 > 99
+  // (owners e2 e3, 10 pairs each, and half of e0's 60). Capping each instance at c pairs: rank 1
+  // holds 50 + min(30, c) + 20 and rank 0 40 + min(30, c) + min(20, c); the largest c that fits
+  // both is 29, so e0 computes at most 58 of its 60 pairs and the others all theirs.
+  PlacementRequest request = placement_request(2, 3, {60, 20, 10, 10});
+  request.memory = {10, 1, 0, 10};
+  request.budget_bytes = 99;
+  const PlacementPlan plan =
+      load<lrmoe::PlacementPolicy>("lrmoe", {{"max_replicas", int64_t{0}}, {"headroom", 0.0}})
+          ->plan(request);
+  CHECK(check_valid_plan(request, plan) == std::vector<int64_t>{2, 1, 1, 1});
+  CHECK(plan.forward_capacity == std::vector<int64_t>{58, 20, 10, 10});
+  CHECK(plan.forward_drop == lrmoe::ForwardDrop::LowestGate);
+  for (const double memory : rank_memory(request, plan)) CHECK(memory <= 99);
+  // Its quotas count only the pairs it computes.
+  for (size_t e = 0; e < plan.quota.size(); ++e) CHECK(plan.quota[e] <= plan.forward_capacity[e]);
+
+  SECTION("a forward that fits is not capped") {
+    request.budget_bytes = 100;
+    CHECK(load<lrmoe::PlacementPolicy>("lrmoe", {{"max_replicas", int64_t{0}}, {"headroom", 0.0}})
+              ->plan(request)
+              .forward_capacity.empty());
+  }
+  SECTION("nor one whose owned experts alone do not fit") {
+    request.budget_bytes = 30;  // rank 0's two owners: 2 * 2 * 10 = 40
+    CHECK(load<lrmoe::PlacementPolicy>("lrmoe", {{"max_replicas", int64_t{0}}, {"headroom", 0.0}})
+              ->plan(request)
+              .forward_capacity.empty());
   }
 }
 
@@ -436,13 +473,17 @@ TEST_CASE("lrmoe's replicas lower the peak forward load under skew", "[policies]
         *std::max_element(before.begin(), before.end()) / 2);
 }
 
-TEST_CASE("lrmoe plans are valid and fit the budget over random requests", "[policies]") {
+TEST_CASE(
+    "lrmoe plans are valid and fit the budget over random requests, capping the forward only where "
+    "it must",
+    "[policies]") {
   std::mt19937_64 random(2024);
   auto uniform = [&](int64_t low, int64_t high) {
     return std::uniform_int_distribution<int64_t>(low, high)(random);
   };
   int plans_with_replicas = 0;
   int plans_cut_by_memory = 0;
+  int plans_capped = 0;
   for (int trial = 0; trial < 400; ++trial) {
     const int64_t experts = uniform(1, 16);
     const int64_t ranks = uniform(1, 6);
@@ -488,10 +529,27 @@ TEST_CASE("lrmoe plans are valid and fit the budget over random requests", "[pol
       }
       REQUIRE(expert_on_rank.insert({instance.expert, instance.rank}).second);
     }
-    REQUIRE(plan.forward_capacity.empty());
+    // The pairs each expert computes: all, unless the forward fallback capped them.
+    std::vector<int64_t> computed = counts;
+    if (!plan.forward_capacity.empty()) {
+      ++plans_capped;
+      REQUIRE(plan.forward_capacity.size() == counts.size());
+      for (size_t e = 0; e < counts.size(); ++e) {
+        REQUIRE(plan.forward_capacity[e] >= 0);
+        computed[e] = std::min(counts[e], plan.forward_capacity[e]);
+      }
+      // Capped only where every pair computed would not fit, even keeping none.
+      PlacementPlan uncapped{plan.instances, std::vector<int64_t>(counts.size(), 0), {}};
+      const std::vector<double> all_forward = rank_memory(request, uncapped);
+      REQUIRE(std::any_of(all_forward.begin(), all_forward.end(), [&](double m) {
+        // the budget the plan is made for, less the default headroom, in whole bytes
+        return m > static_cast<double>(static_cast<int64_t>(
+                       static_cast<double>(request.budget_bytes) * (1 - 0.03)));
+      }));
+    }
     for (size_t e = 0; e < counts.size(); ++e) {
       REQUIRE(plan.quota[e] >= 0);
-      REQUIRE(plan.quota[e] <= counts[e]);
+      REQUIRE(plan.quota[e] <= computed[e]);
     }
     REQUIRE(sum(plan.quota) <= static_cast<int64_t>(std::ceil(keep_fraction * total)));
 
@@ -512,14 +570,14 @@ TEST_CASE("lrmoe plans are valid and fit the budget over random requests", "[pol
     const bool fits = std::all_of(memory.begin(), memory.end(), [&](double m) {
       return m <= static_cast<double>(request.budget_bytes) * (1 + 1e-12);
     });
-    if (feasible || keeps) {
+    if (feasible || keeps || !plan.forward_capacity.empty()) {
       REQUIRE(fits);
     }
     // The quotas are the largest water level's: at the next level where a quota grows, the sum
     // passes K or a rank passes the budget the plan is made for (less the default headroom).
     double next_level = std::numeric_limits<double>::infinity();
     for (size_t e = 0; e < counts.size(); ++e) {
-      if (plan.quota[e] < counts[e])
+      if (plan.quota[e] < computed[e])
         next_level = std::min(
             next_level, static_cast<double>(plan.quota[e] + 1) / static_cast<double>(copies[e]));
     }
@@ -527,7 +585,7 @@ TEST_CASE("lrmoe plans are valid and fit the budget over random requests", "[pol
       PlacementPlan higher = plan;
       for (size_t e = 0; e < counts.size(); ++e) {
         higher.quota[e] = std::min(
-            counts[e],
+            computed[e],
             std::max(plan.quota[e], static_cast<int64_t>(std::floor(
                                         static_cast<double>(copies[e]) * next_level + 1e-9))));
       }
@@ -553,4 +611,5 @@ TEST_CASE("lrmoe plans are valid and fit the budget over random requests", "[pol
   // The random requests exercise both mechanisms.
   CHECK(plans_with_replicas > 20);
   CHECK(plans_cut_by_memory > 20);
+  CHECK(plans_capped > 5);
 }

@@ -1,6 +1,6 @@
 // Placement "lrmoe": LRMoE's joint planner of replicas and backward retention quotas under the
-// per-rank memory budget. Every routed pair is computed in forward (no forward capacity); the
-// quotas decide how many keep their backward work.
+// per-rank memory budget. Every routed pair is computed in forward unless no placement lets the
+// forward fit (step 2c); the quotas decide how many keep their backward work.
 //
 // Per MoE layer and step, with n_e this pass's routed pairs of expert e and cnt_e its instances:
 //  1. Owners are static, exactly as fixed_ownership (lrmoe/static_owners.hpp: expert e on rank
@@ -21,6 +21,15 @@
 //     below the over rank's, which brings the fit closer, unless the over rank's instances alone
 //     do not fit. These replicas are added whatever max_replicas says; it stops when every rank
 //     fits or no rank can take the replica (the runner then reports the numbers).
+//  2c. The forward fallback (forward_fallback = true, the default). When replicas cannot make
+//     every rank's forward fit, each instance computes at most c pairs: c the largest whole
+//     number at which every rank fits with min(n_e / cnt_e, c) forward pairs per instance and no
+//     backward pairs; expert e's forward capacity is min(n_e, c * cnt_e), its lowest gates past
+//     it dropped, which the runner records as forward drops. A run goes on where a system that
+//     computes every pair would stop; what it drops is the least the budget allows, from the
+//     experts that overflow it. n_e below means the computed pairs, min(n_e, capacity). When even
+//     c = 0 does not fit (the owned experts alone are too large), nothing is capped and the
+//     runner reports the numbers.
 //  3. Quotas by water-filling per instance: q_e = min(n_e, floor(cnt_e * tau)), tau the largest
 //     level with sum q_e <= K = ceil(keep_fraction * sum n) and every rank within its budget
 //     (step 4). With keep_fraction 1 (the default) the budget alone sets the quotas: the largest
@@ -164,14 +173,21 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
   explicit LrmoePlanner(const lrmoe::Parameters& parameters)
       : keep_fraction_(parameters.real("keep_fraction")),
         max_replicas_(parameters.integer("max_replicas")),
-        headroom_(parameters.real("headroom")) {}
+        headroom_(parameters.real("headroom")),
+        forward_fallback_(parameters.boolean("forward_fallback")) {}
 
   lrmoe::PlacementPlan plan(const lrmoe::PlacementRequest& request) override {
     Layout layout = owners(request);
     add_replicas(request, layout);
     replicate_until_forward_fits(request, layout);
     lrmoe::PlacementPlan plan;
-    plan.quota = quotas(request, layout);
+    std::vector<int64_t> computed = request.counts;
+    if (forward_fallback_) {
+      plan.forward_capacity = forward_capacity(request, layout);
+      for (size_t e = 0; e < plan.forward_capacity.size(); ++e)
+        computed[e] = std::min(computed[e], plan.forward_capacity[e]);
+    }
+    plan.quota = quotas(request, layout, computed);
     plan.instances = std::move(layout.instances);
     // Replicas for this pass's counts: their weights are sent before its expert compute.
     plan.information = lrmoe::PlanInformation::ThisPass;
@@ -251,12 +267,44 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
     }
   }
 
+  // Step 2c: per expert, the forward capacity that makes every rank's forward fit, or none (empty)
+  // when the forward fits as it is or nothing would make it. Fitting only gets harder as c grows,
+  // so a bisection over whole pairs per instance finds the largest c that fits.
+  std::vector<int64_t> forward_capacity(const lrmoe::PlacementRequest& request,
+                                        const Layout& layout) const {
+    const std::vector<int64_t>& pairs = request.counts;
+    const int64_t budget = planning_budget(request);
+    std::vector<int64_t> capped(pairs.size());
+    std::vector<double> load;
+    auto fits_at = [&](int64_t c) {
+      for (size_t e = 0; e < pairs.size(); ++e)
+        capped[e] = std::min(pairs[e], c * layout.copies[e]);
+      layout.per_rank_share(capped, load);
+      for (size_t r = 0; r < load.size(); ++r)
+        if (!lrmoe::layer_fits(request.memory, layout.holding(r, load[r], 0), budget)) return false;
+      return true;
+    };
+    const int64_t most = pairs.empty() ? 0 : *std::max_element(pairs.begin(), pairs.end());
+    if (fits_at(most) || !fits_at(0)) return {};
+    int64_t low = 0, high = most;  // fits at low, not at high
+    while (high - low > 1) {
+      const int64_t middle = low + (high - low) / 2;
+      (fits_at(middle) ? low : high) = middle;
+    }
+    std::vector<int64_t> capacity(pairs.size());
+    for (size_t e = 0; e < pairs.size(); ++e)
+      capacity[e] = std::min(pairs[e], low * layout.copies[e]);
+    return capacity;
+  }
+
   // Steps 3 and 4: the largest tau that keeps sum q <= K and every rank within its budget. Both
   // only get harder as tau grows, so one bisection finds it; it keeps the last tau that passed,
-  // so the quotas returned always satisfy both (all 0 when even tau = 0 does not fit).
-  std::vector<int64_t> quotas(const lrmoe::PlacementRequest& request, const Layout& layout) const {
-    const std::vector<int64_t>& pairs = request.counts;
-    const auto total = std::accumulate(pairs.begin(), pairs.end(), int64_t{0});
+  // so the quotas returned always satisfy both (all 0 when even tau = 0 does not fit). `pairs`:
+  // each expert's pairs computed in forward.
+  std::vector<int64_t> quotas(const lrmoe::PlacementRequest& request, const Layout& layout,
+                              const std::vector<int64_t>& pairs) const {
+    // K is a share of the routed pairs, dropped ones included.
+    const auto total = std::accumulate(request.counts.begin(), request.counts.end(), int64_t{0});
     const auto keep = static_cast<int64_t>(std::ceil(keep_fraction_ * static_cast<double>(total)));
     const std::vector<double> forward = layout.per_rank_share(pairs);
 
@@ -333,11 +381,12 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
   double keep_fraction_;
   int64_t max_replicas_;
   double headroom_;
+  bool forward_fallback_;
 };
 
 lrmoe::PluginDescriptor describe() {
   return lrmoe::describe_policy<LrmoePlanner>(
-      "lrmoe", "4.0.0",
+      "lrmoe", "4.1.0",
       "static owners, load-balancing replicas and water-filled backward quotas within the memory "
       "budget",
       {lrmoe::real_parameter(
@@ -353,7 +402,12 @@ lrmoe::PluginDescriptor describe() {
            "headroom", 0.03,
            "share of the budget the plan leaves free, because routed loads differ from the even "
            "split over instances the plan assumes",
-           0, 0.5)});
+           0, 0.5),
+       lrmoe::boolean_parameter(
+           "forward_fallback", true,
+           "when no replicas let the forward fit the budget, cap the pairs each instance computes "
+           "and drop the lowest gates past the cap (recorded as forward drops) instead of stopping "
+           "the run")});
 }
 
 }  // namespace
