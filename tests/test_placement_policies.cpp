@@ -429,6 +429,21 @@ TEST_CASE(
   // Its quotas count only the pairs it computes.
   for (size_t e = 0; e < plan.quota.size(); ++e) CHECK(plan.quota[e] <= plan.forward_capacity[e]);
 
+  SECTION("replicas placed to bring a fit closer are taken back where they do not fit at all") {
+    // E = 2 on R = 8, S = 2, n = [300, 10], budget 35. Step 2b spreads e0 over every rank, the
+    // last replica on rank 1 beside e1's owner: 20 + 10 + 10 (its gradient) = 40 > 35 with no
+    // pairs at all. It is taken back; then each instance takes at most c pairs: rank 0 (owner of
+    // e0) holds 20 + min(300 / 7, c) <= 35, so c = 15 and e0 computes 7 * 15 = 105 of its 300.
+    PlacementRequest spread = placement_request(8, 2, {300, 10});
+    spread.memory = {10, 1, 0, 10};
+    spread.budget_bytes = 35;
+    const PlacementPlan capped =
+        load<lrmoe::PlacementPolicy>("lrmoe", {{"max_replicas", int64_t{0}}, {"headroom", 0.0}})
+            ->plan(spread);
+    CHECK(check_valid_plan(spread, capped) == std::vector<int64_t>{7, 1});
+    CHECK(capped.forward_capacity == std::vector<int64_t>{105, 10});
+    for (const double memory : rank_memory(spread, capped)) CHECK(memory <= 35);
+  }
   SECTION("a forward that fits is not capped") {
     request.budget_bytes = 100;
     CHECK(load<lrmoe::PlacementPolicy>("lrmoe", {{"max_replicas", int64_t{0}}, {"headroom", 0.0}})

@@ -27,9 +27,10 @@
 //     backward pairs; expert e's forward capacity is min(n_e, c * cnt_e), its lowest gates past
 //     it dropped, which the runner records as forward drops. A run goes on where a system that
 //     computes every pair would stop; what it drops is the least the budget allows, from the
-//     experts that overflow it. n_e below means the computed pairs, min(n_e, capacity). When even
-//     c = 0 does not fit (the owned experts alone are too large), nothing is capped and the
-//     runner reports the numbers.
+//     experts that overflow it. n_e below means the computed pairs, min(n_e, capacity). Replicas
+//     step 2b placed to bring a fit closer, on ranks whose instances alone do not fit, are taken
+//     back first (the last placed first), as the cap does better. When even c = 0 does not fit
+//     with the owners alone, nothing is capped and the runner reports the numbers.
 //  3. Quotas by water-filling per instance: q_e = min(n_e, floor(cnt_e * tau)), tau the largest
 //     level with sum q_e <= K = ceil(keep_fraction * sum n) and every rank within its budget
 //     (step 4). With keep_fraction 1 (the default) the budget alone sets the quotas: the largest
@@ -49,6 +50,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <numeric>
 #include <utility>
@@ -153,6 +155,19 @@ struct Layout {
 
   void add_replica(int64_t expert, int64_t rank) {
     add({expert, rank, hosted[static_cast<size_t>(rank)], false});
+  }
+
+  // Removes the replica added last on `rank` (the one in its highest slot); false if it has none.
+  bool remove_last_replica(int64_t rank) {
+    for (auto it = instances.rbegin(); it != instances.rend(); ++it) {
+      if (it->rank != rank || it->owner) continue;
+      hosting[static_cast<size_t>(it->expert) * hosted.size() + static_cast<size_t>(rank)] = 0;
+      --copies[static_cast<size_t>(it->expert)];
+      --hosted[static_cast<size_t>(rank)];
+      instances.erase(std::next(it).base());
+      return true;
+    }
+    return false;
   }
 };
 
@@ -271,7 +286,7 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
   // when the forward fits as it is or nothing would make it. Fitting only gets harder as c grows,
   // so a bisection over whole pairs per instance finds the largest c that fits.
   std::vector<int64_t> forward_capacity(const lrmoe::PlacementRequest& request,
-                                        const Layout& layout) const {
+                                        Layout& layout) const {
     const std::vector<int64_t>& pairs = request.counts;
     const int64_t budget = planning_budget(request);
     std::vector<int64_t> capped(pairs.size());
@@ -285,7 +300,13 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
       return true;
     };
     const int64_t most = pairs.empty() ? 0 : *std::max_element(pairs.begin(), pairs.end());
-    if (fits_at(most) || !fits_at(0)) return {};
+    if (fits_at(most)) return {};
+    for (size_t r = 0; r < layout.hosted.size(); ++r) {
+      while (!lrmoe::layer_fits(request.memory, layout.holding(r, 0, 0), budget) &&
+             layout.remove_last_replica(static_cast<int64_t>(r))) {
+      }
+    }
+    if (!fits_at(0)) return {};
     int64_t low = 0, high = most;  // fits at low, not at high
     while (high - low > 1) {
       const int64_t middle = low + (high - low) / 2;
@@ -386,7 +407,7 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
 
 lrmoe::PluginDescriptor describe() {
   return lrmoe::describe_policy<LrmoePlanner>(
-      "lrmoe", "4.1.0",
+      "lrmoe", "4.1.1",
       "static owners, load-balancing replicas and water-filled backward quotas within the memory "
       "budget",
       {lrmoe::real_parameter(
