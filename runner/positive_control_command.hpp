@@ -23,7 +23,8 @@ namespace lrmoe {
 struct PositiveControlOptions {
   ArmCommandOptions arms;
   // The budget both arms run under: SYMI places replicas only where the budget leaves room
-  // beyond one slot per owned expert (under "1.0x fixed" it places none).
+  // beyond one slot per owned expert (with its optimizer state on the device, none under "1.0x
+  // fixed"; in host memory, as published, some).
   std::string budget = "1.2x fixed";
   // "published": SYMI's evaluation settings (Note [SYMI as published]); "workload": the
   // experiment's auxiliary loss and the lowest-gate rule, the harness's first positive control.
