@@ -6,6 +6,7 @@ and the cost model's, so it does not depend on the machine that runs it).
 
     python3 experiments/paper/per-step-map.py --db per-step-map.db            # run what is missing
     python3 experiments/paper/per-step-map.py --db per-step-map.db --csv map.csv  # and tabulate
+    python3 experiments/paper/per-step-map.py --db per-step-map.db --csv map.csv --no-run
 
 Each grid cell is one `lrmoe replay --record map-...` into the database, found again by its name,
 so the script resumes where it stopped. The table has, per cell and arm: whether it fits, the
@@ -16,6 +17,7 @@ share of the routed pairs dropped in forward and kept in backward.
 
 import argparse
 import csv
+import fcntl
 import itertools
 import pathlib
 import sqlite3
@@ -43,13 +45,17 @@ def cell_name(model, profile, ranks, tokens, skew, budget):
 
 
 def recorded(db, name):
+    """Whether every arm of cell `name` has ended (fitted or not); a cell a stopped replay left
+    half recorded is run again."""
     if not pathlib.Path(db).exists():
         return False
     with sqlite3.connect(db) as c:
         try:
-            return c.execute("SELECT count(*) FROM sweeps WHERE name = ?", (name,)).fetchone()[0] > 0
+            ended = c.execute("SELECT count(DISTINCT label) FROM sweep_results WHERE sweep = ? "
+                              "AND status IN ('finished', 'failed')", (name,)).fetchone()[0]
         except sqlite3.OperationalError:  # no table yet
             return False
+    return ended == len(ARMS)
 
 
 def replay(args, model, profile, ranks, tokens, skew, budget):
@@ -88,7 +94,8 @@ def tabulate(args):
         for model, profile, ranks, tokens, skew, budget in grid(args):
             name = cell_name(model, profile, ranks, tokens, skew, budget)
             for label, run, status in c.execute(
-                    "SELECT label, run, status FROM sweep_results WHERE sweep = ?", (name,)):
+                    "SELECT label, run, status FROM sweep_results WHERE sweep = ? "
+                    "AND status IN ('finished', 'failed')", (name,)):
                 row = dict(model=model, profile=profile, ranks=ranks, tokens_per_rank=tokens,
                            skew=skew, budget=budget, arm=label, fits=status == "finished")
                 if row["fits"]:
@@ -128,11 +135,24 @@ def main():
     parser.add_argument("--steps", type=int, default=3, help="steps per replay (SYMI's first is "
                         "its warm-up, left out)")
     parser.add_argument("--csv", help="write the table here, after running what is missing")
+    parser.add_argument("--no-run", action="store_true",
+                        help="only tabulate what is recorded (with --csv), while a run goes on")
     args = parser.parse_args()
     args.models = [m for m in args.models.split(",") if m]
     args.profiles = [p for p in args.profiles.split(",") if p]
     for unknown in set(args.models) - set(MODELS):
         sys.exit(f"per-step-map: --models: unknown model '{unknown}'; known: {', '.join(MODELS)}")
+    if args.no_run:
+        if not args.csv:
+            sys.exit("per-step-map: --no-run only writes the table: give --csv")
+        tabulate(args)
+        return
+    # One driver per database at a time: two would both find a cell missing and run it.
+    lock = open(args.db + ".lock", "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        sys.exit(f"per-step-map: another per-step-map.py is running on {args.db}; wait for it")
     for cell in grid(args):
         replay(args, *cell)
     if args.csv:
