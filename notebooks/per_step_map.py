@@ -66,8 +66,8 @@ def draw(cells, model, out):
                 ax.set_xlabel("zipf skew", fontsize=7)
             if j == 0:
                 ax.set_ylabel("budget (x fixed)", fontsize=7)
-    fig.suptitle(f"{model}: LRMoE's modeled MoE step over SYMI's (blue: LRMoE cheaper)",
-                 fontsize=10)
+    fig.suptitle(f"{model}\nLRMoE's modeled MoE step over SYMI's\n(blue: LRMoE's is cheaper)",
+                 fontsize=9)
     fig.tight_layout()
     for suffix in ("png", "svg"):
         fig.savefig(out / f"per-step-map-{model}.{suffix}", dpi=130)
