@@ -95,6 +95,22 @@ std::vector<double> rank_memory(const PlacementRequest& request, const Placement
   return memory;
 }
 
+// E = 4 on R = 2 with S = 3, n = [60, 20, 10, 10], expert parameters 10 bytes, forward pairs 1,
+// backward pairs 10, under `budget` bytes a rank: the owners' forward alone does not fit 100.
+PlacementRequest forward_bound_request(int64_t budget) {
+  PlacementRequest request = placement_request(2, 3, {60, 20, 10, 10});
+  request.memory = {10, 1, 0, 10};
+  request.budget_bytes = budget;
+  return request;
+}
+
+// LRMoE with no balancing replicas and no headroom: only the replicas and caps the budget forces.
+std::shared_ptr<lrmoe::PlacementPolicy> forced_lrmoe(bool forward_fallback = true) {
+  return load<lrmoe::PlacementPolicy>(
+      "lrmoe",
+      {{"max_replicas", int64_t{0}}, {"headroom", 0.0}, {"forward_fallback", forward_fallback}});
+}
+
 // Per rank, the sum over its instances of n_e / cnt_e.
 std::vector<double> forward_load(const PlacementRequest& request, const PlacementPlan& plan) {
   std::vector<int64_t> copies(static_cast<size_t>(request.num_experts), 0);
@@ -386,21 +402,14 @@ TEST_CASE("lrmoe adds the replicas the forward needs to fit the budget beyond ma
   // backward pairs 10. Owners only: rank 0 holds 2 * 2 * 10 + 80 = 120 > 100 in forward, even
   // with no backward pairs. A replica of e0 on rank 1 leaves rank 0 with 40 + 50 = 90 and gives
   // rank 1 40 + 10 + max(20 + 30, 10) = 100: both fit.
-  PlacementRequest request = placement_request(2, 3, {60, 20, 10, 10});
-  request.memory = {10, 1, 0, 10};
-  request.budget_bytes = 100;
-  const PlacementPlan plan =
-      load<lrmoe::PlacementPolicy>("lrmoe", {{"max_replicas", int64_t{0}}, {"headroom", 0.0}})
-          ->plan(request);
+  PlacementRequest request = forward_bound_request(100);
+  const PlacementPlan plan = forced_lrmoe()->plan(request);
   CHECK(check_valid_plan(request, plan) == std::vector<int64_t>{2, 1, 1, 1});
   for (const double memory : rank_memory(request, plan)) CHECK(memory <= 100);
 
   SECTION("and, where no rank fits one yet, one that lowers the peak, then none") {
     request.budget_bytes = 99;  // rank 1 would need 100 with the replica
-    const PlacementPlan closer =
-        load<lrmoe::PlacementPolicy>(
-            "lrmoe", {{"max_replicas", int64_t{0}}, {"headroom", 0.0}, {"forward_fallback", false}})
-            ->plan(request);
+    const PlacementPlan closer = forced_lrmoe(/*forward_fallback=*/false)->plan(request);
     CHECK(check_valid_plan(request, closer) == std::vector<int64_t>{2, 1, 1, 1});
     CHECK(closer.forward_capacity.empty());
     const std::vector<double> memory = rank_memory(request, closer);
@@ -416,12 +425,8 @@ TEST_CASE(
   // (owners e2 e3, 10 pairs each, and half of e0's 60). Capping each instance at c pairs: rank 1
   // holds 50 + min(30, c) + 20 and rank 0 40 + min(30, c) + min(20, c); the largest c that fits
   // both is 29, so e0 computes at most 58 of its 60 pairs and the others all theirs.
-  PlacementRequest request = placement_request(2, 3, {60, 20, 10, 10});
-  request.memory = {10, 1, 0, 10};
-  request.budget_bytes = 99;
-  const PlacementPlan plan =
-      load<lrmoe::PlacementPolicy>("lrmoe", {{"max_replicas", int64_t{0}}, {"headroom", 0.0}})
-          ->plan(request);
+  PlacementRequest request = forward_bound_request(99);
+  const PlacementPlan plan = forced_lrmoe()->plan(request);
   CHECK(check_valid_plan(request, plan) == std::vector<int64_t>{2, 1, 1, 1});
   CHECK(plan.forward_capacity == std::vector<int64_t>{58, 20, 10, 10});
   CHECK(plan.forward_drop == lrmoe::ForwardDrop::LowestGate);
@@ -437,24 +442,18 @@ TEST_CASE(
     PlacementRequest spread = placement_request(8, 2, {300, 10});
     spread.memory = {10, 1, 0, 10};
     spread.budget_bytes = 35;
-    const PlacementPlan capped =
-        load<lrmoe::PlacementPolicy>("lrmoe", {{"max_replicas", int64_t{0}}, {"headroom", 0.0}})
-            ->plan(spread);
+    const PlacementPlan capped = forced_lrmoe()->plan(spread);
     CHECK(check_valid_plan(spread, capped) == std::vector<int64_t>{7, 1});
     CHECK(capped.forward_capacity == std::vector<int64_t>{105, 10});
     for (const double memory : rank_memory(spread, capped)) CHECK(memory <= 35);
   }
   SECTION("a forward that fits is not capped") {
     request.budget_bytes = 100;
-    CHECK(load<lrmoe::PlacementPolicy>("lrmoe", {{"max_replicas", int64_t{0}}, {"headroom", 0.0}})
-              ->plan(request)
-              .forward_capacity.empty());
+    CHECK(forced_lrmoe()->plan(request).forward_capacity.empty());
   }
   SECTION("nor one whose owned experts alone do not fit") {
     request.budget_bytes = 30;  // rank 0's two owners: 2 * 2 * 10 = 40
-    CHECK(load<lrmoe::PlacementPolicy>("lrmoe", {{"max_replicas", int64_t{0}}, {"headroom", 0.0}})
-              ->plan(request)
-              .forward_capacity.empty());
+    CHECK(forced_lrmoe()->plan(request).forward_capacity.empty());
   }
 }
 
@@ -466,9 +465,7 @@ TEST_CASE("lrmoe spreads an expert over as many ranks as its forward needs, beyo
   PlacementRequest request = placement_request(8, 2, {300, 10});
   request.memory = {10, 1, 0, 10};
   request.budget_bytes = 100;
-  const PlacementPlan plan =
-      load<lrmoe::PlacementPolicy>("lrmoe", {{"max_replicas", int64_t{0}}, {"headroom", 0.0}})
-          ->plan(request);
+  const PlacementPlan plan = forced_lrmoe()->plan(request);
   CHECK(check_valid_plan(request, plan) == std::vector<int64_t>{4, 1});
   for (const double memory : rank_memory(request, plan)) CHECK(memory <= 100);
 }
