@@ -51,6 +51,13 @@ std::vector<double> slowest_ranks(const std::vector<std::vector<double>>& per_ch
   return slowest;
 }
 
+// One expert's parameters at the cost model's element size (a SwiGLU: gate, up and down
+// projections): what a parameter transfer of it moves.
+double modeled_expert_bytes(const PipelineSettings& settings) {
+  return static_cast<double>(3 * settings.costs.hidden * settings.costs.ffn *
+                             settings.cost_model.element_bytes());
+}
+
 }  // namespace
 
 PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& forward,
@@ -155,7 +162,7 @@ PassAccount account_pass(const PipelineSettings& settings, const ForwardPass& fo
   // that hosts an instance of it, owner or replica, and the gradients back, once per rank (a
   // second instance on that rank copies locally or shares the copy).
   TrafficMatrix replica_out(R), replica_back(R), replica_run_bytes(R);
-  const double model_expert_bytes = static_cast<double>(3 * h * ffn * model.element_bytes());
+  const double model_expert_bytes = modeled_expert_bytes(settings);
   for (int64_t e = 0; e < table.num_experts(); ++e) {
     const int64_t home = static_owner(e, table.num_experts(), R).rank;
     std::vector<bool> reached(r_size, false);
@@ -228,9 +235,7 @@ double modeled_host_optimizer_seconds(const PipelineSettings& settings) {
   const CostModel& model = settings.cost_model;
   const double share =
       static_cast<double>(owned_experts_per_rank(settings.num_experts, settings.ranks));
-  const double bytes = share * static_cast<double>(3 * settings.costs.hidden * settings.costs.ffn *
-                                                   model.element_bytes());
-  return 2.0 * model.host_link_seconds(bytes);
+  return 2.0 * model.host_link_seconds(share * modeled_expert_bytes(settings));
 }
 
 double modeled_fetch_cover(const PipelineSettings& settings, const ForwardPass& forward) {
