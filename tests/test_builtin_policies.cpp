@@ -36,9 +36,10 @@ TEST_CASE("Every built-in policy plugin loads with its name, kind and version", 
       // 2.0.1, fixed_ownership 1.2.1: capacity_factor at most lrmoe::kMostCapacityFactor;
       // fixed_ownership 1.3: drop, the rule for the pairs past the capacity; symi 3: drop, random
       // by default (DeepSpeed's random token selection), lowest gates a variant; lrmoe 4.1: the
-      // forward fallback (4.1.1: replicas that do not fit at all taken back before the cap).
+      // forward fallback (4.1.1: replicas that do not fit at all taken back before the cap); lrmoe
+      // 4.2: quota_by, the quotas spread by score mass.
       const std::map<std::string, std::string> changed = {
-          {"lrmoe", "4.1.1"},          {"importance_sampling", "2.0.0"},
+          {"lrmoe", "4.2.0"},          {"importance_sampling", "2.0.0"},
           {"capacity_aware", "2.1.0"}, {"symi", "3.0.0"},
           {"owner", "1.1.0"},          {"round_robin", "1.1.0"},
           {"quota_topk", "1.1.0"},     {"keep_all", "1.1.0"},

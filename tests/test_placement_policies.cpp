@@ -396,6 +396,27 @@ TEST_CASE("lrmoe replicates the hot expert and water-fills quotas within the bud
   }
 }
 
+TEST_CASE("lrmoe by score mass pools each rank's unreplicated experts, and plans the same quotas",
+          "[policies]") {
+  // The request of the case above: e0 (owned by rank 0) gets a replica on rank 1, so it keeps its
+  // quota; e1 shares rank 0's pool with nothing else, e2 and e3 share rank 1's.
+  PlacementRequest request = placement_request(2, 3, {60, 20, 10, 10});
+  request.memory = {50, 1, 0, 10};
+  request.budget_bytes = 550;
+  const std::map<std::string, lrmoe::ParameterValue> common{
+      {"max_replicas", int64_t{1}}, {"keep_fraction", 0.5}, {"headroom", 0.0}};
+  auto with = [&](const std::string& quota_by) {
+    auto parameters = common;
+    parameters["quota_by"] = quota_by;
+    return load<lrmoe::PlacementPolicy>("lrmoe", parameters)->plan(request);
+  };
+  const PlacementPlan by_count = with("count"), by_mass = with("score_mass");
+  CHECK(by_count.quota_pool.empty());
+  CHECK(by_mass.quota_pool == std::vector<int64_t>{lrmoe::kNoQuotaPool, 0, 1, 1});
+  CHECK(by_mass.quota == by_count.quota);
+  CHECK(layout(by_mass) == layout(by_count));
+}
+
 TEST_CASE("lrmoe adds the replicas the forward needs to fit the budget beyond max_replicas",
           "[policies]") {
   // E = 4, R = 2, S = 3, n = [60, 20, 10, 10]; expert parameters 10, forward pairs 1 byte,

@@ -7,7 +7,8 @@
 // process scores it. And a variant that keeps every pair on a placement without replicas, where
 // the scalable plan keeps each saved pre-activation where it is (Note [Context in place]). The
 // forward capacity drops each expert's lowest gates, or as many pairs at random, which both
-// plans draw alike.
+// plans draw alike. And quota pools (Note [Quotas by score mass]), whose score mass every process
+// sums alike.
 
 #include <catch2/catch.hpp>
 
@@ -62,11 +63,21 @@ struct Shard {
   }
 };
 
+// What a case varies besides the processes, drops and recomputation. `metric`: "gate" (the
+// scripted default) or a built-in metric plugin's name; `keep_all`: the selection keeps every
+// pair, and no expert has a replica; `pooled`: the unreplicated experts share their quotas.
+struct Variant {
+  std::string metric;
+  bool keep_all = false;
+  bool pooled = false;
+};
+
 // Owners spread over the ranks, replicas of the two busiest experts on the last ranks (unless
 // `keep_all`); quotas of about half each expert's pairs (all of them if `keep_all`), and optionally
 // a forward capacity of about three quarters, past which `drop` drops.
 PlacementPlan skewed_plan(const PlacementRequest& request, std::optional<ForwardDrop> drop,
-                          bool keep_all) {
+                          const Variant& variant) {
+  const bool keep_all = variant.keep_all;
   PlacementPlan plan;
   std::vector<int64_t> slot(static_cast<std::size_t>(request.ranks), 0);
   for (int64_t e = 0; e < request.num_experts; ++e) {
@@ -82,6 +93,11 @@ PlacementPlan skewed_plan(const PlacementRequest& request, std::optional<Forward
     if (drop) plan.forward_capacity.push_back((3 * count + 3) / 4);
   }
   plan.forward_drop = drop.value_or(ForwardDrop::LowestGate);
+  // Experts 0 and 1 have replicas; the others share their quotas.
+  if (variant.pooled) {
+    for (int64_t e = 0; e < request.num_experts; ++e)
+      plan.quota_pool.push_back(e < 2 ? kNoQuotaPool : 0);
+  }
   return plan;
 }
 
@@ -90,13 +106,12 @@ struct Outcome {
   LayerStepStatistics statistics;
 };
 
-// `metric`: "gate" (the scripted default) or a built-in metric plugin's name; `keep_all`: the
-// selection keeps every pair, and no expert has a replica.
 Outcome run(const Shard& shard, Collectives& collectives, Planning planning,
-            std::optional<ForwardDrop> drop, bool recompute, const std::string& metric,
-            bool keep_all) {
-  auto policies = lrmoe_test::scripted_policies([drop, keep_all](const PlacementRequest& request) {
-    return skewed_plan(request, drop, keep_all);
+            std::optional<ForwardDrop> drop, bool recompute, const Variant& variant) {
+  const std::string& metric = variant.metric;
+  const bool keep_all = variant.keep_all;
+  auto policies = lrmoe_test::scripted_policies([drop, variant](const PlacementRequest& request) {
+    return skewed_plan(request, drop, variant);
   });
   if (metric != "gate") policies->metric = lrmoe_test::load<MetricPolicy>(metric);
   auto selection = keep_all ? lrmoe_test::load<SelectionPolicy>("keep_all")
@@ -153,15 +168,16 @@ bool same(const char* what, const std::vector<int64_t>& a, const std::vector<int
 
 // Both plans on this process's shard; whether they agree (what differs goes to stderr).
 bool plans_agree(Collectives& c, std::optional<ForwardDrop> drop, bool recompute,
-                 const std::string& metric, bool keep_all) {
+                 const Variant& variant) {
+  const bool keep_all = variant.keep_all;
   const Shard shard(c.rank(), c.size());
   // The identity order of every pair of the batch, taken first: the count this thread shares
   // among its identity orders covers all the plans ask for, so it does not grow, and whatever
   // they write into one in place shows here.
   const int64_t pairs = kTokens * kTopK * c.size();
   const torch::Tensor shared = identity_order(pairs, torch::kInt64);
-  const Outcome exact = run(shard, c, Planning::Exact, drop, recompute, metric, keep_all);
-  const Outcome scalable = run(shard, c, Planning::Scalable, drop, recompute, metric, keep_all);
+  const Outcome exact = run(shard, c, Planning::Exact, drop, recompute, variant);
+  const Outcome scalable = run(shard, c, Planning::Scalable, drop, recompute, variant);
   const LayerStepStatistics& a = exact.statistics;
   const LayerStepStatistics& b = scalable.statistics;
   // Whether the selection drops some, as the variant says.
@@ -169,7 +185,7 @@ bool plans_agree(Collectives& c, std::optional<ForwardDrop> drop, bool recompute
   if (keep_all && !recompute) {
     // The saved pre-activations stayed in place: the plan charged what it charges when they are
     // recomputed, no context move.
-    const Outcome recomputed = run(shard, c, Planning::Scalable, drop, true, metric, keep_all);
+    const Outcome recomputed = run(shard, c, Planning::Scalable, drop, true, variant);
     ok = ok && b.plan.bytes_received == recomputed.statistics.plan.bytes_received &&
          b.plan.seconds == recomputed.statistics.plan.seconds;
   }
@@ -177,9 +193,17 @@ bool plans_agree(Collectives& c, std::optional<ForwardDrop> drop, bool recompute
   if (drop == ForwardDrop::Random) {
     // As many pairs dropped as by lowest gate, but others: the outputs differ.
     const Outcome by_gate =
-        run(shard, c, Planning::Exact, ForwardDrop::LowestGate, recompute, metric, keep_all);
+        run(shard, c, Planning::Exact, ForwardDrop::LowestGate, recompute, variant);
     ok = ok && by_gate.statistics.pairs_dropped == a.pairs_dropped &&
          !by_gate.out.allclose(exact.out);
+  }
+  if (variant.pooled) {
+    // The pools move quota between their experts, never the number kept.
+    const Outcome unpooled = run(shard, c, Planning::Exact, drop, recompute,
+                                 Variant{variant.metric, variant.keep_all, false});
+    ok = ok && unpooled.statistics.pairs_kept == a.pairs_kept;
+    // With three processes' pairs the masses part from the counts: other pairs are kept.
+    if (c.size() == 3) ok = ok && !unpooled.wd.allclose(exact.wd);
   }
   ok = ok && a.pairs_routed == b.pairs_routed && a.pairs_dropped == b.pairs_dropped &&
        a.pairs_kept == b.pairs_kept;
@@ -200,12 +224,8 @@ bool plans_agree(Collectives& c, std::optional<ForwardDrop> drop, bool recompute
 
 TEST_CASE("The scalable plan keeps, routes and computes on every process what the exact plan does",
           "[pipeline][distributed]") {
-  struct Variant {
-    std::string metric;
-    bool keep_all;
-  };
-  for (const Variant& variant :
-       {Variant{"gate", false}, Variant{"random", false}, Variant{"gate", true}}) {
+  for (const Variant& variant : {Variant{"gate", false, false}, Variant{"random", false, false},
+                                 Variant{"gate", true, false}, Variant{"gate", false, true}}) {
     const std::string& metric = variant.metric;
     const bool keep_all = variant.keep_all;
     for (const int64_t processes : {1, 2, 3}) {
@@ -215,18 +235,18 @@ TEST_CASE("The scalable plan keeps, routes and computes on every process what th
         // Random drops need no other metric or selection beside them.
         if (drop == ForwardDrop::Random && (metric != "gate" || keep_all)) continue;
         for (const bool recompute : {false, true}) {
-          INFO("metric " << metric << ", keep all " << keep_all << ", " << processes
-                         << " processes, forward capacity " << drop.has_value() << " dropping "
+          INFO("metric " << metric << ", keep all " << keep_all << ", pooled " << variant.pooled
+                         << ", " << processes << " processes, forward capacity " << drop.has_value()
+                         << " dropping "
                          << (drop == ForwardDrop::Random ? "at random" : "lowest gates")
                          << ", recompute " << recompute);
           if (processes == 1) {
             Collectives single;
-            CHECK(plans_agree(single, drop, recompute, metric, keep_all));
+            CHECK(plans_agree(single, drop, recompute, variant));
             continue;
           }
-          const std::vector<int> codes = in_processes(processes, [&](Collectives& c) {
-            return plans_agree(c, drop, recompute, metric, keep_all);
-          });
+          const std::vector<int> codes = in_processes(
+              processes, [&](Collectives& c) { return plans_agree(c, drop, recompute, variant); });
           CHECK(codes == std::vector<int>(static_cast<std::size_t>(processes), 0));
         }
       }

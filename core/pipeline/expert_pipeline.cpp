@@ -8,7 +8,9 @@
 #include "core/pipeline/pass_accounting.hpp"
 #include "core/pipeline/plan_budget.hpp"
 #include "core/pipeline/plugin_output_checks.hpp"
+#include "core/pipeline/quota_pools.hpp"
 #include "core/pipeline/stopwatch.hpp"
+#include "core/pipeline/summed_counts.hpp"
 #include "core/plugins/plugin_boundary.hpp"
 #include "lrmoe/counter_random.hpp"
 
@@ -194,6 +196,7 @@ PlacementPlan ExpertPipeline::place(ForwardPass& pass, const std::vector<int64_t
   pass.step = step_;
   pass.table = table;
   pass.quota = plan.quota;
+  pass.quota_pool = std::move(plan.quota_pool);
   // A step with any warm-up pass is a warm-up step.
   if (statistics_.information != PlanInformation::WarmUp)
     statistics_.information = plan.information;
@@ -265,6 +268,19 @@ torch::Tensor ExpertPipeline::score(const ForwardPass& forward, PairBatch& signa
                 {"input norms", signals.input_norm},
                 {"hidden norms", signals.hidden_norm}});
   return scores;
+}
+
+std::vector<int64_t> ExpertPipeline::backward_quota(const ForwardPass& forward,
+                                                    const torch::Tensor& scores) {
+  if (forward.quota_pool.empty()) return forward.quota;
+  const bool own_pairs = settings_.planning == Planning::Scalable;
+  torch::Tensor largest = torch::zeros({1}, torch::kFloat64);
+  if (scores.numel() > 0) largest[0] = scores.max().item<double>();
+  if (own_pairs) collectives_->max(largest);
+  std::vector<int64_t> mass =
+      score_mass_units(scores, forward.experts, settings_.num_experts, largest.item<double>());
+  if (own_pairs) mass = summed_over_processes(*collectives_, std::move(mass));
+  return spread_pool_quotas(forward.quota, forward.quota_pool, forward.computed_counts, mass);
 }
 
 BackwardPass ExpertPipeline::plan_backward(const ForwardPass& forward, PairBatch signals) {

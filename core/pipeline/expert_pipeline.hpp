@@ -101,6 +101,8 @@ struct ForwardPass {
   std::optional<std::vector<int64_t>> search_rounds;
   std::shared_ptr<const InstanceTable> table;
   std::vector<int64_t> quota;
+  // The plan's quota pools (PlacementPlan::quota_pool); empty: the quotas hold in backward.
+  std::vector<int64_t> quota_pool;
   PairLayout layout;
   // [home rows of layout] int64: index of each computed pair homed here among this process's
   // routed pairs (as given to plan_forward), in pair order.
@@ -262,6 +264,10 @@ class ExpertPipeline {
   // The metric's scores for `signals` (the forward's computed pairs, with their gates and
   // norms), checked, on the pairs' device.
   torch::Tensor score(const ForwardPass& forward, PairBatch& signals);
+  // The quotas the selection keeps within: the forward's, each pool's spread over its experts by
+  // the score mass of `scores` (the exact plan's every pair, the scalable one's this process's:
+  // summed over the processes) when the plan pooled any (Note [Quotas by score mass]).
+  std::vector<int64_t> backward_quota(const ForwardPass& forward, const torch::Tensor& scores);
   // Every process's signals of the forward's computed pairs, in pair order.
   PairBatch gather_signals(const ForwardPass& forward, PairBatch local) const;
   // The parts of `pass` this process computes: local kept pairs, weights, the context move from

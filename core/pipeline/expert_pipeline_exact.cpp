@@ -87,13 +87,14 @@ BackwardPass ExpertPipeline::plan_backward_exact(const ForwardPass& forward, Pai
   signals = gather_signals(forward, std::move(signals));
   overhead.compaction += clock.lap();
   const torch::Tensor scores = score(forward, signals);
+  signals.quota = backward_quota(forward, scores);
   overhead.metric += clock.lap();
   Selection selection = call_policy(PolicyKind::Selection, "select", [&] {
     return policies_->selection->select(for_policy(PolicyKind::Selection, signals),
                                         for_policy(PolicyKind::Selection, scores));
   });
   overhead.selection += clock.lap();
-  check_selection(selection, forward.experts, forward.quota, settings_.check_plugin_outputs,
+  check_selection(selection, forward.experts, signals.quota, settings_.check_plugin_outputs,
                   policy_name(PolicyKind::Selection));
 
   const torch::Device device = forward.experts.device();

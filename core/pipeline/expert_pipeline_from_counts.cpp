@@ -154,6 +154,7 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
   const torch::Device device = forward.experts.device();
   // The metric scores this process's computed pairs (Note [Scalable planning]).
   const torch::Tensor scores = score(forward, signals);
+  const std::vector<int64_t> quota = backward_quota(forward, scores);
   overhead.metric += clock.lap();
 
   // Each expert keeps the selection's count of its highest-scored pairs over every process.
@@ -167,11 +168,11 @@ BackwardPass ExpertPipeline::plan_backward_from_counts(const ForwardPass& forwar
   // was a tenth of a small layer's plan in profiles.
   call_policy(PolicyKind::Selection, "kept_count", [&] {
     for (std::size_t x = 0; x < keep.size(); ++x)
-      keep[x] = ranked.kept_count(forward.computed_counts[x], forward.quota[x]);
+      keep[x] = ranked.kept_count(forward.computed_counts[x], quota[x]);
   });
   for (int64_t e = 0; e < E; ++e) {
     const auto x = static_cast<std::size_t>(e);
-    check_kept_count(keep[x], forward.computed_counts[x], forward.quota[x], e,
+    check_kept_count(keep[x], forward.computed_counts[x], quota[x], e,
                      settings_.check_plugin_outputs, selection_name);
     searched = searched || keep[x] != forward.computed_counts[x];
   }

@@ -6,6 +6,8 @@
 #include <set>
 #include <utility>
 
+#include "core/pipeline/quota_pools.hpp"
+
 namespace lrmoe {
 namespace {
 
@@ -72,6 +74,7 @@ InstanceTable build_instance_table(const PlacementPlan& plan, int64_t num_expert
   InstanceTable table;
   check_per_expert(plan.quota, num_experts, false, "quota", policy);
   check_per_expert(plan.forward_capacity, num_experts, true, "forward capacity", policy);
+  check_quota_pools(plan.quota_pool, num_experts, policy);
   table.instances = plan.instances;
   table.co_located_share_copy = plan.co_located_share_copy;
   std::vector<char> used(static_cast<std::size_t>(ranks * slots_per_rank), 0);  // [rank, slot]

@@ -109,6 +109,12 @@ void scalable_plan(const PipelineSettings& settings, const ForwardPass& forward,
   plan.all_reduce(groups);  // routed
   if (forward.search_rounds) searched = search(*forward.search_rounds);
   if (backward.search_rounds) searched = std::max(searched, search(*backward.search_rounds));
+  // Quotas spread by score mass (Note [Quotas by score mass]): the largest score, then the mass
+  // of each expert.
+  if (!forward.quota_pool.empty()) {
+    plan.all_reduce(kCountBytes);
+    plan.all_reduce(E * kCountBytes);
+  }
   // Routed and computed groups, the forward and backward routed counts and rank matrices, the
   // kept groups, and what one search holds at a time.
   plan.hold(groups * (forward.search_rounds ? 3 : 2) + 2 * R * I * kCountBytes + 2 * rank_pairs +

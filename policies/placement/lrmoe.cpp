@@ -42,6 +42,12 @@
 //     routed loads, not this even split, against the whole budget. tau is lowered (bisection) until
 //     every rank fits; if even tau = 0 does not fit, the quotas are all 0 and the runner reports
 //     the numbers that do not fit.
+//  5. Quotas by score mass (quota_by = "score_mass", a variant beyond the paper): the quotas of
+//     step 3 are the budget each rank's kept pairs may use, but within one rank the pairs that
+//     carry most of the gradient may belong to one expert. Each rank's unreplicated experts form
+//     a quota pool: in backward the runner spreads the pool's summed quota over them in
+//     proportion to their score mass (Note [Quotas by score mass]), so no rank keeps more than it
+//     budgeted. A replicated expert spreads its kept pairs over several ranks and keeps its quota.
 // Edge cases: an expert with n_e = 0 keeps nothing. Once tau >= 1 every expert with n_e > 0 keeps
 // at least one pair; a small K or a tight budget can leave tau < 1, and then only replicated
 // experts (cnt_e * tau >= 1) keep any. Ties go to the lower rank and the lower expert index.
@@ -189,7 +195,8 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
       : keep_fraction_(parameters.real("keep_fraction")),
         max_replicas_(parameters.integer("max_replicas")),
         headroom_(parameters.real("headroom")),
-        forward_fallback_(parameters.boolean("forward_fallback")) {}
+        forward_fallback_(parameters.boolean("forward_fallback")),
+        by_score_mass_(parameters.text("quota_by") == "score_mass") {}
 
   lrmoe::PlacementPlan plan(const lrmoe::PlacementRequest& request) override {
     Layout layout = owners(request);
@@ -203,6 +210,7 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
         computed[e] = std::min(computed[e], plan.forward_capacity[e]);
     }
     plan.quota = quotas(request, layout, computed);
+    if (by_score_mass_) plan.quota_pool = owner_pools(layout);
     plan.instances = std::move(layout.instances);
     // Replicas for this pass's counts: their weights are sent before its expert compute.
     plan.information = lrmoe::PlanInformation::ThisPass;
@@ -393,6 +401,16 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
     return at_low;
   }
 
+  // Step 5: each unreplicated expert in its owner rank's pool.
+  static std::vector<int64_t> owner_pools(const Layout& layout) {
+    std::vector<int64_t> pool(layout.copies.size(), lrmoe::kNoQuotaPool);
+    for (const lrmoe::ExpertInstance& instance : layout.instances) {
+      const auto e = static_cast<size_t>(instance.expert);
+      if (instance.owner && layout.copies[e] == 1) pool[e] = instance.rank;
+    }
+    return pool;
+  }
+
   // The budget the plan is made for: the runner checks the routed loads, which differ from the
   // even split the plan assumes by a few pairs per rank, against the whole budget.
   int64_t planning_budget(const lrmoe::PlacementRequest& request) const {
@@ -403,11 +421,12 @@ class LrmoePlanner : public lrmoe::PlacementPolicy {
   int64_t max_replicas_;
   double headroom_;
   bool forward_fallback_;
+  bool by_score_mass_;
 };
 
 lrmoe::PluginDescriptor describe() {
   return lrmoe::describe_policy<LrmoePlanner>(
-      "lrmoe", "4.1.1",
+      "lrmoe", "4.2.0",
       "static owners, load-balancing replicas and water-filled backward quotas within the memory "
       "budget",
       {lrmoe::real_parameter(
@@ -428,7 +447,13 @@ lrmoe::PluginDescriptor describe() {
            "forward_fallback", true,
            "when no replicas let the forward fit the budget, cap the pairs each instance computes "
            "and drop the lowest gates past the cap (recorded as forward drops) instead of stopping "
-           "the run")});
+           "the run"),
+       lrmoe::text_parameter(
+           "quota_by", "count",
+           "count: each expert keeps its water-filled quota; score_mass: each rank's unreplicated "
+           "experts share their quotas in proportion to the score mass of their pairs, once the "
+           "metric has scored them (a variant beyond the paper)",
+           {"count", "score_mass"})});
 }
 
 }  // namespace

@@ -70,6 +70,9 @@ inline constexpr double kMostCapacityFactor = 1e6;
 // A quota that keeps every pair of its expert, for a plan made without the counts.
 inline constexpr int64_t kKeepEveryPair = std::numeric_limits<int64_t>::max();
 
+// An expert that shares its quota with no other (PlacementPlan::quota_pool).
+inline constexpr int64_t kNoQuotaPool = -1;
+
 // Which of an expert's pairs past its forward capacity are dropped.
 enum class ForwardDrop {
   LowestGate,  // its lowest gates, ties to the later pair (Megatron's drop by probability)
@@ -89,6 +92,14 @@ struct PlacementPlan {
   // as capacity-factor baselines do). Empty: every routed pair is computed.
   std::vector<int64_t> forward_capacity;
   ForwardDrop forward_drop = ForwardDrop::LowestGate;  // which pairs past the capacity drop
+  // Per expert: the pool of experts whose quotas it shares in backward, or kNoQuotaPool (its
+  // quota as planned). Empty: every quota as planned. Once the metric has scored the pass, the
+  // runner spreads each pool's summed quota over the pool's experts in proportion to their score
+  // mass (each expert's scores summed over its computed pairs), each at most its computed pairs
+  // (Note [Quotas by score mass] in docs/notes.md). A pool's kept pairs then total at most what
+  // the plan budgeted for it, but move between its experts: pool only experts whose kept pairs
+  // use one rank's memory (the runner checks the routed loads against the budget again).
+  std::vector<int64_t> quota_pool{};
   // true: the instances of one expert on one rank share one copy of its parameters and one
   // gradient buffer, so a second instance adds capacity (its own slot, its own pairs) but no
   // parameter bytes, and nothing moves to it over a link. false: every instance holds its own

@@ -20,7 +20,8 @@ namespace lrmoe {
 // 7: PlacementPolicy::plans_from, so that placements planned without this pass's counts are
 //    planned before the router and their replicas fetched behind the previous layer.
 // 8: PlacementPlan::forward_drop, the rule by which pairs past the forward capacity drop.
-inline constexpr int kPluginApiVersion = 8;
+// 9: PlacementPlan::quota_pool, the experts whose quotas are spread by score mass in backward.
+inline constexpr int kPluginApiVersion = 9;
 
 // Plain data, so that the loader can read it from any plugin before trusting its C++ types.
 struct PluginAbi {
