@@ -7,9 +7,11 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <stdexcept>
 
+#include "core/replay/expert_load_csv.hpp"
 #include "runner/database_option.hpp"
 #include "runner/named_runs.hpp"
 #include "runner/query_result_text.hpp"
@@ -79,27 +81,55 @@ fs::path write_csv(const RunScalars& scalars, const fs::path& folder) {
   return file;
 }
 
+// The run's recorded per-expert loads, every recorded step, in the CSV that `lrmoe replay
+// --loads-csv` reads (core/replay/expert_load_csv.hpp).
+fs::path write_expert_loads(const ResultsStore& store, const RunSummary& run,
+                            const fs::path& folder) {
+  ExpertLoadHistory history =
+      store.expert_load_history(run.id, std::numeric_limits<int64_t>::max());
+  const RecordedExpertLoads loads{"", std::move(history.steps), std::move(history.pairs)};
+  fs::create_directories(folder);
+  const fs::path file = folder / (run_file_name(run) + "-expert-loads.csv");
+  std::ofstream out(file);
+  write_expert_load_csv(loads, out);
+  out.close();
+  if (!out) throw std::runtime_error("export: cannot write " + file.string());
+  return file;
+}
+
 }  // namespace
 
 CLI::App* add_export_command(CLI::App& app, ExportOptions& options) {
   CLI::App* command = app.add_subcommand(
       "export",
-      "write runs' per-step figures as TensorBoard event files or CSV, for the tools that read "
-      "them");
+      "write runs' per-step figures as TensorBoard event files or CSV, or their routing as "
+      "per-expert loads, for the tools that read them");
   add_named_runs_options(command, options.runs, options.sweeps);
   add_database_option(command, options.database, "results database");
-  command->add_option("--format", options.format, "tensorboard or csv")->capture_default_str();
+  command
+      ->add_option("--format", options.format,
+                   "tensorboard, csv, or expert-loads (each step's pairs per MoE layer and "
+                   "expert, the CSV `lrmoe replay --loads-csv` reads)")
+      ->capture_default_str();
   command->add_option("--out", options.out, "the folder to write into")->capture_default_str();
   return command;
 }
 
 int export_command(const ExportOptions& options, std::ostream& out) {
-  if (options.format != "tensorboard" && options.format != "csv")
-    throw std::invalid_argument("export: --format " + options.format + ": use tensorboard or csv");
+  if (options.format != "tensorboard" && options.format != "csv" &&
+      options.format != "expert-loads")
+    throw std::invalid_argument("export: --format " + options.format +
+                                ": use tensorboard, csv or expert-loads");
   const auto store = ResultsStore::open_read_only(options.database);
   const std::vector<int64_t> runs = named_runs(*store, options.runs, options.sweeps, "export");
   const fs::path folder(options.out);
   for (const int64_t run : runs) {
+    if (options.format == "expert-loads") {
+      const std::optional<RunSummary> summary = store->find_run(run);
+      const fs::path file = write_expert_loads(*store, *summary, folder);
+      out << fmt::format("run {}: per-expert loads in {}\n", run, file.string());
+      continue;
+    }
     const RunScalars scalars = read_run_scalars(*store, run);
     const fs::path file = options.format == "tensorboard" ? write_tensorboard(scalars, folder)
                                                           : write_csv(scalars, folder);

@@ -17,7 +17,9 @@
 #include "core/device/compute_device.hpp"
 #include "core/device/cuda_runtime.hpp"
 #include "core/pipeline/instance_table.hpp"
+#include "core/replay/expert_load_csv.hpp"
 #include "core/replay/plan_replay.hpp"
+#include "core/replay/routing_npy.hpp"
 #include "core/system/blas_probe.hpp"
 #include "core/train/trainer.hpp"
 #include "runner/count_option.hpp"
@@ -95,16 +97,14 @@ PreparedVariant prepare(const ExperimentSource& base, const ReplayVariant& varia
 }
 
 std::shared_ptr<const ExpertLoads> loads_for(const ReplayOptions& options,
-                                             const std::optional<ExpertLoadHistory>& history,
-                                             const std::string& history_origin,
+                                             const std::optional<RecordedExpertLoads>& recorded,
                                              const Experiment& e) {
   const int64_t moe_layers = moe_layer_count(e.model);
   if (options.skew) {
     return std::make_shared<SkewedLoads>(parse_skew(*options.skew), e.model.num_experts,
                                          e.experiment.seed);
   }
-  RecordedExpertLoads recorded{history_origin, history->steps, history->pairs};
-  return std::make_shared<RecordedLoads>(std::move(recorded), e.model.num_experts, moe_layers);
+  return std::make_shared<RecordedLoads>(*recorded, e.model.num_experts, moe_layers);
 }
 
 // The variants as the cells of the sweep the replay is recorded as; returns each one's tag.
@@ -206,6 +206,13 @@ CLI::App* add_replay_command(CLI::App& app, ReplayOptions& options) {
                       "synthetic routing: zipf:S, expert shares proportional to 1/rank^S");
   command->add_option("--loads-from", options.loads_from,
                       "routing from a run's recorded per-expert loads (its last --steps steps)");
+  command->add_option("--loads-csv", options.loads_csv,
+                      "routing from per-expert loads in a CSV file with columns step, layer, "
+                      "expert, pairs (what `lrmoe export RUN --format expert-loads` writes)");
+  command->add_option("--routing-npy", options.routing_npy,
+                      "routing from every token's expert ids, an integer array [tokens, layers, "
+                      "top_k] saved by numpy.save; each replay step counts the next "
+                      "batch_size x seq_len x micro_batches tokens");
   repeatable(command->add_option(
       "--variant", options.variants,
       "a bundle (fixed, symi, lrmoe) or LABEL:section.key=value,... (repeatable; default: the "
@@ -266,10 +273,12 @@ ReplayExperiment prepare_replay(const ExperimentSource& base,
 }
 
 int replay_command(const ReplayOptions& options, std::ostream& out) {
-  if (options.skew.has_value() == options.loads_from.has_value()) {
+  if (options.skew.has_value() + options.loads_from.has_value() + options.loads_csv.has_value() +
+          options.routing_npy.has_value() !=
+      1) {
     throw std::invalid_argument(
-        "replay: give one load source: --skew zipf:S (synthetic) or --loads-from RUN (a run's "
-        "recorded per-expert loads in --db)");
+        "replay: give one load source: --skew zipf:S (synthetic), --loads-from RUN (a run's "
+        "recorded per-expert loads in --db), --loads-csv FILE or --routing-npy FILE");
   }
   if (options.skew) parse_skew(*options.skew);
   std::optional<torch::Device> allocate;
@@ -301,12 +310,18 @@ int replay_command(const ReplayOptions& options, std::ostream& out) {
       throw std::invalid_argument(
           fmt::format("replay: --record '{}': {}", *options.record_as, problem));
   }
-  std::optional<ExpertLoadHistory> history;
-  std::string history_origin;
+  std::optional<RecordedExpertLoads> recorded;
   if (options.loads_from) {
     const auto reader = ResultsStore::open_read_only(database);
-    history = reader->expert_load_history(*options.loads_from, options.steps);
-    history_origin = fmt::format("run {} of {}", *options.loads_from, database);
+    ExpertLoadHistory history = reader->expert_load_history(*options.loads_from, options.steps);
+    recorded = RecordedExpertLoads{fmt::format("run {} of {}", *options.loads_from, database),
+                                   std::move(history.steps), std::move(history.pairs)};
+  } else if (options.loads_csv) {
+    recorded = read_expert_load_csv(*options.loads_csv);
+  } else if (options.routing_npy) {
+    const TrainConfig& train = prepared.front().experiment.train;
+    recorded = read_routing_npy(*options.routing_npy,
+                                train.batch_size * train.seq_len * train.micro_batches);
   }
   std::unique_ptr<ResultsStore> store;
   std::vector<SweepCellTag> cells;
@@ -338,7 +353,7 @@ int replay_command(const ReplayOptions& options, std::ostream& out) {
   // Ctrl-C stops the variant at its next step and starts no other.
   install_interrupt_handler();
   for (std::size_t i = 0; i < prepared.size() && !interrupt_requested(); ++i) {
-    const auto loads = loads_for(options, history, history_origin, prepared[i].experiment);
+    const auto loads = loads_for(options, recorded, prepared[i].experiment);
     if (i == 0) out << "loads: " << loads->describe() << "\n\n";
     outcomes.push_back(replay_variant(
         prepared[i], options, loads, store.get(),

@@ -30,8 +30,10 @@ struct ReplayOptions {
   // A bundle name ("fixed"), or "LABEL:section.key=value,..." applied after the overrides.
   // None: the three bundles.
   std::vector<std::string> variants;
-  std::optional<std::string> skew;    // "zipf:S"
-  std::optional<int64_t> loads_from;  // a run of the database whose recorded loads drive it
+  std::optional<std::string> skew;         // "zipf:S"
+  std::optional<int64_t> loads_from;       // a run of the database whose recorded loads drive it
+  std::optional<std::string> loads_csv;    // core/replay/expert_load_csv.hpp
+  std::optional<std::string> routing_npy;  // core/replay/routing_npy.hpp
   int64_t steps = 4;
   std::optional<std::string> record_as;  // a sweep name
   // The run's processes, each planning its own ranks' pairs on a thread of this one (Note

@@ -49,6 +49,11 @@ seed() {  # seed TARGET: the target's corpus folder, created with its seeds on t
         for model in experiments/models/*/config.json; do
           { printf '\x01'; cat "$model"; } >"$corpus/$(basename "$(dirname "$model")")"
         done ;;
+      load_files)  # a CSV of loads (first byte even), a .npy of int32 ids [2, 1, 2] (odd)
+        printf '\x00step,layer,expert,pairs\n1,0,0,5\n1,0,1,3\n2,0,0,1\n2,0,1,1\n' >"$corpus/csv"
+        { printf '\x03\x93NUMPY\x01\x00\x73\x00'
+          printf "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 1, 2), }%*s\n" 52 ''
+          printf '\x00\x00\x00\x00\x01\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00'; } >"$corpus/npy" ;;
       plugin_outputs)
         seq -s ' ' 1 120 >"$corpus/counting"
         printf '\x03\x01\x03\x06\x00\x00\x00\x00\x01\x01\x00\x01\x02\x00\x02\x01' >"$corpus/plan"
@@ -64,7 +69,8 @@ seed() {  # seed TARGET: the target's corpus folder, created with its seeds on t
 
 status=0
 mkdir -p "$build/findings"
-for target in experiment set_override token_file plugin_outputs sweep_spec checkpoint_file hf_files; do
+for target in experiment set_override token_file plugin_outputs sweep_spec checkpoint_file hf_files \
+    load_files; do
   corpus=$(seed "$target")
   findings="$build/findings/$target"
   mkdir -p "$findings"

@@ -1,5 +1,6 @@
 // lrmoe export: a run's per-step figures as CSV and as TensorBoard event files, the latter read
-// back by TensorBoard's own reader (scripts/setup.sh installs it in .tools/tensorboard).
+// back by TensorBoard's own reader (scripts/setup.sh installs it in .tools/tensorboard), and its
+// routing as per-expert loads, read back as replay reads them.
 
 #include <catch2/catch.hpp>
 
@@ -10,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/replay/expert_load_csv.hpp"
 #include "runner/tensorboard_events.hpp"
 #include "store/results_store.hpp"
 #include "support/child_process.hpp"
@@ -22,7 +24,8 @@ using lrmoe_test::TempFolder;
 
 namespace {
 
-// Run 1 of `db`: 20 steps, evaluated every 5th, with two MoE layers a step.
+// Run 1 of `db`: 20 steps, evaluated every 5th, with two MoE layers a step (blocks 1 and 3),
+// whose three experts take step, 2 x block and 5 pairs.
 void record_sample_run(const std::string& db) {
   auto store = lrmoe::ResultsStore::open(db);
   lrmoe::RunInfo info = lrmoe_test::sample_run("export-me");
@@ -33,6 +36,8 @@ void record_sample_run(const std::string& db) {
                         step, step % 5 == 0 ? std::optional(3.0 - 0.05 * step) : std::nullopt));
     for (int64_t layer = 0; layer < 2; ++layer)
       store->add_layer_step(run, lrmoe_test::sample_layer_step(step, layer));
+    for (const int64_t block : {1, 3})
+      store->add_expert_load(run, step, block, {step, 2 * block, 5});
   }
   store->finish_run(run, "finished", std::nullopt);
 }
@@ -71,7 +76,27 @@ TEST_CASE("lrmoe export writes a run's figures as CSV, a row per step", "[export
   const auto [refused, refused_output] =
       run_lrmoe({"export", "1", "--db", db, "--format", "parquet"}, dir.file("p.log"));
   CHECK(refused == 1);
-  CHECK_THAT(refused_output, Contains("export: --format parquet: use tensorboard or csv"));
+  CHECK_THAT(refused_output,
+             Contains("export: --format parquet: use tensorboard, csv or expert-loads"));
+}
+
+TEST_CASE("lrmoe export writes a run's routing as per-expert loads that replay reads back",
+          "[export][e2e]") {
+  TempFolder dir;
+  const std::string db = dir.file("r.db");
+  record_sample_run(db);
+  const auto [code, output] =
+      run_lrmoe({"export", "1", "--db", db, "--format", "expert-loads", "--out", dir.file("loads")},
+                dir.file("o.log"));
+  INFO(output);
+  REQUIRE(code == 0);
+  const std::string file = (dir.path() / "loads" / "run-1-export-me-expert-loads.csv").string();
+  CHECK_THAT(output, Contains("run 1: per-expert loads in " + file));
+  const lrmoe::RecordedExpertLoads loads = lrmoe::read_expert_load_csv(file);
+  REQUIRE(loads.steps.size() == 20);
+  CHECK(loads.steps.back() == 20);
+  using Layers = std::vector<std::vector<int64_t>>;
+  CHECK(loads.pairs[6] == Layers{{7, 2, 5}, {7, 6, 5}});
 }
 
 TEST_CASE(

@@ -20,8 +20,7 @@ TEST_CASE("A pool's quota goes to its experts in proportion to their score mass"
   CHECK(spread_pool_quotas({4, 4, 4}, {0, 0, kNoQuotaPool}, {10, 10, 10}, {3, 1, 5}) ==
         Counts{6, 2, 4});
   // No pools: the quotas as planned.
-  CHECK(spread_pool_quotas({4, 4}, {kNoQuotaPool, kNoQuotaPool}, {10, 10}, {9, 1}) ==
-        Counts{4, 4});
+  CHECK(spread_pool_quotas({4, 4}, {kNoQuotaPool, kNoQuotaPool}, {10, 10}, {9, 1}) == Counts{4, 4});
 }
 
 TEST_CASE("An expert keeps at most its computed pairs, and what it cannot take goes to the others",
