@@ -37,7 +37,7 @@ seed() {  # seed TARGET: the target's corpus folder, created with its seeds on t
         printf '\x20\x01\x00\x02\x00\x03\x00\x04\x00\x05\x00\x06\x00\x07\x00\x08\x00' >"$corpus/uint16"
         printf '\x21\x01\x00\x00\x00\x02\x00\x00\x00\x03\x00\x00\x00\x04\x00\x00\x00' >"$corpus/uint32" ;;
       sweep_spec)
-        cp experiments/sweeps/*.toml experiments/paper/corpus-*.toml "$corpus/"
+        cp experiments/sweeps/*.toml experiments/studies/corpus-*.toml "$corpus/"
         printf 'experiment = "b.toml"\n[[axis]]\nvariants = [\n  { label = "x",\n    "a.b" = 1, },\n]\n' \
           >"$corpus/multiline" ;;
       checkpoint_file)  # recipes of an archive with every key, and a checksum that is wrong
