@@ -126,6 +126,10 @@ int export_command(const ExportOptions& options, std::ostream& out) {
   for (const int64_t run : runs) {
     if (options.format == "expert-loads") {
       const std::optional<RunSummary> summary = store->find_run(run);
+      if (!summary)
+        throw std::invalid_argument(
+            fmt::format("export: {} has no run {}; lrmoe runs --db {} lists them", options.database,
+                        run, options.database));
       const fs::path file = write_expert_loads(*store, *summary, folder);
       out << fmt::format("run {}: per-expert loads in {}\n", run, file.string());
       continue;

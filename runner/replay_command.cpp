@@ -319,9 +319,21 @@ int replay_command(const ReplayOptions& options, std::ostream& out) {
   } else if (options.loads_csv) {
     recorded = read_expert_load_csv(*options.loads_csv);
   } else if (options.routing_npy) {
-    const TrainConfig& train = prepared.front().experiment.train;
-    recorded = read_routing_npy(*options.routing_npy,
-                                train.batch_size * train.seq_len * train.micro_batches);
+    // The file is cut into steps once, so every variant must take as many tokens a step.
+    auto step_tokens = [](const PreparedVariant& p) {
+      const TrainConfig& train = p.experiment.train;
+      return train.batch_size * train.seq_len * train.micro_batches;
+    };
+    for (const PreparedVariant& p : prepared) {
+      if (step_tokens(p) != step_tokens(prepared.front()))
+        throw std::invalid_argument(fmt::format(
+            "replay --routing-npy: variant {} takes {} tokens a step, variant {} {}; the routing "
+            "is cut into steps once, so give the variants the same train.batch_size, seq_len and "
+            "micro_batches",
+            p.variant.label, step_tokens(p), prepared.front().variant.label,
+            step_tokens(prepared.front())));
+    }
+    recorded = read_routing_npy(*options.routing_npy, step_tokens(prepared.front()));
   }
   std::unique_ptr<ResultsStore> store;
   std::vector<SweepCellTag> cells;

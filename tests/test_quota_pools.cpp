@@ -27,6 +27,8 @@ TEST_CASE("An expert keeps at most its computed pairs, and what it cannot take g
           "[quota]") {
   // Expert 0's share of 8 would be 7.2, above its 5 pairs: it keeps 5, expert 1 the 3 left.
   CHECK(spread_pool_quotas({4, 4}, {0, 0}, {5, 10}, {9, 1}) == Counts{5, 3});
+  // A quota above its expert's computed pairs counts as those pairs in the pool's total.
+  CHECK(spread_pool_quotas({9, 1}, {0, 0}, {2, 10}, {1, 1}) == Counts{2, 1});
   // Every expert capped: the pool keeps every computed pair and no more.
   CHECK(spread_pool_quotas({3, 3}, {0, 0}, {3, 3}, {1, 100}) == Counts{3, 3});
 }
@@ -53,7 +55,8 @@ TEST_CASE("Spread quotas never exceed a pool's quota or an expert's pairs", "[qu
     Counts quota(experts), pool(experts), computed(experts), mass(experts);
     for (std::size_t e = 0; e < experts; ++e) {
       computed[e] = static_cast<int64_t>(random() % 50);
-      quota[e] = computed[e] == 0 ? 0 : static_cast<int64_t>(random() % (computed[e] + 1));
+      // Some quotas above their computed pairs (a plugin's, with a forward capacity).
+      quota[e] = static_cast<int64_t>(random() % (computed[e] + 8));
       pool[e] = static_cast<int64_t>(random() % 4) - 1;  // kNoQuotaPool, 0, 1 or 2
       // Masses of every size, zero among them, up to the sums a large pass reaches.
       mass[e] = random() % 5 == 0 ? 0 : static_cast<int64_t>(random() >> (1 + random() % 62));
@@ -63,15 +66,21 @@ TEST_CASE("Spread quotas never exceed a pool's quota or an expert's pairs", "[qu
     for (int64_t p = kNoQuotaPool; p < 3; ++p) {
       int64_t planned = 0, given = 0, room = 0;
       bool any_mass = false;
+      for (std::size_t e = 0; e < experts; ++e)
+        any_mass = any_mass || (pool[e] == p && mass[e] > 0);
       for (std::size_t e = 0; e < experts; ++e) {
         if (pool[e] != p) continue;
+        // Outside every pool, or in one without mass: the quota as planned (the selection keeps
+        // at most the pairs there are).
+        if (p == kNoQuotaPool || !any_mass) {
+          REQUIRE(spread[e] == quota[e]);
+          continue;
+        }
         REQUIRE(spread[e] >= 0);
         REQUIRE(spread[e] <= computed[e]);
-        if (p == kNoQuotaPool) REQUIRE(spread[e] == quota[e]);
-        planned += quota[e];
+        planned += std::min(quota[e], computed[e]);
         given += spread[e];
         if (mass[e] > 0) room += computed[e];
-        any_mass = any_mass || mass[e] > 0;
       }
       // A pool hands out its whole quota, unless its experts with mass cannot take it all.
       if (p != kNoQuotaPool && any_mass) REQUIRE(given == std::min(planned, room));

@@ -86,7 +86,8 @@ void check_quota_pools(const std::vector<int64_t>& pools, int64_t num_experts,
 
 std::vector<int64_t> score_mass_units(const torch::Tensor& scores, const torch::Tensor& experts,
                                       int64_t num_experts, double largest) {
-  if (!(largest > 0) || scores.numel() == 0)
+  // Not finite: scores the output checks (off) let through; the quotas are then kept as planned.
+  if (!(largest > 0) || !std::isfinite(largest) || scores.numel() == 0)
     return std::vector<int64_t>(static_cast<std::size_t>(num_experts), 0);
   const double scale = std::ldexp(1.0, 32) / largest;
   const torch::Tensor units =
@@ -108,8 +109,10 @@ std::vector<int64_t> spread_pool_quotas(const std::vector<int64_t>& quota,
   for (const auto& [pool, experts] : members) {
     int64_t total = 0;
     bool any_mass = false;
+    // A quota above the computed pairs keeps no more than those: the plan's budget counted
+    // min(computed, quota), and that is what the pool may spread.
     for (const std::size_t e : experts) {
-      total += quota[e];
+      total += std::min(quota[e], computed[e]);
       any_mass = any_mass || mass[e] > 0;
     }
     if (any_mass) spread_one_pool(experts, total, computed, mass, spread);

@@ -17,8 +17,9 @@ void check_quota_pools(const std::vector<int64_t>& pools, int64_t num_experts,
                        const std::string& policy);
 
 // Score mass in units that sum exactly: each score s of `scores` ([n] float32) becomes
-// round(s / largest * 2^32) as int64, summed per expert of `experts` ([n] int64, below
-// num_experts); `largest` is the largest score over every process (0: every mass is 0). Integer
+// round(s * (2^32 / largest)) as int64, summed per expert of `experts` ([n] int64, below
+// num_experts); `largest` is the largest score over every process (0 or not finite: every mass is
+// 0). A score below largest / 2^33 counts as no mass. Integer
 // sums are the same in any order, so the exact plan (every pair on every process) and the
 // scalable one (each process its own pairs, the sums summed) spread quotas alike. Returns
 // [num_experts] on the host.
@@ -26,10 +27,11 @@ std::vector<int64_t> score_mass_units(const torch::Tensor& scores, const torch::
                                       int64_t num_experts, double largest);
 
 // The quotas after spreading: an expert outside every pool keeps quota[e]; the experts of one
-// pool share the sum Q of their quotas, expert e taking min(computed[e], lambda * mass[e]) with
-// lambda the largest that keeps the pool's sum within Q, rounded down, the pairs left over by the
-// rounding to the largest remainders (equal: the lower expert). A pool whose mass is all zero
-// keeps its quotas as planned. Exact integer arithmetic: every process gets the same quotas.
+// pool share the sum Q of their quotas (each at most its computed pairs), expert e taking
+// min(computed[e], lambda * mass[e]) with lambda the largest that keeps the pool's sum within Q,
+// rounded down, the pairs left over by the rounding to the largest remainders (equal: the lower
+// expert). A pool whose mass is all zero keeps its quotas as planned. Exact integer arithmetic:
+// every process gets the same quotas.
 std::vector<int64_t> spread_pool_quotas(const std::vector<int64_t>& quota,
                                         const std::vector<int64_t>& pools,
                                         const std::vector<int64_t>& computed,

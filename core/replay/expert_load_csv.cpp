@@ -67,7 +67,9 @@ RecordedExpertLoads read_expert_load_csv(const std::string& path) {
     }
     break;
   }
-  if (fields == 0) throw fail(number, "no header line (step,layer,expert,pairs)");
+  if (fields == 0)
+    throw std::invalid_argument(
+        fmt::format("{}: empty; it needs a header line step,layer,expert,pairs and rows", path));
 
   std::vector<Row> rows;
   while (std::getline(in, line)) {
@@ -89,6 +91,9 @@ RecordedExpertLoads read_expert_load_csv(const std::string& path) {
     if (row.value[2] >= kMostLoadCells)
       throw fail(number, fmt::format("expert {} is past the {} experts a load file may name",
                                      row.value[2], kMostLoadCells));
+    if (row.value[3] > kMostPairs)
+      throw fail(number, fmt::format("{} pairs are more than the {} one expert's load may hold",
+                                     row.value[3], kMostPairs));
     if (static_cast<int64_t>(rows.size()) >= kMostLoadCells)
       throw fail(number, fmt::format("more than {} rows; split the file", kMostLoadCells));
     rows.push_back(row);
@@ -104,12 +109,15 @@ RecordedExpertLoads read_expert_load_csv(const std::string& path) {
   RecordedExpertLoads loads;
   loads.origin = path;
   std::vector<int64_t> first_layers, layers;  // the first step's layers, this step's
+  int64_t held = 0;                           // loads allocated so far
+  auto other_layers = [&](int64_t line) {
+    return fail(line, fmt::format("step {} lists other MoE layers than step {}; every step lists "
+                                  "the same layers",
+                                  loads.steps.back(), loads.steps.front()));
+  };
   auto close_step = [&](int64_t line) {
     if (loads.steps.size() == 1) first_layers = layers;
-    if (layers != first_layers)
-      throw fail(line, fmt::format("step {} lists other MoE layers than step {}; every step "
-                                   "lists the same layers",
-                                   loads.steps.back(), loads.steps.front()));
+    if (layers != first_layers) throw other_layers(line);
   };
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Row& row = rows[i];
@@ -123,15 +131,18 @@ RecordedExpertLoads read_expert_load_csv(const std::string& path) {
       loads.steps.push_back(step);
       loads.pairs.emplace_back();
       layers.clear();
-      const int64_t cells = static_cast<int64_t>(loads.steps.size()) *
-                            static_cast<int64_t>(std::max<std::size_t>(first_layers.size(), 1)) *
-                            experts;
-      if (cells > kMostLoadCells)
-        throw fail(row.line, fmt::format("{} experts over {} steps are more than the {} loads a "
-                                         "load file may hold; split the file",
-                                         experts, loads.steps.size(), kMostLoadCells));
     }
     if (layers.empty() || layers.back() != layer) {
+      // A later step may only repeat the first step's layers, checked as each one starts, so
+      // that nothing is allocated for a layer that will be refused.
+      if (loads.steps.size() > 1 &&
+          (layers.size() >= first_layers.size() || first_layers[layers.size()] != layer))
+        throw other_layers(row.line);
+      held += experts;
+      if (held > kMostLoadCells)
+        throw fail(row.line, fmt::format("{} experts over the layers and steps so far are more "
+                                         "than the {} loads a load file may hold; split the file",
+                                         experts, kMostLoadCells));
       layers.push_back(layer);
       loads.pairs.back().emplace_back(static_cast<std::size_t>(experts), 0);
     }

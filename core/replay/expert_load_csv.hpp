@@ -19,8 +19,9 @@
 namespace lrmoe {
 
 // The file's loads, `origin` naming it. Throws std::invalid_argument naming the file and line:
-// a missing or repeated column, a cell that is not a whole number in range, a row repeated, a
-// step whose layers differ from the first step's, more than kMostLoadCells loads.
+// a missing or repeated column, a cell that is not a whole number in range (pairs at most
+// kMostPairs), a row repeated, a step whose layers differ from the first step's, more than
+// kMostLoadCells loads.
 RecordedExpertLoads read_expert_load_csv(const std::string& path);
 
 // `loads` as the file above, layer the index among the MoE layers, every expert of a layer a row.
@@ -29,5 +30,8 @@ void write_expert_load_csv(const RecordedExpertLoads& loads, std::ostream& out);
 // Steps x layers x experts the reader holds at most (a file naming expert 10^12 would ask for
 // terabytes): 2^28 loads, 2 GiB.
 inline constexpr int64_t kMostLoadCells = int64_t{1} << 28;
+// Pairs one expert's load may hold: 2^40, far past any pass, so that the sums of a layer's loads
+// stay within int64.
+inline constexpr int64_t kMostPairs = int64_t{1} << 40;
 
 }  // namespace lrmoe

@@ -60,10 +60,12 @@ NpyHeader read_header(std::ifstream& in, const std::string& path) {
   const std::string descr = header_value(header, "descr", '\'');
   // '<i8', '|u1': byte order, kind, size.
   if (descr.size() != 5 || (descr[1] != '<' && descr[1] != '|') ||
-      (descr[2] != 'i' && descr[2] != 'u') || std::string("1248").find(descr[3]) == std::string::npos)
-    throw fail(fmt::format("dtype {} is not read: the expert ids are little-endian integers "
-                           "(numpy int8 to int64, uint8 to uint64)",
-                           descr.empty() ? "(none)" : descr));
+      (descr[2] != 'i' && descr[2] != 'u') ||
+      std::string("1248").find(descr[3]) == std::string::npos)
+    throw fail(
+        fmt::format("dtype {} is not read: the expert ids are little-endian integers "
+                    "(numpy int8 to int64, uint8 to uint64)",
+                    descr.empty() ? "(none)" : descr));
   parsed.kind = descr[2];
   parsed.item_bytes = descr[3] - '0';
   if (header_value(header, "fortran_order", 0) != "False")
@@ -92,9 +94,10 @@ NpyHeader read_header(std::ifstream& in, const std::string& path) {
 int64_t item_at(const unsigned char* bytes, char kind, int64_t width) {
   uint64_t bits = 0;
   for (int64_t i = width - 1; i >= 0; --i) bits = (bits << 8) | bytes[i];
-  if (kind == 'u') return bits > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
-                              ? std::numeric_limits<int64_t>::max()
-                              : static_cast<int64_t>(bits);
+  if (kind == 'u')
+    return bits > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
+               ? std::numeric_limits<int64_t>::max()
+               : static_cast<int64_t>(bits);
   // Sign-extend a narrower two's-complement value.
   const int shift = static_cast<int>(64 - 8 * width);
   return static_cast<int64_t>(bits << shift) >> shift;
@@ -123,6 +126,11 @@ RecordedExpertLoads read_routing_npy(const std::string& path, int64_t tokens_per
   in.seekg(header.data_offset);
 
   const int64_t steps = tokens >= tokens_per_step ? tokens / tokens_per_step : 1;
+  if (steps > kMostLoadCells / layers)
+    throw std::invalid_argument(fmt::format(
+        "{}: {} steps of {} layers are more than the {} loads a load source may hold; give a "
+        "larger batch or a shorter file",
+        path, steps, layers, kMostLoadCells));
   const int64_t read_tokens = tokens >= tokens_per_step ? steps * tokens_per_step : tokens;
   RecordedExpertLoads loads;
   loads.origin = path;
@@ -139,9 +147,8 @@ RecordedExpertLoads read_routing_npy(const std::string& path, int64_t tokens_per
     for (int64_t l = 0; l < layers; ++l) {
       std::vector<int64_t>& counts = loads.pairs.back()[static_cast<std::size_t>(l)];
       for (int64_t k = 0; k < top_k; ++k) {
-        const int64_t id =
-            item_at(row.data() + (l * top_k + k) * header.item_bytes, header.kind,
-                    header.item_bytes);
+        const int64_t id = item_at(row.data() + (l * top_k + k) * header.item_bytes, header.kind,
+                                   header.item_bytes);
         if (id < 0)
           throw std::invalid_argument(fmt::format(
               "{}: token {}, layer {}, choice {}: expert id {}; ids are 0 or more (drop padded "
