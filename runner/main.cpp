@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include <csignal>
+#include <string_view>
 
 #include <cstdlib>
 #include <iostream>
@@ -17,6 +18,7 @@
 #include "compare_command.hpp"
 #include "core/config/experiment_loader.hpp"
 #include "core/device/caching_host_allocator.hpp"
+#include "core/system/host_info.hpp"
 #include "core/system/one_line.hpp"
 #include "count_option.hpp"
 #include "database_option.hpp"
@@ -79,6 +81,9 @@ int main(int argc, char** argv) {
   lrmoe::install_caching_host_allocator();
   CLI::App app{"lrmoe: memory-aware Mixture-of-Experts training harness"};
   app.require_subcommand(1);
+  // `lrmoe --version`: the version and the commit it was built from, as every run records it.
+  app.set_version_flag("--version", lrmoe::code_version());
+
   spdlog::set_pattern("[%H:%M:%S %^%l%$] %v");
 
   lrmoe::ExperimentSource source;
@@ -327,6 +332,12 @@ int main(int argc, char** argv) {
   app.add_subcommand("schema",
                      "print the experiment schema: every section, key, default and range");
 
+  // `lrmoe help` as `lrmoe --help`, the word users type first.
+  if (argc == 2 && std::string_view(argv[1]) == "help") {
+    app.name("lrmoe");
+    fmt::print("{}", app.help());
+    return 0;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& help) {
