@@ -113,7 +113,8 @@ void print_field(std::ostream& out, std::string_view label, std::string_view val
   out << fmt::format("  {:<16}{}\n", label, dash_if_empty(value));
 }
 
-void print_run(std::ostream& out, const RunSummary& run, const std::vector<StepRecord>& steps) {
+void print_run(std::ostream& out, const RunSummary& run, const std::vector<StepRecord>& steps,
+               const std::optional<std::string>& failure) {
   std::vector<double> train_losses, eval_losses;
   for (const StepRecord& step : steps) {
     train_losses.push_back(step.train_loss);
@@ -125,6 +126,7 @@ void print_run(std::ostream& out, const RunSummary& run, const std::vector<StepR
   print_field(out, "model", run.model);
   if (run.sweep) print_field(out, "sweep cell", fmt::format("{} {}", *run.sweep, *run.cell));
   print_field(out, "status", run.status);
+  if (failure) print_field(out, "why", *failure);
   if (run.replay) print_field(out, "replay of", run.load_source);
   print_field(out, "started", readable_time(run.started_at) + " UTC");
   print_field(out, "ended", run.ended_at ? readable_time(*run.ended_at) + " UTC" : "-");
@@ -202,7 +204,15 @@ int run_show_command(const std::string& db_path, int64_t run_id, std::ostream& o
                              db_path, db_path);
     return 1;
   }
-  print_run(out, *run, store->steps(run_id));
+  // A failed run says why: the last error it recorded (the line the run printed when it stopped).
+  std::optional<std::string> failure;
+  if (run->status == "failed") {
+    const QueryResult last = store->query(fmt::format(
+        "SELECT message FROM events WHERE run = {} AND level = 'error' ORDER BY id DESC LIMIT 1",
+        run_id));
+    if (!last.rows.empty() && last.rows.front().front()) failure = *last.rows.front().front();
+  }
+  print_run(out, *run, store->steps(run_id), failure);
   return 0;
 }
 

@@ -73,6 +73,26 @@ TEST_CASE("query runs exactly one read-only statement", "[store]") {
   }
 }
 
+TEST_CASE("lrmoe show says why a failed run failed: the last error it recorded",
+          "[store][runner]") {
+  TempFolder dir;
+  const std::string db_path = dir.file("results.db");
+  int64_t run = 0;
+  {
+    auto store = ResultsStore::open(db_path);
+    run = store->begin_run(sample_run("broken"));
+    store->add_step(run, sample_step(1, std::nullopt));
+    store->add_event(run, "error", "a first error");
+    store->add_event(run, "error", "step 2: the gradient norm is nan: training diverged");
+    store->add_event(run, "info", "after the error");
+    store->finish_run(run, "failed", std::nullopt);
+  }
+  std::ostringstream show;
+  CHECK(lrmoe::run_show_command(db_path, run, show) == 0);
+  CHECK_THAT(show.str(), Contains("status          failed\n  why             step 2: the gradient "
+                                  "norm is nan: training diverged\n"));
+}
+
 TEST_CASE("the runs, show and query commands print a database", "[store][runner]") {
   TempFolder dir;
   const std::string db_path = dir.file("results.db");
@@ -100,6 +120,7 @@ TEST_CASE("the runs, show and query commands print a database", "[store][runner]
                              Contains("min 9.5000  max 9.9900") &&
                              Contains("min 2.5000  max 2.9000") && Contains("█"));
   CHECK_THAT(show.str(), !Contains("[experiment]"));  // the TOML is left out
+  CHECK_THAT(show.str(), !Contains("  why "));        // a finished run has nothing to explain
 
   std::ostringstream unknown;
   CHECK(lrmoe::run_show_command(db_path, run + 1, unknown) == 1);
