@@ -107,11 +107,12 @@ bool run_arms(const ArmSweeps& sweeps, const std::string& name, const std::vecto
   for (std::size_t i = 0; i < sweeps.overrides.size(); ++i)
     toml += (i ? ", " : "") + toml_string(sweeps.overrides[i]);
   toml += "]\n\n[[axis]]\nvariants = [\n";
+  // Each arm named by its label, so that `lrmoe compare` of the sweep names it as the gate's
+  // table does (a label is a name, not part of the cell's identity).
   for (const GateArm& arm : arms) {
-    toml += "  {";
-    for (std::size_t i = 0; i < arm.settings.size(); ++i)
-      toml += fmt::format("{} {} = {}", i ? "," : "", toml_string(arm.settings[i].first),
-                          arm.settings[i].second);
+    toml += "  { label = " + toml_string(arm.label);
+    for (const auto& [key, value] : arm.settings)
+      toml += fmt::format(", {} = {}", toml_string(key), value);
     toml += " },\n";
   }
   toml += fmt::format("]\n\n[[axis]]\nkey = \"{}\"\nvalues = [", kSeedKey);
