@@ -172,7 +172,34 @@ std::string spread_text(const std::vector<double>& values, const Figure& f) {
 
 // "policies.bundle, policies.placement.symi.{layout, slots}": keys sharing all but their last
 // part written once, in order.
-std::string key_list(const std::vector<std::string>& keys) {
+// The keys of a plugin's parameters (policies.<kind>.<plugin>.<parameter>) whose kind's plugin
+// differs among the variants (policies.<kind>.name is among `keys`): they differ because the
+// plugin does, and listing each of them says nothing more.
+std::vector<std::string> without_plugin_parameters(const std::vector<std::string>& keys,
+                                                   bool& left_out) {
+  const std::set<std::string> all(keys.begin(), keys.end());
+  std::vector<std::string> kept;
+  left_out = false;
+  for (const std::string& key : keys) {
+    bool parameter = false;
+    if (key.rfind("policies.", 0) == 0) {
+      const std::size_t kind_end = key.find('.', std::string("policies.").size());
+      const std::size_t plugin_end =
+          kind_end == std::string::npos ? kind_end : key.find('.', kind_end + 1);
+      parameter =
+          plugin_end != std::string::npos && all.count(key.substr(0, kind_end) + ".name") == 1;
+    }
+    if (parameter)
+      left_out = true;
+    else
+      kept.push_back(key);
+  }
+  return kept;
+}
+
+std::string key_list(const std::vector<std::string>& all_keys) {
+  bool parameters_left_out = false;
+  const std::vector<std::string> keys = without_plugin_parameters(all_keys, parameters_left_out);
   std::vector<std::pair<std::string, std::vector<std::string>>> by_table;
   for (const std::string& key : keys) {
     const std::size_t dot = key.rfind('.');
@@ -185,7 +212,8 @@ std::string key_list(const std::vector<std::string>& keys) {
     parts.push_back(names.size() == 1 ? table + names.front()
                                       : fmt::format("{}{{{}}}", table, fmt::join(names, ", ")));
   }
-  return fmt::format("{}", fmt::join(parts, ", "));
+  return fmt::format("{}{}", fmt::join(parts, ", "),
+                     parameters_left_out ? " (and the parameters of the plugins that differ)" : "");
 }
 
 int64_t distinct_seeds(const VariantRuns& v) {

@@ -217,6 +217,29 @@ TEST_CASE(
                     Contains("--baseline bundle=lrmoe: no variant of that name"));
 }
 
+TEST_CASE("compare's list of differing settings leaves out the parameters of plugins that differ",
+          "[compare][store]") {
+  TempFolder dir;
+  const std::string db = dir.file("c.db");
+  {
+    auto store = lrmoe::ResultsStore::open(db);
+    const auto record = [&](const std::string& placement, const std::string& parameters) {
+      lrmoe::RunInfo info = lrmoe_test::sample_run("run");
+      info.resolved_toml =
+          "[model]\npreset = \"tiny-moe\"\n[policies.placement]\nname = \"" + placement + "\"\n";
+      info.policies = placement + "/gate/keep_all/owner";
+      const int64_t run = store->begin_run(info);
+      store->add_plugins(run, {{"placement", placement, "1.0.0", parameters, "lib.so", "ab"}});
+      store->finish_run(run, "finished", std::nullopt);
+    };
+    record("lrmoe", "keep_fraction = 1.0\nmax_replicas = 4\n");
+    record("symi", "capacity_factor = 1.0\n");
+  }
+  const std::string table = compare(db, "table", std::nullopt, {}, {1, 2});
+  CHECK_THAT(table, Contains("the variants of tiny-moe differ in: policies.placement.name (and the "
+                             "parameters of the plugins that differ)\n"));
+}
+
 TEST_CASE(
     "compare never pools runs whose plugin parameters differ: each is its own variant, named by "
     "the setting that tells it apart, with the differing settings listed and few seeds flagged",
