@@ -168,7 +168,29 @@ void print_run(std::ostream& out, const RunSummary& run, const std::vector<StepR
 
 }  // namespace
 
-int run_runs_command(const std::string& db_path, const RunFilter& filter, std::ostream& out) {
+// The columns of runs_table the narrow listing keeps, and the width it cuts cells at: 120
+// columns with a name of 28 characters.
+const std::vector<std::string> kNarrowRunColumns = {
+    "id",        "name",   "status",      "started (UTC)", "steps",
+    "eval loss", "target", "target step", "target MoE s"};
+constexpr int kNarrowCellWidth = 28;
+
+QueryResult narrow(const QueryResult& table) {
+  std::vector<std::size_t> keep;
+  for (const std::string& column : kNarrowRunColumns)
+    keep.push_back(static_cast<std::size_t>(
+        std::find(table.columns.begin(), table.columns.end(), column) - table.columns.begin()));
+  QueryResult out;
+  for (std::size_t c : keep) out.columns.push_back(table.columns[c]);
+  for (const auto& row : table.rows) {
+    out.rows.emplace_back();
+    for (std::size_t c : keep) out.rows.back().push_back(row[c]);
+  }
+  return out;
+}
+
+int run_runs_command(const std::string& db_path, const RunFilter& filter, std::ostream& out,
+                     bool wide) {
   const std::vector<std::string> statuses = {"running", "finished", "failed", "stopped",
                                              "interrupted"};
   if (filter.status &&
@@ -192,7 +214,8 @@ int run_runs_command(const std::string& db_path, const RunFilter& filter, std::o
                      : fmt::format("none of the {} runs in {} passes the filters\n", all, db_path));
     return 0;
   }
-  out << render_text_table(runs_table(runs), 40, "-");
+  out << (wide ? render_text_table(runs_table(runs), 40, "-")
+               : render_text_table(narrow(runs_table(runs)), kNarrowCellWidth, "-"));
   return 0;
 }
 

@@ -19,10 +19,12 @@ struct RunFilter {
   std::optional<int64_t> last;        // of those, the newest N
 };
 
-// One line per run: id, name, model, sweep cell, status, start, steps, final losses, target
-// and time to target. An unknown status is a std::invalid_argument naming the statuses.
+// One line per run, within 120 columns: id, name, status, start, steps, final evaluation loss,
+// target and time to target (step and MoE seconds); `wide`: also model, sweep cell, policies,
+// ranks, kind, final training loss and the other times to target, cells cut at 40 characters.
+// An unknown status is a std::invalid_argument naming the statuses.
 int run_runs_command(const std::string& db_path, const RunFilter& filter = {},
-                     std::ostream& out = std::cout);
+                     std::ostream& out = std::cout, bool wide = false);
 
 // One run in full (all but its TOML) with sparklines of its train and eval loss. An unknown
 // id is reported on standard error and returns 1.

@@ -288,6 +288,10 @@ int main(int argc, char** argv) {
   runs->add_option("--model", run_filter.model, "only the runs of this model, by name");
   runs->add_option("--last", run_filter.last, "only the newest N (of those the filters keep)")
       ->check(lrmoe::count_between(1));
+  bool runs_wide = false;
+  runs->add_flag("--wide", runs_wide,
+                 "every column (model, sweep cell, policies, ranks, kind, training loss, all times "
+                 "to target), not only those that fit 120 columns");
 
   auto* show = app.add_subcommand("show", "summary and loss curve of one run");
   show->add_option("run", run_id, "run id")->required()->check(lrmoe::count_between(1));
@@ -370,7 +374,7 @@ int main(int argc, char** argv) {
     if (replay->parsed()) return lrmoe::replay_command(replay_options, std::cout);
     if (bench_planning->parsed()) return lrmoe::planning_bench_command(planning_bench, std::cout);
     if (resume->parsed()) return lrmoe::resume_command(resume_id, db, resume_options);
-    if (runs->parsed()) return lrmoe::run_runs_command(db, run_filter);
+    if (runs->parsed()) return lrmoe::run_runs_command(db, run_filter, std::cout, runs_wide);
     if (show->parsed()) return lrmoe::run_show_command(db, run_id);
     if (query->parsed()) return lrmoe::run_query_command(db, sql, query_output);
     if (plugins->parsed()) return lrmoe::plugins_command(plugin_folders, plugin_kind);

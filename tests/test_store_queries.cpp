@@ -107,10 +107,15 @@ TEST_CASE("the runs, show and query commands print a database", "[store][runner]
     store->finish_run(run, "finished", lrmoe::TimeToTarget{40, 20.0, 8.0});
   }
 
-  std::ostringstream runs;
+  std::ostringstream runs, all_columns;
   CHECK(lrmoe::run_runs_command(db_path, {}, runs) == 0);
   CHECK_THAT(runs.str(), Contains("started (UTC)") && Contains("demo") && Contains("finished") &&
-                             Contains("9.5000") && Contains("2.5000") && Contains("20.0"));
+                             Contains("2.5000") && Contains("40") && !Contains("policies"));
+  // Within 120 columns by default; every column with --wide.
+  std::istringstream lines(runs.str());
+  for (std::string line; std::getline(lines, line);) CHECK(line.size() <= 120);
+  CHECK(lrmoe::run_runs_command(db_path, {}, all_columns, true) == 0);
+  CHECK_THAT(all_columns.str(), Contains("policies") && Contains("9.5000") && Contains("20.0"));
 
   std::ostringstream show;
   CHECK(lrmoe::run_show_command(db_path, run, show) == 0);
