@@ -13,6 +13,10 @@ so the script resumes where it stopped. The table has, per cell and arm: whether
 modeled seconds per steady step (SYMI's history-less first step left out) and their parts
 (compute, all-to-all, the plan's collectives, parameter transfers, less what overlaps), and the
 share of the routed pairs dropped in forward and kept in backward.
+
+LRMoE has one arm: its variants (importance sampling, quotas by score mass) keep as many pairs on
+each rank as the literal one, so their modeled steps are its own; they differ in which pairs,
+which only training can price (experiments/paper/lrmoe-variants.toml).
 """
 
 import argparse
