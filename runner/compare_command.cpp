@@ -394,6 +394,22 @@ int compare_command(const CompareOptions& options, std::ostream& out, std::ostre
       if (v.name == *options.baseline) baselines[v.model] = &v;
       names += (names.empty() ? "'" : ", '") + v.name + "'";
     }
+    // Runs given by id are named by their policies ("symi/gate/keep_all/round_robin"): their
+    // placement alone ("symi") names the one such variant of a model.
+    if (baselines.empty()) {
+      std::map<std::string, int> matches;
+      for (const VariantRuns& v : variants) {
+        if (v.name.rfind(*options.baseline + "/", 0) != 0) continue;
+        baselines[v.model] = &v;
+        ++matches[v.model];
+      }
+      for (const auto& [model, count] : matches) {
+        if (count > 1)
+          throw std::invalid_argument(fmt::format(
+              "--baseline {}: {} variants of {} have that placement; name one of them in full: {}",
+              *options.baseline, count, model, names));
+      }
+    }
     if (baselines.empty())
       throw std::invalid_argument("--baseline " + *options.baseline +
                                   ": no variant of that name; the variants: " + names);

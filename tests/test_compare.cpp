@@ -238,6 +238,10 @@ TEST_CASE("compare's list of differing settings leaves out the parameters of plu
   const std::string table = compare(db, "table", std::nullopt, {}, {1, 2});
   CHECK_THAT(table, Contains("the variants of tiny-moe differ in: policies.placement.name (and the "
                              "parameters of the plugins that differ)\n"));
+  // Runs given by id go by their policies; their placement alone names one as the baseline.
+  CHECK_THAT(compare(db, "table", "symi", {}, {1, 2}), Contains("reduction: steps to target"));
+  CHECK_THROWS_WITH(compare(db, "table", "gate", {}, {1, 2}),
+                    Contains("--baseline gate: no variant of that name"));
 }
 
 TEST_CASE(
