@@ -86,10 +86,16 @@ PluginInfo load_plugin(const fs::path& path) {
 
 std::vector<fs::path> libraries_in(const fs::path& folder) {
   if (!fs::is_directory(folder)) {
+    // A relative folder is read from the working folder (as data.path is, not from the
+    // experiment's file as `extends` is): the message says where that put it.
+    const std::string resolved =
+        folder.is_relative()
+            ? fmt::format(" ({} from the working folder)", fs::absolute(folder).string())
+            : "";
     throw PluginError(
-        fmt::format("plugin folder {} does not exist; fix LRMOE_PLUGIN_PATH or [policies] "
+        fmt::format("plugin folder {}{} does not exist; fix LRMOE_PLUGIN_PATH or [policies] "
                     "plugin_path",
-                    folder.string()));
+                    folder.string(), resolved));
   }
   std::vector<fs::path> libraries;
   for (const fs::directory_entry& entry : fs::directory_iterator(folder)) {
