@@ -88,10 +88,9 @@ std::vector<fs::path> libraries_in(const fs::path& folder) {
   if (!fs::is_directory(folder)) {
     // A relative folder is read from the working folder (as data.path is, not from the
     // experiment's file as `extends` is): the message says where that put it.
-    const std::string resolved =
-        folder.is_relative()
-            ? fmt::format(" ({} from the working folder)", fs::absolute(folder).string())
-            : "";
+    const std::string resolved = folder.is_relative() ? fmt::format(" ({} from the working folder)",
+                                                                    fs::absolute(folder).string())
+                                                      : "";
     throw PluginError(
         fmt::format("plugin folder {}{} does not exist; fix LRMOE_PLUGIN_PATH or [policies] "
                     "plugin_path",
