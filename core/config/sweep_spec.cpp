@@ -124,17 +124,19 @@ class SweepReader {
       const toml::table* given = variant.as_table();
       if (!given || given->empty())
         fail(variant, "each of variants must be a non-empty table of section.key = value");
-      toml::table settings_table = *given;
+      // Flattened where it lies: a copy of the table would lose its values' places in the file.
+      std::vector<SweepSetting> settings;
+      flatten(*given, "", settings);
       std::string label;
       if (const toml::node* name = given->get(kLabelKey)) {
         label = string_of(*name, "a variant's label");
         if (label.empty()) fail(*name, "a variant's label must not be empty");
-        settings_table.erase(kLabelKey);
-        if (settings_table.empty()) fail(variant, "the variant '" + label + "' sets nothing");
+        settings.erase(std::remove_if(settings.begin(), settings.end(),
+                                      [](const SweepSetting& s) { return s.key == kLabelKey; }),
+                       settings.end());
+        if (settings.empty()) fail(variant, "the variant '" + label + "' sets nothing");
       }
       axis.labels.push_back(label);
-      std::vector<SweepSetting> settings;
-      flatten(settings_table, "", settings);
       for (const SweepSetting& s : settings) {
         if (std::find(axis.keys.begin(), axis.keys.end(), s.key) == axis.keys.end())
           axis.keys.push_back(s.key);
