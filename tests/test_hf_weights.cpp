@@ -7,6 +7,7 @@
 #include <chrono>
 #include <csignal>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -300,6 +301,22 @@ TEST_CASE("weights of another model are refused naming the field or the tensor",
   folder.write("model.safetensors.index.json", index.dump());
   CHECK_THAT(hf_error([&] { lrmoe::check_hf_weights(config, folder.path()); }),
              Contains("has no tensor 'model.norm.weight'"));
+}
+
+TEST_CASE("weights that are not finite are refused at load naming the file and the tensor",
+          "[hf]") {
+  const ModelConfig config = model_of("tiny-moe");
+  lrmoe::Transformer source(config);
+  {
+    torch::NoGradGuard no_grad;
+    source->named_parameters()["final_norm.weight"].fill_(std::numeric_limits<float>::quiet_NaN());
+  }
+  TempFolder folder;
+  export_in_shards(source, config, 1, folder.path());
+  lrmoe::Transformer target(config);
+  CHECK_THAT(hf_error([&] { lrmoe::load_hf_weights(target, config, folder.path()); }),
+             Contains("tensor 'model.norm.weight' holds NaN or infinite values; model.init_from "
+                      "needs finite weights"));
 }
 
 TEST_CASE("export-hf writes each process's experts of a sharded run as its own shard", "[hf]") {

@@ -87,7 +87,16 @@ void check_entry(const SafetensorsFile& file, const std::string& name,
 }
 
 // Copies what was read into `to`, counting its bytes as they were in the file.
-void copy_counted(torch::Tensor& to, const torch::Tensor& read, HfImport& import) {
+// Copies `read`, the tensor `name` of `file`, into `to`. Weights that are not finite are refused
+// here, by name: the run would otherwise stop at its first step as a divergence, blaming train.lr.
+void copy_counted(torch::Tensor& to, const torch::Tensor& read, const SafetensorsFile& file,
+                  const std::string& name, HfImport& import) {
+  if (read.is_floating_point() && !torch::isfinite(read).all().item<bool>()) {
+    throw HfError(fmt::format(
+        "{}: tensor '{}' holds NaN or infinite values; model.init_from needs finite weights (a "
+        "checkpoint saved from a diverged run?)",
+        file.path().string(), name));
+  }
   to.copy_(read);
   import.bytes += static_cast<uint64_t>(read.numel()) * read.element_size();
   ++import.tensors;
@@ -170,13 +179,13 @@ HfImport load_hf_weights(Transformer& model, const ModelConfig& config,
     const PieceSource source = find_piece(folder, piece);
     if (!source.stacked) {
       check_entry(*source.file, source.name, to.sizes().vec());
-      copy_counted(to, source.file->read(source.name), import);
+      copy_counted(to, source.file->read(source.name), *source.file, source.name, import);
     } else {
       std::vector<int64_t> shape = into.sizes().vec();
       shape[0] = config.num_experts;
       check_entry(*source.file, source.name, shape);
       copy_counted(to, source.file->read(source.name, {piece.expert, piece.first_row, piece.rows}),
-                   import);
+                   *source.file, source.name, import);
     }
   }
   for (const std::string& name : folder.tensor_names())
