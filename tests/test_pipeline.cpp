@@ -619,6 +619,25 @@ TEST_CASE("plugin answers with bad values are refused naming the plugin, unless 
     scores_with(-1);
     refused("metric 'scripted_metric' returned a negative score");
   }
+  SECTION("no scores at all") {
+    lrmoe_test::metric_of(*policies).decide = [](const PairBatch&) { return at::Tensor(); };
+    refused("metric 'scripted_metric' returned nothing for");
+  }
+  SECTION("scores on the meta device, which hold no values") {
+    lrmoe_test::metric_of(*policies).decide = [](const PairBatch& pairs) {
+      return torch::empty({pairs.experts.numel()}, torch::TensorOptions().device(torch::kMeta));
+    };
+    refused("metric 'scripted_metric' returned scores on the meta device");
+  }
+  SECTION("kept pairs on the meta device") {
+    lrmoe_test::selection_of(*policies).decide = [](const PairBatch& pairs, const at::Tensor&) {
+      return Selection{
+          torch::empty({pairs.experts.numel()},
+                       torch::TensorOptions().dtype(torch::kInt64).device(torch::kMeta)),
+          {}};
+    };
+    refused("selection 'scripted_selection' returned tensors on the meta device");
+  }
   SECTION("where, and from which library") {
     policies->records[1].path = "/plugins/scripted_metric.so";
     scores_with(-1);

@@ -257,17 +257,18 @@ torch::Tensor ExpertPipeline::score(const ForwardPass& forward, PairBatch& signa
   signals.pair_ids = forward.pair_ids;
   signals.expert_offsets = forward.expert_offsets;
   signals.quota = forward.quota;
-  const torch::Tensor scores =
-      call_policy(PolicyKind::Metric, "score", [&] {
-        return policies_->metric->score(for_policy(PolicyKind::Metric, signals));
-      }).to(forward.experts.device());
+  // Checked before it moves to the pairs' device: an undefined or meta tensor cannot move, and
+  // its message must name the plugin.
+  const torch::Tensor scores = call_policy(PolicyKind::Metric, "score", [&] {
+    return policies_->metric->score(for_policy(PolicyKind::Metric, signals));
+  });
   check_scores(scores, forward.experts.numel(), settings_.check_plugin_outputs,
                policy_name(PolicyKind::Metric),
                {{"gates", signals.gates},
                 {"upstream gradient norms", signals.upstream_norm},
                 {"input norms", signals.input_norm},
                 {"hidden norms", signals.hidden_norm}});
-  return scores;
+  return scores.to(forward.experts.device());
 }
 
 std::vector<int64_t> ExpertPipeline::backward_quota(const ForwardPass& forward,

@@ -160,6 +160,12 @@ void check_scores(const torch::Tensor& scores, int64_t pairs, bool values,
                     pairs),
         kScore);
   }
+  // A meta tensor has a shape and no values: nothing can be read from it.
+  if (scores.is_meta())
+    throw answer_error(fmt::format("metric '{}' returned scores on the meta device, which hold "
+                                   "no values",
+                                   policy),
+                       kScore);
   if (!values || pairs == 0) return;
   if (every_score_finite_and_non_negative(scores.detach())) return;
   const std::vector<bool> ok = verdicts({scores.isfinite().all(), scores.ge(0).all()});
@@ -193,6 +199,8 @@ void check_selection(const Selection& selection, const torch::Tensor& experts,
     throw fail("returned `kept` that is not a 1-D int64 tensor");
   }
   const torch::Tensor& weights = selection.weights;
+  if (kept.is_meta() || (weights.defined() && weights.is_meta()))
+    throw fail("returned tensors on the meta device, which hold no values");
   if (weights.defined() && weights.numel() != kept.numel()) {
     throw fail(fmt::format("returned {} weights for {} kept pairs", weights.numel(), kept.numel()));
   }
