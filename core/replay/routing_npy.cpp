@@ -131,13 +131,17 @@ RecordedExpertLoads read_routing_npy(const std::string& path, int64_t tokens_per
         "{}: {} steps of {} layers are more than the {} loads a load source may hold; give a "
         "larger batch or a shorter file",
         path, steps, layers, kMostLoadCells));
-  const int64_t read_tokens = tokens >= tokens_per_step ? steps * tokens_per_step : tokens;
+  // Tokens a step counts (the whole file when it is shorter than a step), and read in all.
+  const int64_t step_tokens = std::min(tokens_per_step, tokens);
+  const int64_t read_tokens = steps * step_tokens;
+  // Ids past this would make more than kMostLoadCells loads over the steps and layers.
+  const int64_t most_experts = kMostLoadCells / (steps * layers);
   RecordedExpertLoads loads;
   loads.origin = path;
   int64_t experts = 0;
   std::vector<unsigned char> row(static_cast<std::size_t>(row_bytes));
   for (int64_t t = 0; t < read_tokens; ++t) {
-    const int64_t step = t / std::min(tokens_per_step, tokens);
+    const int64_t step = t / step_tokens;
     if (static_cast<int64_t>(loads.steps.size()) == step) {
       loads.steps.push_back(step + 1);
       loads.pairs.emplace_back(static_cast<std::size_t>(layers));
@@ -154,7 +158,7 @@ RecordedExpertLoads read_routing_npy(const std::string& path, int64_t tokens_per
               "{}: token {}, layer {}, choice {}: expert id {}; ids are 0 or more (drop padded "
               "tokens before saving)",
               path, t, l, k, id));
-        if (id >= kMostLoadCells / (steps * layers))
+        if (id >= most_experts)
           throw std::invalid_argument(
               fmt::format("{}: token {}, layer {}, choice {}: expert id {} makes more than the "
                           "{} loads a load source may hold",
