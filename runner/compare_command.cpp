@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "runner/compare_plots.hpp"
+#include "runner/differing_keys_text.hpp"
 #include "runner/headline_projection.hpp"
 #include "runner/json_text.hpp"
 #include "runner/named_runs.hpp"
@@ -168,52 +169,6 @@ std::string spread_text(const std::vector<double>& values, const Figure& f) {
   auto show = [&](double v) { return significant_text(v * f.scale, kSignificant); };
   if (values.size() == 1) return show(s.median);
   return fmt::format("{} [{}–{}]", show(s.median), show(s.low), show(s.high));
-}
-
-// "policies.bundle, policies.placement.symi.{layout, slots}": keys sharing all but their last
-// part written once, in order.
-// The keys of a plugin's parameters (policies.<kind>.<plugin>.<parameter>) whose kind's plugin
-// differs among the variants (policies.<kind>.name is among `keys`): they differ because the
-// plugin does, and listing each of them says nothing more.
-std::vector<std::string> without_plugin_parameters(const std::vector<std::string>& keys,
-                                                   bool& left_out) {
-  const std::set<std::string> all(keys.begin(), keys.end());
-  std::vector<std::string> kept;
-  left_out = false;
-  for (const std::string& key : keys) {
-    bool parameter = false;
-    if (key.rfind("policies.", 0) == 0) {
-      const std::size_t kind_end = key.find('.', std::string("policies.").size());
-      const std::size_t plugin_end =
-          kind_end == std::string::npos ? kind_end : key.find('.', kind_end + 1);
-      parameter =
-          plugin_end != std::string::npos && all.count(key.substr(0, kind_end) + ".name") == 1;
-    }
-    if (parameter)
-      left_out = true;
-    else
-      kept.push_back(key);
-  }
-  return kept;
-}
-
-std::string key_list(const std::vector<std::string>& all_keys) {
-  bool parameters_left_out = false;
-  const std::vector<std::string> keys = without_plugin_parameters(all_keys, parameters_left_out);
-  std::vector<std::pair<std::string, std::vector<std::string>>> by_table;
-  for (const std::string& key : keys) {
-    const std::size_t dot = key.rfind('.');
-    const std::string table = dot == std::string::npos ? "" : key.substr(0, dot + 1);
-    if (by_table.empty() || by_table.back().first != table) by_table.push_back({table, {}});
-    by_table.back().second.push_back(key.substr(table.size()));
-  }
-  std::vector<std::string> parts;
-  for (const auto& [table, names] : by_table) {
-    parts.push_back(names.size() == 1 ? table + names.front()
-                                      : fmt::format("{}{{{}}}", table, fmt::join(names, ", ")));
-  }
-  return fmt::format("{}{}", fmt::join(parts, ", "),
-                     parameters_left_out ? " (and the parameters of the plugins that differ)" : "");
 }
 
 int64_t distinct_seeds(const VariantRuns& v) {
@@ -514,7 +469,7 @@ int compare_command(const CompareOptions& options, std::ostream& out, std::ostre
       out << "seeds repeat: runs of one configuration with the same seed (a sweep cell run "
              "again, or runs named twice over); their spread is not the seeds'\n";
     for (const auto& [model, keys] : grouping.differing)
-      out << fmt::format("the variants of {} differ in: {}\n", model, key_list(keys));
+      out << fmt::format("the variants of {} differ in: {}\n", model, differing_keys_text(keys));
     out << left_out;
     write_projection_table(variants, baselines, out);
   } else if (options.format == "csv") {
